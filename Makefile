@@ -1,0 +1,23 @@
+# The two quickstart commands: `make serve` and `make test`.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+
+$(BIN)/calypso: pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found; run make PYTHON=python3"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test,bench]'
+	@touch $@
+
+install: $(BIN)/calypso
+
+serve: install
+	$(BIN)/calypso serve --demo
+
+# pytest exits 5 when it collects nothing: that is a failure of the suite, say so.
+test: install
+	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; fi; exit $$rc
+
+.PHONY: install serve test

@@ -1,0 +1,42 @@
+"""The FastAPI application factory."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from calypso import __version__
+from calypso.api.errors import install_error_handlers
+from calypso.api.routes import documents, files, search
+from calypso.config import Settings
+from calypso.knowledge import KnowledgeBase
+
+
+def create_app(settings: Settings | None = None, kb: KnowledgeBase | None = None) -> FastAPI:
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        owned = app.state.kb is None
+        if owned:
+            app.state.kb = KnowledgeBase(settings)
+        try:
+            yield
+        finally:
+            if owned:
+                app.state.kb.close()
+                app.state.kb = None
+
+    app = FastAPI(title="Calypso", version=__version__, lifespan=lifespan)
+    app.state.settings = settings
+    app.state.kb = kb
+    install_error_handlers(app)
+    for module in (documents, files, search):
+        app.include_router(module.router)
+
+    @app.get("/health", tags=["meta"])
+    def health() -> dict:
+        return {"status": "ok", "version": __version__}
+
+    return app

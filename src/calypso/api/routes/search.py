@@ -1,0 +1,34 @@
+"""POST /v1/search: the retrieval the answer endpoints use, exposed for apps and debugging."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+from pydantic import BaseModel, ConfigDict, Field
+
+from calypso.api.deps import knowledge_base
+from calypso.api.serialize import passage_object
+from calypso.knowledge import KnowledgeBase
+
+router = APIRouter(prefix="/v1", tags=["search"])
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    query: str = Field(min_length=1)
+    namespace: str | None = None
+    document_ids: list[str] | None = None
+    max_num_results: int = Field(10, ge=1, le=100)
+
+
+@router.post("/search")
+def search(body: SearchRequest, kb: KnowledgeBase = Depends(knowledge_base)) -> dict:
+    passages = kb.search(
+        body.query, body.namespace, document_ids=body.document_ids, max_results=body.max_num_results
+    )
+    return {
+        "object": "vector_store.search_results.page",
+        "search_query": body.query,
+        "data": [passage_object(p) for p in passages],
+        "has_more": False,
+        "next_page": None,
+    }

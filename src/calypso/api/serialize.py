@@ -1,0 +1,93 @@
+"""Wire shapes of documents, files, chunks and search results."""
+
+from __future__ import annotations
+
+from calypso.models import Document, Passage
+from calypso.store.base import StoredChunk
+
+
+def document_object(doc: Document) -> dict:
+    return {
+        "id": doc.id,
+        "object": "document",
+        "file_id": doc.file_id,
+        "namespace": doc.namespace,
+        "filename": doc.filename,
+        "title": doc.title,
+        "media_type": doc.media_type,
+        "bytes": doc.bytes,
+        "sha256": doc.sha256,
+        "page_count": doc.page_count,
+        "chunk_count": doc.chunk_count,
+        "source_url": doc.source_url,
+        "status": "ready",
+        "created_at": doc.created_at,
+        "metadata": doc.metadata,
+    }
+
+
+def file_object(doc: Document) -> dict:
+    """OpenAI's FileObject; the document behind it is named in ``document_id``."""
+    return {
+        "id": doc.file_id,
+        "object": "file",
+        "bytes": doc.bytes,
+        "created_at": doc.created_at,
+        "filename": doc.filename,
+        "purpose": "assistants",
+        "status": "processed",
+        "status_details": None,
+        "expires_at": None,
+        "document_id": doc.id,
+        "namespace": doc.namespace,
+    }
+
+
+def chunk_object(stored: StoredChunk) -> dict:
+    chunk = stored.chunk
+    return {
+        "object": "document.chunk",
+        "document_id": stored.document_id,
+        "chunk_index": chunk.chunk_index,
+        "text": chunk.text,
+        "start_index": chunk.start,
+        "end_index": chunk.end,
+        "page_start": chunk.page_start,
+        "page_end": chunk.page_end,
+        "page_labels": list(chunk.page_labels),
+        "heading_path": list(chunk.heading_path),
+    }
+
+
+def passage_object(passage: Passage) -> dict:
+    """A search hit, in the shape of OpenAI's vector store search result."""
+    doc, chunk = passage.document, passage.chunk
+    return {
+        "file_id": doc.file_id,
+        "filename": doc.filename,
+        "score": round(passage.score, 6),
+        "attributes": {
+            "document_id": doc.id,
+            "namespace": doc.namespace,
+            "chunk_index": chunk.chunk_index,
+            "page_number": chunk.page_start,
+            "page_end": chunk.page_end,
+            "page_label": passage.page_label,
+            "locator_label": passage.locator_label,
+            "label": passage.display_label,
+            "heading_path": list(chunk.heading_path),
+            "start_index": chunk.start,
+            "end_index": chunk.end,
+        },
+        "content": [{"type": "text", "text": chunk.text}],
+    }
+
+
+def list_object(data: list[dict], has_more: bool, id_key: str = "id") -> dict:
+    return {
+        "object": "list",
+        "data": data,
+        "first_id": data[0][id_key] if data else None,
+        "last_id": data[-1][id_key] if data else None,
+        "has_more": has_more,
+    }

@@ -1,0 +1,147 @@
+"""The `calypso` command: serve, ingest, search, settings. Thin: it calls the modules."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from calypso.config import Settings, settings_table
+from calypso.errors import CalypsoError
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides = {}
+    if getattr(args, "home", None):
+        overrides["home"] = Path(args.home)
+    for name in ("host", "port"):
+        if getattr(args, name, None) is not None:
+            overrides[name] = getattr(args, name)
+    if getattr(args, "demo", False):
+        overrides["demo"] = True
+    return Settings(**overrides)
+
+
+def _files(paths: list[str]) -> Iterator[Path]:
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            yield from sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+        else:
+            yield path
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from calypso.api.app import create_app
+    from calypso.demo import ingest_demo
+    from calypso.knowledge import KnowledgeBase
+
+    settings = _settings(args)
+    kb = KnowledgeBase(settings)
+    if settings.demo:
+        added = ingest_demo(kb)
+        print(f"demo knowledge base: {added} new document(s) in namespace '{settings.default_namespace}'")
+    print(f"Calypso serving {settings.home.resolve()} on http://{settings.host}:{settings.port} (OpenAPI: /openapi.json)")
+    uvicorn.run(create_app(settings, kb), host=settings.host, port=settings.port, log_level=settings.log_level)
+    return 0
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from calypso.knowledge import KnowledgeBase
+
+    settings = _settings(args)
+    kb = KnowledgeBase(settings)
+    files = list(_files(args.paths))
+    refused = 0
+    try:
+        with tqdm(files, unit="file", disable=len(files) < 3 or not sys.stderr.isatty(), file=sys.stderr) as bar:
+            for path in bar:
+                bar.set_postfix_str(path.name[-40:])
+                try:
+                    result = kb.ingest(path.read_bytes(), path.name, args.namespace)
+                except (CalypsoError, OSError) as exc:
+                    refused += 1
+                    tqdm.write(f"refused   {path}: {getattr(exc, 'message', exc)}")
+                    continue
+                doc = result.document
+                state = "ingested " if result.created else "duplicate"
+                tqdm.write(
+                    f"{state} {path} -> {doc.id} ({doc.page_count} pages, {doc.chunk_count} passages, "
+                    f"namespace {doc.namespace})"
+                )
+    finally:
+        kb.close()
+    print(f"{len(files) - refused} ingested or already present, {refused} refused")
+    return 1 if refused and refused == len(files) else 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from calypso.knowledge import KnowledgeBase
+
+    kb = KnowledgeBase(_settings(args))
+    try:
+        passages = kb.search(args.query, args.namespace, max_results=args.k)
+    except CalypsoError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 2
+    finally:
+        kb.close()
+    if not passages:
+        print("no passages found")
+    for rank, passage in enumerate(passages, start=1):
+        preview = " ".join(passage.chunk.text.split())[:240]
+        print(f"{rank:2d}. {passage.score:7.3f}  {passage.display_label}  [chunk {passage.chunk.chunk_index}]")
+        print(f"    {preview}")
+    return 0
+
+
+def cmd_settings(_: argparse.Namespace) -> int:
+    for name, default, help_ in settings_table():
+        print(f"{name:32} {default:24} {help_}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="calypso", description="Self-hosted grounded-answer server.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def with_home(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--home", help="data directory (default: $CALYPSO_HOME or ./.calypso)")
+        return p
+
+    serve = with_home(sub.add_parser("serve", help="serve the HTTP API"))
+    serve.add_argument("--host", default=None, help="bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help="port (default 8080)")
+    serve.add_argument("--demo", action="store_true", help="ingest the bundled demo documents if missing")
+    serve.set_defaults(func=cmd_serve)
+
+    ingest = with_home(sub.add_parser("ingest", help="ingest files and folders"))
+    ingest.add_argument("paths", nargs="+")
+    ingest.add_argument("--namespace", default=None, help="namespace (default: general)")
+    ingest.set_defaults(func=cmd_ingest)
+
+    search = with_home(sub.add_parser("search", help="print the top passages for a query"))
+    search.add_argument("query")
+    search.add_argument("--namespace", default=None)
+    search.add_argument("-k", type=int, default=5, help="number of passages")
+    search.set_defaults(func=cmd_search)
+
+    sub.add_parser("settings", help="list every setting").set_defaults(func=cmd_settings)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=os.environ.get("CALYPSO_LOG_LEVEL", "INFO").upper(), format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""Every setting, declared once: name, default, help.
+
+Each field can be given as the environment variable ``CALYPSO_<NAME>``
+(``CALYPSO_HOME``, ``CALYPSO_MAX_UPLOAD_BYTES``…). ``calypso settings`` prints
+the table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CALYPSO_", extra="ignore")
+
+    home: Path = Field(Path(".calypso"), description="Data directory: the SQLite file and uploaded files live here.")
+    host: str = Field("127.0.0.1", description="Address `calypso serve` binds to.")
+    port: int = Field(8080, description="Port `calypso serve` listens on.")
+    default_namespace: str = Field("general", description="Namespace used when an upload or search names none.")
+    max_upload_bytes: int = Field(50 * 1024 * 1024, description="Largest accepted upload or crawled page, in bytes.")
+    chunk_size: int = Field(1000, ge=100, description="Target chunk length in characters; chunks end on sentence boundaries.")
+    chunk_overlap: int = Field(150, ge=0, description="Characters of trailing context repeated at the start of the next chunk.")
+    search_max_results: int = Field(10, ge=1, le=100, description="Default number of passages returned by a search.")
+    crawl_timeout_seconds: float = Field(15.0, gt=0, description="Timeout for fetching a crawled page.")
+    crawl_allow_private: bool = Field(
+        False, description="Allow crawling loopback and private-network addresses (off: refuses them, against SSRF)."
+    )
+    demo: bool = Field(False, description="Ingest the bundled demo documents into an empty knowledge base at start.")
+    log_level: str = Field("info", description="Server log level.")
+
+    @property
+    def database_path(self) -> Path:
+        return self.home / "calypso.sqlite3"
+
+    @property
+    def files_dir(self) -> Path:
+        return self.home / "files"
+
+
+def settings_table() -> list[tuple[str, str, str]]:
+    """(environment variable, default, help) for every setting."""
+    rows = []
+    for name, field in Settings.model_fields.items():
+        rows.append((f"CALYPSO_{name.upper()}", repr(field.default), field.description or ""))
+    return rows

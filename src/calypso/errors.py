@@ -1,0 +1,102 @@
+"""One exception tree for Calypso.
+
+Every error a client can see is a ``CalypsoError``; the API turns it into
+OpenAI's shape ``{"error": {"message", "type", "param", "code"}}`` with the
+class's HTTP status.
+
+    CalypsoError                       500 server_error
+    ├── InvalidRequest                 400 invalid_request_error
+    │   ├── EmptyDocument              400 (code: empty_file)
+    │   └── InvalidNamespace           400 (code: invalid_namespace)
+    ├── AuthenticationFailed           401 authentication_error
+    ├── PermissionDenied               403 permission_error
+    ├── NotFound                       404 invalid_request_error (code: not_found)
+    ├── PayloadTooLarge                413 invalid_request_error (code: file_too_large)
+    ├── UnsupportedMediaType           415 invalid_request_error (code: unsupported_file_type)
+    ├── UnprocessableDocument          422 invalid_request_error (code: unprocessable_document)
+    ├── UpstreamError                  502 upstream_error
+    │   └── UpstreamTimeout            504 upstream_error (code: timeout)
+    └── StorageError                   500 server_error
+"""
+
+from __future__ import annotations
+
+
+class CalypsoError(Exception):
+    """Base class: a message that says how to fix the problem, plus the OpenAI error fields."""
+
+    status: int = 500
+    type: str = "server_error"
+    default_code: str | None = None
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.code = code if code is not None else self.default_code
+
+    def to_dict(self) -> dict:
+        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+
+
+class InvalidRequest(CalypsoError):
+    status = 400
+    type = "invalid_request_error"
+
+
+class EmptyDocument(InvalidRequest):
+    default_code = "empty_file"
+
+
+class InvalidNamespace(InvalidRequest):
+    default_code = "invalid_namespace"
+
+
+class AuthenticationFailed(CalypsoError):
+    status = 401
+    type = "authentication_error"
+    default_code = "invalid_api_key"
+
+
+class PermissionDenied(CalypsoError):
+    status = 403
+    type = "permission_error"
+
+
+class NotFound(CalypsoError):
+    status = 404
+    type = "invalid_request_error"
+    default_code = "not_found"
+
+
+class PayloadTooLarge(CalypsoError):
+    status = 413
+    type = "invalid_request_error"
+    default_code = "file_too_large"
+
+
+class UnsupportedMediaType(CalypsoError):
+    status = 415
+    type = "invalid_request_error"
+    default_code = "unsupported_file_type"
+
+
+class UnprocessableDocument(CalypsoError):
+    status = 422
+    type = "invalid_request_error"
+    default_code = "unprocessable_document"
+
+
+class UpstreamError(CalypsoError):
+    status = 502
+    type = "upstream_error"
+
+
+class UpstreamTimeout(UpstreamError):
+    status = 504
+    default_code = "timeout"
+
+
+class StorageError(CalypsoError):
+    status = 500
+    type = "server_error"

@@ -1,0 +1,162 @@
+"""Document parsers: detect a file's type and turn its bytes into a ``ParsedDocument``.
+
+Every parser is a pure function ``parse(data: bytes, filename: str) -> ParsedDocument``
+that touches neither disk nor network.
+
+Page convention (shared by all parsers): ``pages`` cover ``text`` contiguously.
+``pages[0].start == 0``, ``pages[-1].end == len(text)`` and each page starts where the
+previous one ends; a separator between pages (the PDF parser joins pages with "\\n\\n")
+belongs to the page before it. Formats without pages return a single page 1 / label "1".
+``Heading.start`` is the offset where the heading's line begins in ``text``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import zipfile
+from collections.abc import Callable
+
+from calypso.errors import EmptyDocument, UnsupportedMediaType
+from calypso.models import ParsedDocument
+
+PDF = "application/pdf"
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+HTML = "text/html"
+XHTML = "application/xhtml+xml"
+MARKDOWN = "text/markdown"
+TEXT = "text/plain"
+
+SUPPORTED_TYPES: dict[str, str] = {
+    PDF: "pdf",
+    DOCX: "docx",
+    HTML: "html",
+    XHTML: "html",
+    MARKDOWN: "markdown",
+    TEXT: "text",
+}
+
+EXTENSIONS: dict[str, str] = {
+    ".pdf": PDF,
+    ".docx": DOCX,
+    ".html": HTML,
+    ".htm": HTML,
+    ".xhtml": XHTML,
+    ".md": MARKDOWN,
+    ".markdown": MARKDOWN,
+    ".txt": TEXT,
+    ".text": TEXT,
+    ".log": TEXT,
+    ".csv": TEXT,
+    ".tsv": TEXT,
+    ".rst": TEXT,
+}
+
+# Other names clients send for the same formats.
+_ALIASES: dict[str, str] = {
+    "application/x-pdf": PDF,
+    "text/x-markdown": MARKDOWN,
+    "text/md": MARKDOWN,
+}
+
+# Content types that say nothing about the format: fall through to extension / sniffing.
+_GENERIC = {"", "application/octet-stream", "binary/octet-stream", "application/unknown", "application/binary"}
+
+
+def _describe_supported() -> str:
+    groups: dict[str, list[str]] = {}
+    for media, short in SUPPORTED_TYPES.items():
+        groups.setdefault(short, []).append(media)
+    for ext, media in EXTENSIONS.items():
+        groups[SUPPORTED_TYPES[media]].append(ext)
+    names = {"pdf": "PDF", "docx": "Word DOCX", "html": "HTML", "markdown": "Markdown", "text": "plain text"}
+    return "; ".join(f"{names[short]} ({', '.join(items)})" for short, items in groups.items())
+
+
+def _normalise(media_type: str | None) -> str:
+    base = (media_type or "").split(";", 1)[0].strip().lower()
+    return _ALIASES.get(base, base)
+
+
+def _sniff(data: bytes) -> str | None:
+    head = data[:2048]
+    # PDF readers accept junk before the header, so look past offset 0.
+    if b"%PDF-" in head[:1024]:
+        return PDF
+    if head.startswith(b"PK\x03\x04"):
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as zf:
+                if "word/document.xml" in zf.namelist():
+                    return DOCX
+        except zipfile.BadZipFile:
+            return None
+        return None
+    lowered = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    if lowered.startswith((b"<!doctype html", b"<html")) or b"<html" in lowered[:512]:
+        return HTML
+    if b"\x00" not in head:
+        return TEXT
+    return None
+
+
+def detect_media_type(data: bytes, filename: str, media_type: str | None = None) -> str:
+    """The media type to parse ``data`` as: declared type, else extension, else magic bytes."""
+    declared = _normalise(media_type)
+    ext_type = EXTENSIONS.get(os.path.splitext(filename or "")[1].lower())
+    if declared in SUPPORTED_TYPES:
+        # Many clients label every text file text/plain; a .md/.html name is more specific.
+        if declared == TEXT and ext_type in (MARKDOWN, HTML, XHTML):
+            return ext_type
+        return declared
+    if declared.startswith("text/") and declared not in _GENERIC and ext_type is None:
+        return TEXT  # text/csv, text/x-rst, ...: readable as plain text
+    if ext_type is not None:
+        return ext_type
+    sniffed = _sniff(data)
+    if sniffed is not None:
+        return sniffed
+    shown = media_type or os.path.splitext(filename or "")[1] or "unknown"
+    raise UnsupportedMediaType(
+        f"Unsupported file type ({shown}) for {filename!r}. Supported types: {_describe_supported()}. "
+        "Convert the file to one of these formats and upload it again.",
+        param="file",
+    )
+
+
+def _parser_for(media_type: str) -> Callable[[bytes, str], ParsedDocument]:
+    # Imported lazily: trafilatura and pypdfium2 are slow to import and only needed per type.
+    short = SUPPORTED_TYPES[media_type]
+    if short == "pdf":
+        from calypso.ingest.parsers import pdf as module
+    elif short == "docx":
+        from calypso.ingest.parsers import docx as module
+    elif short == "html":
+        from calypso.ingest.parsers import html as module
+    elif short == "markdown":
+        from calypso.ingest.parsers import markdown as module
+    else:
+        from calypso.ingest.parsers import text as module
+    return module.parse
+
+
+def parse_document(data: bytes, filename: str, media_type: str | None = None) -> tuple[ParsedDocument, str]:
+    """Detect the type of ``data``, parse it and return ``(parsed, media_type)``.
+
+    Raises ``EmptyDocument`` (no bytes / no text), ``UnsupportedMediaType`` and
+    ``UnprocessableDocument`` (corrupt, encrypted or undecodable input).
+    """
+    if not data:
+        raise EmptyDocument(f"The file {filename!r} is empty (0 bytes); upload a file with content.", param="file")
+    detected = detect_media_type(data, filename, media_type)
+    parsed = _parser_for(detected)(data, filename)
+    if not parsed.text.strip():
+        hint = (
+            " It may be a scanned document (images only): run OCR on it and upload the result."
+            if detected == PDF
+            else " Upload a file that contains text."
+        )
+        raise EmptyDocument(f"No extractable text in {filename!r}.{hint}", param="file")
+    return parsed, detected
+
+
+__all__ = ["SUPPORTED_TYPES", "EXTENSIONS", "detect_media_type", "parse_document"]

@@ -1,0 +1,109 @@
+"""PDF via pypdfium2: text per physical page, the PDF's own page labels, metadata title.
+
+Page convention: page texts (CRLF -> LF, trailing whitespace stripped) are joined with
+"\\n\\n"; each page's span includes the separator that follows it, so pages are contiguous
+and ``text[page.start:page.end].rstrip("\\n")`` is that page's text. The last page has no
+separator. A page without a text layer owns only its separator.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+
+from calypso.errors import UnprocessableDocument
+from calypso.models import Page, ParsedDocument
+
+SEPARATOR = "\n\n"
+
+# PDFium is not thread-safe: one document operation at a time per process.
+_LOCK = threading.Lock()
+
+# PDFium markers, not text: U+FFFE / U+0002 flag a soft hyphen at a line break; NUL is padding.
+# (Chained str.replace: str.translate takes a slow per-character path on non-ASCII text.)
+_DROP = ("\ufffe", "\x02", "\x00")
+
+_METADATA_KEYS = {"Author": "author", "Subject": "subject", "Keywords": "keywords"}
+
+
+def _load_error(exc: pdfium.PdfiumError, filename: str) -> UnprocessableDocument:
+    code = getattr(exc, "err_code", None)
+    if code == pdfium_c.FPDF_ERR_PASSWORD:
+        message = (
+            f"The PDF {filename!r} is encrypted and needs a password; "
+            "upload an unencrypted copy (remove the password protection and save it again)."
+        )
+    elif code == pdfium_c.FPDF_ERR_SECURITY:
+        message = f"The PDF {filename!r} uses an unsupported encryption scheme; upload an unencrypted copy."
+    elif code in (pdfium_c.FPDF_ERR_FORMAT, pdfium_c.FPDF_ERR_FILE):
+        message = (
+            f"{filename!r} is not a readable PDF: it is corrupt, truncated or not a PDF at all. "
+            "Check that the whole file was uploaded, or re-export it as PDF."
+        )
+    else:
+        message = f"The PDF {filename!r} could not be opened ({exc}); re-export it as PDF and upload it again."
+    return UnprocessableDocument(message, param="file")
+
+
+def _page_text(pdf: pdfium.PdfDocument, index: int) -> str:
+    page = pdf[index]
+    try:
+        textpage = page.get_textpage()
+        try:
+            raw = textpage.get_text_range()
+        finally:
+            textpage.close()
+    finally:
+        page.close()
+    text = raw.replace("\r\n", "\n").replace("\r", "\n")
+    for marker in _DROP:
+        text = text.replace(marker, "")
+    return text.rstrip()
+
+
+def _label(pdf: pdfium.PdfDocument, index: int) -> str:
+    try:
+        label = pdf.get_page_label(index)  # "" when the PDF has no /PageLabels entry for the page
+    except pdfium.PdfiumError:
+        label = ""
+    return label.strip() or str(index + 1)
+
+
+def parse(data: bytes, filename: str) -> ParsedDocument:
+    with _LOCK:
+        try:
+            pdf = pdfium.PdfDocument(data)
+        except pdfium.PdfiumError as exc:
+            raise _load_error(exc, filename) from exc
+        try:
+            count = len(pdf)
+            texts: list[str] = []
+            labels: list[str] = []
+            for index in range(count):
+                texts.append(_page_text(pdf, index))
+                labels.append(_label(pdf, index))
+            meta = pdf.get_metadata_dict(skip_empty=True)
+        except pdfium.PdfiumError as exc:
+            raise UnprocessableDocument(
+                f"The PDF {filename!r} is damaged: reading page {len(texts) + 1} failed ({exc}). "
+                "Re-export or repair the PDF and upload it again.",
+                param="file",
+            ) from exc
+        finally:
+            pdf.close()
+
+    pages: list[Page] = []
+    pos = 0
+    for index, page_text in enumerate(texts):
+        end = pos + len(page_text) + (len(SEPARATOR) if index < count - 1 else 0)
+        pages.append(Page(number=index + 1, label=labels[index], start=pos, end=end))
+        pos = end
+    text = SEPARATOR.join(texts)
+    if not pages:  # a PDF with zero pages still gets a page covering the (empty) text
+        pages.append(Page(number=1, label="1", start=0, end=0))
+    title = (meta.get("Title") or "").strip() or None
+    metadata = {"page_count": count}
+    metadata.update({ours: meta[key].strip() for key, ours in _METADATA_KEYS.items() if meta.get(key, "").strip()})
+    return ParsedDocument(text=text, pages=pages, title=title, metadata=metadata)

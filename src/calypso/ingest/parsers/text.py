@@ -1,0 +1,70 @@
+"""Plain text: decode the bytes sensibly and return one page.
+
+Page convention: one page (number 1, label "1") spanning the whole text.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+
+from calypso.errors import UnprocessableDocument, UnsupportedMediaType
+from calypso.models import Page, ParsedDocument
+
+# C0 controls other than tab, newline, form feed and carriage return: plenty of them means binary.
+_CONTROL = re.compile(r"[\x01-\x08\x0b\x0e-\x1f\x7f]")
+_SAMPLE = 8192
+
+
+def _reject_binary(filename: str) -> UnsupportedMediaType:
+    return UnsupportedMediaType(
+        f"{filename!r} looks like binary data, not text. Upload a PDF, DOCX, HTML, Markdown or plain-text file.",
+        param="file",
+    )
+
+
+def decode_text(data: bytes, filename: str = "file") -> str:
+    """Decode text bytes: BOM first, then UTF-8, then Windows-1252, then Latin-1.
+
+    Newlines are normalised to "\\n". Binary data (NUL bytes) raises ``UnsupportedMediaType``;
+    bytes that contradict their own BOM raise ``UnprocessableDocument``.
+    """
+    boms = (
+        (codecs.BOM_UTF32_LE, "utf-32"),  # checked before UTF-16: its BOM starts with FF FE
+        (codecs.BOM_UTF32_BE, "utf-32"),
+        (codecs.BOM_UTF8, "utf-8-sig"),
+        (codecs.BOM_UTF16_LE, "utf-16"),
+        (codecs.BOM_UTF16_BE, "utf-16"),
+    )
+    text: str | None = None
+    for bom, encoding in boms:
+        if data.startswith(bom):
+            try:
+                text = data.decode(encoding)
+            except UnicodeDecodeError as exc:
+                raise UnprocessableDocument(
+                    f"{filename!r} starts with a {encoding.upper()} byte-order mark but is not valid {encoding.upper()} "
+                    f"(bad bytes at offset {exc.start}). Re-save the file as UTF-8 and upload it again.",
+                    param="file",
+                ) from exc
+            break
+    if text is None:
+        if b"\x00" in data:
+            raise _reject_binary(filename)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            try:
+                # Legacy Windows text is far more common than true Latin-1; cp1252 leaves 5 bytes undefined.
+                text = data.decode("cp1252")
+            except UnicodeDecodeError:
+                text = data.decode("latin-1")
+    sample = text[:_SAMPLE]
+    if "\x00" in sample or len(_CONTROL.findall(sample)) > max(8, len(sample) // 100):
+        raise _reject_binary(filename)
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def parse(data: bytes, filename: str) -> ParsedDocument:
+    text = decode_text(data, filename).strip("\n")
+    return ParsedDocument(text=text, pages=[Page(number=1, label="1", start=0, end=len(text))])

@@ -1,0 +1,171 @@
+"""The knowledge base: ingest documents, delete them, search their passages.
+
+Both the API and the CLI call this; it owns the store and one in-memory
+BM25 index per (workspace, namespace), built lazily from the store and kept
+up to date as documents come and go.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from calypso.config import Settings
+from calypso.errors import EmptyDocument, InvalidNamespace, InvalidRequest, NotFound, PayloadTooLarge
+from calypso.ingest.chunking import chunk_document
+from calypso.ingest.parsers import parse_document
+from calypso.models import Document, Passage
+from calypso.retrieval.bm25 import BM25Index
+from calypso.store.base import Store
+from calypso.store.sqlite import SQLiteStore
+
+DEFAULT_WORKSPACE = "default"
+_NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def check_namespace(namespace: str, param: str = "namespace") -> str:
+    if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
+        raise InvalidNamespace(
+            f"Invalid namespace {namespace!r}: use 1-64 letters, digits, '_', '-' or '.', starting with a letter or digit.",
+            param=param,
+        )
+    return namespace
+
+
+@dataclass
+class IngestResult:
+    document: Document
+    created: bool  # False when identical bytes were already in the namespace
+
+
+class KnowledgeBase:
+    def __init__(self, settings: Settings, store: Store | None = None) -> None:
+        self.settings = settings
+        self.store = store or SQLiteStore(settings.database_path)
+        self._indexes: dict[tuple[str, str], BM25Index] = {}
+        self._index_lock = threading.RLock()
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- ingestion ---------------------------------------------------------
+    def ingest(
+        self,
+        data: bytes,
+        filename: str,
+        namespace: str | None = None,
+        *,
+        media_type: str | None = None,
+        metadata: dict | None = None,
+        source_url: str | None = None,
+        workspace: str = DEFAULT_WORKSPACE,
+    ) -> IngestResult:
+        """Parse, chunk and store one document; all or nothing."""
+        namespace = check_namespace(namespace or self.settings.default_namespace)
+        if not data:
+            raise EmptyDocument(f"{filename or 'The upload'} is empty (0 bytes); upload a file with content.", param="file")
+        if len(data) > self.settings.max_upload_bytes:
+            raise PayloadTooLarge(
+                f"{filename} is {len(data):,} bytes; the limit is {self.settings.max_upload_bytes:,} "
+                "(setting CALYPSO_MAX_UPLOAD_BYTES).",
+                param="file",
+            )
+        sha256 = hashlib.sha256(data).hexdigest()
+        existing = self.store.find_duplicate(workspace, namespace, sha256)
+        if existing is not None:
+            return IngestResult(existing, created=False)
+
+        parsed, detected_type = parse_document(data, filename, media_type)
+        chunks = chunk_document(parsed, self.settings.chunk_size, self.settings.chunk_overlap)
+        if not chunks:
+            raise EmptyDocument(f"{filename} contains no text to index.", param="file")
+        doc_uuid = uuid.uuid4()
+        document = Document(
+            id=str(doc_uuid),
+            file_id=f"file-{doc_uuid.hex}",
+            workspace=workspace,
+            namespace=namespace,
+            filename=filename,
+            media_type=detected_type,
+            bytes=len(data),
+            sha256=sha256,
+            created_at=int(time.time()),
+            page_count=len(parsed.pages),
+            chunk_count=len(chunks),
+            title=parsed.title,
+            source_url=source_url,
+            metadata={**parsed.metadata, **(metadata or {})} if metadata or parsed.metadata else {},
+        )
+        with self._index_lock:
+            doc_key, chunk_keys = self.store.add_document(document, parsed.pages, chunks, data)
+            index = self._indexes.get((workspace, namespace))
+            if index is not None:
+                index.add(doc_key, list(zip(chunk_keys, (c.text for c in chunks))))
+        return IngestResult(document, created=True)
+
+    def delete(self, document_id: str, workspace: str = DEFAULT_WORKSPACE) -> Document:
+        with self._index_lock:
+            key = self.store.document_key(workspace, document_id)
+            deleted = self.store.delete_document(workspace, document_id)
+            if deleted is None or key is None:
+                raise NotFound(f"No document with id {document_id!r}.", param="document_id")
+            index = self._indexes.get((workspace, deleted.namespace))
+            if index is not None:
+                index.remove(key)
+        return deleted
+
+    def get(self, document_id: str, workspace: str = DEFAULT_WORKSPACE) -> Document:
+        document = self.store.get_document(workspace, document_id)
+        if document is None:
+            raise NotFound(f"No document with id {document_id!r}.", param="document_id")
+        return document
+
+    def get_by_file_id(self, file_id: str, workspace: str = DEFAULT_WORKSPACE) -> Document:
+        document = self.store.get_document_by_file_id(workspace, file_id)
+        if document is None:
+            raise NotFound(f"No file with id {file_id!r}.", param="file_id")
+        return document
+
+    # -- retrieval ---------------------------------------------------------
+    def index(self, namespace: str, workspace: str = DEFAULT_WORKSPACE) -> BM25Index:
+        """The namespace's index, built from the store on first use."""
+        with self._index_lock:
+            index = self._indexes.get((workspace, namespace))
+            if index is None:
+                index = BM25Index()
+                index.add_many(self.store.namespace_chunks(workspace, namespace))
+                self._indexes[(workspace, namespace)] = index
+            return index
+
+    def search(
+        self,
+        query: str,
+        namespace: str | None = None,
+        *,
+        document_ids: Sequence[str] | None = None,
+        max_results: int | None = None,
+        workspace: str = DEFAULT_WORKSPACE,
+    ) -> list[Passage]:
+        """Top passages for ``query`` in a namespace, optionally only from some documents."""
+        namespace = check_namespace(namespace or self.settings.default_namespace)
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidRequest("The query is empty; send the question or keywords to search for.", param="query")
+        k = max_results or self.settings.search_max_results
+        doc_keys = None
+        if document_ids is not None:
+            doc_keys = set(self.store.document_keys(workspace, list(document_ids)).values())
+        hits = self.index(namespace, workspace).search(query, k=k, doc_keys=doc_keys)
+        stored = self.store.get_chunks([key for key, _ in hits])
+        documents = self.store.get_documents_by_id(list({c.document_id for c in stored.values()}))
+        passages = []
+        for key, score in hits:
+            chunk = stored.get(key)
+            # A chunk deleted between index lookup and fetch is simply gone.
+            if chunk is not None and chunk.document_id in documents:
+                passages.append(Passage(documents[chunk.document_id], chunk.chunk, float(score)))
+        return passages

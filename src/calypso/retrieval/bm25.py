@@ -1,0 +1,1 @@
+class BM25Index: pass

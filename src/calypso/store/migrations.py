@@ -1,0 +1,90 @@
+"""SQLite schema migrations: named, ordered functions recorded in a table."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def _run(db: sqlite3.Connection, script: str) -> None:
+    # Not executescript(): it commits first, which would break the migration's transaction.
+    for statement in script.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def m001_documents(db: sqlite3.Connection) -> None:
+    _run(
+        db,
+        """
+        CREATE TABLE documents (
+            key INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            file_id TEXT NOT NULL UNIQUE,
+            workspace TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            filename TEXT NOT NULL,
+            media_type TEXT NOT NULL,
+            bytes INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            page_count INTEGER NOT NULL,
+            chunk_count INTEGER NOT NULL,
+            title TEXT,
+            source_url TEXT,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            content BLOB NOT NULL
+        );
+        CREATE INDEX documents_by_namespace ON documents (workspace, namespace, created_at, key);
+        CREATE INDEX documents_by_hash ON documents (workspace, namespace, sha256);
+        CREATE TABLE pages (
+            document_key INTEGER NOT NULL REFERENCES documents(key) ON DELETE CASCADE,
+            number INTEGER NOT NULL,
+            label TEXT NOT NULL,
+            start INTEGER NOT NULL,
+            "end" INTEGER NOT NULL,
+            PRIMARY KEY (document_key, number)
+        );
+        CREATE TABLE chunks (
+            key INTEGER PRIMARY KEY,
+            document_key INTEGER NOT NULL REFERENCES documents(key) ON DELETE CASCADE,
+            chunk_index INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            start INTEGER NOT NULL,
+            "end" INTEGER NOT NULL,
+            page_start INTEGER NOT NULL,
+            page_end INTEGER NOT NULL,
+            page_labels TEXT NOT NULL,
+            heading_path TEXT NOT NULL,
+            UNIQUE (document_key, chunk_index)
+        );
+        """
+    )
+
+
+MIGRATIONS: list[tuple[str, Migration]] = [
+    ("001_documents", m001_documents),
+]
+
+
+def migrate(db: sqlite3.Connection) -> list[str]:
+    """Apply every migration not yet recorded; return the names applied."""
+    db.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")
+    done = {row[0] for row in db.execute("SELECT name FROM migrations")}
+    applied = []
+    for name, migration in MIGRATIONS:
+        if name in done:
+            continue
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            migration(db)
+            db.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, int(time.time())))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        applied.append(name)
+    return applied

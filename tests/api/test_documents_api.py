@@ -1,0 +1,247 @@
+"""Documents, search and crawl over real HTTP on loopback."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+
+def _upload(http: httpx.Client, path: Path, namespace: str | None = None, **extra) -> httpx.Response:
+    data = {"namespace": namespace} if namespace else {}
+    data.update(extra)
+    return http.post("/v1/documents", files={"file": (path.name, path.read_bytes())}, data=data)
+
+
+def _assert_error(response: httpx.Response, status: int, param: str | None = None) -> dict:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error"}
+    assert set(body["error"]) == {"message", "type", "param", "code"}
+    assert body["error"]["message"]
+    if param is not None:
+        assert body["error"]["param"] == param
+    return body["error"]
+
+
+def _document_count(http: httpx.Client) -> int:
+    return len(http.get("/v1/documents", params={"limit": 100}).json()["data"])
+
+
+def test_upload_pdf_with_page_labels_and_search(http: httpx.Client, data_dir: Path) -> None:
+    pdf = data_dir / "ingestion-docs/pdf/GeoTopo-komprimiert.pdf"
+    response = _upload(http, pdf, "math", metadata='{"course": "geotopo"}')
+    assert response.status_code == 201, response.text
+    doc = response.json()
+    assert doc["object"] == "document" and doc["namespace"] == "math"
+    assert doc["media_type"] == "application/pdf" and doc["page_count"] > 10
+    assert doc["metadata"]["course"] == "geotopo"
+
+    chunks = http.get(f"/v1/documents/{doc['id']}/chunks", params={"limit": 100}).json()["data"]
+    assert [c["chunk_index"] for c in chunks] == list(range(len(chunks)))
+    labels = [label for c in chunks for label in c["page_labels"]]
+    assert "i" in labels or "ii" in labels  # roman front matter from /PageLabels
+    assert "1" in labels
+
+    hits = http.post("/v1/search", json={"query": "Fundamentalgruppe", "namespace": "math"}).json()["data"]
+    assert hits and hits[0]["attributes"]["document_id"] == doc["id"]
+    attributes = hits[0]["attributes"]
+    assert attributes["locator_label"].startswith("p")
+    assert attributes["label"].startswith("GeoTopo-komprimiert.pdf (p")
+    assert http.post("/v1/search", json={"query": "Fundamentalgruppe", "namespace": "general"}).json()["data"] == []
+
+
+def test_duplicate_upload_returns_existing_document(http: httpx.Client, data_dir: Path) -> None:
+    md = data_dir / "ingestion-docs/md/github-terms-of-service.md"
+    first = _upload(http, md)
+    second = _upload(http, md)
+    assert first.status_code == 201 and second.status_code == 200
+    assert first.json()["id"] == second.json()["id"]
+    assert _upload(http, md, "other").json()["id"] != first.json()["id"]
+    assert _document_count(http) == 2
+
+
+def test_delete_removes_from_retrieval_at_once(http: httpx.Client, data_dir: Path) -> None:
+    doc = _upload(http, data_dir / "ingestion-docs/md/github-general-privacy-statement.md").json()
+    query = {"query": "personal data privacy statement"}
+    assert http.post("/v1/search", json=query).json()["data"]
+    deleted = http.delete(f"/v1/documents/{doc['id']}")
+    assert deleted.json() == {"id": doc["id"], "object": "document.deleted", "deleted": True}
+    assert http.post("/v1/search", json=query).json()["data"] == []
+    _assert_error(http.get(f"/v1/documents/{doc['id']}"), 404)
+    _assert_error(http.delete(f"/v1/documents/{doc['id']}"), 404)
+    _assert_error(http.get(f"/v1/documents/{doc['id']}/chunks"), 404)
+
+
+def test_search_filters_by_document_ids(http: httpx.Client, data_dir: Path) -> None:
+    tos = _upload(http, data_dir / "ingestion-docs/md/github-terms-of-service.md").json()
+    privacy = _upload(http, data_dir / "ingestion-docs/md/github-general-privacy-statement.md").json()
+    body = {"query": "GitHub account", "max_num_results": 20}
+    both = {h["attributes"]["document_id"] for h in http.post("/v1/search", json=body).json()["data"]}
+    assert both == {tos["id"], privacy["id"]}
+    only = http.post("/v1/search", json={**body, "document_ids": [privacy["id"]]}).json()["data"]
+    assert only and {h["attributes"]["document_id"] for h in only} == {privacy["id"]}
+    assert len(http.post("/v1/search", json={**body, "max_num_results": 3}).json()["data"]) == 3
+
+
+def test_list_documents_paginates_and_filters(http: httpx.Client, data_dir: Path) -> None:
+    for path in sorted((data_dir / "ingestion-docs/md").iterdir()):
+        _upload(http, path, "a")
+    _upload(http, data_dir / "ingestion-docs/docx/docx-tables.docx", "b")
+    page = http.get("/v1/documents", params={"namespace": "a", "limit": 1}).json()
+    assert page["object"] == "list" and len(page["data"]) == 1 and page["has_more"]
+    rest = http.get("/v1/documents", params={"namespace": "a", "after": page["last_id"]}).json()
+    assert len(rest["data"]) == 1 and not rest["has_more"]
+    assert {d["namespace"] for d in http.get("/v1/documents").json()["data"]} == {"a", "b"}
+
+
+def test_openapi_spec_lists_the_routes(http: httpx.Client) -> None:
+    paths = http.get("/openapi.json").json()["paths"]
+    for path in ("/v1/documents", "/v1/documents/crawl", "/v1/documents/{document_id}/chunks", "/v1/files", "/v1/search"):
+        assert path in paths
+
+
+# -- bad input: each gets an OpenAI-shaped error and leaves the knowledge base unchanged --------
+
+
+def test_empty_upload(http: httpx.Client) -> None:
+    error = _assert_error(http.post("/v1/documents", files={"file": ("empty.txt", b"")}), 400, "file")
+    assert error["code"] == "empty_file"
+    assert _document_count(http) == 0
+
+
+def test_whitespace_only_upload(http: httpx.Client) -> None:
+    _assert_error(http.post("/v1/documents", files={"file": ("blank.md", b"  \n\n \t ")}), 400, "file")
+    assert _document_count(http) == 0
+
+
+def test_missing_file_field(http: httpx.Client) -> None:
+    _assert_error(http.post("/v1/documents", data={"namespace": "general"}), 400, "file")
+
+
+def test_truncated_pdf(http: httpx.Client, data_dir: Path) -> None:
+    data = (data_dir / "ingestion-docs/pdf/ALCE-paper-2305.14627v1.pdf").read_bytes()
+    response = http.post("/v1/documents", files={"file": ("cut.pdf", data[: len(data) // 3])})
+    assert response.status_code in (400, 422)
+    _assert_error(response, response.status_code, "file")
+    assert _document_count(http) == 0
+
+
+def test_unsupported_type_lists_supported_ones(http: httpx.Client) -> None:
+    error = _assert_error(
+        http.post("/v1/documents", files={"file": ("tool.exe", b"MZ\x90\x00\x03\x00\x00\x00" * 50)}), 415, "file"
+    )
+    assert "pdf" in error["message"].lower() and "docx" in error["message"].lower()
+    assert _document_count(http) == 0
+
+
+def test_file_over_size_limit(http: httpx.Client, kb) -> None:
+    kb.settings.max_upload_bytes = 1000
+    error = _assert_error(http.post("/v1/documents", files={"file": ("big.txt", b"word " * 400)}), 413, "file")
+    assert error["code"] == "file_too_large"
+    assert _document_count(http) == 0
+
+
+@pytest.mark.parametrize("namespace", ["bad name", "../etc", "x" * 65, "ünïcode", "-leading"])
+def test_illegal_namespace(http: httpx.Client, namespace: str) -> None:
+    response = http.post("/v1/documents", files={"file": ("a.txt", b"Some text.")}, data={"namespace": namespace})
+    _assert_error(response, 400, "namespace")
+    _assert_error(http.post("/v1/search", json={"query": "x", "namespace": namespace}), 400, "namespace")
+    assert _document_count(http) == 0
+
+
+def test_bad_metadata_json(http: httpx.Client) -> None:
+    response = http.post("/v1/documents", files={"file": ("a.txt", b"Some text.")}, data={"metadata": "{nope"})
+    _assert_error(response, 400, "metadata")
+    assert _document_count(http) == 0
+
+
+def test_search_validation(http: httpx.Client) -> None:
+    _assert_error(http.post("/v1/search", json={"query": ""}), 400, "query")
+    _assert_error(http.post("/v1/search", json={"query": "x", "max_num_results": 0}), 400, "max_num_results")
+    _assert_error(http.post("/v1/search", json={"query": "x", "bogus": 1}), 400, "bogus")
+    _assert_error(http.post("/v1/search", content=b"not json", headers={"content-type": "application/json"}), 400)
+
+
+def test_unknown_route_and_method(http: httpx.Client) -> None:
+    _assert_error(http.get("/v1/nowhere"), 404)
+    _assert_error(http.put("/v1/search"), 405)
+
+
+# -- crawl ---------------------------------------------------------------------------------------
+
+
+class _Site(http.server.BaseHTTPRequestHandler):
+    pages = {
+        "/article": ("text/html; charset=utf-8", b"<html><head><title>Tide tables</title></head><body>"
+                     b"<nav><a href='/'>Home</a> | <a href='/about'>About</a></nav><main><h1>Tide tables</h1>"
+                     + b"<p>High tide in the harbour is at 06:14 and again at 18:40 on weekdays. "
+                     b"The harbour master posts changes on the noticeboard.</p>" * 5 + b"</main></body></html>"),
+        "/image": ("image/png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 100),
+        "/plain": ("text/plain", b"Plain page about lighthouse keepers and their logbooks."),
+    }
+
+    def do_GET(self) -> None:  # noqa: N802
+        if self.path == "/slow":
+            time.sleep(3)
+        if self.path == "/redirect":
+            self.send_response(302)
+            self.send_header("Location", "/article")
+            self.end_headers()
+            return
+        if self.path not in self.pages:
+            self.send_response(404)
+            self.end_headers()
+            return
+        content_type, body = self.pages[self.path]
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def site() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Site)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_crawl_stores_page_with_url_as_filename(http: httpx.Client, site: str) -> None:
+    response = http.post("/v1/documents/crawl", json={"url": f"{site}/redirect", "namespace": "web"})
+    assert response.status_code == 201, response.text
+    doc = response.json()
+    assert doc["filename"] == f"{site}/article" and doc["source_url"] == f"{site}/article"
+    hits = http.post("/v1/search", json={"query": "when is high tide", "namespace": "web"}).json()["data"]
+    assert hits and hits[0]["filename"] == f"{site}/article"
+    assert "Home | About" not in hits[0]["content"][0]["text"]
+    plain = http.post("/v1/documents/crawl", json={"url": f"{site}/plain"}).json()
+    assert plain["media_type"] == "text/plain"
+
+
+def test_crawl_errors_leave_kb_unchanged(http: httpx.Client, site: str, kb) -> None:
+    _assert_error(http.post("/v1/documents/crawl", json={"url": f"{site}/missing"}), 502, "url")
+    _assert_error(http.post("/v1/documents/crawl", json={"url": f"{site}/image"}), 415, "url")
+    _assert_error(http.post("/v1/documents/crawl", json={"url": "ftp://example.com/x"}), 400, "url")
+    _assert_error(http.post("/v1/documents/crawl", json={"url": "not a url"}), 400, "url")
+    kb.settings.crawl_timeout_seconds = 0.5
+    _assert_error(http.post("/v1/documents/crawl", json={"url": f"{site}/slow"}), 504, "url")
+    assert _document_count(http) == 0
+
+
+def test_crawl_refuses_loopback_unless_allowed(http: httpx.Client, site: str, kb) -> None:
+    kb.settings.crawl_allow_private = False
+    error = _assert_error(http.post("/v1/documents/crawl", json={"url": f"{site}/article"}), 400, "url")
+    assert "CALYPSO_CRAWL_ALLOW_PRIVATE" in error["message"]
+    assert _document_count(http) == 0

@@ -1,0 +1,44 @@
+"""The Files API through the official openai SDK."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import openai
+import pytest
+
+
+def test_files_round_trip_through_the_sdk(openai_client, http, data_dir: Path) -> None:
+    path = data_dir / "ingestion-docs/docx/word_sample.docx"
+    with path.open("rb") as handle:
+        created = openai_client.files.create(file=handle, purpose="assistants")
+    assert created.id.startswith("file-") and created.object == "file"
+    assert created.filename == "word_sample.docx" and created.bytes == path.stat().st_size
+    assert created.purpose == "assistants" and created.status == "processed"
+
+    # A file is a document in the default namespace.
+    document_id = created.model_extra["document_id"]
+    assert http.get(f"/v1/documents/{document_id}").json()["namespace"] == "general"
+
+    assert openai_client.files.retrieve(created.id).id == created.id
+    assert [f.id for f in openai_client.files.list()] == [created.id]
+    assert openai_client.files.content(created.id).content == path.read_bytes()
+
+    deleted = openai_client.files.delete(created.id)
+    assert deleted.deleted and deleted.id == created.id
+    with pytest.raises(openai.NotFoundError) as info:
+        openai_client.files.retrieve(created.id)
+    assert info.value.code == "not_found"
+    assert http.get(f"/v1/documents/{document_id}").status_code == 404
+
+
+def test_files_errors_through_the_sdk(openai_client) -> None:
+    with pytest.raises(openai.BadRequestError) as info:
+        openai_client.files.create(file=("a.txt", b"Some text."), purpose="fine-tune")
+    assert info.value.param == "purpose"
+    with pytest.raises(openai.APIStatusError) as info:
+        openai_client.files.create(file=("a.bin", b"\x00\x01\x02" * 100), purpose="assistants")
+    assert info.value.status_code == 415
+    with pytest.raises(openai.NotFoundError):
+        openai_client.files.content("file-doesnotexist")
+    assert list(openai_client.files.list()) == []

@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from calypso.ingest.chunking import chunk_document, sentence_spans
+from calypso.models import Heading, Page, ParsedDocument
+
+
+def _doc(text: str, pages: list[Page] | None = None, headings: list[Heading] | None = None) -> ParsedDocument:
+    return ParsedDocument(text=text, pages=pages or [Page(1, "1", 0, len(text))], headings=headings or [])
+
+
+def _covered(text: str, chunks) -> set[int]:
+    covered: set[int] = set()
+    for chunk in chunks:
+        covered.update(range(chunk.start, chunk.end))
+    return covered
+
+
+def test_sentence_spans_are_contiguous_and_split_on_sentences() -> None:
+    text = "First sentence. Second one! Third? Yes.\n\nNew paragraph here"
+    spans = sentence_spans(text)
+    assert spans[0][0] == 0 and spans[-1][1] == len(text)
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    assert [text[s:e].strip() for s, e in spans] == [
+        "First sentence.", "Second one!", "Third?", "Yes.", "New paragraph here"
+    ]
+
+
+def test_abbreviation_like_lowercase_continuation_does_not_split() -> None:
+    spans = sentence_spans("Approx. three items, e.g. apples. Then more.")
+    assert [s for s in spans][0] != (0, 8)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_chunks_cover_every_non_space_character(seed: int) -> None:
+    rng = random.Random(seed)
+    words = ["alpha", "beta", "gamma", "delta", "Epsilon", "zeta.", "Eta!", "theta?", "\n\n", "x" * 120]
+    text = " ".join(rng.choice(words) for _ in range(3000))
+    chunks = chunk_document(_doc(text), size=500, overlap=80)
+    covered = _covered(text, chunks)
+    missing = [i for i, ch in enumerate(text) if not ch.isspace() and i not in covered]
+    assert missing == []
+    assert [c.chunk_index for c in chunks] == list(range(len(chunks)))
+    for chunk in chunks:
+        assert chunk.text == text[chunk.start : chunk.end]
+        assert len(chunk.text) <= 500 + 1
+
+
+def test_chunks_end_on_sentence_boundaries_and_overlap() -> None:
+    sentences = [f"Sentence number {i} talks about topic {i % 7}." for i in range(200)]
+    text = " ".join(sentences)
+    chunks = chunk_document(_doc(text), size=400, overlap=100)
+    assert len(chunks) > 5
+    for chunk in chunks:
+        assert chunk.text.startswith("Sentence number") and chunk.text.endswith(".")
+    overlapping = sum(1 for a, b in zip(chunks, chunks[1:]) if b.start < a.end)
+    assert overlapping == len(chunks) - 1
+
+
+def test_page_span_and_labels() -> None:
+    page_texts = ["Preface text is here. " * 30, "Body starts. " * 60, "More body text. " * 40]
+    text = ""
+    pages = []
+    labels = ["iv", "1", "2"]
+    for number, (body, label) in enumerate(zip(page_texts, labels), start=1):
+        start = len(text)
+        text += body + "\n\n"
+        pages.append(Page(number, label, start, len(text)))
+    chunks = chunk_document(_doc(text, pages), size=600, overlap=0)
+    assert chunks[0].page_start == 1 and chunks[0].page_labels[0] == "iv"
+    assert chunks[-1].page_end == 3 and chunks[-1].page_labels[-1] == "2"
+    for chunk in chunks:
+        for number in range(chunk.page_start, chunk.page_end + 1):
+            page = pages[number - 1]
+            assert page.start < chunk.end and chunk.start < page.end
+        assert chunk.page_labels == tuple(labels[chunk.page_start - 1 : chunk.page_end])
+
+
+def test_heading_path_and_heading_starts_new_chunk() -> None:
+    text = "# Guide\n\nIntro sentence here. " * 1 + "\n\n## Refunds\n\n" + "Refunds take time. " * 20 + "\n\n## Shipping\n\n" + "Ships fast. " * 20
+    headings = [
+        Heading(1, "Guide", 0),
+        Heading(2, "Refunds", text.index("## Refunds")),
+        Heading(2, "Shipping", text.index("## Shipping")),
+    ]
+    chunks = chunk_document(_doc(text, headings=headings), size=300, overlap=0)
+    shipping = [c for c in chunks if c.text.startswith("## Shipping")]
+    assert shipping, [c.text[:20] for c in chunks]
+    assert shipping[0].heading_path == ("Guide", "Shipping")
+    refunds = [c for c in chunks if "Refunds take time" in c.text]
+    assert all(c.heading_path == ("Guide", "Refunds") for c in refunds)
+
+
+def test_empty_and_whitespace_text_gives_no_chunks() -> None:
+    assert chunk_document(_doc("   \n\n  ")) == []
