@@ -20,7 +20,9 @@ def error_body(message: str, type_: str, param: str | None = None, code: str | N
 
 def _validation_param(error: dict) -> str | None:
     # FastAPI locations look like ("body", "max_num_results") or ("query", "limit").
-    loc = [str(part) for part in error.get("loc", ()) if part not in ("body", "query", "path", "form")]
+    loc = [str(part) for part in error.get("loc", ())]
+    if loc and loc[0] in ("body", "query", "path", "form", "header"):
+        loc = loc[1:]
     return ".".join(loc) or None
 
 

@@ -1,1 +1,416 @@
-class BM25Index: pass
+"""In-memory BM25 keyword index over chunk texts, updated incrementally.
+
+Layout (Lucene-like): every chunk gets a *row* id in insertion order. Added chunks are
+buffered as term-id streams and compiled lazily, at the next search, into an immutable
+*segment* (CSR posting lists of numpy arrays over a contiguous row range). Small tail
+segments are merged geometrically, so bulk loading is one sort and a single add costs a
+small merge. Removals are tombstones (exact df is kept via each segment's forward index);
+a global compaction renumbers rows once a quarter of them are dead.
+
+Scoring is Lucene's BM25: ``idf * tf*(k1+1) / (tf + k1*(1 - b + b*dl/avgdl))`` with
+``idf = ln(1 + (N - df + 0.5)/(df + 0.5))``. Postings store a code into a per-segment
+table of distinct (tf, dl) pairs, so a change of avgdl only recomputes those small tables
+and scores stay exact (equal to a from-scratch build) after any adds and removes.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable, Collection, Iterable, Sequence
+from itertools import chain
+
+import numpy as np
+
+from calypso.retrieval.tokenize import DEFAULT_ANALYZER
+
+# Tuned on SciFact qrels/train.tsv (bench/retrieval_quality.py).
+DEFAULT_K1 = 1.2
+DEFAULT_B = 0.75
+
+_SMALL_SEGMENT = 1 << 16  # postings: tail segments below this are always merged
+_MERGE_RATIO = 4  # merge the two newest segments while the older is < 4x the newer
+_I64 = np.int64
+
+Chunks = Sequence[tuple[int, str]]
+
+
+class _Vocab(dict):
+    """term -> term id, assigning the next id to unseen terms (writer side only)."""
+
+    def __missing__(self, term: str) -> int:
+        tid = self[term] = len(self)
+        return tid
+
+
+class _Segment:
+    """Immutable postings for rows [row_start, row_stop).
+
+    Inverted: ``terms`` (sorted term ids), ``indptr``, ``rows`` (int32, ascending per
+    term), ``codes`` (index into ``pair_tf``/``pair_dl``). Forward: ``fwd_terms`` sliced by
+    ``fwd_ptr[row - row_start]``, the distinct terms of each row, used to keep df exact.
+    """
+
+    __slots__ = ("row_start", "row_stop", "terms", "indptr", "rows", "codes", "pair_tf",
+                 "pair_dl", "fwd_ptr", "fwd_terms")
+
+    def __init__(self, row_start: int, row_stop: int, p_term: np.ndarray, p_row: np.ndarray,
+                 p_tf: np.ndarray, row_len: np.ndarray) -> None:
+        """Build from postings sorted by (term, row); all int64 arrays."""
+        self.row_start, self.row_stop = row_start, row_stop
+        n = len(p_term)
+        first = np.ones(n, bool)
+        np.not_equal(p_term[1:], p_term[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
+        self.terms = p_term[starts]
+        self.indptr = np.append(starts, n).astype(_I64)
+        self.rows = p_row.astype(np.int32)
+        # Distinct (tf, dl) pairs: dense bitmap when the key range is small, else unique().
+        dl = row_len[p_row].astype(_I64)
+        width = int(dl.max(initial=0)) + 1
+        key = p_tf * width + dl
+        if n and int(key.max()) < (1 << 24):
+            present = np.zeros(int(key.max()) + 1, bool)
+            present[key] = True
+            pairs = np.flatnonzero(present)
+            codes = (np.cumsum(present) - 1)[key]
+        else:
+            pairs, codes = np.unique(key, return_inverse=True)
+        self.codes = codes.astype(np.uint16 if len(pairs) <= 1 << 16 else np.uint32)
+        self.pair_tf, self.pair_dl = np.divmod(pairs, width)
+        # Forward index by a value sort of (row, term) keys (faster than argsort).
+        vsize = int(p_term.max(initial=0)) + 1
+        local = p_row - row_start
+        fkey = np.sort(local * vsize + p_term)
+        self.fwd_terms = (fkey % vsize).astype(np.int32)
+        self.fwd_ptr = np.zeros(row_stop - row_start + 1, _I64)
+        np.cumsum(np.bincount(local, minlength=row_stop - row_start), out=self.fwd_ptr[1:])
+
+    @property
+    def n_postings(self) -> int:
+        return len(self.rows)
+
+    def postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(term, row, tf) int64 arrays in (term, row) order."""
+        term = np.repeat(self.terms, np.diff(self.indptr))
+        return term, self.rows.astype(_I64), self.pair_tf[self.codes]
+
+    def lut(self, k1: float, b: float, avgdl: float) -> np.ndarray:
+        """Per (tf, dl) pair: tf*(k1+1) / (tf + k1*(1-b+b*dl/avgdl)), as float32."""
+        tf = self.pair_tf.astype(np.float64)
+        norm = k1 * (1.0 - b + b * self.pair_dl / max(avgdl, 1e-9))
+        return (tf * (k1 + 1.0) / (tf + norm)).astype(np.float32)
+
+    def nbytes(self) -> int:
+        return sum(getattr(self, a).nbytes for a in self.__slots__[2:])
+
+
+class _Snapshot:
+    """What a search reads: immutable, swapped in whole under the writer lock."""
+
+    __slots__ = ("segs", "luts", "df", "n_live", "n_rows", "row_key", "dead", "docs")
+
+    def __init__(self, **kw: object) -> None:
+        for name, value in kw.items():
+            setattr(self, name, value)
+
+
+class BM25Index:
+    """BM25 over chunks grouped by document, with incremental add/remove.
+
+    - ``add(doc_key, [(chunk_key, text), ...])`` indexes one document's chunks (chunk keys
+      are globally unique ints, e.g. SQLite rowids). Re-adding a doc key replaces it.
+    - ``remove(doc_key)`` takes effect for every search that starts after it returns.
+    - ``search(query, k, doc_keys)`` returns up to ``k`` ``(chunk_key, score)`` by
+      descending score (ties: earlier-added first), only scores > 0, optionally restricted
+      to chunks of ``doc_keys`` (an empty collection gives no results).
+    - N, avgdl and df always reflect the live chunks, so scores equal a fresh build's.
+
+    Thread-safety: one lock serialises writers and the compile/swap of the read snapshot;
+    searches otherwise run lock-free on an immutable snapshot, from any number of threads.
+    """
+
+    def __init__(self, k1: float = DEFAULT_K1, b: float = DEFAULT_B,
+                 analyzer: Callable[[str], list[str]] | None = None) -> None:
+        self.k1, self.b = float(k1), float(b)
+        self._analyze = analyzer or DEFAULT_ANALYZER.tokenize
+        self._lock = threading.RLock()
+        self._vocab = _Vocab()
+        self._docs: dict[int, tuple[int, int]] = {}  # doc key -> (first row, n rows)
+        self._df = np.zeros(0, _I64)  # live df over compiled segments
+        cap = 1024
+        self._row_key = np.zeros(cap, _I64)
+        self._row_len = np.zeros(cap, np.int32)
+        self._row_live = np.zeros(cap, bool)
+        self._n_rows = 0  # rows ever assigned (live + dead) since the last compaction
+        self._n_live = 0
+        self._total_len = 0  # sum of live rows' lengths (for avgdl)
+        self._segs: list[_Segment] = []
+        self._seg_stop = 0  # rows below this are compiled; pending rows follow
+        self._pending: list[np.ndarray] = []  # term-id streams of the pending rows
+        self._dead: list[np.ndarray] = []  # removed rows that are still in segments
+        self._n_dead = 0  # dead rows in the row tables (compaction trigger)
+        self._snap: _Snapshot | None = None
+
+    # ----------------------------------------------------------------- writing
+    def add(self, doc_key: int, chunks: Chunks) -> None:
+        """Index all chunks ``(chunk_key, text)`` of one document (replaces the doc)."""
+        self.add_many([(doc_key, chunks)])
+
+    def add_many(self, items: Iterable[tuple[int, Chunks]]) -> None:
+        """Bulk :meth:`add`; tokenises outside the lock, appends in batches."""
+        batch: list[tuple[int, list[int], list[list[str]]]] = []
+        n_chunks = 0
+        for doc_key, chunks in items:
+            keys = [int(c[0]) for c in chunks]
+            batch.append((int(doc_key), keys, [self._analyze(c[1]) for c in chunks]))
+            n_chunks += len(keys)
+            if n_chunks >= 20_000:
+                self._append(batch)
+                batch, n_chunks = [], 0
+        if batch:
+            self._append(batch)
+
+    def _append(self, batch: list[tuple[int, list[int], list[list[str]]]]) -> None:
+        keys = [k for _, ks, _ in batch for k in ks]
+        toks = [t for _, _, ts in batch for t in ts]
+        lens = np.fromiter(map(len, toks), _I64, len(toks))
+        with self._lock:
+            r0, r1 = self._n_rows, self._n_rows + len(keys)
+            self._reserve(r1)
+            self._row_key[r0:r1] = keys
+            self._row_len[r0:r1] = lens
+            self._row_live[r0:r1] = True
+            total = int(lens.sum())
+            vocab = self._vocab.__getitem__
+            self._pending.append(np.fromiter(map(vocab, chain.from_iterable(toks)), _I64, total))
+            self._n_rows, self._n_live, self._total_len = r1, self._n_live + r1 - r0, \
+                self._total_len + total
+            row = r0
+            for doc_key, ks, _ in batch:
+                if doc_key in self._docs:
+                    self._remove_locked(doc_key)
+                self._docs[doc_key] = (row, len(ks))
+                row += len(ks)
+            self._snap = None
+
+    def _reserve(self, n: int) -> None:
+        if n <= len(self._row_key):
+            return
+        cap = max(n, 2 * len(self._row_key))
+        for name in ("_row_key", "_row_len", "_row_live"):
+            old = getattr(self, name)
+            new = np.zeros(cap, old.dtype)
+            new[: self._n_rows] = old[: self._n_rows]
+            setattr(self, name, new)  # old array stays valid for snapshots holding it
+
+    def remove(self, doc_key: int) -> None:
+        """Remove a document's chunks; unknown keys are ignored."""
+        with self._lock:
+            self._remove_locked(doc_key)
+
+    def _remove_locked(self, doc_key: int) -> None:
+        entry = self._docs.pop(doc_key, None)
+        if entry is None:
+            return
+        start, n = entry
+        stop = start + n
+        self._row_live[start:stop] = False
+        self._n_live -= n
+        self._total_len -= int(self._row_len[start:stop].sum())
+        self._n_dead += n
+        if start < self._seg_stop:  # compiled: keep df exact via the forward index
+            seg = next(s for s in self._segs if s.row_start <= start < s.row_stop)
+            lo, hi = seg.fwd_ptr[start - seg.row_start], seg.fwd_ptr[stop - seg.row_start]
+            np.subtract.at(self._df, seg.fwd_terms[lo:hi], 1)
+            self._dead.append(np.arange(start, stop, dtype=_I64))
+        self._snap = None  # pending rows are simply skipped when compiled
+
+    # --------------------------------------------------------------- compiling
+    def _snapshot(self) -> _Snapshot:
+        snap = self._snap
+        if snap is not None:
+            return snap
+        with self._lock:
+            if self._snap is None:
+                self._compile_pending()
+                if self._n_dead > max(1024, self._n_rows // 4):
+                    self._compact()
+                avgdl = self._total_len / self._n_live if self._n_live else 1.0
+                dead = np.concatenate(self._dead) if self._dead else None
+                self._dead = [dead] if dead is not None else []
+                self._snap = _Snapshot(
+                    segs=tuple(self._segs), df=self._df.copy(), n_live=self._n_live,
+                    luts=tuple(s.lut(self.k1, self.b, avgdl) for s in self._segs),
+                    n_rows=self._n_rows, row_key=self._row_key, dead=dead, docs=self._docs)
+            return self._snap
+
+    def _compile_pending(self) -> None:
+        r0, r1 = self._seg_stop, self._n_rows
+        if r0 == r1:
+            return
+        tids = np.concatenate(self._pending)
+        rows = np.repeat(np.arange(r0, r1, dtype=_I64), self._row_len[r0:r1])
+        keep = self._row_live[rows]
+        if not keep.all():
+            tids, rows = tids[keep], rows[keep]
+        self._pending, self._seg_stop = [], r1
+        if len(self._df) < len(self._vocab):
+            self._df = np.append(self._df, np.zeros(len(self._vocab) - len(self._df), _I64))
+        if not len(tids):
+            return
+        # One value sort of (term, row) keys gives postings and tf as run lengths.
+        span = r1 - r0
+        key = np.sort(tids * span + (rows - r0))
+        first = np.ones(len(key), bool)
+        np.not_equal(key[1:], key[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
+        tf = np.diff(np.append(starts, len(key)))
+        term, row = np.divmod(key[starts], span)
+        self._df += np.bincount(term, minlength=len(self._df))
+        self._segs.append(_Segment(r0, r1, term, row + r0, tf, self._row_len))
+        segs = self._segs
+        while len(segs) > 1 and (segs[-2].n_postings < _SMALL_SEGMENT
+                                 or segs[-2].n_postings < _MERGE_RATIO * segs[-1].n_postings):
+            segs[-2:] = [self._merge(segs[-2:])]
+
+    def _merge(self, segs: list[_Segment], row_map: np.ndarray | None = None) -> _Segment:
+        """One segment from adjacent ones, dropping dead rows (and renumbering them)."""
+        parts = [s.postings() for s in segs]
+        term, row, tf = (np.concatenate(p) for p in zip(*parts))
+        keep = self._row_live[row]
+        term, row, tf = term[keep], row[keep], tf[keep]
+        # Stable sort by term: each input is already (term, row)-sorted and the row
+        # ranges ascend, so timsort merges a few runs instead of sorting.
+        order = np.argsort(term, kind="stable")
+        term, row, tf = term[order], row[order], tf[order]
+        start, stop = segs[0].row_start, segs[-1].row_stop
+        row_len = self._row_len
+        if row_map is not None:
+            row = row_map[row]
+            start, stop = 0, int(row_map[stop - 1]) + 1 if len(row_map) else 0
+            row_len = row_len[: self._n_rows][self._row_live[: self._n_rows]]
+        return _Segment(start, stop, term, row, tf, row_len)
+
+    def _compact(self) -> None:
+        """Renumber live rows densely and rewrite all segments without the dead ones."""
+        n = self._n_rows
+        live = self._row_live[:n]
+        row_map = np.cumsum(live) - 1
+        segs = [self._merge(self._segs, row_map)] if self._segs else []
+        for name in ("_row_key", "_row_len"):
+            setattr(self, name, getattr(self, name)[:n][live].copy())
+        self._row_live = np.ones(len(self._row_key), bool)
+        self._docs = {d: (int(row_map[s]), c) for d, (s, c) in self._docs.items()}
+        self._segs, self._n_rows = segs, self._n_live
+        self._seg_stop = self._n_live
+        self._dead, self._n_dead = [], 0
+
+    # --------------------------------------------------------------- searching
+    def search(self, query: str, k: int = 10,
+               doc_keys: Collection[int] | None = None) -> list[tuple[int, float]]:
+        """Top-k ``(chunk_key, score)`` for ``query``; see the class docstring."""
+        terms = self._analyze(query)
+        if k <= 0 or not terms or (doc_keys is not None and not doc_keys):
+            return []
+        snap = self._snapshot()
+        get = self._vocab.get
+        qtf: dict[int, int] = {}
+        for t in terms:  # repeated query terms weigh more, as in Lucene / bm25s
+            tid = get(t)
+            if tid is not None and tid < len(snap.df) and snap.df[tid] > 0:
+                qtf[tid] = qtf.get(tid, 0) + 1
+        if not qtf:
+            return []
+        tids = np.fromiter(qtf, _I64, len(qtf))
+        df = snap.df[tids].astype(np.float64)
+        idf = np.log1p((snap.n_live - df + 0.5) / (df + 0.5))
+        coef = (idf * np.fromiter(qtf.values(), np.float64, len(qtf))).astype(np.float32)
+        scores = np.zeros(snap.n_rows, np.float32)
+        probe: list[tuple[int, np.ndarray]] = []  # (df, rows) to bound the k-th score
+        for seg, lut in zip(snap.segs, snap.luts):
+            if not seg.n_postings:
+                continue
+            pos = np.searchsorted(seg.terms, tids)
+            pos[pos >= len(seg.terms)] = 0
+            hit = np.flatnonzero(seg.terms[pos] == tids)
+            if not len(hit):
+                continue
+            ptr = seg.indptr
+            for i, a, e in zip(hit.tolist(), ptr[pos[hit]].tolist(), ptr[pos[hit] + 1].tolist()):
+                w = lut.take(seg.codes[a:e])
+                w *= coef[i]
+                rows = seg.rows[a:e]
+                np.add.at(scores, rows, w)
+                probe.append((int(snap.df[tids[i]]), rows))
+        if snap.dead is not None:
+            scores[snap.dead] = 0.0
+        if doc_keys is not None:
+            cand = self._doc_rows(snap.docs, doc_keys, snap.n_rows)
+            cand = cand[scores[cand] > 0]
+        else:
+            cand = np.flatnonzero(scores >= self._threshold(scores, probe, k))
+        return self._top(scores, cand, k, snap.row_key)
+
+    @staticmethod
+    def _threshold(scores: np.ndarray, probe: list[tuple[int, np.ndarray]], k: int) -> float:
+        """A lower bound on the k-th best score: the k-th best over the distinct rows of
+        the rarest terms' postings. Keeps the final selection to a few candidates."""
+        if not probe:
+            return np.finfo(np.float32).tiny
+        probe.sort(key=lambda p: p[0])
+        picked, n = [], 0
+        for _, rows in probe:
+            picked.append(rows)
+            n += len(rows)
+            if n >= 4 * k:
+                break
+        rows = np.unique(np.concatenate(picked)) if len(picked) > 1 else picked[0]
+        vals = scores[rows]
+        if len(vals) < k:
+            return np.float32(np.finfo(np.float32).tiny)
+        return max(np.partition(vals, len(vals) - k)[len(vals) - k], np.finfo(np.float32).tiny)
+
+    @staticmethod
+    def _top(scores: np.ndarray, cand: np.ndarray, k: int,
+             row_key: np.ndarray) -> list[tuple[int, float]]:
+        vals = scores[cand]
+        if len(cand) > 4 * k:  # keep every tie of the k-th value, then sort exactly
+            kth = np.partition(vals, len(vals) - k)[len(vals) - k]
+            sel = vals >= kth
+            cand, vals = cand[sel], vals[sel]
+        order = np.lexsort((cand, -vals))[:k]
+        return list(zip(row_key[cand[order]].tolist(), vals[order].astype(float).tolist()))
+
+    @staticmethod
+    def _doc_rows(docs: dict[int, tuple[int, int]], doc_keys: Collection[int],
+                  n_rows: int) -> np.ndarray:
+        # The snapshot's doc map: compaction swaps in a new dict, so row numbers match.
+        spans = [docs.get(d) for d in doc_keys]
+        spans = [s for s in spans if s is not None and s[0] < n_rows]
+        if not spans:
+            return np.zeros(0, _I64)
+        starts = np.fromiter((s[0] for s in spans), _I64, len(spans))
+        counts = np.fromiter((s[1] for s in spans), _I64, len(spans))
+        offs = np.repeat(starts - np.cumsum(counts) + counts, counts)
+        rows = offs + np.arange(int(counts.sum()), dtype=_I64)
+        return rows[rows < n_rows]
+
+    # ------------------------------------------------------------------ sizes
+    def __len__(self) -> int:
+        """Number of live chunks."""
+        return self._n_live
+
+    @property
+    def doc_count(self) -> int:
+        """Number of live documents."""
+        return len(self._docs)
+
+    def memory_bytes(self) -> int:
+        """Approximate bytes held: numpy arrays plus vocabulary and doc-map dicts."""
+        arrays = sum(s.nbytes() for s in self._segs) + self._df.nbytes + sum(
+            a.nbytes for a in (self._row_key, self._row_len, self._row_live))
+        arrays += sum(p.nbytes for p in self._pending)
+        vocab = sys.getsizeof(self._vocab) + sum(sys.getsizeof(t) + 28 for t in self._vocab)
+        docs = sys.getsizeof(self._docs) + len(self._docs) * (28 + 64 + 2 * 28)
+        return arrays + vocab + docs

@@ -63,7 +63,8 @@ _ALIASES: dict[str, str] = {
 _GENERIC = {"", "application/octet-stream", "binary/octet-stream", "application/unknown", "application/binary"}
 
 
-def _describe_supported() -> str:
+def describe_supported() -> str:
+    """Human list of supported formats with their media types and extensions, for error messages."""
     groups: dict[str, list[str]] = {}
     for media, short in SUPPORTED_TYPES.items():
         groups.setdefault(short, []).append(media)
@@ -104,6 +105,10 @@ def detect_media_type(data: bytes, filename: str, media_type: str | None = None)
     declared = _normalise(media_type)
     ext_type = EXTENSIONS.get(os.path.splitext(filename or "")[1].lower())
     if declared in SUPPORTED_TYPES:
+        if declared in (TEXT, MARKDOWN, HTML, XHTML) and data[:4] in (b"%PDF", b"PK\x03\x04"):
+            sniffed = _sniff(data)  # PDF/DOCX magic is unambiguous; a text label on it is a client guess
+            if sniffed in (PDF, DOCX):
+                return sniffed
         # Many clients label every text file text/plain; a .md/.html name is more specific.
         if declared == TEXT and ext_type in (MARKDOWN, HTML, XHTML):
             return ext_type
@@ -117,7 +122,7 @@ def detect_media_type(data: bytes, filename: str, media_type: str | None = None)
         return sniffed
     shown = media_type or os.path.splitext(filename or "")[1] or "unknown"
     raise UnsupportedMediaType(
-        f"Unsupported file type ({shown}) for {filename!r}. Supported types: {_describe_supported()}. "
+        f"Unsupported file type ({shown}) for {filename!r}. Supported types: {describe_supported()}. "
         "Convert the file to one of these formats and upload it again.",
         param="file",
     )
@@ -145,8 +150,9 @@ def parse_document(data: bytes, filename: str, media_type: str | None = None) ->
     Raises ``EmptyDocument`` (no bytes / no text), ``UnsupportedMediaType`` and
     ``UnprocessableDocument`` (corrupt, encrypted or undecodable input).
     """
-    if not data:
-        raise EmptyDocument(f"The file {filename!r} is empty (0 bytes); upload a file with content.", param="file")
+    if not data.strip():
+        size = f"{len(data)} bytes" + (" of whitespace" if data else "")
+        raise EmptyDocument(f"The file {filename!r} is empty ({size}); upload a file with content.", param="file")
     detected = detect_media_type(data, filename, media_type)
     parsed = _parser_for(detected)(data, filename)
     if not parsed.text.strip():
@@ -159,4 +165,4 @@ def parse_document(data: bytes, filename: str, media_type: str | None = None) ->
     return parsed, detected
 
 
-__all__ = ["SUPPORTED_TYPES", "EXTENSIONS", "detect_media_type", "parse_document"]
+__all__ = ["SUPPORTED_TYPES", "EXTENSIONS", "describe_supported", "detect_media_type", "parse_document"]

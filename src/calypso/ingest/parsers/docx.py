@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import io
 import re
-import zipfile
 
 import docx
-from docx.opc.exceptions import PackageNotFoundError
 from lxml import etree
 
 from calypso.errors import UnprocessableDocument
@@ -26,12 +24,16 @@ _MC = "http://schemas.openxmlformats.org/markup-compatibility/2006"
 P, TBL, TR, TC, SDT, SDT_CONTENT = (f"{{{_W}}}{t}" for t in ("p", "tbl", "tr", "tc", "sdt", "sdtContent"))
 _T, _TAB, _BR, _CR, _NBH = (f"{{{_W}}}{t}" for t in ("t", "tab", "br", "cr", "noBreakHyphen"))
 _FALLBACK = f"{{{_MC}}}Fallback"
+_VAL = f"{{{_W}}}val"
+_GRID_SPAN, _VMERGE = f"{{{_W}}}tcPr/{{{_W}}}gridSpan", f"{{{_W}}}tcPr/{{{_W}}}vMerge"
+_PSTYLE = f"{{{_W}}}pPr/{{{_W}}}pStyle"
 _HEADING_NAME = re.compile(r"heading\s*([1-9])$", re.I)
 
 
-def _style_levels(document: docx.document.Document) -> dict[str, int]:
-    """style id -> heading level, following ``basedOn`` so custom heading styles count too."""
+def _heading_styles(document: docx.document.Document) -> tuple[dict[str, int], set[str]]:
+    """(style id -> heading level, ids of "Title" styles), following ``basedOn`` for custom styles."""
     levels: dict[str, int] = {}
+    titles: set[str] = set()
     for style in document.styles:
         current, depth = style, 0
         while current is not None and depth < 10:
@@ -39,15 +41,18 @@ def _style_levels(document: docx.document.Document) -> dict[str, int]:
             match = _HEADING_NAME.match(name)
             if match or name.lower() == "title":
                 levels[style.style_id] = int(match.group(1)) if match else 1
+                if not match:
+                    titles.add(style.style_id)
                 break
-            current, depth = current.base_style, depth + 1
-    return levels
+            current, depth = getattr(current, "base_style", None), depth + 1
+    return levels, titles
 
 
 def _paragraph_text(p: etree._Element) -> str:
+    """Text of a paragraph: w:t runs (inside hyperlinks, fields, text boxes too), tabs and breaks."""
     if p.find(f".//{_FALLBACK}") is not None:
         # Text boxes are stored twice (mc:Choice and mc:Fallback); keep only the Choice copy.
-        for fallback in p.iter(_FALLBACK):
+        for fallback in list(p.iter(_FALLBACK)):  # list(): removing while iterating skips nodes
             fallback.getparent().remove(fallback)
     parts: list[str] = []
     for el in p.iter(_T, _TAB, _BR, _CR, _NBH):
@@ -80,22 +85,39 @@ def _cell_text(tc: etree._Element) -> str:
 
 def _table_lines(tbl: etree._Element) -> list[str]:
     lines = []
+    above: dict[int, str] = {}  # grid column -> text of the cell above, for vertical merges
     for tr in tbl.iter(TR):
         if tr.getparent() is not tbl:
             continue  # rows of nested tables are rendered inside their cell
-        # Iterating w:tc (not python-docx's row.cells) keeps a merged cell once, not once per grid column.
-        cells = [_cell_text(tc) for tc in tr.iter(TC) if tc.getparent() is tr]
+        # Walking w:tc (not python-docx's row.cells) keeps a horizontally merged cell once.
+        cells: list[str] = []
+        column = 0
+        for tc in tr.iter(TC):
+            if tc.getparent() is not tr:
+                continue
+            span = tc.find(_GRID_SPAN)
+            width = int(span.get(_VAL, "1")) if span is not None and span.get(_VAL, "1").isdigit() else 1
+            vmerge = tc.find(_VMERGE)
+            if vmerge is not None and vmerge.get(_VAL, "continue") == "continue":
+                text = above.get(column, "")  # repeat the merged value so each row reads on its own
+            else:
+                text = _cell_text(tc)
+            above[column] = text
+            cells.append(text)
+            column += width
         if any(cells):
             lines.append(" | ".join(cells))
     return lines
 
 
 class _Builder:
-    def __init__(self, levels: dict[str, int]) -> None:
+    def __init__(self, levels: dict[str, int], title_styles: set[str]) -> None:
         self.levels = levels
+        self.title_styles = title_styles
         self.parts: list[str] = []
         self.pos = 0
         self.headings: list[Heading] = []
+        self.title: str | None = None
 
     def add(self, line: str) -> None:
         if self.parts:
@@ -117,35 +139,43 @@ class _Builder:
                     self.walk(content)
 
     def paragraph(self, p: etree._Element) -> None:
-        text = _paragraph_text(p).rstrip()
-        if not text.strip():
+        # Leading tabs/spaces are layout; stripping them also makes Heading.start hit the title.
+        text = _paragraph_text(p).strip()
+        if not text:
             return
-        style = p.find(f"{{{_W}}}pPr/{{{_W}}}pStyle")
-        level = self.levels.get(style.get(f"{{{_W}}}val", "")) if style is not None else None
+        style = p.find(_PSTYLE)
+        style_id = style.get(_VAL, "") if style is not None else ""
+        level = self.levels.get(style_id)
         if level is not None:
-            self.headings.append(Heading(level=level, title=" ".join(text.split()), start=self.pos + bool(self.parts)))
+            # Tabs after heading numbers ("A.\tPURPOSE") are layout: text and title read "A. PURPOSE".
+            text = title = " ".join(text.split())
+            self.headings.append(Heading(level=level, title=title, start=self.pos + bool(self.parts)))
+            if self.title is None and style_id in self.title_styles:
+                self.title = title
         self.add(text)
 
 
 def parse(data: bytes, filename: str) -> ParsedDocument:
     try:
         document = docx.Document(io.BytesIO(data))
-    except (zipfile.BadZipFile, PackageNotFoundError, KeyError, ValueError, etree.XMLSyntaxError) as exc:
+    # python-docx raises many exception types for broken packages (BadZipFile, KeyError,
+    # PackageNotFoundError, XMLSyntaxError, ValueError for a non-Word OOXML file, ...).
+    except Exception as exc:
         raise UnprocessableDocument(
             f"{filename!r} is not a readable DOCX file: it is corrupt, truncated or another format "
             "(old .doc files are not supported). Open it in Word or LibreOffice, save as .docx and upload it again.",
             param="file",
         ) from exc
-    builder = _Builder(_style_levels(document))
+    builder = _Builder(*_heading_styles(document))
     builder.walk(document.element.body)
     text = "".join(builder.parts)
-    title = (document.core_properties.title or "").strip() or None
-    if title is None:
-        title = next((h.title for h in builder.headings if h.level == 1), None)
+    # Not the first "Heading 1": in long documents that is a chapter name, not the title.
+    title = (document.core_properties.title or "").strip() or builder.title
+    author = (document.core_properties.author or "").strip()
     return ParsedDocument(
         text=text,
         pages=[Page(number=1, label="1", start=0, end=len(text))],
         headings=builder.headings,
         title=title,
-        metadata={k: v for k, v in {"author": (document.core_properties.author or "").strip()}.items() if v},
+        metadata={"author": author} if author else {},
     )

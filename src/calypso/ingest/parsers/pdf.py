@@ -77,10 +77,10 @@ def parse(data: bytes, filename: str) -> ParsedDocument:
             pdf = pdfium.PdfDocument(data)
         except pdfium.PdfiumError as exc:
             raise _load_error(exc, filename) from exc
+        texts: list[str] = []
+        labels: list[str] = []
         try:
             count = len(pdf)
-            texts: list[str] = []
-            labels: list[str] = []
             for index in range(count):
                 texts.append(_page_text(pdf, index))
                 labels.append(_label(pdf, index))

@@ -17,8 +17,10 @@ _SAMPLE = 8192
 
 
 def _reject_binary(filename: str) -> UnsupportedMediaType:
+    from calypso.ingest.parsers import describe_supported  # the package imports parsers lazily: no cycle
+
     return UnsupportedMediaType(
-        f"{filename!r} looks like binary data, not text. Upload a PDF, DOCX, HTML, Markdown or plain-text file.",
+        f"{filename!r} looks like binary data, not text. Supported types: {describe_supported()}.",
         param="file",
     )
 
@@ -42,8 +44,9 @@ def decode_text(data: bytes, filename: str = "file") -> str:
             try:
                 text = data.decode(encoding)
             except UnicodeDecodeError as exc:
+                name = encoding.removesuffix("-sig").upper()
                 raise UnprocessableDocument(
-                    f"{filename!r} starts with a {encoding.upper()} byte-order mark but is not valid {encoding.upper()} "
+                    f"{filename!r} starts with a {name} byte-order mark but is not valid {name} "
                     f"(bad bytes at offset {exc.start}). Re-save the file as UTF-8 and upload it again.",
                     param="file",
                 ) from exc

@@ -1,0 +1,244 @@
+"""In-process keyword search latency: calypso BM25Index vs bm25s vs SQLite FTS5 (OR query).
+
+Corpora: (a) BEIR SciFact (5,183 title+abstract passages); (b) a synthetic knowledge base of
+N (default 200k) passages of ~100 words, built deterministically from SciFact's sentences
+(corpus_sentences.jsonl.gz, fixed seed). Queries: all SciFact claims, one at a time, k=10,
+query tokenisation included for every engine. Each engine runs in its own forked process so
+its build peak memory is its own (VmHWM growth over the parent's RSS at fork).
+
+    .venv/bin/python bench/search_speed.py            # full run (200k synthetic)
+    .venv/bin/python bench/search_speed.py --quick    # 20k synthetic, fewer queries
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import multiprocessing as mp
+import random
+import re
+import resource
+import sqlite3
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import beir_eval as be  # noqa: E402
+
+try:
+    import calypso  # noqa: F401
+except ImportError:  # running from a checkout without an install
+    sys.path.insert(0, str(be.REPO / "src"))
+from calypso.retrieval.bm25 import BM25Index  # noqa: E402
+from calypso.retrieval.tokenize import STOPWORDS_EN  # noqa: E402
+
+SEED = 20240531
+
+
+def synthetic_passages(n: int, seed: int = SEED) -> list[str]:
+    """n passages of ~100 words: runs of consecutive SciFact sentences (title first) from
+    a random start, continuing into the next abstract, until a random 80-120 word target."""
+    sents: list[str] = []
+    for _, title, sentences in be.iter_sentences(be.scifact_dir()):
+        sents.append(title)
+        sents.extend(sentences)
+    nwords = [s.count(" ") + 1 for s in sents]
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        i, target, words, parts = rng.randrange(len(sents)), rng.randint(80, 120), 0, []
+        while words < target:
+            parts.append(sents[i])
+            words += nwords[i]
+            i = (i + 1) % len(sents)
+        out.append(" ".join(parts))
+    return out
+
+
+def _rss_mb(field: str) -> float:
+    for line in open("/proc/self/status"):
+        if line.startswith(field):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _pct(ts: list[float]) -> tuple[float, float, float]:
+    a = np.array(ts) * 1000
+    return float(np.percentile(a, 50)), float(np.percentile(a, 99)), float(a.mean())
+
+
+def _latencies(fn: Callable[[str], object], queries: list[str]) -> list[float]:
+    for q in queries[:20]:  # warm caches
+        fn(q)
+    ts = []
+    for q in queries:
+        t = time.perf_counter()
+        fn(q)
+        ts.append(time.perf_counter() - t)
+    return ts
+
+
+def run_ours(texts: list[str], queries: list[str], per_doc: int, updates: bool) -> dict:
+    gc.collect()
+    t0 = time.perf_counter()
+    idx = BM25Index()
+    idx.add_many(
+        (d, [(i, texts[i]) for i in range(d * per_doc, min(len(texts), (d + 1) * per_doc))])
+        for d in range((len(texts) + per_doc - 1) // per_doc))
+    idx.search("warm up compile")  # segments compile lazily at the first search
+    res = {"build_s": time.perf_counter() - t0, "index_mb": idx.memory_bytes() / 2**20}
+    ts = _latencies(lambda q: idx.search(q, k=10), queries)
+    res["lat"] = _pct(ts)
+    res["top10"] = {q: [c for c, _ in idx.search(q, k=10)] for q in queries[:300]}
+    if updates:
+        res.update(_updates(idx, texts, queries, per_doc))
+    return res
+
+
+def _updates(idx: BM25Index, texts: list[str], queries: list[str], per_doc: int) -> dict:
+    """Median time of add(one doc) / remove(one doc), and of the first search after each
+    (which compiles the pending rows / swaps the snapshot)."""
+    rng = random.Random(SEED)
+    add, add_q, rem, rem_q = [], [], [], []
+    next_key, n_docs = len(texts), (len(texts) + per_doc - 1) // per_doc
+    for r in range(30):
+        chunks = [(next_key + j, texts[rng.randrange(len(texts))]) for j in range(per_doc)]
+        next_key += per_doc
+        t = time.perf_counter()
+        idx.add(n_docs + r, chunks)
+        add.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        idx.search(queries[r], k=10)
+        add_q.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        idx.remove(rng.randrange(n_docs))
+        rem.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        idx.search(queries[r], k=10)
+        rem_q.append(time.perf_counter() - t)
+    med = lambda ts: float(np.median(ts) * 1000)  # noqa: E731
+    return {"add_ms": med(add), "add_search_ms": med(add_q),
+            "rm_ms": med(rem), "rm_search_ms": med(rem_q)}
+
+
+def run_bm25s(texts: list[str], queries: list[str]) -> dict:
+    import bm25s
+    import Stemmer
+
+    stemmer = Stemmer.Stemmer("english")
+    gc.collect()
+    t0 = time.perf_counter()
+    retriever = bm25s.BM25(k1=BM25Index().k1, b=BM25Index().b, method="lucene")
+    retriever.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer,
+                                   show_progress=False), show_progress=False)
+    res = {"build_s": time.perf_counter() - t0}
+    res["index_mb"] = sum(
+        v.nbytes for v in retriever.scores.values() if isinstance(v, np.ndarray)) / 2**20
+
+    def search(q: str) -> list[int]:
+        tok = bm25s.tokenize(q, stopwords="en", stemmer=stemmer, show_progress=False)
+        try:
+            docs, _ = retriever.retrieve(tok, k=10, show_progress=False)
+        except ValueError:  # no query token in the vocabulary
+            return []
+        return docs[0].tolist()
+
+    res["lat"] = _pct(_latencies(search, queries))
+    res["top10"] = {q: search(q) for q in queries[:300]}
+    return res
+
+
+def run_fts5(texts: list[str], queries: list[str]) -> dict:
+    gc.collect()
+    t0 = time.perf_counter()
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE p USING fts5(body, tokenize='porter unicode61')")
+    db.executemany("INSERT INTO p(rowid, body) VALUES (?, ?)", enumerate(texts))
+    db.commit()
+    res = {"build_s": time.perf_counter() - t0, "index_mb": float("nan")}
+    word = re.compile(r"\w+").findall
+    sql = "SELECT rowid, bm25(p) FROM p WHERE p MATCH ? ORDER BY bm25(p) LIMIT 10"
+
+    def search(q: str) -> list[int]:
+        terms = [w for w in word(q.lower()) if w not in STOPWORDS_EN]
+        if not terms:
+            return []
+        return [r for r, _ in db.execute(sql, (" OR ".join(f'"{w}"' for w in terms),))]
+
+    res["lat"] = _pct(_latencies(search, queries))
+    return res
+
+
+def _child(fn: Callable[..., dict], args: tuple, q: mp.Queue) -> None:
+    rss0 = _rss_mb("VmRSS")
+    res = fn(*args)
+    res["peak_mb"] = _rss_mb("VmHWM") - rss0
+    q.put(res)
+
+
+def isolated(fn: Callable[..., dict], *args: object) -> dict:
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_child, args=(fn, args, q))
+    p.start()
+    res = q.get()
+    p.join()
+    return res
+
+
+def overlap(a: dict, b: dict) -> float:
+    both = [len(set(a[q]) & set(b[q])) / max(1, len(a[q])) for q in a if a[q] or b[q]]
+    return 100 * sum(both) / max(1, len(both))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="20k synthetic, 300 queries")
+    ap.add_argument("--n", type=int, default=None, help="synthetic passages (200k)")
+    ap.add_argument("--per-doc", type=int, default=20, help="synthetic passages per doc")
+    ap.add_argument("--fts-queries", type=int, default=None, help="FTS5 queries (200)")
+    args = ap.parse_args()
+    n = args.n or (20_000 if args.quick else 200_000)
+    n_fts = args.fts_queries or (100 if args.quick else 200)
+    queries = list(be.load_queries(be.scifact_dir()).values())
+    if args.quick:
+        queries = queries[:300]
+    scifact = list(be.load_corpus(be.scifact_dir()).values())
+    t = time.perf_counter()
+    synth = synthetic_passages(n)
+    print(f"synthetic KB: {n:,} passages, {sum(s.count(' ') + 1 for s in synth) / n:.0f} "
+          f"words avg, built in {time.perf_counter() - t:.1f}s (seed {SEED})")
+    print(f"queries: {len(queries)} SciFact claims, k=10, one at a time "
+          f"(FTS5: first {n_fts}); BM25 k1={BM25Index().k1} b={BM25Index().b}\n")
+    rows = []
+    for name, texts, per_doc in [("scifact", scifact, 1), (f"synth{n // 1000}k", synth,
+                                                            args.per_doc)]:
+        ours = isolated(run_ours, texts, queries, per_doc, name != "scifact")
+        ref = isolated(run_bm25s, texts, queries)
+        fts = isolated(run_fts5, texts, queries[:n_fts])
+        agree = overlap(ours.pop("top10"), ref.pop("top10"))
+        for eng, r in [("calypso", ours), ("bm25s", ref), ("fts5-OR", fts)]:
+            rows.append((name, len(texts), eng, *r["lat"], r["build_s"], r["index_mb"],
+                         r["peak_mb"]))
+        if "add_ms" in ours:
+            upd = ours
+        print(f"[{name}] top-10 overlap calypso vs bm25s: {agree:.1f}%")
+    hdr = ("corpus", "passages", "engine", "p50 ms", "p99 ms", "mean ms", "build s",
+           "index MB", "peak+ MB")
+    print("\n| " + " | ".join(hdr) + " |\n|" + "---|" * len(hdr))
+    for r in rows:
+        print(f"| {r[0]} | {r[1]:,} | {r[2]} | {r[3]:.2f} | {r[4]:.2f} | {r[5]:.2f} | "
+              f"{r[6]:.1f} | {r[7]:.0f} | {r[8]:.0f} |")
+    print(f"\nincremental updates at {n:,} passages (calypso, median of 30, {args.per_doc}-chunk"
+          f" docs): add {upd['add_ms']:.2f} ms (+ next search {upd['add_search_ms']:.2f} ms),"
+          f" remove {upd['rm_ms']:.2f} ms (+ next search {upd['rm_search_ms']:.2f} ms)")
+    print(f"process peak RSS (parent): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB;"
+          " peak+ = child VmHWM growth over the parent's RSS at fork")
+
+
+if __name__ == "__main__":
+    main()
