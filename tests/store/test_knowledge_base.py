@@ -1,0 +1,87 @@
+"""The knowledge base over a real SQLite file: all-or-nothing ingestion, deletes, filters."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+
+from calypso.errors import StorageError, UnprocessableDocument
+
+TEXT = "\n\n".join(f"Paragraph {i} explains how the harbour crane number {i} is inspected." for i in range(60))
+
+
+def test_failure_midway_leaves_no_half_document(kb, settings) -> None:
+    kb.ingest(b"The first document mentions a harbour crane once.", "first.txt")
+    assert len(kb.search("harbour crane")) == 1
+    # A real SQLite failure on the fourth chunk insert, inside the document's transaction.
+    db = sqlite3.connect(settings.database_path)
+    db.execute("CREATE TRIGGER boom BEFORE INSERT ON chunks WHEN NEW.chunk_index = 3 BEGIN SELECT RAISE(ABORT, 'disk on fire'); END")
+    db.commit()
+    with pytest.raises(StorageError):
+        kb.ingest(TEXT.encode(), "second.txt")
+    db.execute("DROP TRIGGER boom")
+    db.commit()
+    assert [d.filename for d in kb.store.list_documents("default", None, 10, None, "asc").items] == ["first.txt"]
+    assert db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == 1
+    assert db.execute("SELECT COUNT(*) FROM pages").fetchone()[0] == 1
+    assert [p.document.filename for p in kb.search("harbour crane inspected", max_results=50)] == ["first.txt"]
+    # And the same bytes can be ingested once the fault is gone.
+    assert kb.ingest(TEXT.encode(), "second.txt").created
+
+
+def test_parser_failure_changes_nothing(kb) -> None:
+    with pytest.raises(UnprocessableDocument):
+        kb.ingest(b"%PDF-1.7\n" + b"\x00garbage" * 100, "broken.pdf")
+    assert kb.store.list_documents("default", None, 10, None, "asc").items == []
+
+
+def test_index_survives_restart(settings) -> None:
+    from calypso.knowledge import KnowledgeBase
+
+    first = KnowledgeBase(settings)
+    doc = first.ingest(TEXT.encode(), "cranes.txt", "port").document
+    first.close()
+    second = KnowledgeBase(settings)
+    hits = second.search("crane number 7", "port", max_results=3)
+    assert hits[0].document.id == doc.id and "crane number 7 " in hits[0].chunk.text
+    second.delete(doc.id)
+    assert second.search("crane number 7", "port") == []
+    second.close()
+
+
+def test_namespaces_are_isolated_and_document_filter(kb) -> None:
+    a = kb.ingest(b"Apples are harvested in autumn.", "a.txt", "fruit").document
+    b = kb.ingest(b"Apple trees bloom in spring.", "b.txt", "fruit").document
+    kb.ingest(b"Apples appear in this other namespace too.", "c.txt", "other")
+    assert {p.document.id for p in kb.search("apples", "fruit")} == {a.id, b.id}
+    assert [p.document.id for p in kb.search("apples", "fruit", document_ids=[b.id])] == [b.id]
+    assert kb.search("apples", "fruit", document_ids=[]) == []
+    assert kb.search("apples", "fruit", document_ids=["no-such-id"]) == []
+
+
+def test_concurrent_ingest_and_search(kb) -> None:
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        try:
+            for i in range(5):
+                kb.ingest(f"Writer {n} document {i} about lighthouse lamps.".encode(), f"w{n}-{i}.txt")
+        except BaseException as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+
+    def reader() -> None:
+        try:
+            for _ in range(30):
+                kb.search("lighthouse lamps", max_results=5)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)] + [threading.Thread(target=reader) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(kb.search("lighthouse lamps", max_results=100)) == 20

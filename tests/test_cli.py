@@ -1,0 +1,70 @@
+"""The `calypso` command, run as a real subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def _calypso(*args: str, home: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "CALYPSO_HOME": str(home)}
+    return subprocess.run(
+        [sys.executable, "-m", "calypso.cli", *args], capture_output=True, text=True, env=env, timeout=300
+    )
+
+
+def test_ingest_reports_ingested_duplicate_and_refused(tmp_path: Path, data_dir: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "notes.md").write_text("# Notes\n\nThe lighthouse keeper logs every ship at dawn.\n")
+    (folder / "empty.txt").write_bytes(b"")
+    (folder / "program.exe").write_bytes(b"MZ\x00\x00" * 64)
+    pdf = data_dir / "ingestion-docs/pdf/federal-register-2020-17221.pdf"
+    result = _calypso("ingest", str(folder), str(pdf), "--namespace", "ops", home=tmp_path / "home")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "ingested  " in out and "notes.md" in out and "federal-register-2020-17221.pdf" in out
+    assert "refused   " in out and "empty.txt" in out and "empty" in out.lower()
+    assert "program.exe" in out and "supported" in out.lower()
+    assert "2 ingested or already present, 2 refused" in out
+
+    again = _calypso("ingest", str(folder / "notes.md"), "--namespace", "ops", home=tmp_path / "home")
+    assert "duplicate" in again.stdout
+
+    found = _calypso("search", "lighthouse keeper", "--namespace", "ops", home=tmp_path / "home")
+    assert found.returncode == 0, found.stderr
+    first = found.stdout.splitlines()[0]
+    assert "notes.md (p. 1)" in first and "[chunk 0]" in first
+
+    pdf_hit = _calypso("search", "Federal Register", "--namespace", "ops", "-k", "1", home=tmp_path / "home")
+    assert "federal-register-2020-17221.pdf (p" in pdf_hit.stdout
+
+    bad = _calypso("search", "x", "--namespace", "bad name", home=tmp_path / "home")
+    assert bad.returncode == 2 and "Invalid namespace" in bad.stderr
+
+
+def test_settings_lists_every_setting(tmp_path: Path) -> None:
+    result = _calypso("settings", home=tmp_path)
+    assert result.returncode == 0
+    for name in ("CALYPSO_HOME", "CALYPSO_MAX_UPLOAD_BYTES", "CALYPSO_CHUNK_SIZE", "CALYPSO_CRAWL_ALLOW_PRIVATE"):
+        assert name in result.stdout
+
+
+def test_environment_settings_are_read(monkeypatch, tmp_path: Path) -> None:
+    from calypso.config import Settings
+
+    monkeypatch.setenv("CALYPSO_MAX_UPLOAD_BYTES", "1234")
+    monkeypatch.setenv("CALYPSO_HOME", str(tmp_path))
+    settings = Settings()
+    assert settings.max_upload_bytes == 1234 and settings.home == tmp_path
+
+
+def test_demo_knowledge_base_answers_a_question(kb) -> None:
+    from calypso.demo import ingest_demo
+
+    assert ingest_demo(kb) == 3
+    assert ingest_demo(kb) == 0  # already there
+    passages = kb.search("refund within 30 days of purchase", max_results=1)
+    assert passages[0].document.filename == "refund_policy_2026.md"
