@@ -102,6 +102,51 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ask(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from calypso.answering import Answerer, AskRequest, Done
+    from calypso.citations.render import render_evidence, render_numbered
+    from calypso.citations.composer import MarkerEvent, TextEvent
+    from calypso.knowledge import KnowledgeBase
+
+    kb = KnowledgeBase(_settings(args))
+    answerer = Answerer(kb)
+    request = AskRequest(
+        messages=[{"role": "user", "content": args.question}],
+        namespace=args.namespace,
+        passage_count=args.k,
+        generator=args.generator,
+    )
+
+    async def run() -> int:
+        answer = None
+        async for event in answerer.stream(request):
+            if args.stream and isinstance(event, TextEvent):
+                print(event.text, end="", flush=True)
+            elif args.stream and isinstance(event, MarkerEvent) and event.segment is not None:
+                shown = {c.retrieval_number: c.display_number for c in event.segment.citations}
+                numbers = [shown[n] for n in event.placement.valid_numbers if n in shown]
+                print(" " + "".join(f"[{n}]" for n in numbers), end="", flush=True)
+            elif isinstance(event, Done):
+                answer = event.answer
+        assert answer is not None
+        if not args.stream:
+            print(render_numbered(answer))
+        print()
+        print(render_evidence(answer))
+        print(f"\n(answered by {answer.generator}; retrieval {answer.retrieval_status})")
+        return 0
+
+    try:
+        return asyncio.run(run())
+    except CalypsoError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 2
+    finally:
+        kb.close()
+
+
 def cmd_settings(_: argparse.Namespace) -> int:
     for name, default, help_ in settings_table():
         print(f"{name:32} {default:24} {help_}")
@@ -132,6 +177,14 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--namespace", default=None)
     search.add_argument("-k", type=int, default=5, help="number of passages")
     search.set_defaults(func=cmd_search)
+
+    ask = with_home(sub.add_parser("ask", help="answer a question with citations"))
+    ask.add_argument("question")
+    ask.add_argument("--namespace", default=None)
+    ask.add_argument("--stream", action="store_true", help="print the answer as it is generated")
+    ask.add_argument("-k", type=int, default=None, help="passages to retrieve (default: CALYPSO_PASSAGE_COUNT)")
+    ask.add_argument("--generator", default=None, help="extractive or upstream (default: CALYPSO_GENERATOR)")
+    ask.set_defaults(func=cmd_ask)
 
     sub.add_parser("settings", help="list every setting").set_defaults(func=cmd_settings)
     return parser

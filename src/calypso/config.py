@@ -28,6 +28,21 @@ class Settings(BaseSettings):
     crawl_allow_private: bool = Field(
         False, description="Allow crawling loopback and private-network addresses (off: refuses them, against SSRF)."
     )
+    passage_count: int = Field(5, ge=1, le=50, description="Passages retrieved and handed to the model per question.")
+    generator: str = Field(
+        "auto", description="Answer generator: 'extractive', 'upstream', or 'auto' (upstream when CALYPSO_LLM_BASE_URL is set)."
+    )
+    llm_base_url: str | None = Field(None, description="OpenAI-compatible upstream, e.g. http://localhost:11434/v1.")
+    llm_api_key: str | None = Field(None, description="Bearer key for the upstream, if it needs one.")
+    llm_model: str | None = Field(None, description="Model name sent to the upstream.")
+    llm_timeout_seconds: float = Field(60.0, gt=0, description="Upstream read timeout (between tokens), seconds.")
+    llm_max_retries: int = Field(2, ge=0, description="Retries on upstream 429/5xx/connect errors before the first token.")
+    unsupported_citations: str = Field(
+        "flag", pattern="^(flag|drop)$", description="Citations whose passage scores below the support threshold: 'flag' or 'drop'."
+    )
+    support_threshold: float | None = Field(
+        None, ge=0, le=1, description="Support score below which a citation is unsupported (default: the scorer's calibrated threshold)."
+    )
     demo: bool = Field(False, description="Ingest the bundled demo documents into an empty knowledge base at start.")
     log_level: str = Field("info", description="Server log level.")
 

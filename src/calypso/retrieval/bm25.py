@@ -7,8 +7,9 @@ segments are merged geometrically, so bulk loading is one sort and a single add 
 small merge. Removals are tombstones (exact df is kept via each segment's forward index);
 a global compaction renumbers rows once a quarter of them are dead.
 
-Scoring is Lucene's BM25: ``idf * tf*(k1+1) / (tf + k1*(1 - b + b*dl/avgdl))`` with
-``idf = ln(1 + (N - df + 0.5)/(df + 0.5))``. Postings store a code into a per-segment
+Scoring is Lucene's BM25 (Lucene >= 8, as bm25s' "lucene" method, so scores are comparable):
+``idf * tf / (tf + k1*(1 - b + b*dl/avgdl))`` with ``idf = ln(1 + (N - df + 0.5)/(df + 0.5))``
+(the classic constant factor (k1+1) is dropped: it never changes a ranking). Postings store a code into a per-segment
 table of distinct (tf, dl) pairs, so a change of avgdl only recomputes those small tables
 and scores stay exact (equal to a from-scratch build) after any adds and removes.
 """
@@ -30,6 +31,7 @@ DEFAULT_B = 0.75
 
 _SMALL_SEGMENT = 1 << 16  # postings: tail segments below this are always merged
 _MERGE_RATIO = 4  # merge the two newest segments while the older is < 4x the newer
+_COMPACT_MIN = 1024  # renumber rows once this many, and a quarter of them, are dead
 _I64 = np.int64
 
 Chunks = Sequence[tuple[int, str]]
@@ -43,6 +45,16 @@ class _Vocab(dict):
         return tid
 
 
+def _codes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct values, index of each value); a bitmap when the range is small."""
+    top = int(key.max(initial=-1)) + 1
+    if top <= 1 << 24:
+        present = np.zeros(top, bool)
+        present[key] = True
+        return np.flatnonzero(present), (np.cumsum(present, dtype=np.int32) - 1)[key]
+    return np.unique(key, return_inverse=True)
+
+
 class _Segment:
     """Immutable postings for rows [row_start, row_stop).
 
@@ -54,55 +66,102 @@ class _Segment:
     __slots__ = ("row_start", "row_stop", "terms", "indptr", "rows", "codes", "pair_tf",
                  "pair_dl", "fwd_ptr", "fwd_terms")
 
-    def __init__(self, row_start: int, row_stop: int, p_term: np.ndarray, p_row: np.ndarray,
-                 p_tf: np.ndarray, row_len: np.ndarray) -> None:
-        """Build from postings sorted by (term, row); all int64 arrays."""
-        self.row_start, self.row_stop = row_start, row_stop
-        n = len(p_term)
-        first = np.ones(n, bool)
-        np.not_equal(p_term[1:], p_term[:-1], out=first[1:])
-        starts = np.flatnonzero(first)
-        self.terms = p_term[starts]
-        self.indptr = np.append(starts, n).astype(_I64)
-        self.rows = p_row.astype(np.int32)
-        # Distinct (tf, dl) pairs: dense bitmap when the key range is small, else unique().
-        dl = row_len[p_row].astype(_I64)
+    def __init__(self, row_start: int, **arrays: np.ndarray) -> None:
+        self.row_start = row_start
+        for name, value in arrays.items():
+            setattr(self, name, value)
+        self.row_stop = row_start + len(self.fwd_ptr) - 1
+
+    @classmethod
+    def from_forward(cls, row_start: int, fwd_counts: np.ndarray, fwd_term: np.ndarray,
+                     fwd_tf: np.ndarray, row_len: np.ndarray) -> _Segment:
+        """From forward postings: for each row in turn (``fwd_counts[i]`` postings) its
+        distinct term ids ascending (int32) and their tf; ``row_len`` of the same rows."""
+        span, n = len(fwd_counts), len(fwd_term)
+        fwd_ptr = np.zeros(span + 1, _I64)
+        np.cumsum(fwd_counts, out=fwd_ptr[1:])
+        local = np.repeat(np.arange(span, dtype=np.int32), fwd_counts)
+        dl = row_len[local].astype(_I64)
         width = int(dl.max(initial=0)) + 1
-        key = p_tf * width + dl
-        if n and int(key.max()) < (1 << 24):
-            present = np.zeros(int(key.max()) + 1, bool)
-            present[key] = True
-            pairs = np.flatnonzero(present)
-            codes = (np.cumsum(present) - 1)[key]
+        pairs, fcodes = _codes(fwd_tf.astype(_I64) * width + dl)
+        del dl
+        counts = np.bincount(fwd_term) if n else np.zeros(0, _I64)
+        terms = np.flatnonzero(counts)
+        indptr = np.zeros(len(terms) + 1, _I64)
+        np.cumsum(counts[terms], out=indptr[1:])
+        # Inverted order (term, then row): a value sort of term<<40 | forward position is
+        # ~4x faster than a stable argsort and keeps rows ascending within each term.
+        if len(counts) < (1 << 23) and n < (1 << 40):
+            pos = fwd_term.astype(_I64)
+            pos <<= 40
+            pos |= np.arange(n, dtype=_I64)
+            pos.sort()
+            pos &= (1 << 40) - 1
         else:
-            pairs, codes = np.unique(key, return_inverse=True)
-        self.codes = codes.astype(np.uint16 if len(pairs) <= 1 << 16 else np.uint32)
-        self.pair_tf, self.pair_dl = np.divmod(pairs, width)
-        # Forward index by a value sort of (row, term) keys (faster than argsort).
-        vsize = int(p_term.max(initial=0)) + 1
-        local = p_row - row_start
-        fkey = np.sort(local * vsize + p_term)
-        self.fwd_terms = (fkey % vsize).astype(np.int32)
-        self.fwd_ptr = np.zeros(row_stop - row_start + 1, _I64)
-        np.cumsum(np.bincount(local, minlength=row_stop - row_start), out=self.fwd_ptr[1:])
+            pos = np.argsort(fwd_term, kind="stable")
+        rows = local[pos]
+        rows += np.int32(row_start)
+        pair_tf, pair_dl = np.divmod(pairs, width)
+        return cls(row_start, terms=terms, indptr=indptr, rows=rows,
+                   codes=fcodes[pos].astype(np.uint16 if len(pairs) <= 1 << 16 else np.uint32),
+                   pair_tf=pair_tf, pair_dl=pair_dl, fwd_ptr=fwd_ptr, fwd_terms=fwd_term)
 
     @property
     def n_postings(self) -> int:
         return len(self.rows)
 
-    def postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(term, row, tf) int64 arrays in (term, row) order."""
-        term = np.repeat(self.terms, np.diff(self.indptr))
-        return term, self.rows.astype(_I64), self.pair_tf[self.codes]
-
     def lut(self, k1: float, b: float, avgdl: float) -> np.ndarray:
-        """Per (tf, dl) pair: tf*(k1+1) / (tf + k1*(1-b+b*dl/avgdl)), as float32."""
+        """Per (tf, dl) pair: tf / (tf + k1*(1-b+b*dl/avgdl)), as float32."""
         tf = self.pair_tf.astype(np.float64)
         norm = k1 * (1.0 - b + b * self.pair_dl / max(avgdl, 1e-9))
-        return (tf * (k1 + 1.0) / (tf + norm)).astype(np.float32)
+        return (tf / (tf + norm)).astype(np.float32)
 
     def nbytes(self) -> int:
         return sum(getattr(self, a).nbytes for a in self.__slots__[2:])
+
+
+def _merge(segs: Sequence[_Segment], live: np.ndarray,
+           row_map: np.ndarray | None = None) -> _Segment:
+    """One segment from adjacent ones, dropping dead rows (and renumbering rows by
+    ``row_map`` when given). A scatter per input, no sort: within a term, inputs' posting
+    lists are concatenated in row order."""
+    terms = np.unique(np.concatenate([s.terms for s in segs]))
+    width = max(int(s.pair_dl.max(initial=0)) for s in segs) + 1
+    pkeys = [s.pair_tf * width + s.pair_dl for s in segs]
+    pairs = np.unique(np.concatenate(pkeys))
+    fwd_terms, fwd_counts, parts = [], [], []
+    for s, pk in zip(segs, pkeys):
+        lv = live[s.row_start:s.row_stop]
+        cnt = np.diff(s.fwd_ptr)
+        fwd_terms.append(s.fwd_terms[np.repeat(lv, cnt)])
+        cnt[~lv] = 0
+        fwd_counts.append(cnt if row_map is None else cnt[lv])
+        tix = np.repeat(np.searchsorted(terms, s.terms), np.diff(s.indptr))
+        keep = live[s.rows]
+        parts.append((tix[keep], s.rows[keep], np.searchsorted(pairs, pk)[s.codes[keep]]))
+    counts = [np.bincount(t, minlength=len(terms)) for t, _, _ in parts]
+    total = np.sum(counts, axis=0)
+    indptr = np.zeros(len(terms) + 1, _I64)
+    np.cumsum(total, out=indptr[1:])
+    rows = np.empty(indptr[-1], np.int32)
+    codes = np.empty(indptr[-1], np.uint16 if len(pairs) <= 1 << 16 else np.uint32)
+    base = indptr[:-1].copy()
+    for (tix, r, c), cnt in zip(parts, counts):
+        run_start = np.cumsum(cnt) - cnt  # where each term's run starts in this input
+        pos = base[tix] + np.arange(len(tix)) - run_start[tix]
+        rows[pos] = r if row_map is None else row_map[r]
+        codes[pos] = c
+        base += cnt
+    nz = total > 0
+    indptr = np.zeros(int(nz.sum()) + 1, _I64)
+    np.cumsum(total[nz], out=indptr[1:])
+    fwd_cnt = np.concatenate(fwd_counts)
+    fwd_ptr = np.zeros(len(fwd_cnt) + 1, _I64)
+    np.cumsum(fwd_cnt, out=fwd_ptr[1:])
+    pair_tf, pair_dl = np.divmod(pairs, width)
+    return _Segment(segs[0].row_start if row_map is None else 0, terms=terms[nz],
+                    indptr=indptr, rows=rows, codes=codes, pair_tf=pair_tf, pair_dl=pair_dl,
+                    fwd_ptr=fwd_ptr, fwd_terms=np.concatenate(fwd_terms))
 
 
 class _Snapshot:
@@ -183,7 +242,8 @@ class BM25Index:
             self._row_live[r0:r1] = True
             total = int(lens.sum())
             vocab = self._vocab.__getitem__
-            self._pending.append(np.fromiter(map(vocab, chain.from_iterable(toks)), _I64, total))
+            self._pending.append(
+                np.fromiter(map(vocab, chain.from_iterable(toks)), np.int32, total))
             self._n_rows, self._n_live, self._total_len = r1, self._n_live + r1 - r0, \
                 self._total_len + total
             row = r0
@@ -234,7 +294,7 @@ class BM25Index:
         with self._lock:
             if self._snap is None:
                 self._compile_pending()
-                if self._n_dead > max(1024, self._n_rows // 4):
+                if self._n_dead > max(_COMPACT_MIN, self._n_rows // 4):
                     self._compact()
                 avgdl = self._total_len / self._n_live if self._n_live else 1.0
                 dead = np.concatenate(self._dead) if self._dead else None
@@ -250,54 +310,42 @@ class BM25Index:
         if r0 == r1:
             return
         tids = np.concatenate(self._pending)
-        rows = np.repeat(np.arange(r0, r1, dtype=_I64), self._row_len[r0:r1])
-        keep = self._row_live[rows]
-        if not keep.all():
-            tids, rows = tids[keep], rows[keep]
         self._pending, self._seg_stop = [], r1
-        if len(self._df) < len(self._vocab):
-            self._df = np.append(self._df, np.zeros(len(self._vocab) - len(self._df), _I64))
-        if not len(tids):
-            return
-        # One value sort of (term, row) keys gives postings and tf as run lengths.
-        span = r1 - r0
-        key = np.sort(tids * span + (rows - r0))
-        first = np.ones(len(key), bool)
-        np.not_equal(key[1:], key[:-1], out=first[1:])
-        starts = np.flatnonzero(first)
-        tf = np.diff(np.append(starts, len(key)))
-        term, row = np.divmod(key[starts], span)
+        nv = len(self._vocab)
+        if len(self._df) < nv:
+            self._df = np.append(self._df, np.zeros(nv - len(self._df), _I64))
+        lens = self._row_len[r0:r1].astype(_I64)
+        ends = np.cumsum(lens)
+        parts = []
+        a = 0
+        while a < r1 - r0:  # batches of ~2M tokens bound the temporaries
+            t0 = int(ends[a - 1]) if a else 0
+            b = max(a + 1, int(np.searchsorted(ends, t0 + (1 << 21), side="right")))
+            local = np.repeat(np.arange(b - a, dtype=_I64), lens[a:b])
+            key = local * nv + tids[t0:int(ends[b - 1])]
+            key = key[self._row_live[r0 + a:r0 + b][local]]  # rows removed while pending
+            key.sort()  # runs of equal (row, term) keys: distinct terms per row and tf
+            first = np.ones(len(key), bool)
+            np.not_equal(key[1:], key[:-1], out=first[1:])
+            starts = np.flatnonzero(first)
+            row, term = np.divmod(key[starts], nv)
+            parts.append((row + a, term.astype(np.int32), np.diff(np.append(starts, len(key)))))
+            a = b
+        row, term, tf = (np.concatenate(p) for p in zip(*parts))
         self._df += np.bincount(term, minlength=len(self._df))
-        self._segs.append(_Segment(r0, r1, term, row + r0, tf, self._row_len))
+        self._segs.append(_Segment.from_forward(
+            r0, np.bincount(row, minlength=r1 - r0), term, tf, self._row_len[r0:r1]))
         segs = self._segs
         while len(segs) > 1 and (segs[-2].n_postings < _SMALL_SEGMENT
                                  or segs[-2].n_postings < _MERGE_RATIO * segs[-1].n_postings):
-            segs[-2:] = [self._merge(segs[-2:])]
-
-    def _merge(self, segs: list[_Segment], row_map: np.ndarray | None = None) -> _Segment:
-        """One segment from adjacent ones, dropping dead rows (and renumbering them)."""
-        parts = [s.postings() for s in segs]
-        term, row, tf = (np.concatenate(p) for p in zip(*parts))
-        keep = self._row_live[row]
-        term, row, tf = term[keep], row[keep], tf[keep]
-        # Stable sort by term: each input is already (term, row)-sorted and the row
-        # ranges ascend, so timsort merges a few runs instead of sorting.
-        order = np.argsort(term, kind="stable")
-        term, row, tf = term[order], row[order], tf[order]
-        start, stop = segs[0].row_start, segs[-1].row_stop
-        row_len = self._row_len
-        if row_map is not None:
-            row = row_map[row]
-            start, stop = 0, int(row_map[stop - 1]) + 1 if len(row_map) else 0
-            row_len = row_len[: self._n_rows][self._row_live[: self._n_rows]]
-        return _Segment(start, stop, term, row, tf, row_len)
+            segs[-2:] = [_merge(segs[-2:], self._row_live)]
 
     def _compact(self) -> None:
         """Renumber live rows densely and rewrite all segments without the dead ones."""
         n = self._n_rows
         live = self._row_live[:n]
         row_map = np.cumsum(live) - 1
-        segs = [self._merge(self._segs, row_map)] if self._segs else []
+        segs = [_merge(self._segs, self._row_live, row_map)] if self._segs else []
         for name in ("_row_key", "_row_len"):
             setattr(self, name, getattr(self, name)[:n][live].copy())
         self._row_live = np.ones(len(self._row_key), bool)

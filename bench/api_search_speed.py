@@ -1,0 +1,139 @@
+"""POST /v1/search latency over real HTTP, the in-process search call, and server memory.
+
+    .venv/bin/python bench/api_search_speed.py             # SciFact (5,183 passages) and 200k synthetic
+    .venv/bin/python bench/api_search_speed.py --quick     # SciFact and 20k synthetic
+
+Each knowledge base is written into a fresh data directory (documents of 100
+passages, one chunk per passage, straight through the store), then
+`calypso serve` is started on it as a separate process. The first query
+builds the namespace's index from SQLite (reported as "index load"); then
+every SciFact query is sent once over one keep-alive HTTP connection. The
+in-process figure is ``KnowledgeBase.search`` in this process on the same
+data. Peak memory is the server's VmHWM after the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import beir_eval as be  # noqa: E402
+from _common import peak_rss_mb, percentile  # noqa: E402
+from search_speed import synthetic_passages  # noqa: E402
+
+from calypso.config import Settings  # noqa: E402
+from calypso.knowledge import KnowledgeBase  # noqa: E402
+from calypso.models import Chunk, Document, Page  # noqa: E402
+
+PER_DOCUMENT = 100
+
+
+def build_home(home: Path, passages: list[str]) -> None:
+    kb = KnowledgeBase(Settings(home=home))
+    for first in range(0, len(passages), PER_DOCUMENT):
+        batch = passages[first : first + PER_DOCUMENT]
+        text, chunks = "", []
+        for i, passage in enumerate(batch):
+            start = len(text)
+            text += passage + "\n\n"
+            chunks.append(Chunk(i, passage, start, start + len(passage), 1, 1, ("1",)))
+        doc_id = uuid.uuid4()
+        content = text.encode()
+        doc = Document(
+            id=str(doc_id), file_id=f"file-{doc_id.hex}", workspace="default", namespace="general",
+            filename=f"synthetic-{first // PER_DOCUMENT:05d}.txt", media_type="text/plain", bytes=len(content),
+            sha256=hashlib.sha256(content).hexdigest(), created_at=int(time.time()), page_count=1,
+            chunk_count=len(chunks),
+        )
+        kb.store.add_document(doc, [Page(1, "1", 0, len(text))], chunks, content)
+    kb.close()
+
+
+def serve(home: Path, port: int) -> subprocess.Popen:
+    env = {**os.environ, "CALYPSO_HOME": str(home), "CALYPSO_LOG_LEVEL": "warning"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "calypso.cli", "serve", "--port", str(port)], env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
+                return process
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    process.kill()
+    raise SystemExit("server did not start")
+
+
+def measure(label: str, passages: list[str], queries: list[str], port: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        start = time.perf_counter()
+        build_home(home, passages)
+        write_s = time.perf_counter() - start
+
+        process = serve(home, port)
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
+                start = time.perf_counter()
+                client.post("/v1/search", json={"query": queries[0]}).raise_for_status()
+                load_s = time.perf_counter() - start
+                http_ms = []
+                for query in queries:
+                    t0 = time.perf_counter()
+                    response = client.post("/v1/search", json={"query": query, "max_num_results": 10})
+                    http_ms.append((time.perf_counter() - t0) * 1000)
+                    response.raise_for_status()
+            server_peak = peak_rss_mb(process.pid)
+        finally:
+            process.terminate()
+            process.wait()
+
+        kb = KnowledgeBase(Settings(home=home))
+        kb.search(queries[0])
+        inproc_ms = []
+        for query in queries:
+            t0 = time.perf_counter()
+            kb.search(query, max_results=10)
+            inproc_ms.append((time.perf_counter() - t0) * 1000)
+        kb.close()
+
+    print(
+        f"{label:>16} {len(passages):>8,} {write_s:8.1f} {load_s:8.2f} "
+        f"{percentile(http_ms, 50):8.2f} {percentile(http_ms, 99):8.2f} "
+        f"{percentile(inproc_ms, 50):8.2f} {percentile(inproc_ms, 99):8.2f} {server_peak:9.0f}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--port", type=int, default=8765)
+    args = parser.parse_args()
+
+    root = be.scifact_dir()
+    corpus = be.load_corpus(root)
+    queries = list(be.load_queries(root).values())
+    if args.quick:
+        queries = queries[:300]
+    synthetic_n = 20_000 if args.quick else 200_000
+    print(f"{len(queries)} SciFact queries, k=10; times in ms unless marked s; memory in MB")
+    print(f"{'knowledge base':>16} {'passages':>8} {'write s':>8} {'load s':>8} {'http p50':>8} {'http p99':>8} "
+          f"{'call p50':>8} {'call p99':>8} {'srv peak':>9}")
+    measure("SciFact", list(corpus.values()), queries, args.port)
+    measure("synthetic", synthetic_passages(synthetic_n), queries, args.port)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,215 @@
+"""Question in, grounded answer out: retrieve, prompt, generate, compose citations.
+
+``Answerer.stream`` yields events as they happen (retrieval, plain-text
+deltas, citation markers with their verified quotes, tool calls) and ends
+with ``Done`` carrying the ``GroundedAnswer``; ``Answerer.answer`` drains it.
+The API dialects only render these events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from calypso.citations.composer import AnswerComposer, MarkerEvent, TextEvent
+from calypso.citations.grounded import GroundedAnswer, Quote, Source
+from calypso.citations.support import SUPPORT_THRESHOLD, best_evidence
+from calypso.config import Settings
+from calypso.errors import InvalidRequest
+from calypso.generation import registry
+from calypso.generation.base import Finish, GenerationRequest, Generator, TextDelta, ToolCalls
+from calypso.generation.prompts import build_messages
+from calypso.knowledge import DEFAULT_WORKSPACE, KnowledgeBase
+from calypso.models import Page, Passage
+
+_ROLES = {"system", "developer", "user", "assistant", "tool"}
+
+
+@dataclass
+class AskRequest:
+    messages: list[dict]
+    namespace: str | None = None  # None: the default namespace; see ``knowledge_base``
+    knowledge_base: bool = True  # False: answer without retrieval, citations null
+    document_ids: list[str] | None = None
+    passage_count: int | None = None
+    include_citations: bool = True
+    system_prompt: str | None = None
+    generator: str | None = None  # registry name; None: the configured default
+    temperature: float | None = None
+    max_tokens: int | None = None
+    tools: list[dict] | None = None
+    tool_choice: str | dict | None = None
+    workspace: str = DEFAULT_WORKSPACE
+
+
+@dataclass
+class Retrieved:
+    sources: list[Source]
+    query: str | None  # None: retrieval did not run
+
+
+@dataclass
+class ToolCallsEvent:
+    calls: list[dict]
+
+
+@dataclass
+class Done:
+    answer: GroundedAnswer
+    extra: dict = field(default_factory=dict)
+
+
+AnswerEvent = Retrieved | TextEvent | MarkerEvent | ToolCallsEvent | Done
+
+
+def message_text(message: dict) -> str:
+    """The text of a chat message whose content is a string or a list of parts."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(
+            part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") in ("text", "input_text", "output_text")
+        )
+    return ""
+
+
+def validate_messages(messages: list[dict]) -> None:
+    if not messages:
+        raise InvalidRequest("messages is empty: send at least one user message.", param="messages")
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") not in _ROLES:
+            raise InvalidRequest(
+                f"messages[{i}] has an unknown role {message.get('role') if isinstance(message, dict) else message!r}; "
+                f"use one of {', '.join(sorted(_ROLES))}.",
+                param=f"messages[{i}].role",
+            )
+    last = messages[-1]
+    if last["role"] not in ("user", "tool"):
+        raise InvalidRequest("The last message must be a user message (or a tool result).", param="messages")
+    if last["role"] == "user" and not message_text(last).strip():
+        raise InvalidRequest("The last user message is empty; ask a question.", param="messages")
+
+
+class Answerer:
+    def __init__(self, kb: KnowledgeBase, settings: Settings | None = None) -> None:
+        self.kb = kb
+        self.settings = settings or kb.settings
+        self._generators: dict[str, Generator] = {}
+        self._pages = lru_cache(maxsize=256)(self._load_pages)
+
+    # -- generators --------------------------------------------------------
+    def default_generator_name(self) -> str:
+        name = self.settings.generator
+        if name == "auto":
+            return "upstream" if self.settings.llm_base_url else "extractive"
+        return name
+
+    def generator(self, name: str | None = None) -> Generator:
+        name = name or self.default_generator_name()
+        if name not in self._generators:
+            self._generators[name] = registry.create(name, settings=self.settings)
+        return self._generators[name]
+
+    # -- quotes ------------------------------------------------------------
+    def _load_pages(self, workspace: str, document_id: str) -> tuple[Page, ...]:
+        return tuple(self.kb.store.get_pages(workspace, document_id))
+
+    def _page_at(self, passage: Passage, offset: int) -> tuple[int, str]:
+        chunk = passage.chunk
+        if chunk.page_start == chunk.page_end:
+            return chunk.page_start, passage.page_label
+        for page in self._pages(passage.document.workspace, passage.document.id):
+            if page.start <= offset < page.end:
+                return page.number, page.label
+        return chunk.page_start, passage.page_label
+
+    def find_quote(self, segment_text: str, source: Source) -> Quote:
+        passage = source.passage
+        evidence = best_evidence(segment_text, passage.chunk.text)
+        threshold = self.settings.support_threshold
+        threshold = SUPPORT_THRESHOLD if threshold is None else threshold
+        document_start = passage.chunk.start + evidence.start
+        page_number, page_label = self._page_at(passage, document_start)
+        return Quote(
+            text=evidence.text,
+            passage_start=evidence.start,
+            passage_end=evidence.end,
+            document_start=document_start,
+            document_end=passage.chunk.start + evidence.end,
+            page_number=page_number,
+            page_label=page_label,
+            support=round(evidence.score, 4),
+            supported=evidence.score >= threshold,
+        )
+
+    # -- the pipeline ------------------------------------------------------
+    async def _retrieve(self, request: AskRequest) -> tuple[list[Passage] | None, str | None]:
+        if not request.knowledge_base or request.messages[-1]["role"] == "tool":
+            return None, None  # seed 004: no retrieval on a tool-result turn
+        query = message_text(request.messages[-1])
+        passages = await asyncio.to_thread(
+            self.kb.search,
+            query,
+            request.namespace,
+            document_ids=request.document_ids,
+            max_results=request.passage_count or self.settings.passage_count,
+            workspace=request.workspace,
+        )
+        return passages, query
+
+    async def stream(self, request: AskRequest) -> AsyncIterator[AnswerEvent]:
+        validate_messages(request.messages)
+        generator = self.generator(request.generator)
+        passages, query = await self._retrieve(request)
+        sources = [Source(i, p) for i, p in enumerate(passages or [], start=1)]
+        yield Retrieved(sources, query)
+
+        generation = GenerationRequest(
+            messages=build_messages(request.messages, passages, request.system_prompt),
+            temperature=request.temperature,
+            max_tokens=request.max_tokens,
+            tools=request.tools,
+            tool_choice=request.tool_choice,
+            passages=passages or [],
+            question=query or "",
+        )
+        composer = AnswerComposer(sources, self.find_quote, self.settings.unsupported_citations == "drop")
+        finish: Finish | None = None
+        tool_calls: list[dict] | None = None
+        events = generator.stream(generation)
+        try:
+            async for event in events:
+                if isinstance(event, TextDelta):
+                    for produced in composer.feed(event.text):
+                        yield produced
+                elif isinstance(event, ToolCalls):
+                    tool_calls = event.calls
+                    yield ToolCallsEvent(event.calls)
+                elif isinstance(event, Finish):
+                    finish = event
+        finally:
+            await events.aclose()  # stops the upstream request if our consumer went away
+        for produced in composer.flush():
+            yield produced
+        finish = finish or Finish("stop")
+        answer = composer.finish(
+            generator=generator.name,
+            model=finish.model,
+            knowledge_base=request.knowledge_base,
+            citations_enabled=request.include_citations,
+            retrieval_ran=passages is not None,
+            finish_reason=finish.reason,
+            tool_calls=tool_calls,
+            prompt_tokens=finish.usage.prompt_tokens,
+            completion_tokens=finish.usage.completion_tokens,
+        )
+        yield Done(answer)
+
+    async def answer(self, request: AskRequest) -> GroundedAnswer:
+        async for event in self.stream(request):
+            if isinstance(event, Done):
+                return event.answer
+        raise RuntimeError("the answer stream ended without a result")

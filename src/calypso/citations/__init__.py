@@ -1,0 +1,1 @@
+"""Citations: parse the markers models write and ground them in retrieved passages."""

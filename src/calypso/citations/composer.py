@@ -1,0 +1,182 @@
+"""Turn a stream of raw model text into plain text, cited segments and verified quotes.
+
+Fed token by token, the composer emits plain-text deltas (never half a
+marker), and for each citation marker a ``MarkerEvent`` carrying the segment
+it closes, the exact quotes and their support scores. ``finish()`` returns the
+``GroundedAnswer``. Streaming and non-streaming go through the same code, so
+both produce the same answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from calypso.citations.grounded import (
+    GroundedAnswer,
+    MarkerPlacement,
+    Quote,
+    Segment,
+    SegmentCitation,
+    Source,
+    utf16_len,
+)
+from calypso.citations.markers import MarkerPiece, MarkerStream, TextPiece
+
+# Where a sentence (and so a segment) may start: after . ! ? and space, or a line break.
+_SENTENCE_BREAK = re.compile(r"[.!?。！？][\"'”’)\]]*\s+|\n\s*")
+_TRAILING_SPACE = re.compile(r"[ \t]+$")
+
+QuoteFinder = Callable[[str, Source], Quote]
+
+
+@dataclass
+class TextEvent:
+    text: str  # plain-text delta
+
+
+@dataclass
+class MarkerEvent:
+    placement: MarkerPlacement
+    segment: Segment | None  # the segment this marker cites, with its citations so far
+    newly_cited: list[Source]  # sources cited for the first time here, display numbers assigned
+
+
+class AnswerComposer:
+    def __init__(self, sources: list[Source], find_quote: QuoteFinder, drop_unsupported: bool = False) -> None:
+        self.sources = sources
+        self.find_quote = find_quote
+        self.drop_unsupported = drop_unsupported
+        self.markers = MarkerStream()
+        self.plain: list[str] = []
+        self.plain_len = 0
+        self.raw: list[str] = []
+        self.held_space = ""
+        self.segments: list[Segment] = []
+        self.placements: list[MarkerPlacement] = []
+        self.next_display = 1
+        self._text_cache = ""
+
+    # -- feeding -----------------------------------------------------------
+    def feed(self, delta: str) -> list[TextEvent | MarkerEvent]:
+        self.raw.append(delta)
+        return self._handle(self.markers.feed(delta))
+
+    def flush(self) -> list[TextEvent | MarkerEvent]:
+        events = self._handle(self.markers.flush())
+        if self.held_space:
+            events.append(self._emit_text(self.held_space))
+            self.held_space = ""
+        return events
+
+    def _handle(self, pieces: list[TextPiece | MarkerPiece]) -> list[TextEvent | MarkerEvent]:
+        events: list[TextEvent | MarkerEvent] = []
+        for piece in pieces:
+            if isinstance(piece, TextPiece):
+                text = self.held_space + piece.text
+                # Spaces before a marker are dropped from the plain text, so hold them until we know.
+                match = _TRAILING_SPACE.search(text)
+                self.held_space = match.group(0) if match else ""
+                text = text[: len(text) - len(self.held_space)]
+                if text:
+                    events.append(self._emit_text(text))
+            else:
+                events.append(self._place_marker(piece))
+        return events
+
+    def _emit_text(self, text: str) -> TextEvent:
+        self.plain.append(text)
+        self.plain_len += len(text)
+        return TextEvent(text)
+
+    def _plain_text(self) -> str:
+        if len(self._text_cache) != self.plain_len:
+            self._text_cache = "".join(self.plain)
+        return self._text_cache
+
+    # -- markers and segments ----------------------------------------------
+    def _place_marker(self, piece: MarkerPiece) -> MarkerEvent:
+        marker = piece.marker
+        leading, self.held_space = self.held_space, ""
+        position = self.plain_len
+        valid = tuple(n for n in marker.numbers if 1 <= n <= len(self.sources))
+        segment_index = self._segment_for(position) if valid else None
+        kept: list[int] = []
+        newly: list[Source] = []
+        if segment_index is not None:
+            segment = self.segments[segment_index]
+            for number in valid:
+                if any(c.retrieval_number == number for c in segment.citations):
+                    kept.append(number)
+                    continue
+                source = self.sources[number - 1]
+                quote = self.find_quote(segment.text, source)
+                if self.drop_unsupported and not quote.supported:
+                    continue
+                if not source.cited:
+                    source.cited = True
+                    source.display_number = self.next_display
+                    self.next_display += 1
+                    newly.append(source)
+                segment.citations.append(SegmentCitation(number, quote, source.display_number))
+                kept.append(number)
+            if not segment.citations:
+                self.segments.pop(segment_index)
+                segment_index = None
+        placement = MarkerPlacement(
+            position=position,
+            raw=marker.raw,
+            leading_space=leading,
+            numbers=marker.numbers,
+            valid_numbers=tuple(kept),
+            segment_index=segment_index if kept else None,
+        )
+        self.placements.append(placement)
+        segment = self.segments[segment_index] if segment_index is not None and kept else None
+        return MarkerEvent(placement, segment, newly)
+
+    def _segment_for(self, position: int) -> int | None:
+        """Index of the segment a marker at ``position`` cites, creating it if needed."""
+        text = self._plain_text()
+        end = len(text[:position].rstrip())
+        previous = self.segments[-1] if self.segments else None
+        if previous is not None and end <= previous.end:
+            # Adjacent markers ("[1][2]") or a marker with nothing new before it cite the same segment.
+            return len(self.segments) - 1
+        floor = previous.end if previous is not None else 0
+        start = floor
+        for match in _SENTENCE_BREAK.finditer(text, floor, end):
+            if match.end() < end:
+                start = match.end()
+        while start < end and text[start].isspace():
+            start += 1
+        if start >= end:
+            return None
+        body = text[start:end]
+        self.segments.append(
+            Segment(
+                start=start,
+                end=end,
+                text=body,
+                start_utf16=utf16_len(text[:start]),
+                end_utf16=utf16_len(text[:end]),
+            )
+        )
+        return len(self.segments) - 1
+
+    # -- result ------------------------------------------------------------
+    def finish(self, **fields) -> GroundedAnswer:
+        """The grounded answer; call after ``flush()``. ``fields`` fill the remaining GroundedAnswer fields."""
+        for source in self.sources:
+            if not source.cited:
+                source.display_number = self.next_display
+                self.next_display += 1
+        return GroundedAnswer(
+            text=self._plain_text(),
+            raw_text="".join(self.raw),
+            sources=self.sources,
+            segments=self.segments,
+            markers=self.placements,
+            **fields,
+        )

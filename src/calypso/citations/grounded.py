@@ -1,0 +1,116 @@
+"""The canonical grounded answer that every API dialect renders.
+
+Two numberings (GUIDE): ``retrieval_number`` is the N of ``[Source N]`` in
+the prompt (retrieval order); ``display_number`` is 1..m in order of first
+citation in the answer, then the uncited passages m+1..k in retrieval order.
+Offsets are Python string indices (code points), end exclusive; ``*_utf16``
+fields give the same positions in UTF-16 code units for JavaScript clients.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from calypso.models import Passage
+
+
+def utf16_len(text: str) -> int:
+    """Length of ``text`` in UTF-16 code units (astral characters count twice)."""
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
+@dataclass
+class Source:
+    """One retrieved passage as the answer knows it."""
+
+    retrieval_number: int
+    passage: Passage
+    display_number: int = 0
+    cited: bool = False
+
+
+@dataclass
+class Quote:
+    """The exact sentence(s) of a passage that best support a segment."""
+
+    text: str  # == passage text[passage_start:passage_end]
+    passage_start: int
+    passage_end: int
+    document_start: int  # offsets into the document's extracted text
+    document_end: int
+    page_number: int
+    page_label: str
+    support: float  # 0..1, from calypso.citations.support
+    supported: bool  # support >= the configured threshold
+
+
+@dataclass
+class SegmentCitation:
+    retrieval_number: int
+    quote: Quote
+    display_number: int = 0
+
+
+@dataclass
+class Segment:
+    """A span of the plain answer text backed by one or more sources."""
+
+    start: int
+    end: int
+    text: str
+    start_utf16: int
+    end_utf16: int
+    citations: list[SegmentCitation] = field(default_factory=list)
+
+
+@dataclass
+class MarkerPlacement:
+    """Where the model put a citation marker, for dialects that show markers."""
+
+    position: int  # offset in the plain text where the marker stood
+    raw: str  # the marker as the model wrote it
+    leading_space: str  # spaces the model put before it (dropped from the plain text)
+    numbers: tuple[int, ...]  # as written
+    valid_numbers: tuple[int, ...]  # those naming a retrieved passage (and kept after verification)
+    segment_index: int | None  # the segment it cites, None when no valid number
+
+
+@dataclass
+class GroundedAnswer:
+    text: str  # plain: markers removed
+    raw_text: str  # as generated, markers in place
+    sources: list[Source]  # every retrieved passage, in retrieval order
+    segments: list[Segment] = field(default_factory=list)
+    markers: list[MarkerPlacement] = field(default_factory=list)
+    generator: str = ""
+    model: str | None = None
+    knowledge_base: bool = True  # False: the bot has no namespace (citations null)
+    citations_enabled: bool = True
+    retrieval_ran: bool = True  # False on a turn after a tool result
+    finish_reason: str = "stop"
+    tool_calls: list[dict] | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def cited_sources(self) -> list[Source]:
+        return sorted((s for s in self.sources if s.cited), key=lambda s: s.display_number)
+
+    def source(self, retrieval_number: int) -> Source:
+        return self.sources[retrieval_number - 1]
+
+    @property
+    def by_display_number(self) -> list[Source]:
+        return sorted(self.sources, key=lambda s: s.display_number)
+
+    @property
+    def retrieval_status(self) -> str:
+        """grounded | ungrounded (retrieval found nothing or nothing was cited) | not_run."""
+        if not self.knowledge_base or not self.retrieval_ran:
+            return "not_run"
+        return "grounded" if self.cited_sources else "ungrounded"
+
+    @property
+    def citations_are_null(self) -> bool:
+        """Seed 004: null without a knowledge base, with citations disabled, or on a tool-call turn."""
+        return not self.knowledge_base or not self.citations_enabled or self.finish_reason == "tool_calls"

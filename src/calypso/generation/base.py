@@ -1,0 +1,70 @@
+"""The generator contract: what every LLM backend takes and yields.
+
+A backend is an object with a ``name`` and an async ``stream(request)`` that
+yields ``TextDelta`` events as tokens arrive, optionally ``ToolCalls``, and
+exactly one ``Finish`` last. Errors are raised as ``calypso.errors.UpstreamError``
+(or ``UpstreamTimeout``), also mid-stream. Closing the async generator early
+(``aclose()``, e.g. when the HTTP client went away) must cancel the upstream
+request. Backends register in ``calypso.generation.registry``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+
+@dataclass
+class GenerationRequest:
+    """An OpenAI-style chat request: ``messages`` are dicts with role/content (and tool fields)."""
+
+    messages: list[dict]
+    model: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    tools: list[dict] | None = None
+    tool_choice: str | dict | None = None
+    # Retrieved passages, for backends that answer from them directly (the extractive answerer).
+    passages: list = field(default_factory=list)
+    question: str = ""
+
+
+@dataclass
+class TextDelta:
+    text: str
+
+
+@dataclass
+class ToolCalls:
+    """The complete tool calls of a turn, in OpenAI's shape ``[{id, type, function: {name, arguments}}]``."""
+
+    calls: list[dict]
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass
+class Finish:
+    reason: str  # "stop", "length", "tool_calls", "content_filter"
+    usage: Usage = field(default_factory=Usage)
+    model: str | None = None  # the model that actually answered, as the upstream named it
+
+
+GenerationEvent = TextDelta | ToolCalls | Finish
+
+
+class Generator(ABC):
+    name: str = "generator"
+
+    @abstractmethod
+    def stream(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
+        """Yield TextDelta… [ToolCalls] Finish; raise UpstreamError on failure."""

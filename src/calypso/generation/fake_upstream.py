@@ -1,0 +1,348 @@
+"""A fake OpenAI-compatible chat server on loopback, for tests and benchmarks.
+
+It is a real HTTP server (Starlette served by uvicorn in a background thread)
+that replays scripted answers token by token, so the whole streaming path —
+sockets, chunked encoding, SSE parsing, retries, timeouts, disconnects — is
+exercised without a model::
+
+    from calypso.generation.fake_upstream import FakeUpstream, Script
+
+    with FakeUpstream() as fake:
+        fake.script(Script(tokens=["Refunds are", " available [Sou", "rce 1", "]."]))
+        fake.script(Script(status=503, fail_times=2, tokens=["ok"]))  # 503, 503, then "ok"
+        client = openai.OpenAI(base_url=fake.base_url, api_key="x")
+        ...
+        fake.requests      # every request body received, in order
+        fake.disconnects   # streams the client abandoned before the end
+
+Scripts are consumed in order; when the queue is empty ``fake.default`` answers.
+``Script.from_text(text, token_size=3)`` splits a text into small tokens so that
+citation markers such as ``[Source 1]`` arrive split across chunks.
+
+Endpoints: ``POST /v1/chat/completions`` (``stream`` true or false, SSE exactly
+as OpenAI sends it, including the usage chunk when
+``stream_options.include_usage``) and ``GET /v1/models``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import logging
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+FAKE_MODEL = "fake-model"
+
+_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                404: "invalid_request_error", 429: "requests"}
+
+
+@dataclass
+class Script:
+    """One scripted reply. ``tokens`` are the exact content deltas, in order."""
+
+    tokens: list[str] = field(default_factory=lambda: ["Hello", " from", " the", " fake", " upstream", "."])
+    token_delay: float = 0.0  # seconds between tokens
+    first_token_delay: float = 0.0  # seconds before the first token (after the headers)
+    tool_calls: list[dict] | None = None  # OpenAI shape, or shorthand {"name": ..., "arguments": dict | str}
+    status: int = 200  # a 4xx/5xx answers OpenAI's error JSON instead of a completion
+    fail_times: int | None = None  # with status >= 400: fail this many times, then succeed
+    error_message: str | None = None
+    retry_after: float | None = None  # sent as a Retry-After header on error replies
+    disconnect_after: int | None = None  # drop the connection after N tokens (no finish, no [DONE])
+    abrupt: bool = True  # False: after disconnect_after tokens end the body politely instead of dropping
+    finish_reason: str | None = None  # default: "tool_calls" when tool_calls, else "stop"
+    usage: dict | None = None  # default: rough word counts
+    model: str | None = None  # default: the requested model
+    keepalive: bool = False  # send ": keepalive" SSE comments between chunks
+
+    @classmethod
+    def from_text(cls, text: str, token_size: int = 4, **options: Any) -> Script:
+        """Split ``text`` into tokens of ``token_size`` characters (so markers split across tokens)."""
+        tokens = [text[i : i + token_size] for i in range(0, len(text), max(1, token_size))]
+        return cls(tokens=tokens, **options)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.tokens)
+
+
+def _normalize_tool_calls(calls: list[dict] | None) -> list[dict]:
+    normalized = []
+    for i, call in enumerate(calls or []):
+        function = call.get("function") or {"name": call["name"], "arguments": call.get("arguments", {})}
+        arguments = function.get("arguments", "")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments)
+        normalized.append({"id": call.get("id") or f"call_fake_{i}", "type": "function",
+                           "function": {"name": function["name"], "arguments": arguments}})
+    return normalized
+
+
+class _AbruptClose(Exception):
+    """Raised after the response started so uvicorn drops the connection mid-body."""
+
+
+class _QuietAbruptClose(logging.Filter):
+    # uvicorn logs the exception we raise on purpose; keep test output clean.
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        while exc is not None:
+            if isinstance(exc, _AbruptClose):
+                return False
+            exc = exc.__cause__ or exc.__context__
+        return True
+
+
+class _SSEStream:
+    """ASGI response streaming one script; notices a client that goes away before the end."""
+
+    def __init__(self, fake: FakeUpstream, script: Script, body: dict) -> None:
+        self.fake, self.script, self.body = fake, script, body
+        self.model = script.model or body.get("model") or FAKE_MODEL
+        self.id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+        self.created = int(time.time())
+
+    def _chunk(self, delta: dict, finish_reason: str | None = None) -> bytes:
+        chunk = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+                 "system_fingerprint": None,
+                 "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]}
+        if (self.body.get("stream_options") or {}).get("include_usage"):
+            chunk["usage"] = None  # OpenAI sends null usage on every chunk but the last
+        return _sse(chunk)
+
+    async def _send(self, send: Any, data: bytes) -> None:
+        if self.script.keepalive:
+            data = b": keepalive\n\n" + data
+        await send({"type": "http.response.body", "body": data, "more_body": True})
+
+    async def _produce(self, send: Any) -> str:
+        script = self.script
+        await self._send(send, self._chunk({"role": "assistant", "content": ""}))
+        await asyncio.sleep(script.first_token_delay)
+        for n, token in enumerate(script.tokens):
+            if script.disconnect_after is not None and n >= script.disconnect_after:
+                return "abort"
+            if n:
+                await asyncio.sleep(script.token_delay)
+            await self._send(send, self._chunk({"content": token}))
+        calls = _normalize_tool_calls(script.tool_calls)
+        for index, call in enumerate(calls):
+            # Like OpenAI: id + name first, then the arguments in small fragments.
+            head = {"index": index, "id": call["id"], "type": "function",
+                    "function": {"name": call["function"]["name"], "arguments": ""}}
+            await self._send(send, self._chunk({"tool_calls": [head]}))
+            arguments = call["function"]["arguments"]
+            for i in range(0, len(arguments), 8):
+                await asyncio.sleep(script.token_delay)
+                fragment = {"index": index, "function": {"arguments": arguments[i : i + 8]}}
+                await self._send(send, self._chunk({"tool_calls": [fragment]}))
+        if script.disconnect_after is not None and script.disconnect_after <= len(script.tokens):
+            return "abort"
+        finish = script.finish_reason or ("tool_calls" if calls else "stop")
+        await self._send(send, self._chunk({}, finish))
+        if (self.body.get("stream_options") or {}).get("include_usage"):
+            usage = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+                     "system_fingerprint": None, "choices": [], "usage": self.fake._usage(script, self.body)}
+            await self._send(send, _sse(usage))
+        # [DONE] and the end of the body in one message: no window where a polite client looks "gone".
+        await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
+        return "complete"
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        headers = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        outcome = "disconnected"
+        async with anyio.create_task_group() as group:
+
+            async def watch() -> None:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                group.cancel_scope.cancel()
+
+            group.start_soon(watch)
+            try:
+                outcome = await self._produce(send)
+            except OSError:
+                outcome = "disconnected"
+            group.cancel_scope.cancel()
+        if outcome == "disconnected":
+            self.fake._count_disconnect()
+        elif outcome == "abort":
+            if not self.script.abrupt:  # a well-formed end of body, just without finish or [DONE]
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return
+            raise _AbruptClose("scripted disconnect")
+
+
+def _sse(obj: dict) -> bytes:
+    return f"data: {json.dumps(obj)}\n\n".encode()
+
+
+class FakeUpstream:
+    """The fake server. Use as a context manager; ``base_url`` ends in ``/v1``."""
+
+    def __init__(self, default: Script | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.default = default or Script()
+        self.requests: list[dict] = []  # request bodies, in arrival order
+        self.headers: list[dict[str, str]] = []  # the matching request headers (lower-case names)
+        self.disconnects = 0
+        self._queue: collections.deque[list] = collections.deque()  # [script, failures left]
+        self._lock = threading.Lock()
+        self._host, self._port = host, port
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self.app = Starlette(routes=[
+            Route("/v1/chat/completions", self._chat, methods=["POST"]),
+            Route("/v1/models", self._models, methods=["GET"]),
+        ])
+
+    # -- scripting ---------------------------------------------------------------------------
+
+    def script(self, *scripts: Script) -> FakeUpstream:
+        """Queue replies, consumed one request at a time (a failing script stays until it succeeds)."""
+        with self._lock:
+            for script in scripts:
+                self._queue.append([script, script.fail_times or 0])
+        return self
+
+    def reset(self) -> None:
+        with self._lock:
+            self._queue.clear()
+            self.requests.clear()
+            self.headers.clear()
+            self.disconnects = 0
+
+    def wait_for_disconnects(self, count: int = 1, timeout: float = 3.0) -> bool:
+        """Poll until ``disconnects >= count``; the server notices a closed socket asynchronously."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.disconnects >= count:
+                return True
+            time.sleep(0.01)
+        return self.disconnects >= count
+
+    def _next(self) -> tuple[Script, bool]:
+        """The script for this request and whether it answers with its error status."""
+        with self._lock:
+            if not self._queue:
+                return self.default, False
+            entry = self._queue[0]
+            script, failures_left = entry
+            if script.status >= 400 and script.fail_times is None:
+                self._queue.popleft()
+                return script, True
+            if script.status >= 400 and failures_left > 0:
+                entry[1] -= 1
+                return script, True
+            self._queue.popleft()
+            return script, False
+
+    def _count_disconnect(self) -> None:
+        with self._lock:
+            self.disconnects += 1
+
+    def _usage(self, script: Script, body: dict) -> dict:
+        if script.usage is not None:
+            usage = dict(script.usage)
+        else:
+            words = sum(len(str(m.get("content") or "").split()) for m in body.get("messages", []))
+            usage = {"prompt_tokens": words, "completion_tokens": len(script.tokens) + len(script.tool_calls or [])}
+        usage.setdefault("total_tokens", usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
+        return usage
+
+    # -- endpoints ---------------------------------------------------------------------------
+
+    async def _models(self, request: Request) -> JSONResponse:
+        return JSONResponse({"object": "list", "data": [
+            {"id": FAKE_MODEL, "object": "model", "created": 0, "owned_by": "calypso-fake"}]})
+
+    async def _chat(self, request: Request) -> Any:
+        try:
+            body = await request.json()
+        except ValueError:
+            return _error(400, "The request body is not valid JSON.")
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append({k.lower(): v for k, v in request.headers.items()})
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return _error(400, "'messages' is a required property.", param="messages")
+        script, failing = self._next()
+        if failing:
+            message = script.error_message or f"Scripted failure with status {script.status}."
+            headers = {"retry-after": f"{script.retry_after:g}"} if script.retry_after is not None else None
+            return _error(script.status, message, headers=headers)
+        if body.get("stream"):
+            return _SSEStream(self, script, body)
+        await asyncio.sleep(script.first_token_delay)
+        calls = _normalize_tool_calls(script.tool_calls)
+        message: dict[str, Any] = {"role": "assistant", "content": script.text if script.tokens or not calls else None}
+        if calls:
+            message["tool_calls"] = calls
+        return JSONResponse({
+            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion", "created": int(time.time()),
+            "model": script.model or body.get("model") or FAKE_MODEL, "system_fingerprint": None,
+            "choices": [{"index": 0, "message": message, "logprobs": None,
+                         "finish_reason": script.finish_reason or ("tool_calls" if calls else "stop")}],
+            "usage": self._usage(script, body),
+        })
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self._host}:{self._port}/v1"
+
+    def start(self) -> FakeUpstream:
+        error_logger = logging.getLogger("uvicorn.error")
+        if not any(isinstance(f, _QuietAbruptClose) for f in error_logger.filters):
+            error_logger.addFilter(_QuietAbruptClose())
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self._host, self._port))  # bound before serving: no free-port race
+        self._port = sock.getsockname()[1]
+        # log_config/log_level None: a test helper must not reconfigure the host process's logging.
+        config = uvicorn.Config(self.app, log_config=None, log_level=None, access_log=False, lifespan="off",
+                                loop="asyncio", http="h11", timeout_graceful_shutdown=1)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True,
+                                        name="calypso-fake-upstream")
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the fake upstream did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None and self._thread is not None:
+            self._server.should_exit = True
+            self._thread.join(timeout=10)
+        self._server = self._thread = None
+
+    def __enter__(self) -> FakeUpstream:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _error(status: int, message: str, *, param: str | None = None, headers: dict | None = None) -> JSONResponse:
+    kind = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    code = "rate_limit_exceeded" if status == 429 else None
+    body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
+    return JSONResponse(body, status_code=status, headers=headers)
