@@ -149,8 +149,8 @@ class AnswerComposer:
         for match in _SENTENCE_BREAK.finditer(text, floor, end):
             if match.end() < end:
                 start = match.end()
-        while start < end and text[start].isspace():
-            start += 1
+        while start < end and (text[start].isspace() or text[start] in ",;:–—"):
+            start += 1  # a clause after an earlier marker starts at its first word
         if start >= end:
             return None
         body = text[start:end]

@@ -266,7 +266,8 @@ class MarkerStream:
         return self._scan(final=True)
 
     def _scan(self, final: bool) -> list[TextPiece | MarkerPiece]:
-        s, code, out = self._held, self._code, []
+        s, code = self._held, self._code
+        out: list[TextPiece | MarkerPiece] = []
         i = text_start = 0
         while i < len(s):
             c = s[i]
@@ -281,7 +282,8 @@ class MarkerStream:
                     if text_start < i:
                         out.append(TextPiece(s[text_start:i]))
                     raw = s[i:end]
-                    out.append(MarkerPiece(Marker(self._offset + i, self._offset + end, tuple(dict.fromkeys(numbers)), raw)))
+                    unique = tuple(dict.fromkeys(numbers))
+                    out.append(MarkerPiece(Marker(self._offset + i, self._offset + end, unique, raw)))
                     code.line_start = False  # markers hold no newlines, backticks or tildes at line start
                     i = text_start = end
                     continue
