@@ -21,6 +21,7 @@ from calypso.errors import InvalidRequest
 from calypso.generation import registry
 from calypso.generation.base import Finish, GenerationRequest, Generator, TextDelta, ToolCalls
 from calypso.generation.prompts import build_messages
+from calypso.generation.upstream import UpstreamConfig
 from calypso.knowledge import DEFAULT_WORKSPACE, KnowledgeBase
 from calypso.models import Page, Passage
 
@@ -110,8 +111,33 @@ class Answerer:
     def generator(self, name: str | None = None) -> Generator:
         name = name or self.default_generator_name()
         if name not in self._generators:
-            self._generators[name] = registry.create(name, settings=self.settings)
+            self._generators[name] = self._build_generator(name)
         return self._generators[name]
+
+    def _build_generator(self, name: str) -> Generator:
+        if name != "upstream":
+            return registry.create(name)
+        s = self.settings
+        if not s.llm_base_url:
+            raise InvalidRequest(
+                "The upstream generator needs CALYPSO_LLM_BASE_URL (an OpenAI-compatible /v1 URL).", param="model"
+            )
+        return registry.create(
+            "upstream",
+            config=UpstreamConfig(
+                base_url=s.llm_base_url,
+                api_key=s.llm_api_key,
+                model=s.llm_model or "",
+                timeout_seconds=s.llm_timeout_seconds,
+                max_retries=s.llm_max_retries,
+            ),
+        )
+
+    async def aclose(self) -> None:
+        for generator in self._generators.values():
+            close = getattr(generator, "aclose", None)
+            if close is not None:
+                await close()
 
     # -- quotes ------------------------------------------------------------
     def _load_pages(self, workspace: str, document_id: str) -> tuple[Page, ...]:

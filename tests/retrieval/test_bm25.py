@@ -77,6 +77,19 @@ def test_doc_keys_filter() -> None:
     assert idx.search("battery", doc_keys=[99]) == []
 
 
+@pytest.mark.parametrize("n_filter", [2, 150])  # probes the allowed rows / scatters all
+def test_doc_keys_filter_matches_unfiltered_ranking(n_filter: int) -> None:
+    rng = random.Random(1)
+    idx = BM25Index()
+    idx.add_many((d, random_doc(rng, d * 10, 4)) for d in range(200))
+    idx.remove(7)
+    docs = set(rng.sample(range(200), n_filter)) | {7}
+    for q in ["refund policy", "battery screen damage login"]:
+        everything = idx.search(q, k=10_000)
+        want = [(key, s) for key, s in everything if key // 10 in docs - {7}][:10]
+        assert idx.search(q, k=10, doc_keys=docs) == want
+
+
 def test_remove_then_add_back() -> None:
     idx = BM25Index()
     idx.add(1, [(10, "laptop screen cracked")])

@@ -7,6 +7,7 @@ quotes with ``[Source N]``, so the embedded default always answers grounded.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 
 from calypso.generation.base import Finish, GenerationEvent, GenerationRequest, Generator, TextDelta, Usage
@@ -17,6 +18,9 @@ NOT_FOUND = "I could not find anything about this in the knowledge base."
 MAX_SENTENCES = 3
 MAX_CHARS = 700
 MIN_SENTENCE_CHARS = 25
+# Questions that want a quantity, date or duration are best answered by sentences with a number in them.
+_WANTS_NUMBER = re.compile(r"\b(how (long|many|much|often|old|far|soon)|when|what (time|year|date)|which (year|date))\b", re.I)
+_HAS_NUMBER = re.compile(r"\d")
 
 
 def _clean(sentence: str) -> str:
@@ -26,10 +30,11 @@ def _clean(sentence: str) -> str:
 
 
 def select_sentences(question: str, passages: list) -> list[tuple[int, int, str]]:
-    """(source number, position in passage, sentence) of the best sentences, in a readable order."""
+    """(source number, position in passage, sentence) of the best sentences, best first."""
     query = set(tokenize(question))
     if not query:
         return []
+    wants_number = bool(_WANTS_NUMBER.search(question))
     candidates = []
     for number, passage in enumerate(passages, start=1):
         text = passage.chunk.text
@@ -45,6 +50,8 @@ def select_sentences(question: str, passages: list) -> list[tuple[int, int, str]
                 continue
             # Coverage of the question dominates; earlier-ranked passages win ties.
             score = len(hits) / len(query) + 0.15 / number + 0.05 * len(hits) / len(set(terms))
+            if wants_number and _HAS_NUMBER.search(sentence):
+                score += 0.2
             candidates.append((score, number, position, sentence, set(terms)))
     candidates.sort(key=lambda c: -c[0])
     chosen: list[tuple[float, int, int, str, set]] = []
@@ -59,7 +66,7 @@ def select_sentences(question: str, passages: list) -> list[tuple[int, int, str]
         total += len(candidate[3])
         if len(chosen) == MAX_SENTENCES:
             break
-    chosen.sort(key=lambda c: (c[1], c[2]))
+    # Best answer first; the rest follow by relevance (chosen is already in score order).
     return [(c[1], c[2], c[3]) for c in chosen]
 
 

@@ -2,8 +2,8 @@
 
 Built-in: "upstream" (an OpenAI-compatible server; options are the fields of
 ``UpstreamConfig``, or ``config=UpstreamConfig(...)``, plus optional
-``client=httpx.AsyncClient``). Other backends (the extractive answerer…)
-register themselves the same way.
+``client=httpx.AsyncClient``). "extractive" (the built-in answerer, no options).
+Extensions register the same way.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from calypso.generation.base import Generator
+from calypso.generation.extractive import ExtractiveGenerator
 from calypso.generation.upstream import UpstreamConfig, UpstreamGenerator
 
 _factories: dict[str, Callable[..., Generator]] = {}
@@ -39,3 +40,4 @@ def _upstream(config: UpstreamConfig | None = None, client: Any = None, **fields
 
 
 register("upstream", _upstream)
+register("extractive", ExtractiveGenerator)

@@ -128,7 +128,7 @@ class UpstreamGenerator(Generator):
         state = _StreamState()
         try:
             async with self._get_client().stream("POST", self._url, json=payload, headers=self._headers) as response:
-                if response.status_code >= 400:
+                if not response.is_success:
                     await response.aread()
                     error = _status_error(response)
                     if response.status_code in RETRIABLE_STATUSES:
@@ -326,7 +326,7 @@ def _status_error(response: httpx.Response) -> UpstreamError:
     except ValueError:
         detail = response.text.strip()[:500] or response.reason_phrase
     status = response.status_code
-    hint = " Check CALYPSO_LLM_API_KEY." if status in (401, 403) else ""
+    hint = " (check CALYPSO_LLM_API_KEY)" if status in (401, 403) else ""
     return UpstreamError(f"The upstream model server answered {status}: {detail}{hint}", code=f"upstream_{status}")
 
 

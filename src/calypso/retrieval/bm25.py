@@ -7,11 +7,15 @@ segments are merged geometrically, so bulk loading is one sort and a single add 
 small merge. Removals are tombstones (exact df is kept via each segment's forward index);
 a global compaction renumbers rows once a quarter of them are dead.
 
-Scoring is Lucene's BM25 (Lucene >= 8, as bm25s' "lucene" method, so scores are comparable):
-``idf * tf / (tf + k1*(1 - b + b*dl/avgdl))`` with ``idf = ln(1 + (N - df + 0.5)/(df + 0.5))``
-(the classic constant factor (k1+1) is dropped: it never changes a ranking). Postings store a code into a per-segment
-table of distinct (tf, dl) pairs, so a change of avgdl only recomputes those small tables
-and scores stay exact (equal to a from-scratch build) after any adds and removes.
+Scoring is Lucene's BM25 (Lucene >= 8, and bm25s' "lucene" method, so scores compare):
+``idf * tf / (tf + k1*(1 - b + b*dl/avgdl))``, ``idf = ln(1 + (N - df + 0.5)/(df + 0.5))``;
+the classic constant factor (k1+1) is dropped as it never changes a ranking. Postings
+store a code into a per-segment table of distinct (tf, dl) pairs, so a change of avgdl
+only recomputes those small tables and scores stay exact (equal to a from-scratch build)
+after any adds and removes. Per-posting impacts are precomputed lazily once enough
+searches ran on unchanged statistics (see ``search``). A query is one vectorised
+scatter-add of its terms' postings into a dense score array, then a top-k selection
+above a cheap lower bound of the k-th score (no partition of all N scores).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from calypso.retrieval.tokenize import DEFAULT_ANALYZER
 
 # Tuned on SciFact qrels/train.tsv (bench/retrieval_quality.py).
 DEFAULT_K1 = 1.2
-DEFAULT_B = 0.75
+DEFAULT_B = 0.5
 
 _SMALL_SEGMENT = 1 << 16  # postings: tail segments below this are always merged
 _MERGE_RATIO = 4  # merge the two newest segments while the older is < 4x the newer
@@ -64,10 +68,11 @@ class _Segment:
     """
 
     __slots__ = ("row_start", "row_stop", "terms", "indptr", "rows", "codes", "pair_tf",
-                 "pair_dl", "fwd_ptr", "fwd_terms")
+                 "pair_dl", "fwd_ptr", "fwd_terms", "impact")
 
     def __init__(self, row_start: int, **arrays: np.ndarray) -> None:
         self.row_start = row_start
+        self.impact: tuple[tuple[float, float, float], np.ndarray] | None = None  # see search
         for name, value in arrays.items():
             setattr(self, name, value)
         self.row_stop = row_start + len(self.fwd_ptr) - 1
@@ -80,11 +85,14 @@ class _Segment:
         span, n = len(fwd_counts), len(fwd_term)
         fwd_ptr = np.zeros(span + 1, _I64)
         np.cumsum(fwd_counts, out=fwd_ptr[1:])
-        local = np.repeat(np.arange(span, dtype=np.int32), fwd_counts)
-        dl = row_len[local].astype(_I64)
-        width = int(dl.max(initial=0)) + 1
-        pairs, fcodes = _codes(fwd_tf.astype(_I64) * width + dl)
-        del dl
+        # Pair key tf*width + dl per posting (in-place ops: this runs on ~10M postings).
+        width = int(row_len.max(initial=0)) + 1
+        key = fwd_tf.astype(_I64)
+        key *= width
+        key += np.repeat(row_len, fwd_counts)
+        pairs, fcodes = _codes(key)
+        del key
+        fcodes = fcodes.astype(np.uint16 if len(pairs) <= 1 << 16 else np.uint32)
         counts = np.bincount(fwd_term) if n else np.zeros(0, _I64)
         terms = np.flatnonzero(counts)
         indptr = np.zeros(len(terms) + 1, _I64)
@@ -94,16 +102,17 @@ class _Segment:
         if len(counts) < (1 << 23) and n < (1 << 40):
             pos = fwd_term.astype(_I64)
             pos <<= 40
-            pos |= np.arange(n, dtype=_I64)
+            for i in range(0, n, 1 << 20):  # blockwise: no full-size arange temporary
+                pos[i:i + (1 << 20)] |= np.arange(i, min(n, i + (1 << 20)), dtype=_I64)
             pos.sort()
             pos &= (1 << 40) - 1
         else:
             pos = np.argsort(fwd_term, kind="stable")
-        rows = local[pos]
-        rows += np.int32(row_start)
+        rows = np.repeat(np.arange(row_start, row_start + span, dtype=np.int32), fwd_counts)[pos]
+        codes = fcodes[pos]
+        del pos, fcodes
         pair_tf, pair_dl = np.divmod(pairs, width)
-        return cls(row_start, terms=terms, indptr=indptr, rows=rows,
-                   codes=fcodes[pos].astype(np.uint16 if len(pairs) <= 1 << 16 else np.uint32),
+        return cls(row_start, terms=terms, indptr=indptr, rows=rows, codes=codes,
                    pair_tf=pair_tf, pair_dl=pair_dl, fwd_ptr=fwd_ptr, fwd_terms=fwd_term)
 
     @property
@@ -117,7 +126,8 @@ class _Segment:
         return (tf / (tf + norm)).astype(np.float32)
 
     def nbytes(self) -> int:
-        return sum(getattr(self, a).nbytes for a in self.__slots__[2:])
+        impact = self.impact[1].nbytes if self.impact is not None else 0
+        return impact + sum(getattr(self, a).nbytes for a in self.__slots__[2:-1])
 
 
 def _merge(segs: Sequence[_Segment], live: np.ndarray,
@@ -164,10 +174,59 @@ def _merge(segs: Sequence[_Segment], live: np.ndarray,
                     fwd_ptr=fwd_ptr, fwd_terms=np.concatenate(fwd_terms))
 
 
+# rows, codes, lut of one posting list; or rows, impacts, None once precomputed
+_Slice = tuple[np.ndarray, np.ndarray, np.ndarray | None]
+_TINY = float(np.finfo(np.float32).tiny)
+
+
+def _scatter(scores: np.ndarray, plists: list[list[_Slice]], coefs: list[float]) -> None:
+    """scores[rows] += coef * lut[codes] (or coef * impacts) over all the terms' postings.
+    One add.at over concatenated postings: its per-call overhead dominates short lists."""
+    items = [(sl, np.float32(c)) for pl, c in zip(plists, coefs) for sl in pl]
+    w = np.empty(sum(len(sl[0]) for sl, _ in items), np.float32)
+    o = 0
+    for (rows, src, lut), c in items:
+        e = o + len(rows)
+        if lut is None:  # precomputed impacts
+            np.multiply(src, c, out=w[o:e])
+        else:
+            lut.take(src, out=w[o:e])
+            w[o:e] *= c
+        o = e
+    if items:
+        np.add.at(scores, np.concatenate([sl[0] for sl, _ in items]), w)
+
+
+def _lookup(scores: np.ndarray, plist: list[_Slice], coef: float, cand: np.ndarray) -> None:
+    """Add one term's contribution to the (sorted, distinct, int32) ``cand`` rows only:
+    binary search in the ascending posting rows instead of touching every posting."""
+    for rows, codes, lut in plist:
+        pos = np.searchsorted(rows, cand)
+        pos[pos == len(rows)] = 0
+        hit = rows[pos] == cand
+        if hit.any():
+            w = codes[pos[hit]] if lut is None else lut.take(codes[pos[hit]])
+            scores[cand[hit]] += w * np.float32(coef)
+
+
+def _kth_lower_bound(scores: np.ndarray, rows_lists: list[np.ndarray], k: int) -> float:
+    """A lower bound on the k-th best score: the k-th best distinct row among the given
+    posting rows. A row occurs at most once per list, so the k*m best of m lists' entries
+    hold at least k distinct rows. (-x partitions: numpy is slow on many equal maxima.)"""
+    rows = np.concatenate(rows_lists) if len(rows_lists) > 1 else rows_lists[0]
+    kk = k * len(rows_lists)
+    if len(rows) < kk:
+        return 0.0
+    best = np.argpartition(-scores[rows], kk - 1)[:kk]
+    u = np.unique(rows[best])
+    return float(-np.partition(-scores[u], k - 1)[k - 1]) if len(u) >= k else 0.0
+
+
 class _Snapshot:
     """What a search reads: immutable, swapped in whole under the writer lock."""
 
-    __slots__ = ("segs", "luts", "df", "n_live", "n_rows", "row_key", "dead", "docs")
+    __slots__ = ("segs", "luts", "df", "n_live", "n_rows", "row_key", "dead", "docs",
+                 "params", "impacts", "paid")
 
     def __init__(self, **kw: object) -> None:
         for name, value in kw.items():
@@ -210,6 +269,12 @@ class BM25Index:
         self._dead: list[np.ndarray] = []  # removed rows that are still in segments
         self._n_dead = 0  # dead rows in the row tables (compaction trigger)
         self._snap: _Snapshot | None = None
+
+    def set_params(self, k1: float, b: float) -> None:
+        """Change k1/b in place (only the small per-segment tables are recomputed)."""
+        with self._lock:
+            self.k1, self.b = float(k1), float(b)
+            self._snap = None
 
     # ----------------------------------------------------------------- writing
     def add(self, doc_key: int, chunks: Chunks) -> None:
@@ -299,10 +364,14 @@ class BM25Index:
                 avgdl = self._total_len / self._n_live if self._n_live else 1.0
                 dead = np.concatenate(self._dead) if self._dead else None
                 self._dead = [dead] if dead is not None else []
+                params = (self.k1, self.b, avgdl)
                 self._snap = _Snapshot(
                     segs=tuple(self._segs), df=self._df.copy(), n_live=self._n_live,
                     luts=tuple(s.lut(self.k1, self.b, avgdl) for s in self._segs),
-                    n_rows=self._n_rows, row_key=self._row_key, dead=dead, docs=self._docs)
+                    n_rows=self._n_rows, row_key=self._row_key, dead=dead, docs=self._docs,
+                    params=params, paid=[0] * len(self._segs), impacts=[
+                        s.impact[1] if s.impact and s.impact[0] == params else None
+                        for s in self._segs])
             return self._snap
 
     def _compile_pending(self) -> None:
@@ -316,7 +385,7 @@ class BM25Index:
             self._df = np.append(self._df, np.zeros(nv - len(self._df), _I64))
         lens = self._row_len[r0:r1].astype(_I64)
         ends = np.cumsum(lens)
-        parts = []
+        counts, terms, tfs = [], [], []
         a = 0
         while a < r1 - r0:  # batches of ~2M tokens bound the temporaries
             t0 = int(ends[a - 1]) if a else 0
@@ -329,12 +398,18 @@ class BM25Index:
             np.not_equal(key[1:], key[:-1], out=first[1:])
             starts = np.flatnonzero(first)
             row, term = np.divmod(key[starts], nv)
-            parts.append((row + a, term.astype(np.int32), np.diff(np.append(starts, len(key)))))
+            counts.append(np.bincount(row, minlength=b - a))
+            terms.append(term.astype(np.int32))
+            tfs.append(np.diff(np.append(starts, len(key))).astype(np.int32))
             a = b
-        row, term, tf = (np.concatenate(p) for p in zip(*parts))
+        del tids, local, key, first, starts, row, term
+        term = np.concatenate(terms)
+        del terms
+        tf = np.concatenate(tfs)
+        del tfs
         self._df += np.bincount(term, minlength=len(self._df))
         self._segs.append(_Segment.from_forward(
-            r0, np.bincount(row, minlength=r1 - r0), term, tf, self._row_len[r0:r1]))
+            r0, np.concatenate(counts), term, tf, self._row_len[r0:r1]))
         segs = self._segs
         while len(segs) > 1 and (segs[-2].n_postings < _SMALL_SEGMENT
                                  or segs[-2].n_postings < _MERGE_RATIO * segs[-1].n_postings):
@@ -374,58 +449,58 @@ class BM25Index:
         df = snap.df[tids].astype(np.float64)
         idf = np.log1p((snap.n_live - df + 0.5) / (df + 0.5))
         coef = (idf * np.fromiter(qtf.values(), np.float64, len(qtf))).astype(np.float32)
-        scores = np.zeros(snap.n_rows, np.float32)
-        probe: list[tuple[int, np.ndarray]] = []  # (df, rows) to bound the k-th score
-        for seg, lut in zip(snap.segs, snap.luts):
+        # Posting slices of each query term: one (rows, codes, lut) per segment holding it.
+        plists: list[list[_Slice]] = [[] for _ in range(len(tids))]
+        for si, (seg, lut) in enumerate(zip(snap.segs, snap.luts)):
             if not seg.n_postings:
                 continue
             pos = np.searchsorted(seg.terms, tids)
             pos[pos >= len(seg.terms)] = 0
             hit = np.flatnonzero(seg.terms[pos] == tids)
-            if not len(hit):
-                continue
             ptr = seg.indptr
+            imp = snap.impacts[si]
             for i, a, e in zip(hit.tolist(), ptr[pos[hit]].tolist(), ptr[pos[hit] + 1].tolist()):
-                w = lut.take(seg.codes[a:e])
-                w *= coef[i]
-                rows = seg.rows[a:e]
-                np.add.at(scores, rows, w)
-                probe.append((int(snap.df[tids[i]]), rows))
+                if imp is not None:
+                    plists[i].append((seg.rows[a:e], imp[a:e], None))
+                else:
+                    plists[i].append((seg.rows[a:e], seg.codes[a:e], lut))
+                    snap.paid[si] += e - a
+            # Ski rental: once lookups through the (tf, dl) table have cost as much as
+            # precomputing every posting's impact for these statistics, precompute it.
+            if imp is None and snap.paid[si] > seg.n_postings:
+                snap.impacts[si] = lut.take(seg.codes)
+                seg.impact = (snap.params, snap.impacts[si])
+        scores = np.zeros(snap.n_rows, np.float32)
         if snap.dead is not None:
-            scores[snap.dead] = 0.0
-        if doc_keys is not None:
-            cand = self._doc_rows(snap.docs, doc_keys, snap.n_rows)
-            cand = cand[scores[cand] > 0]
+            scores[snap.dead] = -np.inf  # tombstones never reach a positive score
+        if doc_keys is None:
+            _scatter(scores, plists, coef.tolist())
+            # Bound the k-th score from the rarest terms' rows, then select above it: a
+            # dense compare is far cheaper than partitioning all N (mostly zero) scores.
+            probe: list[np.ndarray] = []
+            for i in np.argsort(-coef, kind="stable").tolist():
+                probe.extend(r for r, _, _ in plists[i])
+                if sum(map(len, probe)) >= 4 * k:
+                    break
+            theta = _kth_lower_bound(scores, probe, k) if probe else 0.0
+            cand = np.flatnonzero(scores >= max(theta, _TINY))
         else:
-            cand = np.flatnonzero(scores >= self._threshold(scores, probe, k))
+            cand = self._doc_rows(snap.docs, doc_keys, snap.n_rows)
+            n_post = sum(len(r) for pl in plists for r, _, _ in pl)
+            if len(cand) * len(plists) * 4 < n_post:  # few allowed rows: look them up
+                for pl, c in zip(plists, coef.tolist()):
+                    _lookup(scores, pl, c, cand)
+            else:
+                _scatter(scores, plists, coef.tolist())
+            cand = cand[scores[cand] > 0]
         return self._top(scores, cand, k, snap.row_key)
-
-    @staticmethod
-    def _threshold(scores: np.ndarray, probe: list[tuple[int, np.ndarray]], k: int) -> float:
-        """A lower bound on the k-th best score: the k-th best over the distinct rows of
-        the rarest terms' postings. Keeps the final selection to a few candidates."""
-        if not probe:
-            return np.finfo(np.float32).tiny
-        probe.sort(key=lambda p: p[0])
-        picked, n = [], 0
-        for _, rows in probe:
-            picked.append(rows)
-            n += len(rows)
-            if n >= 4 * k:
-                break
-        rows = np.unique(np.concatenate(picked)) if len(picked) > 1 else picked[0]
-        vals = scores[rows]
-        if len(vals) < k:
-            return np.float32(np.finfo(np.float32).tiny)
-        return max(np.partition(vals, len(vals) - k)[len(vals) - k], np.finfo(np.float32).tiny)
 
     @staticmethod
     def _top(scores: np.ndarray, cand: np.ndarray, k: int,
              row_key: np.ndarray) -> list[tuple[int, float]]:
         vals = scores[cand]
         if len(cand) > 4 * k:  # keep every tie of the k-th value, then sort exactly
-            kth = np.partition(vals, len(vals) - k)[len(vals) - k]
-            sel = vals >= kth
+            sel = vals >= -np.partition(-vals, k - 1)[k - 1]  # (-x: fast with many ties)
             cand, vals = cand[sel], vals[sel]
         order = np.lexsort((cand, -vals))[:k]
         return list(zip(row_key[cand[order]].tolist(), vals[order].astype(float).tolist()))
@@ -437,12 +512,12 @@ class BM25Index:
         spans = [docs.get(d) for d in doc_keys]
         spans = [s for s in spans if s is not None and s[0] < n_rows]
         if not spans:
-            return np.zeros(0, _I64)
+            return np.zeros(0, np.int32)
         starts = np.fromiter((s[0] for s in spans), _I64, len(spans))
         counts = np.fromiter((s[1] for s in spans), _I64, len(spans))
         offs = np.repeat(starts - np.cumsum(counts) + counts, counts)
         rows = offs + np.arange(int(counts.sum()), dtype=_I64)
-        return rows[rows < n_rows]
+        return rows[rows < n_rows].astype(np.int32)  # int32 like posting rows (searchsorted)
 
     # ------------------------------------------------------------------ sizes
     def __len__(self) -> int:

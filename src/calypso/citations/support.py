@@ -1,0 +1,317 @@
+"""Does a cited passage support the answer segment that cites it?
+
+A lexical entailment proxy, pure Python: split the passage into sentences, find the
+window of 1-3 consecutive sentences that covers most of the segment's content words
+(lowercased, Lucene-style tokens, extended English stopwords removed, Snowball stems),
+then combine a few alignment features with a logistic regression:
+
+- content-word recall of the segment in that window and in the whole passage,
+- recall of the segment's adjacent content-word pairs (bigrams) in the window/passage,
+- numbers of the segment (years, amounts, ...) missing from the passage,
+- a negation mismatch between the segment and its best window,
+- log counts: missing content words, segment length, passage length.
+
+The weights below were fitted by ``bench/fit_support.py`` on the AttributionBench
+*out-of-distribution* file (``test_ood_all_subset_balanced.jsonl``: HAGRID, BEGIN,
+AttrScore-GenSearch; 1,686 rows) only, and ``SUPPORT_THRESHOLD`` is the macro-F1-best
+cut on that same file.  The in-distribution AttributionBench file and WiCE are held out
+and reported by ``bench/attribution_quality.py`` (figures in that file's docstring).
+
+The output is the logistic model's probability, so it is "probability-like" as calibrated
+on the fitting data; treat it as a ranking score with a tuned cut rather than a
+calibrated probability on other text.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from calypso.retrieval.tokenize import STOPWORDS_EN_EXTENDED, Analyzer
+
+__all__ = ["Evidence", "SUPPORT_THRESHOLD", "best_evidence", "support_score", "split_sentences"]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    start: int  # code-point offsets into the passage text of the best supporting span (whole sentences)
+    end: int
+    text: str  # == passage[start:end], exact substring
+    score: float  # support probability-like score in [0, 1]
+
+
+# --------------------------------------------------------------------------- model
+# Fitted by bench/fit_support.py (see module docstring); paste its output here.
+FEATURE_NAMES: tuple[str, ...] = (
+    "rec_win",
+    "rec_whole",
+    "big_win",
+    "big_whole",
+    "num_miss",
+    "has_num",
+    "neg_mis",
+    "miss_abs",
+    "clen",
+    "elen",
+)
+_WEIGHTS: tuple[float, ...] = (0.0,) * len(FEATURE_NAMES)
+_BIAS: float = 0.0
+SUPPORT_THRESHOLD: float = 0.5
+
+# The window the score looks at (sentences); best_evidence's max_sentences only bounds
+# the span it returns, so that one (segment, passage) pair always gets one score.
+_SCORE_WINDOW = 3
+_WINDOW_PENALTY = 0.02  # per extra sentence: prefer the shorter span on near-ties
+_MAX_SENTENCE_CHARS = 600  # run-on "sentences" (tables, lists without stops) are cut
+
+# ------------------------------------------------------------------------ analysis
+_NEGATIONS = frozenset(
+    "not no never none nobody nothing neither nor cannot without nt isnt doesnt dont didnt "
+    "wasnt werent arent wont cant couldnt shouldnt wouldnt hasnt havent hadnt".split()
+)
+_ANALYZER = Analyzer(stopwords=(STOPWORDS_EN_EXTENDED | _NEGATIONS))
+_tokenize = _ANALYZER.tokenize
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_NEG_WORD = re.compile(r"\b(?:not|no|never|none|nobody|nothing|neither|nor|cannot|without)\b|n[’']t\b")
+_CITATION_MARK = re.compile(r"\[\d+(?:\s*[,;\-–]\s*\d+)*\]|</?s>")
+_LIST_MARK = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•·])\s+")
+
+# Sentence ends: terminal punctuation (plus closing quotes/brackets) then whitespace, a
+# CJK full stop, a blank line, or a line break after which a new line evidently starts.
+_BOUNDARY = re.compile(
+    r"(?<=[.!?…])([\"'”’)\]]*)[ \t\u00a0]+"  # end of sentence inside a line (closers stay with it)
+    r"|(?<=[。！？])"  # CJK full stops need no space
+    r"|[ \t]*\n\s*"  # any line break (filtered below)
+)
+# Never a sentence end: titles and initials before a name ("Dr. Smith", "J. R. R. Tolkien").
+_TITLE = re.compile(r"(?:\b[A-Z]|\b(?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|Gen|Col|Capt|Sen|Rep|Gov|Rev))\.$")
+# An end only before a capital letter ("etc. The", but "No. 5", "Fig. 2", "approx. 30").
+_ABBREVIATION = re.compile(
+    r"(?:\b(?:[A-Za-z]\.){1,3}[A-Za-z]|\b(?:vs|etc|No|Nos|Inc|Ltd|Co|Corp|Fig|Figs|al|approx|e\.g|i\.e|cf|Vol"
+    r"|pp|ca|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec))\.$"
+)
+
+
+def _spans(text: str) -> list[tuple[int, int]]:
+    """Sentence spans of ``text``: (start, end) code-point offsets, whitespace-stripped, non-empty."""
+    raw: list[tuple[int, int]] = []
+    start = 0
+    for match in _BOUNDARY.finditer(text):
+        closers = match.group(1)
+        end = match.start() + (len(closers) if closers else 0)
+        sep = match.group(0)
+        if end <= start:
+            continue
+        head = text[start:end]
+        following = text[match.end() : match.end() + 1]
+        if "\n" in sep:
+            if sep.count("\n") == 1:
+                # A lone line break ends a sentence after terminal punctuation, after a
+                # short line (heading, list item) or before a bullet; otherwise it is a wrap.
+                line = head[head.rfind("\n") + 1 :].rstrip()
+                if not (
+                    line.endswith((".", "!", "?", ":", ";", "。", "！", "？", '"', "”", ")"))
+                    or len(line) < 60
+                    or not following
+                    or following in "-*•·|#>"
+                ):
+                    continue
+        elif following and not closers:
+            tail = head[-12:]
+            if following.islower() or _TITLE.search(tail) or (_ABBREVIATION.search(tail) and not following.isupper()):
+                continue
+        elif following and following.islower():
+            continue
+        raw.append((start, end))
+        start = match.end()
+    raw.append((start, len(text)))
+
+    spans: list[tuple[int, int]] = []
+    for s, e in raw:
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if e <= s:
+            continue
+        while e - s > _MAX_SENTENCE_CHARS:  # cut run-ons at the last space before the limit
+            cut = text.rfind(" ", s + _MAX_SENTENCE_CHARS // 2, s + _MAX_SENTENCE_CHARS)
+            if cut <= s:
+                cut = s + _MAX_SENTENCE_CHARS
+            piece_end = cut
+            while piece_end > s and text[piece_end - 1].isspace():
+                piece_end -= 1
+            if piece_end > s:
+                spans.append((s, piece_end))
+            s = cut
+            while s < e and text[s].isspace():
+                s += 1
+        if e > s:
+            spans.append((s, e))
+    return spans
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Public form of the sentence splitter: stripped (start, end) spans, exact offsets."""
+    return _spans(text or "")
+
+
+def _terms(text: str) -> list[str]:
+    """Content stems of ``text``; runs of CJK characters become character bigrams."""
+    if _CJK_RUN.search(text) is None:
+        return _tokenize(text)
+    terms = _tokenize(_CJK_RUN.sub(" ", text))
+    for run in _CJK_RUN.findall(text):
+        terms.extend(run[i : i + 2] for i in range(max(1, len(run) - 1)))
+    return terms
+
+
+def _numbers(text: str) -> set[str]:
+    return {n.replace(",", "") for n in _NUMBER.findall(text)}
+
+
+def _has_negation(text: str) -> bool:
+    return _NEG_WORD.search(text.lower()) is not None
+
+
+def _clean_claim(claim: str) -> str:
+    """Drop citation markers ([3], [1, 2]) and a leading list marker from a segment."""
+    return _LIST_MARK.sub("", _CITATION_MARK.sub(" ", claim)).strip()
+
+
+class _Analysis:
+    """Everything the score and the span choice need about one (claim, passage) pair."""
+
+    __slots__ = ("spans", "features", "best")
+
+    def __init__(self, claim: str, passage: str, window: int) -> None:
+        claim = _clean_claim(claim)
+        self.spans = _spans(passage)
+        sentences = [passage[s:e] for s, e in self.spans]
+        claim_terms = _terms(claim)
+        unique = list(dict.fromkeys(claim_terms))
+        sentence_terms = [_terms(s) for s in sentences]
+        sentence_sets = [set(t) for t in sentence_terms]
+        n_terms = len(unique)
+
+        # Per sentence: which claim terms it has (as a bitmask over `unique`).
+        index = {t: i for i, t in enumerate(unique)}
+        masks = []
+        for terms in sentence_sets:
+            mask = 0
+            for t in terms:
+                i = index.get(t)
+                if i is not None:
+                    mask |= 1 << i
+            masks.append(mask)
+
+        # Windows of 1..window sentences; best = most claim terms covered, shorter on ties.
+        best_by_size: dict[int, tuple[float, int, int]] = {}
+        overall = (-1.0, 0, 0)
+        for i in range(len(sentences)):
+            mask = 0
+            for k in range(window):
+                j = i + k
+                if j >= len(sentences):
+                    break
+                mask |= masks[j]
+                covered = bin(mask).count("1") / n_terms if n_terms else 0.0
+                value = covered - _WINDOW_PENALTY * k
+                size = k + 1
+                if size not in best_by_size or value > best_by_size[size][0]:
+                    best_by_size[size] = (value, i, j + 1)
+                if value > overall[0]:
+                    overall = (value, i, j + 1)
+        self.best = best_by_size  # size -> (value, first sentence, end sentence)
+
+        _, w0, w1 = overall
+        window_terms = [t for j in range(w0, w1) for t in sentence_terms[j]] if sentences else []
+        window_set = set(window_terms)
+        whole_set = set().union(*sentence_sets) if sentence_sets else set()
+
+        if n_terms:
+            rec_win = sum(1 for t in unique if t in window_set) / n_terms
+            rec_whole = sum(1 for t in unique if t in whole_set) / n_terms
+            missing = sum(1 for t in unique if t not in whole_set)
+        else:
+            rec_win = rec_whole = 0.0
+            missing = 0
+        claim_bigrams = set(zip(claim_terms, claim_terms[1:]))
+        if claim_bigrams:
+            window_bigrams = set(zip(window_terms, window_terms[1:]))
+            whole_bigrams = {b for terms in sentence_terms for b in zip(terms, terms[1:])}
+            big_win = len(claim_bigrams & window_bigrams) / len(claim_bigrams)
+            big_whole = len(claim_bigrams & whole_bigrams) / len(claim_bigrams)
+        else:
+            big_win, big_whole = rec_win, rec_whole
+
+        claim_numbers = _numbers(claim)
+        num_miss = len(claim_numbers - _numbers(passage)) / len(claim_numbers) if claim_numbers else 0.0
+        window_text = " ".join(sentences[w0:w1])
+        neg_mis = float(_has_negation(claim) != _has_negation(window_text)) if sentences else 0.0
+
+        values = {
+            "rec_win": rec_win,
+            "rec_whole": rec_whole,
+            "big_win": big_win,
+            "big_whole": big_whole,
+            "num_miss": num_miss,
+            "has_num": float(bool(claim_numbers)),
+            "neg_mis": neg_mis,
+            "miss_abs": math.log1p(missing),
+            "clen": math.log1p(n_terms),
+            "elen": math.log1p(len(passage) / 100),
+        }
+        self.features = values
+
+    def score(self, weights: tuple[float, ...] | None = None, bias: float | None = None) -> float:
+        if not self.spans or self.features["clen"] == 0.0:
+            return 0.0
+        weights = _WEIGHTS if weights is None else weights
+        bias = _BIAS if bias is None else bias
+        z = bias + sum(w * self.features[name] for w, name in zip(weights, FEATURE_NAMES))
+        if z >= 0:
+            return 1.0 / (1.0 + math.exp(-z))
+        ez = math.exp(z)
+        return ez / (1.0 + ez)
+
+
+def _features(claim: str, passage: str) -> dict[str, float]:
+    """The model's input features for one pair (used by bench/fit_support.py)."""
+    return dict(_Analysis(claim or "", passage or "", _SCORE_WINDOW).features)
+
+
+def support_score(claim: str, evidence: str) -> float:
+    """How well ``evidence`` supports ``claim``: a score in [0, 1]; compare with SUPPORT_THRESHOLD."""
+    if not claim or not evidence or not evidence.strip():
+        return 0.0
+    return _Analysis(claim, evidence, _SCORE_WINDOW).score()
+
+
+def best_evidence(claim: str, passage: str, max_sentences: int = 2) -> Evidence:
+    """The passage sentence(s) that best support the claim, with the support score.
+
+    The span is the window of at most ``max_sentences`` consecutive sentences covering the
+    most content words of the claim (the first sentence when nothing matches); ``text`` is
+    exactly ``passage[start:end]``. The score is ``support_score(claim, passage)``: it does
+    not depend on ``max_sentences``.
+    """
+    passage = passage or ""
+    analysis = _Analysis(claim or "", passage, max(_SCORE_WINDOW, max_sentences, 1))
+    if not analysis.spans:
+        return Evidence(0, 0, "", 0.0)
+    limit = max(1, max_sentences)
+    candidates = [v for size, v in analysis.best.items() if size <= limit]
+    value, first, last = max(candidates, key=lambda v: (v[0], -v[1], -(v[2] - v[1])))
+    if value <= 0.0:
+        first, last = 0, 1
+    start, end = analysis.spans[first][0], analysis.spans[last - 1][1]
+    if max_sentences == _SCORE_WINDOW or _SCORE_WINDOW >= max(max_sentences, 1):
+        score = analysis.score()
+    else:  # a wider search window than the model's: rescore with the model's window
+        score = _Analysis(claim or "", passage, _SCORE_WINDOW).score()
+    return Evidence(start, end, passage[start:end], score)
