@@ -3,8 +3,12 @@
 Corpora: (a) BEIR SciFact (5,183 title+abstract passages); (b) a synthetic knowledge base of
 N (default 200k) passages of ~100 words, built deterministically from SciFact's sentences
 (corpus_sentences.jsonl.gz, fixed seed). Queries: all SciFact claims, one at a time, k=10,
-query tokenisation included for every engine. Each engine runs in its own forked process so
-its build peak memory is its own (VmHWM growth over the parent's RSS at fork).
+query tokenisation included for every engine; bm25s uses the same stemmer and stopwords.
+
+Each engine is built in its own forked worker, one after the other, so its build time and
+peak memory (VmHWM growth over the RSS at fork) are its own. The parent then times the
+engines query by query, interleaved (each worker times its own call), so machine noise
+hits all engines alike.
 
     .venv/bin/python bench/search_speed.py            # full run (200k synthetic)
     .venv/bin/python bench/search_speed.py --quick    # 20k synthetic, fewer queries
@@ -37,6 +41,7 @@ from calypso.retrieval.bm25 import BM25Index  # noqa: E402
 from calypso.retrieval.tokenize import STOPWORDS_EN  # noqa: E402
 
 SEED = 20240531
+Search = Callable[[str], list[tuple[int, float]]]
 
 
 def synthetic_passages(n: int, seed: int = SEED) -> list[str]:
@@ -66,37 +71,51 @@ def _rss_mb(field: str) -> float:
     return float("nan")
 
 
-def _pct(ts: list[float]) -> tuple[float, float, float]:
-    a = np.array(ts) * 1000
-    return float(np.percentile(a, 50)), float(np.percentile(a, 99)), float(a.mean())
-
-
-def _latencies(fn: Callable[[str], object], queries: list[str]) -> list[float]:
-    for q in queries[:20]:  # warm caches
-        fn(q)
-    ts = []
-    for q in queries:
-        t = time.perf_counter()
-        fn(q)
-        ts.append(time.perf_counter() - t)
-    return ts
-
-
-def run_ours(texts: list[str], queries: list[str], per_doc: int, updates: bool) -> dict:
-    gc.collect()
-    t0 = time.perf_counter()
+def build_ours(texts: list[str], per_doc: int) -> tuple[Search, dict, BM25Index]:
     idx = BM25Index()
     idx.add_many(
         (d, [(i, texts[i]) for i in range(d * per_doc, min(len(texts), (d + 1) * per_doc))])
         for d in range((len(texts) + per_doc - 1) // per_doc))
     idx.search("warm up compile")  # segments compile lazily at the first search
-    res = {"build_s": time.perf_counter() - t0, "index_mb": idx.memory_bytes() / 2**20}
-    ts = _latencies(lambda q: idx.search(q, k=10), queries)
-    res["lat"] = _pct(ts)
-    res["top10"] = {q: idx.search(q, k=10) for q in queries[:300]}
-    if updates:
-        res.update(_updates(idx, texts, queries, per_doc))
-    return res
+    return (lambda q: idx.search(q, k=10)), {"index_mb": idx.memory_bytes() / 2**20}, idx
+
+
+def build_bm25s(texts: list[str], per_doc: int) -> tuple[Search, dict, None]:
+    import bm25s
+    import Stemmer
+
+    stemmer = Stemmer.Stemmer("english")
+    retriever = bm25s.BM25(k1=BM25Index().k1, b=BM25Index().b, method="lucene")
+    retriever.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer,
+                                   show_progress=False), show_progress=False)
+    mb = sum(v.nbytes for v in retriever.scores.values() if isinstance(v, np.ndarray)) / 2**20
+
+    def search(q: str) -> list[tuple[int, float]]:
+        tok = bm25s.tokenize(q, stopwords="en", stemmer=stemmer, show_progress=False)
+        try:
+            docs, scores = retriever.retrieve(tok, k=10, show_progress=False)
+        except ValueError:  # no query token in the vocabulary
+            return []
+        return [(d, s) for d, s in zip(docs[0].tolist(), scores[0].tolist()) if s > 0]
+
+    return search, {"index_mb": mb}, None
+
+
+def build_fts5(texts: list[str], per_doc: int) -> tuple[Search, dict, None]:
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE p USING fts5(body, tokenize='porter unicode61')")
+    db.executemany("INSERT INTO p(rowid, body) VALUES (?, ?)", enumerate(texts))
+    db.commit()
+    word = re.compile(r"\w+").findall
+    sql = "SELECT rowid, -bm25(p) FROM p WHERE p MATCH ? ORDER BY bm25(p) LIMIT 10"
+
+    def search(q: str) -> list[tuple[int, float]]:
+        terms = [w for w in word(q.lower()) if w not in STOPWORDS_EN]
+        if not terms:
+            return []
+        return db.execute(sql, (" OR ".join(f'"{w}"' for w in terms),)).fetchall()
+
+    return search, {"index_mb": float("nan")}, None
 
 
 def _updates(idx: BM25Index, texts: list[str], queries: list[str], per_doc: int) -> dict:
@@ -125,69 +144,41 @@ def _updates(idx: BM25Index, texts: list[str], queries: list[str], per_doc: int)
             "rm_ms": med(rem), "rm_search_ms": med(rem_q)}
 
 
-def run_bm25s(texts: list[str], queries: list[str]) -> dict:
-    import bm25s
-    import Stemmer
-
-    stemmer = Stemmer.Stemmer("english")
+def _worker(conn, build, texts: list[str], queries: list[str], per_doc: int) -> None:
     gc.collect()
-    t0 = time.perf_counter()
-    retriever = bm25s.BM25(k1=BM25Index().k1, b=BM25Index().b, method="lucene")
-    retriever.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer,
-                                   show_progress=False), show_progress=False)
-    res = {"build_s": time.perf_counter() - t0}
-    res["index_mb"] = sum(
-        v.nbytes for v in retriever.scores.values() if isinstance(v, np.ndarray)) / 2**20
-
-    def search(q: str) -> list[tuple[int, float]]:
-        tok = bm25s.tokenize(q, stopwords="en", stemmer=stemmer, show_progress=False)
-        try:
-            docs, scores = retriever.retrieve(tok, k=10, show_progress=False)
-        except ValueError:  # no query token in the vocabulary
-            return []
-        return [(d, s) for d, s in zip(docs[0].tolist(), scores[0].tolist()) if s > 0]
-
-    res["lat"] = _pct(_latencies(search, queries))
-    res["top10"] = {q: search(q) for q in queries[:300]}
-    return res
-
-
-def run_fts5(texts: list[str], queries: list[str]) -> dict:
-    gc.collect()
-    t0 = time.perf_counter()
-    db = sqlite3.connect(":memory:")
-    db.execute("CREATE VIRTUAL TABLE p USING fts5(body, tokenize='porter unicode61')")
-    db.executemany("INSERT INTO p(rowid, body) VALUES (?, ?)", enumerate(texts))
-    db.commit()
-    res = {"build_s": time.perf_counter() - t0, "index_mb": float("nan")}
-    word = re.compile(r"\w+").findall
-    sql = "SELECT rowid, bm25(p) FROM p WHERE p MATCH ? ORDER BY bm25(p) LIMIT 10"
-
-    def search(q: str) -> list[int]:
-        terms = [w for w in word(q.lower()) if w not in STOPWORDS_EN]
-        if not terms:
-            return []
-        return [r for r, _ in db.execute(sql, (" OR ".join(f'"{w}"' for w in terms),))]
-
-    res["lat"] = _pct(_latencies(search, queries))
-    return res
-
-
-def _child(fn: Callable[..., dict], args: tuple, q: mp.Queue) -> None:
     rss0 = _rss_mb("VmRSS")
-    res = fn(*args)
-    res["peak_mb"] = _rss_mb("VmHWM") - rss0
-    q.put(res)
+    t0 = time.perf_counter()
+    search, info, idx = build(texts, per_doc)
+    info["build_s"] = time.perf_counter() - t0
+    info["peak_mb"] = _rss_mb("VmHWM") - rss0
+    conn.send(info)
+    while (msg := conn.recv()) is not None:
+        if msg == "top10":
+            conn.send({q: search(q) for q in queries[:300]})
+        elif msg == "updates":
+            conn.send(_updates(idx, texts, queries, per_doc) if idx is not None else {})
+        else:
+            t = time.perf_counter()
+            search(queries[msg])
+            conn.send(time.perf_counter() - t)
 
 
-def isolated(fn: Callable[..., dict], *args: object) -> dict:
-    ctx = mp.get_context("fork")
-    q = ctx.Queue()
-    p = ctx.Process(target=_child, args=(fn, args, q))
-    p.start()
-    res = q.get()
-    p.join()
-    return res
+class Worker:
+    def __init__(self, build, texts: list[str], queries: list[str], per_doc: int) -> None:
+        ctx = mp.get_context("fork")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker, args=(child, build, texts, queries, per_doc))
+        self.proc.start()
+        self.info = self.conn.recv()  # wait: builds never overlap
+        self.times: list[float] = []
+
+    def ask(self, msg: object) -> object:
+        self.conn.send(msg)
+        return self.conn.recv()
+
+    def close(self) -> None:
+        self.conn.send(None)
+        self.proc.join()
 
 
 def agreement(a: dict, b: dict) -> tuple[float, float]:
@@ -197,6 +188,32 @@ def agreement(a: dict, b: dict) -> tuple[float, float]:
     same = [len(a[q]) == len(b[q]) and all(abs(x[1] - y[1]) <= 1e-4 * max(1.0, abs(y[1]))
                                            for x, y in zip(a[q], b[q])) for q in a]
     return 100 * sum(shared) / max(1, len(shared)), 100 * sum(same) / max(1, len(same))
+
+
+def bench_corpus(name: str, texts: list[str], queries: list[str], per_doc: int,
+                 n_fts: int) -> tuple[list[tuple], dict]:
+    engines = {"calypso": Worker(build_ours, texts, queries, per_doc),
+               "bm25s": Worker(build_bm25s, texts, queries, per_doc),
+               "fts5-OR": Worker(build_fts5, texts, queries, per_doc)}
+    for w in engines.values():  # warm caches
+        for i in range(20):
+            w.ask(i)
+    for i in range(len(queries)):  # interleaved, rotating who goes first
+        names = list(engines)
+        for e in names[i % 3:] + names[:i % 3]:
+            if e != "fts5-OR" or i < n_fts:
+                engines[e].times.append(engines[e].ask(i))
+    shared, same = agreement(engines["calypso"].ask("top10"), engines["bm25s"].ask("top10"))
+    print(f"[{name}] calypso vs bm25s on 300 queries: top-10 keys shared {shared:.1f}%, "
+          f"identical top-10 score lists {same:.1f}%")
+    upd = engines["calypso"].ask("updates")
+    rows = []
+    for e, w in engines.items():
+        a = np.array(w.times) * 1000
+        rows.append((name, len(texts), e, np.percentile(a, 50), np.percentile(a, 99), a.mean(),
+                     w.info["build_s"], w.info["index_mb"], w.info["peak_mb"]))
+        w.close()
+    return rows, upd
 
 
 def main() -> None:
@@ -216,33 +233,23 @@ def main() -> None:
     synth = synthetic_passages(n)
     print(f"synthetic KB: {n:,} passages, {sum(s.count(' ') + 1 for s in synth) / n:.0f} "
           f"words avg, built in {time.perf_counter() - t:.1f}s (seed {SEED})")
-    print(f"queries: {len(queries)} SciFact claims, k=10, one at a time "
+    print(f"queries: {len(queries)} SciFact claims, k=10, one at a time, interleaved "
           f"(FTS5: first {n_fts}); BM25 k1={BM25Index().k1} b={BM25Index().b}\n")
-    rows = []
-    for name, texts, per_doc in [("scifact", scifact, 1), (f"synth{n // 1000}k", synth,
-                                                            args.per_doc)]:
-        ours = isolated(run_ours, texts, queries, per_doc, name != "scifact")
-        ref = isolated(run_bm25s, texts, queries)
-        fts = isolated(run_fts5, texts, queries[:n_fts])
-        shared, same = agreement(ours.pop("top10"), ref.pop("top10"))
-        for eng, r in [("calypso", ours), ("bm25s", ref), ("fts5-OR", fts)]:
-            rows.append((name, len(texts), eng, *r["lat"], r["build_s"], r["index_mb"],
-                         r["peak_mb"]))
-        if "add_ms" in ours:
-            upd = ours
-        print(f"[{name}] calypso vs bm25s on 300 queries: top-10 keys shared {shared:.1f}%, "
-              f"identical top-10 score lists {same:.1f}%")
+    rows, _ = bench_corpus("scifact", scifact, queries, 1, n_fts)
+    more, upd = bench_corpus(f"synth{n // 1000}k", synth, queries, args.per_doc, n_fts)
     hdr = ("corpus", "passages", "engine", "p50 ms", "p99 ms", "mean ms", "build s",
            "index MB", "peak+ MB")
     print("\n| " + " | ".join(hdr) + " |\n|" + "---|" * len(hdr))
-    for r in rows:
+    for r in rows + more:
         print(f"| {r[0]} | {r[1]:,} | {r[2]} | {r[3]:.2f} | {r[4]:.2f} | {r[5]:.2f} | "
               f"{r[6]:.1f} | {r[7]:.0f} | {r[8]:.0f} |")
     print(f"\nincremental updates at {n:,} passages (calypso, median of 30, {args.per_doc}-chunk"
           f" docs): add {upd['add_ms']:.2f} ms (+ next search {upd['add_search_ms']:.2f} ms),"
           f" remove {upd['rm_ms']:.2f} ms (+ next search {upd['rm_search_ms']:.2f} ms)")
-    print(f"process peak RSS (parent): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB;"
-          " peak+ = child VmHWM growth over the parent's RSS at fork")
+    print("index MB: calypso memory_bytes() after build (posting impacts, precomputed later "
+          "under steady reads, add 4 B/posting), bm25s score-matrix arrays; peak+ MB: a "
+          "worker's VmHWM growth during its build; parent peak RSS "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
 
 if __name__ == "__main__":

@@ -475,6 +475,8 @@ class BM25Index:
             scores[snap.dead] = -np.inf  # tombstones never reach a positive score
         if doc_keys is None:
             _scatter(scores, plists, coef.tolist())
+            if snap.n_rows <= 1 << 15:  # small: every positive row is a cheap candidate
+                return self._top(scores, np.flatnonzero(scores > 0), k, snap.row_key)
             # Bound the k-th score from the rarest terms' rows, then select above it: a
             # dense compare is far cheaper than partitioning all N (mostly zero) scores.
             probe: list[np.ndarray] = []
