@@ -50,7 +50,7 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iterations: int 
 def feature_matrix(examples: list[aq.Example], names: tuple[str, ...]) -> np.ndarray:
     rows = []
     for ex in examples:
-        f = sup._features(ex.claim, ex.evidence)
+        f = sup._features(ex.claim, ex.evidence, extras=True)
         rows.append([f[n] for n in names])
     return np.array(rows, dtype=float)
 
@@ -79,9 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         if not e.evidence.strip() or not e.claim:
             scores.append(0.0)
             continue
-        analysis = sup._Analysis(e.claim, e.evidence, sup._SCORE_WINDOW)
+        analysis = sup._Analysis(e.claim, e.evidence, sup._SCORE_WINDOW, extras=True)
         z = bias + sum(w * analysis.features[n] for w, n in zip(wtuple, names))
-        scores.append(0.0 if not analysis.spans or analysis.features["clen"] == 0 else float(1 / (1 + np.exp(-z))))
+        scores.append(0.0 if not analysis.spans or not analysis.features["clen"] else float(1 / (1 + np.exp(-z))))
     threshold, f1 = aq.best_threshold([e.label for e in ood], scores)
     threshold = float(np.floor(threshold * 1000) / 1000)  # round down: the cut stays below the best score
 

@@ -43,6 +43,9 @@ class Settings(BaseSettings):
     support_threshold: float | None = Field(
         None, ge=0, le=1, description="Support score below which a citation is unsupported (default: the scorer's calibrated threshold)."
     )
+    public_base_url: str = Field(
+        "", description="Base URL clients reach this server at (for source links behind a proxy); empty: the request's own."
+    )
     demo: bool = Field(False, description="Ingest the bundled demo documents into an empty knowledge base at start.")
     log_level: str = Field("info", description="Server log level.")
 

@@ -14,7 +14,7 @@ import pytest
 
 from calypso.retrieval import bm25 as bm25_mod
 from calypso.retrieval.bm25 import BM25Index
-from calypso.retrieval.tokenize import tokenize
+from calypso.retrieval.tokenize import Analyzer, tokenize
 
 REPO = Path(__file__).resolve().parents[2]
 WORDS = ("refund invoice policy shipping return delay customer order warranty damage "
@@ -72,7 +72,7 @@ def test_doc_keys_filter() -> None:
     idx.add(1, [(10, "battery drains fast")])
     idx.add(2, [(20, "battery replacement"), (21, "battery battery warranty")])
     assert {k for k, _ in idx.search("battery", doc_keys={2})} == {20, 21}
-    assert [k for k, _ in idx.search("battery", doc_keys=[1, 99])] == [10]
+    assert [k for k, _ in idx.search("battery", doc_keys=[1, 99, 1])] == [10]
     assert idx.search("battery", doc_keys=set()) == []
     assert idx.search("battery", doc_keys=[99]) == []
 
@@ -142,6 +142,22 @@ def test_incremental_equals_fresh_build(monkeypatch: pytest.MonkeyPatch, small_s
     assert idx.search("refund battery", doc_keys=docs) == fresh.search("refund battery", doc_keys=docs)
 
 
+def test_docs_without_chunks_survive_compaction(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bm25_mod, "_COMPACT_MIN", 1)
+    idx = BM25Index()
+    idx.add(0, [])
+    idx.add_many((d, [(d * 10, f"refund order {d}")]) for d in range(1, 20))
+    idx.add(99, [])
+    idx.search("refund")
+    for d in range(1, 15):
+        idx.remove(d)
+    assert {k for k, _ in idx.search("refund", k=50)} == {d * 10 for d in range(15, 20)}
+    assert idx.doc_count == 7 and len(idx) == 5 and idx._n_dead == 0  # compacted
+    idx.remove(0)
+    idx.remove(99)
+    assert idx.doc_count == 5 and [k for k, _ in idx.search("refund order 17")][0] == 170
+
+
 def test_many_segments_are_merged(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bm25_mod, "_SMALL_SEGMENT", 0)
     idx = BM25Index()
@@ -161,6 +177,12 @@ def test_stemming_stopwords_and_empty() -> None:
     assert idx.search("the and of it") == []
     assert idx.search("") == [] and idx.search("refund", k=0) == []
     assert idx.search("unknownword") == []
+
+
+def test_tokenize() -> None:
+    assert tokenize("The Refunds, and a REFUND-policy: 5 x 42!") == ["refund", "refund", "polici", "42"]
+    assert tokenize("") == [] and tokenize("the of and") == []
+    assert Analyzer(min_len=1).tokenize("a 5 x") == ["5", "x"]  # "a" is a stopword
 
 
 def test_threads_readers_and_writer() -> None:

@@ -7,8 +7,10 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from calypso import __version__
+from calypso.answering import Answerer
 from calypso.api.errors import install_error_handlers
-from calypso.api.routes import documents, files, search
+from calypso.bots import BotDirectory
+from calypso.api.routes import chat, conversations, documents, files, models, responses, search
 from calypso.config import Settings
 from calypso.knowledge import KnowledgeBase
 
@@ -21,9 +23,12 @@ def create_app(settings: Settings | None = None, kb: KnowledgeBase | None = None
         owned = app.state.kb is None
         if owned:
             app.state.kb = KnowledgeBase(settings)
+        app.state.answerer = Answerer(app.state.kb, settings)
+        app.state.bots = BotDirectory(settings)
         try:
             yield
         finally:
+            await app.state.answerer.aclose()
             if owned:
                 app.state.kb.close()
                 app.state.kb = None
@@ -32,7 +37,7 @@ def create_app(settings: Settings | None = None, kb: KnowledgeBase | None = None
     app.state.settings = settings
     app.state.kb = kb
     install_error_handlers(app)
-    for module in (documents, files, search):
+    for module in (documents, files, search, models, responses, chat, conversations):
         app.include_router(module.router)
 
     @app.get("/health", tags=["meta"])

@@ -49,3 +49,17 @@ def check_order(order: str) -> str:
     if order not in ("asc", "desc"):
         raise InvalidRequest(f"order must be 'asc' or 'desc', got {order!r}.", param="order")
     return order
+
+
+def answerer(request: Request):
+    return request.app.state.answerer
+
+
+def bots(request: Request):
+    return request.app.state.bots
+
+
+def public_base_url(request: Request) -> str:
+    """Where clients reach us: the configured public URL, else this request's base URL."""
+    configured = request.app.state.settings.public_base_url
+    return configured.rstrip("/") if configured else str(request.base_url).rstrip("/")

@@ -36,6 +36,7 @@ DEFAULT_B = 0.5
 _SMALL_SEGMENT = 1 << 16  # postings: tail segments below this are always merged
 _MERGE_RATIO = 4  # merge the two newest segments while the older is < 4x the newer
 _COMPACT_MIN = 1024  # renumber rows once this many, and a quarter of them, are dead
+_DIRECT_TOPK_ROWS = 1 << 15  # below this, top-k takes all positive rows (no k-th bound)
 _I64 = np.int64
 
 Chunks = Sequence[tuple[int, str]]
@@ -246,6 +247,8 @@ class BM25Index:
 
     Thread-safety: one lock serialises writers and the compile/swap of the read snapshot;
     searches otherwise run lock-free on an immutable snapshot, from any number of threads.
+
+    ``analyzer`` maps a text to its terms (default: :func:`calypso.retrieval.tokenize`).
     """
 
     def __init__(self, k1: float = DEFAULT_K1, b: float = DEFAULT_B,
@@ -424,7 +427,8 @@ class BM25Index:
         for name in ("_row_key", "_row_len"):
             setattr(self, name, getattr(self, name)[:n][live].copy())
         self._row_live = np.ones(len(self._row_key), bool)
-        self._docs = {d: (int(row_map[s]), c) for d, (s, c) in self._docs.items()}
+        # A live doc's rows are all live; a doc without chunks has no row to map.
+        self._docs = {d: (int(row_map[s]) if c else 0, c) for d, (s, c) in self._docs.items()}
         self._segs, self._n_rows = segs, self._n_live
         self._seg_stop = self._n_live
         self._dead, self._n_dead = [], 0
@@ -475,7 +479,7 @@ class BM25Index:
             scores[snap.dead] = -np.inf  # tombstones never reach a positive score
         if doc_keys is None:
             _scatter(scores, plists, coef.tolist())
-            if snap.n_rows <= 1 << 15:  # small: every positive row is a cheap candidate
+            if snap.n_rows <= _DIRECT_TOPK_ROWS:  # small: every positive row is a cheap candidate
                 return self._top(scores, np.flatnonzero(scores > 0), k, snap.row_key)
             # Bound the k-th score from the rarest terms' rows, then select above it: a
             # dense compare is far cheaper than partitioning all N (mostly zero) scores.
@@ -511,8 +515,7 @@ class BM25Index:
     def _doc_rows(docs: dict[int, tuple[int, int]], doc_keys: Collection[int],
                   n_rows: int) -> np.ndarray:
         # The snapshot's doc map: compaction swaps in a new dict, so row numbers match.
-        spans = [docs.get(d) for d in doc_keys]
-        spans = [s for s in spans if s is not None and s[0] < n_rows]
+        spans = sorted(s for s in map(docs.get, set(doc_keys)) if s and s[0] < n_rows)
         if not spans:
             return np.zeros(0, np.int32)
         starts = np.fromiter((s[0] for s in spans), _I64, len(spans))

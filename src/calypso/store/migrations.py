@@ -65,8 +65,55 @@ def m001_documents(db: sqlite3.Connection) -> None:
     )
 
 
+def m002_responses(db: sqlite3.Connection) -> None:
+    _run(
+        db,
+        """
+        CREATE TABLE responses (
+            id TEXT PRIMARY KEY,
+            workspace TEXT NOT NULL,
+            bot_id TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            previous_response_id TEXT,
+            body TEXT NOT NULL,
+            history TEXT NOT NULL
+        )
+        """,
+    )
+
+
+def m003_conversations(db: sqlite3.Connection) -> None:
+    _run(
+        db,
+        """
+        CREATE TABLE conversations (
+            key INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            workspace TEXT NOT NULL,
+            bot_id TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            metadata TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX conversations_by_workspace ON conversations (workspace, key);
+        CREATE TABLE conversation_messages (
+            key INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            conversation_key INTEGER NOT NULL REFERENCES conversations(key) ON DELETE CASCADE,
+            role TEXT NOT NULL,
+            content TEXT,
+            citations TEXT,
+            extra TEXT NOT NULL DEFAULT '{}',
+            created_at INTEGER NOT NULL
+        );
+        CREATE INDEX conversation_messages_in_order ON conversation_messages (conversation_key, key)
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_documents", m001_documents),
+    ("002_responses", m002_responses),
+    ("003_conversations", m003_conversations),
 ]
 
 

@@ -1,0 +1,5 @@
+"""Placeholder: routes are being written."""
+
+from fastapi import APIRouter
+
+router = APIRouter()
