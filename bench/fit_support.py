@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import attribution_quality as aq  # noqa: E402
+import attribution_quality as aq
 
-from calypso.citations import support as sup  # noqa: E402
+from calypso.citations import support as sup
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iterations: int = 100) -> tuple[np.ndarray, float]:
@@ -85,8 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     threshold, f1 = aq.best_threshold([e.label for e in ood], scores)
     threshold = float(np.floor(threshold * 1000) / 1000)  # round down: the cut stays below the best score
 
-    print(f"# fitted on {len(train)} rows ({'OOD + WiCE' if args.with_wice else 'AttributionBench OOD'}), "
-          f"l2={args.l2}; OOD macro-F1 at the threshold {100 * f1:.1f}")
+    print(
+        f"# fitted on {len(train)} rows ({'OOD + WiCE' if args.with_wice else 'AttributionBench OOD'}), "
+        f"l2={args.l2}; OOD macro-F1 at the threshold {100 * f1:.1f}"
+    )
     print("FEATURE_NAMES: tuple[str, ...] = (")
     for n in names:
         print(f'    "{n}",')

@@ -19,15 +19,14 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import beir_eval as be  # noqa: E402
+import beir_eval as be  # bench/ is sys.path[0] when run as a script
 
 try:
     import calypso  # noqa: F401
 except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(be.REPO / "src"))
-from calypso.retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index  # noqa: E402
-from calypso.retrieval.tokenize import STOPWORDS_EN_EXTENDED, Analyzer  # noqa: E402
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from calypso.retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
+from calypso.retrieval.tokenize import STOPWORDS_EN_EXTENDED, Analyzer
 
 K1S = [0.6, 0.8, 0.9, 1.0, 1.2, 1.5, 1.8, 2.0]
 BS = [0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0]

@@ -28,17 +28,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import beir_eval as be  # bench/ is sys.path[0] when run as a script
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import beir_eval as be  # noqa: E402
 
 try:
     import calypso  # noqa: F401
 except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(be.REPO / "src"))
-from calypso.retrieval.bm25 import BM25Index  # noqa: E402
-from calypso.retrieval.tokenize import STOPWORDS_EN  # noqa: E402
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from calypso.retrieval.bm25 import BM25Index
+from calypso.retrieval.tokenize import STOPWORDS_EN
 
 SEED = 20240531
 Search = Callable[[str], list[tuple[int, float]]]
@@ -65,9 +63,10 @@ def synthetic_passages(n: int, seed: int = SEED) -> list[str]:
 
 
 def _rss_mb(field: str) -> float:
-    for line in open("/proc/self/status"):
-        if line.startswith(field):
-            return int(line.split()[1]) / 1024
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field):
+                return int(line.split()[1]) / 1024
     return float("nan")
 
 
@@ -139,7 +138,9 @@ def _updates(idx: BM25Index, texts: list[str], queries: list[str], per_doc: int)
         t = time.perf_counter()
         idx.search(queries[r], k=10)
         rem_q.append(time.perf_counter() - t)
-    med = lambda ts: float(np.median(ts) * 1000)  # noqa: E731
+    def med(ts: list[float]) -> float:
+        return float(np.median(ts) * 1000)
+
     return {"add_ms": med(add), "add_search_ms": med(add_q),
             "rm_ms": med(rem), "rm_search_ms": med(rem_q)}
 

@@ -32,6 +32,7 @@ _ROLES = {"system", "developer", "user", "assistant", "tool"}
 class AskRequest:
     messages: list[dict]
     namespace: str | None = None  # None: the default namespace; see ``knowledge_base``
+    namespaces: list[str] | None = None  # several namespaces searched together (overrides ``namespace``)
     knowledge_base: bool = True  # False: answer without retrieval, citations null
     document_ids: list[str] | None = None
     passage_count: int | None = None
@@ -176,15 +177,18 @@ class Answerer:
         if not request.knowledge_base or request.messages[-1]["role"] == "tool":
             return None, None  # seed 004: no retrieval on a tool-result turn
         query = message_text(request.messages[-1])
-        passages = await asyncio.to_thread(
-            self.kb.search,
-            query,
-            request.namespace,
-            document_ids=request.document_ids,
-            max_results=request.passage_count or self.settings.passage_count,
-            workspace=request.workspace,
-        )
-        return passages, query
+        k = request.passage_count or self.settings.passage_count
+
+        def search() -> list[Passage]:
+            passages: list[Passage] = []
+            for namespace in request.namespaces or [request.namespace]:
+                passages += self.kb.search(
+                    query, namespace, document_ids=request.document_ids, max_results=k, workspace=request.workspace
+                )
+            # BM25 scores of one query are comparable enough across namespaces to merge by score.
+            return sorted(passages, key=lambda p: -p.score)[:k]
+
+        return await asyncio.to_thread(search), query
 
     async def stream(self, request: AskRequest) -> AsyncIterator[AnswerEvent]:
         validate_messages(request.messages)

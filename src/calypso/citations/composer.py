@@ -41,6 +41,7 @@ class MarkerEvent:
     placement: MarkerPlacement
     segment: Segment | None  # the segment this marker cites, with its citations so far
     newly_cited: list[Source]  # sources cited for the first time here, display numbers assigned
+    added: list[SegmentCitation]  # citations this marker added to the segment (not repeats)
 
 
 class AnswerComposer:
@@ -104,6 +105,7 @@ class AnswerComposer:
         segment_index = self._segment_for(position) if valid else None
         kept: list[int] = []
         newly: list[Source] = []
+        added: list[SegmentCitation] = []
         if segment_index is not None:
             segment = self.segments[segment_index]
             for number in valid:
@@ -119,7 +121,9 @@ class AnswerComposer:
                     source.display_number = self.next_display
                     self.next_display += 1
                     newly.append(source)
-                segment.citations.append(SegmentCitation(number, quote, source.display_number))
+                citation = SegmentCitation(number, quote, source.display_number)
+                segment.citations.append(citation)
+                added.append(citation)
                 kept.append(number)
             if not segment.citations:
                 self.segments.pop(segment_index)
@@ -134,7 +138,7 @@ class AnswerComposer:
         )
         self.placements.append(placement)
         segment = self.segments[segment_index] if segment_index is not None and kept else None
-        return MarkerEvent(placement, segment, newly)
+        return MarkerEvent(placement, segment, newly, added)
 
     def _segment_for(self, position: int) -> int | None:
         """Index of the segment a marker at ``position`` cites, creating it if needed."""

@@ -54,6 +54,10 @@ def select_sentences(question: str, passages: list) -> list[tuple[int, int, str]
                 score += 0.2
             candidates.append((score, number, position, sentence, set(terms)))
     candidates.sort(key=lambda c: -c[0])
+    if candidates:
+        # Sentences far weaker than the best one are padding, not answers.
+        floor = 0.6 * candidates[0][0]
+        candidates = [c for c in candidates if c[0] >= floor]
     chosen: list[tuple[float, int, int, str, set]] = []
     total = 0
     for candidate in candidates:

@@ -68,8 +68,9 @@ class _Segment:
     ``fwd_ptr[row - row_start]``, the distinct terms of each row, used to keep df exact.
     """
 
-    __slots__ = ("row_start", "row_stop", "terms", "indptr", "rows", "codes", "pair_tf",
-                 "pair_dl", "fwd_ptr", "fwd_terms", "impact")
+    _ARRAYS = ("terms", "indptr", "rows", "codes", "pair_tf", "pair_dl", "fwd_ptr", "fwd_terms")
+    __slots__ = ("codes", "fwd_ptr", "fwd_terms", "impact", "indptr", "pair_dl", "pair_tf",
+                 "row_start", "row_stop", "rows", "terms")
 
     def __init__(self, row_start: int, **arrays: np.ndarray) -> None:
         self.row_start = row_start
@@ -128,7 +129,7 @@ class _Segment:
 
     def nbytes(self) -> int:
         impact = self.impact[1].nbytes if self.impact is not None else 0
-        return impact + sum(getattr(self, a).nbytes for a in self.__slots__[2:-1])
+        return impact + sum(getattr(self, a).nbytes for a in self._ARRAYS)
 
 
 def _merge(segs: Sequence[_Segment], live: np.ndarray,
@@ -226,8 +227,8 @@ def _kth_lower_bound(scores: np.ndarray, rows_lists: list[np.ndarray], k: int) -
 class _Snapshot:
     """What a search reads: immutable, swapped in whole under the writer lock."""
 
-    __slots__ = ("segs", "luts", "df", "n_live", "n_rows", "row_key", "dead", "docs",
-                 "params", "impacts", "paid")
+    __slots__ = ("dead", "df", "docs", "impacts", "luts", "n_live", "n_rows", "paid", "params",
+                 "row_key", "segs")
 
     def __init__(self, **kw: object) -> None:
         for name, value in kw.items():

@@ -1,0 +1,222 @@
+"""The Chat Completions dialects over a ``GroundedAnswer``: content, annotations, the ``citations`` list.
+
+Two marker styles (a bot setting):
+
+* ``numeric`` (seed 000, the default): each valid marker becomes ``[n]`` with
+  display numbers, invalid markers are removed, and a plain-text
+  ``"\\n\\nSources:\\n[1] label"`` appendix lists the cited sources.
+* ``source`` (seed 004): valid markers are normalised to ``[Source N]`` with
+  retrieval numbers; invalid ones stay exactly as the model wrote them; no appendix.
+
+In both, the number shown in the text equals ``source_index`` in ``citations``.
+``ContentBuilder`` is the one place that turns answer events into content, used
+by the streaming path event by event and by ``render_chat`` replaying a
+finished answer, so both produce the same string and the same offsets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from calypso.citations.composer import MarkerEvent, TextEvent
+from calypso.citations.grounded import GroundedAnswer, MarkerPlacement, Source, utf16_len
+from calypso.citations.links import source_url
+
+NUMERIC = "numeric"
+SOURCE = "source"
+STYLES = (NUMERIC, SOURCE)
+PREVIEW_CHARS = 200  # seed 004: text_preview is the first 200 characters of the passage
+
+
+def is_citing(answer: GroundedAnswer) -> bool:
+    """Markers become numbers only where citations can exist (known before generation starts)."""
+    return answer.knowledge_base and answer.citations_enabled
+
+
+@dataclass
+class ContentBuilder:
+    """Turns plain-text deltas and marker placements into content deltas in one style.
+
+    Records where it inserted text into the plain answer, so segment spans
+    (offsets into the plain text) can be mapped onto the final content.
+    """
+
+    sources: list[Source]
+    style: str = NUMERIC
+    citing: bool = True
+    plain_len: int = 0
+    content_len: int = 0
+    insertions: list[tuple[int, int]] = field(default_factory=list)  # (plain position, inserted length)
+    _carry: str = ""  # the space of a removed marker, given to a valid marker right after it
+
+    def text(self, delta: str) -> str:
+        self._carry = ""
+        self.plain_len += len(delta)
+        self.content_len += len(delta)
+        return delta
+
+    def marker(self, placement: MarkerPlacement) -> str:
+        out = self._marker_text(placement)
+        if out:
+            self.insertions.append((placement.position, len(out)))
+            self.content_len += len(out)
+        return out
+
+    def _marker_text(self, placement: MarkerPlacement) -> str:
+        if self.style == SOURCE:
+            if placement.valid_numbers:
+                # Every number as written, so render() keeps seeing (and dropping) the invalid ones too.
+                return placement.leading_space + "".join(f"[Source {n}]" for n in placement.numbers)
+            return placement.leading_space + placement.raw  # seed 004: markers stay in place
+        if not self.citing or not placement.valid_numbers:
+            # Removed; "days [Source 9][Source 1]" keeps its space for the "[1]" that follows.
+            self._carry = self._carry or placement.leading_space
+            return ""
+        space, self._carry = placement.leading_space or self._carry, ""
+        return space + "".join(f"[{self.sources[n - 1].display_number}]" for n in placement.valid_numbers)
+
+    def appendix(self, answer: GroundedAnswer) -> str:
+        """The numeric style's "Sources:" list of cited sources; empty in other cases."""
+        if self.style != NUMERIC or answer.citations_are_null or not answer.cited_sources:
+            return ""
+        lines = [f"[{s.display_number}] {s.passage.display_label}" for s in answer.cited_sources]
+        out = "\n\nSources:\n" + "\n".join(lines)
+        self.content_len += len(out)
+        return out
+
+    def feed(self, event: TextEvent | MarkerEvent) -> str:
+        return self.text(event.text) if isinstance(event, TextEvent) else self.marker(event.placement)
+
+    def content_start(self, plain_start: int) -> int:
+        # A marker inserted at position p sits before plain character p.
+        return plain_start + sum(n for p, n in self.insertions if p <= plain_start)
+
+    def content_end(self, plain_end: int) -> int:
+        return plain_end + sum(n for p, n in self.insertions if p < plain_end)
+
+
+def replay(answer: GroundedAnswer, builder: ContentBuilder) -> str:
+    """The content of a finished answer, built exactly as the streaming path builds it."""
+    parts: list[str] = []
+    last = 0
+    for placement in answer.markers:
+        if placement.position > last:
+            parts.append(builder.text(answer.text[last : placement.position]))
+            last = placement.position
+        parts.append(builder.marker(placement))
+    if last < len(answer.text):
+        parts.append(builder.text(answer.text[last:]))
+    parts.append(builder.appendix(answer))
+    return "".join(parts)
+
+
+def source_index(source: Source, style: str) -> int:
+    """The number a client sees in the text for this source."""
+    return source.retrieval_number if style == SOURCE else source.display_number
+
+
+def annotations(answer: GroundedAnswer, builder: ContentBuilder, content: str, base_url: str = "") -> list[dict]:
+    """One nested ``url_citation`` per (segment, cited source), spanning the segment in ``content``."""
+    if answer.citations_are_null:
+        return []
+    out = []
+    for segment in answer.segments:
+        start, end = builder.content_start(segment.start), builder.content_end(segment.end)
+        for citation in segment.citations:
+            source = answer.source(citation.retrieval_number)
+            passage = source.passage
+            out.append(
+                {
+                    "type": "url_citation",
+                    "url_citation": {
+                        "url": source_url(passage, base_url, citation.quote.page_number),
+                        "title": passage.document.title or passage.document.filename,
+                        "start_index": start,
+                        "end_index": end,
+                    },
+                    # Extension: which citation this is, and offsets for JavaScript (UTF-16) clients.
+                    "_aicore": {
+                        "source_index": source_index(source, builder.style),
+                        "start_index_utf16": utf16_len(content[:start]),
+                        "end_index_utf16": utf16_len(content[:end]),
+                    },
+                }
+            )
+    return out
+
+
+def citations(answer: GroundedAnswer, style: str, base_url: str = "") -> list[dict] | None:
+    """Seed 004's ``citations``: null (no knowledge base, disabled, tool call) or one object per cited source.
+
+    Ordered by first citation in the answer; the seed's six fields come first,
+    then extensions (label, url, and the first quote with its page and support).
+    """
+    if answer.citations_are_null:
+        return None
+    out = []
+    for source in answer.cited_sources:
+        passage = source.passage
+        quote = next(
+            c.quote for s in answer.segments for c in s.citations if c.retrieval_number == source.retrieval_number
+        )
+        out.append(
+            {
+                "source_index": source_index(source, style),
+                "document_id": passage.document.id,
+                "source_filename": passage.document.filename,
+                "chunk_index": passage.chunk.chunk_index,
+                "text_preview": passage.chunk.text[:PREVIEW_CHARS],
+                "score": round(passage.score, 4),
+                "label": passage.display_label,
+                "url": source_url(passage, base_url, quote.page_number),
+                "page_number": quote.page_number,
+                "page_label": quote.page_label,
+                "quote": quote.text,
+                "support": quote.support,
+            }
+        )
+    return out
+
+
+@dataclass
+class RenderedChat:
+    content: str
+    annotations: list[dict]
+    citations: list[dict] | None
+
+
+def finish_render(
+    answer: GroundedAnswer, builder: ContentBuilder, content: str, base_url: str = ""
+) -> RenderedChat:
+    """Annotations and citations for ``content`` built by ``builder`` (streamed or replayed)."""
+    return RenderedChat(content, annotations(answer, builder, content, base_url), citations(answer, builder.style, base_url))
+
+
+def render_chat(answer: GroundedAnswer, style: str = NUMERIC, base_url: str = "") -> RenderedChat:
+    """The whole Chat Completions rendering of a finished answer."""
+    builder = ContentBuilder(answer.sources, style, is_citing(answer))
+    return finish_render(answer, builder, replay(answer, builder), base_url)
+
+
+class ChatStreamRenderer:
+    """Streaming counterpart of ``render_chat``: answer events in, content deltas out.
+
+    ``delta(event)`` returns the content to send now (possibly ""), never half
+    a marker; ``finish(answer)`` returns the trailing appendix delta and the
+    final annotations and citations for the whole streamed content.
+    """
+
+    def __init__(self, sources: list[Source], style: str = NUMERIC, citing: bool = True, base_url: str = "") -> None:
+        self.builder = ContentBuilder(sources, style, citing)
+        self.base_url = base_url
+        self._parts: list[str] = []
+
+    def delta(self, event: TextEvent | MarkerEvent) -> str:
+        out = self.builder.feed(event)
+        self._parts.append(out)
+        return out
+
+    def finish(self, answer: GroundedAnswer) -> tuple[str, RenderedChat]:
+        tail = self.builder.appendix(answer)
+        self._parts.append(tail)
+        return tail, finish_render(answer, self.builder, "".join(self._parts), self.base_url)

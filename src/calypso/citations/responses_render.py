@@ -1,0 +1,276 @@
+"""The Responses dialect: ``file_search_call`` results, annotated ``output_text``, ``metadata._aicore``.
+
+Two text modes over one GroundedAnswer:
+
+* plain (seed 000, default): the text has no markers; each (segment, cited
+  source) pair is a ``file_citation`` annotation spanning the segment.
+* inline (seed 003, ``include=["inline_citations"]``): ``[[n]](url)`` links
+  stand where the model cited, each spanned exactly by a ``url_citation``.
+
+Both streaming and non-streaming build annotations with the same functions,
+so ``response.completed`` equals the non-streaming reply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from calypso.citations.grounded import GroundedAnswer, MarkerPlacement, Segment, SegmentCitation, Source, utf16_len
+from calypso.citations.links import source_url
+
+HINTS = {
+    "available": "Retrieved context used to support this answer.",
+    "hidden": "Sources exist but the workspace policy hides them.",
+    "missing": "The knowledge base was searched but nothing usable was found for this question.",
+    "none": "This answer was not grounded in a knowledge base.",
+}
+
+
+@dataclass
+class RenderOptions:
+    base_url: str = ""
+    inline: bool = False  # [[n]](url) links with url_citation annotations
+    legacy: bool = True  # citation_compat "legacy": duplicate the citation data under metadata._aicore
+    sources_appendix: bool = True  # "Sources:" list in _aicore.display_text (legacy)
+
+
+def grounded_sources_state(answer: GroundedAnswer) -> str:
+    if not answer.knowledge_base or not answer.retrieval_ran:
+        return "none"
+    return "available" if answer.cited_sources else "missing"
+
+
+def _url(source: Source, options: RenderOptions, page: int | None = None) -> str:
+    return source_url(source.passage, options.base_url, page)
+
+
+# -- annotations ---------------------------------------------------------------------------
+
+
+def _segment_fields(segment: Segment, citation: SegmentCitation, source: Source, start: int, end: int, text: str) -> dict:
+    quote = citation.quote
+    return {
+        "segment_start": start,
+        "segment_end": end,
+        "segment_text": segment.text,
+        "segment_start_utf16": utf16_len(text[:start]),
+        "segment_end_utf16": utf16_len(text[:end]),
+        "source_index": source.display_number,
+        "support_score": quote.support,
+        "supported": quote.supported,
+        "quote_start": quote.passage_start,
+        "quote_end": quote.passage_end,
+        "document_id": source.passage.document.id,
+        "chunk_index": source.passage.chunk.chunk_index,
+        "page_number": quote.page_number,
+        "page_label": quote.page_label,
+        "locator_label": f"p. {quote.page_label}",
+    }
+
+
+def file_citation(answer_text: str, segment: Segment, citation: SegmentCitation, source: Source) -> dict:
+    """A seed-000 file_citation: flat OpenAI fields, the legacy nested object, and ``_aicore`` segment fields."""
+    document = source.passage.document
+    return {
+        "type": "file_citation",
+        "text": segment.text,
+        "start_index": segment.start,
+        "end_index": segment.end,
+        "file_id": document.file_id,
+        "filename": document.filename,
+        "index": segment.end,  # where a badge goes: right after the cited text
+        "file_citation": {"file_id": document.file_id, "filename": document.filename, "quote": citation.quote.text},
+        "_aicore": _segment_fields(segment, citation, source, segment.start, segment.end, answer_text),
+    }
+
+
+def url_citation(
+    link_start: int, link_end: int, url: str, segment: Segment, citation: SegmentCitation, source: Source,
+    segment_start: int, segment_end: int, text: str,
+) -> dict:
+    """A seed-003 url_citation spanning exactly one ``[[n]](url)`` link; ``title`` is the number."""
+    document = source.passage.document
+    return {
+        "type": "url_citation",
+        "url": url,
+        "title": str(source.display_number),
+        "start_index": link_start,
+        "end_index": link_end,
+        "file_id": document.file_id,
+        "filename": document.filename,
+        "_aicore": _segment_fields(segment, citation, source, segment_start, segment_end, text),
+    }
+
+
+class InlineLinker:
+    """Builds ``[[n]](url)`` links marker by marker, tracking where they land in the inline text."""
+
+    def __init__(self, answer_sources: list[Source], options: RenderOptions) -> None:
+        self.sources = answer_sources
+        self.options = options
+        self.inserted: list[tuple[int, int]] = []  # (plain position, inserted length)
+
+    def shift(self, plain_offset: int, *, inclusive: bool) -> int:
+        return plain_offset + sum(
+            length for position, length in self.inserted if position < plain_offset or (inclusive and position == plain_offset)
+        )
+
+    def links(self, placement: MarkerPlacement, segment: Segment | None, inline_text_len: int):
+        """(text to insert, [(link_start, link_end, url, citation, source)]) for one marker."""
+        if segment is None or not placement.valid_numbers:
+            return "", []
+        by_number = {c.retrieval_number: c for c in segment.citations}
+        piece = placement.leading_space
+        spans = []
+        for number in placement.valid_numbers:
+            citation = by_number.get(number)
+            if citation is None:
+                continue
+            source = self.sources[number - 1]
+            url = _url(source, self.options, citation.quote.page_number)
+            link = f"[[{source.display_number}]]({url})"
+            start = inline_text_len + len(piece)
+            piece += link
+            spans.append((start, start + len(link), url, citation, source))
+        self.inserted.append((placement.position, len(piece)))
+        return piece, spans
+
+
+def render_text_and_annotations(answer: GroundedAnswer, options: RenderOptions) -> tuple[str, list[dict]]:
+    if not options.inline:
+        annotations = [
+            file_citation(answer.text, segment, citation, answer.source(citation.retrieval_number))
+            for segment in answer.segments
+            for citation in segment.citations
+        ]
+        return answer.text, annotations
+    linker = InlineLinker(answer.sources, options)
+    parts: list[str] = []
+    length = 0
+    last = 0
+    pending: list[tuple] = []
+    for placement in answer.markers:
+        segment = answer.segments[placement.segment_index] if placement.segment_index is not None else None
+        chunk = answer.text[last : placement.position]
+        parts.append(chunk)
+        length += len(chunk)
+        last = placement.position
+        piece, spans = linker.links(placement, segment, length)
+        parts.append(piece)
+        length += len(piece)
+        pending += [(span, segment) for span in spans]
+    parts.append(answer.text[last:])
+    text = "".join(parts)
+    annotations = []
+    for (start, end, url, citation, source), segment in pending:
+        seg_start = linker.shift(segment.start, inclusive=True)
+        seg_end = linker.shift(segment.end, inclusive=False)
+        annotations.append(url_citation(start, end, url, segment, citation, source, seg_start, seg_end, text))
+    return text, annotations
+
+
+# -- file search results, metadata -------------------------------------------------------------
+
+
+def file_search_results(answer: GroundedAnswer, options: RenderOptions, final: bool = True) -> list[dict]:
+    """Every retrieved passage; ``final=False`` (streamed before the answer) omits what is not known yet."""
+    sources = answer.by_display_number if final else answer.sources
+    results = []
+    for source in sources:
+        passage = source.passage
+        attributes: dict = {
+            "label": passage.display_label,
+            "page_number": passage.chunk.page_start,
+            "page_label": passage.page_label,
+            "locator_label": passage.locator_label,
+            "modality": "text",
+            "knowledge_id": passage.document.namespace,
+            "document_id": passage.document.id,
+            "chunk_index": passage.chunk.chunk_index,
+        }
+        if final:
+            attributes = {"source_index": source.display_number, **attributes, "cited": source.cited}
+        results.append(
+            {
+                "file_id": passage.document.file_id,
+                "filename": passage.document.filename,
+                "text": passage.chunk.text,
+                "score": round(passage.score, 6),
+                "attributes": attributes,
+            }
+        )
+    return results
+
+
+def all_source_urls(answer: GroundedAnswer, options: RenderOptions) -> list[str]:
+    """Seed 003's ``citations``: every source URL retrieved, cited or not, without repeats."""
+    urls: list[str] = []
+    for source in answer.by_display_number:
+        url = _url(source, options)
+        if url not in urls:
+            urls.append(url)
+    return urls
+
+
+def _display_text(answer: GroundedAnswer, options: RenderOptions) -> str:
+    from calypso.citations.render import render_numbered
+
+    body = render_numbered(answer)
+    cited = answer.cited_sources
+    if options.sources_appendix and cited:
+        body += "\n\nSources:\n" + "\n".join(f"[{s.display_number}] {s.passage.display_label}" for s in cited)
+    return body
+
+
+def aicore_metadata(answer: GroundedAnswer, options: RenderOptions) -> dict:
+    state = grounded_sources_state(answer)
+    meta: dict = {
+        "retrieval_status": answer.retrieval_status,
+        "grounded_sources_state": state,
+        "grounded_sources_hint": HINTS[state],
+        "generator": answer.generator,
+    }
+    if not options.legacy:
+        return meta
+    meta["grounded_sources"] = [
+        {
+            "source_index": s.display_number,
+            "label": s.passage.display_label,
+            "file_id": s.passage.document.file_id,
+            "filename": s.passage.document.filename,
+            "document_id": s.passage.document.id,
+            "chunk_index": s.passage.chunk.chunk_index,
+            "page_number": s.passage.chunk.page_start,
+            "page_label": s.passage.page_label,
+            "locator_label": s.passage.locator_label,
+            "url": _url(s, options),
+            "score": round(s.passage.score, 6),
+            "cited": s.cited,
+        }
+        for s in answer.by_display_number
+    ]
+    meta["grounding_supports"] = [
+        {
+            "support_index": i,
+            "chunks": [c.display_number for c in segment.citations],
+            "text": segment.text,
+            "start_index": segment.start,
+            "end_index": segment.end,
+            "support_scores": [c.quote.support for c in segment.citations],
+        }
+        for i, segment in enumerate(answer.segments)
+    ]
+    display_text = _display_text(answer, options)
+    meta["display_text"] = display_text
+    meta["ui"] = [{"type": "text", "text": display_text}]
+    if state == "available":
+        meta["ui"].append(
+            {
+                "type": "sources",
+                "items": [
+                    {"source_index": s.display_number, "label": s.passage.display_label, "url": _url(s, options)}
+                    for s in answer.cited_sources
+                ],
+            }
+        )
+    return meta

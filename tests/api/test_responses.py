@@ -1,0 +1,301 @@
+"""POST /v1/responses through the official openai SDK, on loopback, over real documents."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from calypso.demo import ingest_demo
+from calypso.generation.fake_upstream import FakeUpstream, Script
+
+QUESTION = "How many days do customers have to request a full refund?"
+
+
+@pytest.fixture
+def demo_kb(kb, data_dir: Path):
+    ingest_demo(kb)
+    pdf = data_dir / "ingestion-docs/pdf/GeoTopo-komprimiert.pdf"
+    kb.ingest(pdf.read_bytes(), pdf.name)
+    return kb
+
+
+@pytest.fixture
+def fake(demo_kb):
+    with FakeUpstream() as upstream:
+        demo_kb.settings.llm_base_url = upstream.base_url
+        demo_kb.settings.llm_model = "fake-model"
+        demo_kb.settings.generator = "upstream"
+        yield upstream
+
+
+def _message(response):
+    return next(item for item in response.output if item.type == "message")
+
+
+def _search(response):
+    return next(item for item in response.output if item.type == "file_search_call")
+
+
+def test_seed_000_shape_field_by_field(demo_kb, openai_client) -> None:
+    response = openai_client.responses.create(model="calypso-rag-agent", input=QUESTION)
+    assert response.object == "response" and response.status == "completed" and response.model == "calypso-rag-agent"
+    assert response.id.startswith("resp_") and response.created_at > 0
+    assert [item.type for item in response.output] == ["file_search_call", "message"]
+
+    search = _search(response)
+    assert search.status == "completed" and search.queries == [QUESTION]
+    assert search.id.startswith("fs_")
+    indexes = []
+    for result in search.results:
+        assert result.file_id.startswith("file-") and result.filename and result.text
+        assert isinstance(result.score, float)
+        attributes = result.attributes
+        for key in ("source_index", "label", "page_number", "page_label", "locator_label", "modality",
+                    "knowledge_id", "document_id", "chunk_index", "cited"):
+            assert key in attributes, key
+        assert attributes["label"] == f"{result.filename} ({attributes['locator_label']})"
+        assert attributes["modality"] == "text" and attributes["knowledge_id"] == "general"
+        indexes.append(attributes["source_index"])
+    assert indexes == list(range(1, len(indexes) + 1))
+
+    message = _message(response)
+    assert message.role == "assistant" and message.status == "completed"
+    (content,) = message.content
+    assert content.type == "output_text" and "30 days" in content.text
+    assert "[" not in content.text  # plain by default
+    assert content.annotations
+    by_index = {r.attributes["source_index"]: r for r in search.results}
+    for annotation in content.annotations:
+        assert annotation.type == "file_citation"
+        extra = annotation.model_extra
+        assert content.text[extra["start_index"] : extra["end_index"]] == extra["text"]
+        assert annotation.index == extra["end_index"]
+        nested = extra["file_citation"]
+        assert nested["file_id"] == annotation.file_id and nested["filename"] == annotation.filename
+        aicore = extra["_aicore"]
+        source = by_index[aicore["source_index"]]
+        assert source.attributes["cited"] is True and source.file_id == annotation.file_id
+        assert nested["quote"] in source.text  # the quote is an exact substring of the passage
+        assert source.text[aicore["quote_start"] : aicore["quote_end"]] == nested["quote"]
+        assert aicore["segment_text"] == extra["text"] and 0 <= aicore["support_score"] <= 1
+    usage = response.usage
+    assert usage.total_tokens == usage.input_tokens + usage.output_tokens
+
+    meta = response.metadata["_aicore"]
+    assert meta["retrieval_status"] == "grounded" and meta["grounded_sources_state"] == "available"
+    assert meta["grounded_sources_hint"]
+    assert [s["source_index"] for s in meta["grounded_sources"]] == indexes
+    assert meta["grounding_supports"] and "Sources:" in meta["display_text"] and meta["ui"]
+    citations = response.model_extra["citations"]
+    assert citations and all(url.startswith("http://127.0.0.1") for url in citations)
+
+
+def test_badges_applied_in_descending_order_land_on_their_segments(demo_kb, openai_client) -> None:
+    response = openai_client.responses.create(model="calypso-rag-agent", input=QUESTION)
+    content = _message(response).content[0]
+    text = content.text
+    annotations = sorted(content.annotations, key=lambda a: a.model_extra["start_index"], reverse=True)
+    for annotation in annotations:
+        end = annotation.model_extra["end_index"]
+        text = text[:end] + f"[{annotation.model_extra['_aicore']['source_index']}]" + text[end:]
+    for annotation in content.annotations:
+        segment = annotation.model_extra["text"]
+        assert f"{segment}[{annotation.model_extra['_aicore']['source_index']}]" in text
+
+
+def test_inline_citations_links_span_exactly(demo_kb, openai_client) -> None:
+    response = openai_client.responses.create(model="calypso-rag-agent", input=QUESTION, include=["inline_citations"])
+    content = _message(response).content[0]
+    results = {r.attributes["source_index"]: r for r in _search(response).results}
+    assert "[[1]](" in content.text
+    for annotation in content.annotations:
+        assert annotation.type == "url_citation"
+        link = content.text[annotation.start_index : annotation.end_index]
+        assert link == f"[[{annotation.title}]]({annotation.url})"
+        assert annotation.url.endswith(f"/v1/files/{results[int(annotation.title)].file_id}/content")
+        aicore = annotation.model_extra["_aicore"]
+        assert content.text[aicore["segment_start"] : aicore["segment_end"]] == aicore["segment_text"]
+    # The link opens the original file.
+    url = content.annotations[0].url
+    assert httpx.get(url).status_code == 200
+
+    plain = openai_client.responses.create(
+        model="calypso-rag-agent", input=QUESTION, include=["inline_citations", "no_inline_citations"]
+    )
+    assert "[[" not in _message(plain).content[0].text  # no_inline_citations wins
+
+
+def test_pdf_sources_link_to_the_page(demo_kb, openai_client) -> None:
+    response = openai_client.responses.create(
+        model="calypso-rag-agent", input="Was ist die Fundamentalgruppe?", include=["inline_citations"],
+        tools=[{"type": "file_search", "vector_store_ids": ["general"], "max_num_results": 3}],
+    )
+    annotation = _message(response).content[0].annotations[0]
+    page = annotation.model_extra["_aicore"]["page_number"]
+    assert annotation.url.endswith(f"#page={page}")
+    assert any(url.endswith("#page=" + url.rsplit("=", 1)[-1]) for url in response.model_extra["citations"])
+    assert len(_search(response).results) == 3
+
+
+def test_native_mode_and_sources_appendix(demo_kb, openai_client) -> None:
+    native = openai_client.responses.create(
+        model="calypso-rag-agent", input=QUESTION, metadata={"citation_compat": "native", "sources_appendix": "omit"}
+    )
+    meta = native.metadata["_aicore"]
+    assert set(meta) == {"retrieval_status", "grounded_sources_state", "grounded_sources_hint", "generator"}
+    assert native.metadata["citation_compat"] == "native"
+    nested = openai_client.responses.create(
+        model="calypso-rag-agent", input=QUESTION, metadata={"_aicore": {"sources_appendix": "omit"}}
+    )
+    assert "Sources:" not in nested.metadata["_aicore"]["display_text"]
+    assert "grounding_supports" in nested.metadata["_aicore"]
+    # Native drops duplicates and nothing else: same output either way.
+    legacy = openai_client.responses.create(model="calypso-rag-agent", input=QUESTION)
+    assert _message(legacy).content[0].text == _message(native).content[0].text
+    assert len(_message(legacy).content[0].annotations) == len(_message(native).content[0].annotations)
+
+
+def test_streaming_events_and_final_response(demo_kb, openai_client) -> None:
+    events = list(openai_client.responses.create(model="calypso-rag-agent", input=QUESTION, stream=True))
+    types = [e.type for e in events]
+    assert types[:9] == [
+        "response.created", "response.in_progress", "response.output_item.added",
+        "response.file_search_call.in_progress", "response.file_search_call.searching",
+        "response.file_search_call.completed", "response.output_item.done", "response.output_item.added",
+        "response.content_part.added",
+    ]
+    assert types[-4:] == ["response.output_text.done", "response.content_part.done", "response.output_item.done",
+                          "response.completed"]
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    final = events[-1].response
+    assert text == final.output_text
+    added = [e for e in events if e.type == "response.output_text.annotation.added"]
+    assert [e.annotation_index for e in added] == list(range(len(added)))
+    final_annotations = _message(final).content[0].annotations
+    assert [a["start_index"] if isinstance(a, dict) else a.model_extra["start_index"] for a in [e.annotation for e in added]] == [
+        a.model_extra["start_index"] for a in final_annotations
+    ]
+    # Each annotation arrives right after the delta that completes its segment.
+    for event in added:
+        position = types.index("response.output_text.annotation.added", events.index(event))
+        so_far = "".join(e.delta for e in events[:position] if e.type == "response.output_text.delta")
+        end = event.annotation["end_index"] if isinstance(event.annotation, dict) else event.annotation.model_extra["end_index"]
+        assert len(so_far) >= end
+        assert event.item_id == _message(final).id and event.output_index == 1 and event.content_index == 0
+
+
+def test_stream_equals_non_stream_apart_from_ids(demo_kb, openai_client) -> None:
+    streamed = list(openai_client.responses.create(model="calypso-rag-agent", input=QUESTION, stream=True))[-1].response
+    plain = openai_client.responses.create(model="calypso-rag-agent", input=QUESTION)
+
+    def strip(response) -> dict:
+        data = json.loads(response.model_dump_json())
+        for key in ("id", "created_at"):
+            data.pop(key)
+        for item in data["output"]:
+            item.pop("id")
+        return data
+
+    assert strip(streamed) == strip(plain)
+
+
+def test_inline_streaming_deltas_concatenate_to_final_text(demo_kb, openai_client) -> None:
+    events = list(openai_client.responses.create(
+        model="calypso-rag-agent", input=QUESTION, stream=True, include=["inline_citations"]
+    ))
+    final = events[-1].response
+    text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    assert text == final.output_text and "[[1]](" in text
+    for event in (e for e in events if e.type == "response.output_text.annotation.added"):
+        annotation = event.annotation if isinstance(event.annotation, dict) else event.annotation.model_dump()
+        assert text[annotation["start_index"] : annotation["end_index"]].startswith("[[")
+
+
+def test_stored_response_and_previous_response_id(demo_kb, openai_client, fake) -> None:
+    fake.script(Script.from_text("Customers may request a full refund within 30 days [Source 1]."))
+    first = openai_client.responses.create(model="calypso-rag-agent", input=QUESTION)
+    fetched = openai_client.responses.retrieve(first.id)
+    assert fetched.id == first.id and fetched.output_text == first.output_text
+
+    fake.script(Script.from_text("Store credit applies after that [Source 1]."))
+    second = openai_client.responses.create(
+        model="calypso-rag-agent", input="And after 30 days?", previous_response_id=first.id
+    )
+    sent = fake.requests[-1]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
+    assert sent[2]["content"] == "Customers may request a full refund within 30 days [Source 1]."
+    assert second.previous_response_id == first.id
+
+    unstored = openai_client.responses.create(model="calypso-rag-agent", input=QUESTION, store=False)
+    with pytest.raises(openai.NotFoundError):
+        openai_client.responses.retrieve(unstored.id)
+
+
+def test_upstream_markers_split_across_tokens(demo_kb, openai_client, fake) -> None:
+    fake.script(Script(tokens=["Customers may request a full refund", " within 30 days [Sou", "rce 1][Sour", "ce 42]."]))
+    events = list(openai_client.responses.create(model="calypso-rag-agent", input=QUESTION, stream=True))
+    deltas = [e.delta for e in events if e.type == "response.output_text.delta"]
+    assert "".join(deltas) == "Customers may request a full refund within 30 days."
+    assert not any("[" in d or "Sou" in d for d in deltas)
+    final = events[-1].response
+    annotations = _message(final).content[0].annotations
+    assert len(annotations) == 1  # [Source 42] names no retrieved passage
+    assert final.metadata["_aicore"]["generator"].startswith("upstream")
+
+
+def test_upstream_failure_mid_stream_ends_with_error_and_failed(demo_kb, openai_client, fake) -> None:
+    fake.script(Script(tokens=["Partial", " answer", " then", " gone"], disconnect_after=2))
+    events = list(openai_client.responses.create(model="calypso-rag-agent", input=QUESTION, stream=True))
+    assert [e.type for e in events[-2:]] == ["error", "response.failed"]
+    assert events[-1].response.status == "failed"
+    with pytest.raises(openai.APIStatusError):
+        fake.script(Script(status=500, fail_times=5))
+        openai_client.responses.create(model="calypso-rag-agent", input=QUESTION)
+
+
+def test_ungrounded_and_no_retrieval_states(demo_kb, openai_client) -> None:
+    nothing = openai_client.responses.create(model="calypso-rag-agent", input="xylophone zebra quasar")
+    meta = nothing.metadata["_aicore"]
+    assert meta["grounded_sources_state"] == "missing" and meta["retrieval_status"] == "ungrounded"
+    assert _message(nothing).content[0].annotations == []
+    assert nothing.model_extra["citations"] == []
+
+
+@pytest.mark.parametrize(
+    ("payload", "param"),
+    [
+        ({"input": QUESTION, "bogus": 1}, "bogus"),
+        ({"input": ""}, "input"),
+        ({"input": []}, "input"),
+        ({"input": [{"role": "wizard", "content": "x"}]}, "input[0].role"),
+        ({"input": QUESTION, "include": ["everything"]}, "include"),
+        ({"input": QUESTION, "metadata": {"citation_compat": "weird"}}, "metadata.citation_compat"),
+        ({"input": QUESTION, "tools": [{"type": "web_search"}]}, "tools[0].type"),
+        ({"input": QUESTION, "tools": [{"type": "file_search", "vector_store_ids": ["bad name"]}]}, "tools[0].vector_store_ids"),
+        ({"input": QUESTION, "tools": [{"type": "file_search", "filters": {"type": "gt", "key": "x", "value": 1}}]}, "tools[0].filters"),
+        ({"input": QUESTION, "temperature": 7}, "temperature"),
+        ({"input": QUESTION, "model": "no-such-bot"}, "model"),
+        ({"input": QUESTION, "previous_response_id": "resp_missing"}, "previous_response_id"),
+    ],
+)
+def test_bad_requests(demo_kb, http, payload: dict, param: str) -> None:
+    body = {"model": "calypso-rag-agent", **payload}
+    response = http.post("/v1/responses", json=body)
+    assert response.status_code in (400, 404), response.text
+    error = response.json()["error"]
+    assert error["param"] == param and error["message"] and error["type"]
+
+
+def test_document_filter_restricts_citations(demo_kb, openai_client, http) -> None:
+    documents = http.get("/v1/documents", params={"limit": 100}).json()["data"]
+    handbook = next(d for d in documents if d["filename"] == "office_handbook.md")
+    response = openai_client.responses.create(
+        model="calypso-rag-agent", input=QUESTION,
+        tools=[{"type": "file_search", "filters": {"type": "eq", "key": "document_id", "value": handbook["id"]}}],
+    )
+    assert {r.attributes["document_id"] for r in _search(response).results} <= {handbook["id"]}
