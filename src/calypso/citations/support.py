@@ -29,6 +29,7 @@ use it as a score with a tuned cut rather than as a probability on other text.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from dataclasses import dataclass
@@ -290,9 +291,9 @@ class _Analysis:
         else:
             rec_win = rec_whole = 0.0
             missing = 0
-        claim_bigrams = set(zip(claim_terms, claim_terms[1:]))
+        claim_bigrams = set(itertools.pairwise(claim_terms))
         if claim_bigrams:
-            window_bigrams = set(zip(window_terms, window_terms[1:]))
+            window_bigrams = set(itertools.pairwise(window_terms))
             big_win = len(claim_bigrams & window_bigrams) / len(claim_bigrams)
         else:  # a one-word claim: its bigram recall is its word recall
             big_win = rec_win
@@ -316,7 +317,7 @@ class _Analysis:
             values.update(
                 rec1=max((m.bit_count() for m in masks), default=0) / n_terms if n_terms else 0.0,
                 big_whole=(
-                    len(claim_bigrams & {b for t in sentence_terms for b in zip(t, t[1:])}) / len(claim_bigrams)
+                    len(claim_bigrams & {b for t in sentence_terms for b in itertools.pairwise(t)}) / len(claim_bigrams)
                     if claim_bigrams
                     else rec_whole
                 ),
