@@ -218,12 +218,16 @@ class ChunkWriter:
         return sse_data(payload)
 
 
-def error_event(exc: BaseException) -> str:
+def error_event(exc: BaseException, prefix: str = "") -> str:
+    """The ``data: {"error": ...}`` event a stream ends with when it fails after starting."""
     if isinstance(exc, CalypsoError):
-        return sse_data(exc.to_dict())
-    log.exception("chat stream failed", exc_info=exc)
-    return sse_data({"error": {"message": "Internal server error; see the server log.", "type": "server_error",
-                               "param": None, "code": None}})
+        payload = exc.to_dict()
+    else:
+        log.exception("chat stream failed", exc_info=exc)
+        payload = {"error": {"message": "Internal server error; see the server log.", "type": "server_error",
+                             "param": None, "code": None}}
+    payload["error"]["message"] = prefix + payload["error"]["message"]
+    return sse_data(payload)
 
 
 async def prime(events: AsyncIterator[AnswerEvent]) -> list[AnswerEvent]:
@@ -252,6 +256,7 @@ async def chat_chunks(
     citing: bool,
     base_url: str,
     on_done: OnDone | None = None,
+    error_prefix: str = "",
 ) -> AsyncIterator[str]:
     """The SSE body: role chunk, content deltas, [appendix], annotations chunk, finish chunk
     (with ``citations``), usage chunk, ``[DONE]``. ``on_done`` runs before the finish chunk
@@ -295,7 +300,7 @@ async def chat_chunks(
             for chunk in await handle(event):
                 yield chunk
     except Exception as exc:  # noqa: BLE001 - reported to the client, then the stream closes
-        yield error_event(exc)
+        yield error_event(exc, error_prefix)
     finally:
         await events.aclose()
 

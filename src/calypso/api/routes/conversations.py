@@ -1,5 +1,252 @@
-"""Placeholder: routes are being written."""
+"""/v1/conversations (seed 004): stored conversations with a bot, one turn at a time.
 
-from fastapi import APIRouter
+A turn is stored atomically (user + assistant message in one transaction)
+after the answer completes; a failed or cancelled answer stores nothing and
+the error says so. Turns on one conversation are serialised with a
+per-conversation ``asyncio.Lock``: that covers one server process; several
+processes need a database lock instead (see docs/citations-chat.md).
+"""
 
-router = APIRouter()
+from __future__ import annotations
+
+import asyncio
+import uuid
+import weakref
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict
+
+from calypso.answering import Answerer, message_text
+from calypso.api.deps import answerer as get_answerer
+from calypso.api.deps import bots as get_bots
+from calypso.api.deps import check_limit, check_order, knowledge_base, public_base_url
+from calypso.api.routes.chat import (
+    ChunkWriter,
+    GuardedStream,
+    StreamOptions,
+    ask_request,
+    chat_chunks,
+    parse_body,
+    prime,
+    usage_object,
+)
+from calypso.api.serialize import list_object
+from calypso.api.sse import sse_response
+from calypso.citations.chat_render import RenderedChat, render_chat
+from calypso.citations.grounded import GroundedAnswer
+from calypso.errors import CalypsoError, InvalidRequest
+from calypso.knowledge import DEFAULT_WORKSPACE, KnowledgeBase
+from calypso.store.conversations import Conversation, ConversationStore, StoredMessage, new_message
+
+router = APIRouter(prefix="/v1/conversations", tags=["conversations"])
+
+NOTHING_STORED = "Nothing was stored for this turn; send the message again. "
+
+
+class CreateConversation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model: str | None = None  # the bot, as in Chat Completions
+    bot: str | None = None  # the same, by its seed-004 name
+    metadata: dict[str, str] | None = None
+
+
+class PostMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    role: Literal["user"] = "user"
+    content: str | list[dict[str, Any]]
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+
+
+def conversations(kb: KnowledgeBase = Depends(knowledge_base)) -> ConversationStore:
+    return ConversationStore(kb.store)  # type: ignore[arg-type]  # the embedded store
+
+
+def conversation_object(conversation: Conversation) -> dict:
+    return {
+        "id": conversation.id,
+        "object": "conversation",
+        "created_at": conversation.created_at,
+        "bot": conversation.bot_id,
+        "model": conversation.bot_id,
+        "metadata": conversation.metadata,
+    }
+
+
+def message_object(conversation_id: str, message: StoredMessage) -> dict:
+    """A stored message; ``citations`` is always present and always null on user messages."""
+    out: dict[str, Any] = {
+        "id": message.id,
+        "object": "conversation.message",
+        "conversation_id": conversation_id,
+        "role": message.role,
+        "content": message.content,
+        "citations": message.citations if message.role == "assistant" else None,
+        "created_at": message.created_at,
+    }
+    if message.role == "assistant":
+        out["annotations"] = message.extra.get("annotations", [])
+        out["finish_reason"] = message.extra.get("finish_reason", "stop")
+        out["usage"] = message.extra.get("usage")
+    return out
+
+
+def _history(messages: list[StoredMessage]) -> list[dict]:
+    # Earlier answers go back to the model as plain text: their old numbers would
+    # otherwise clash with this turn's freshly numbered [Source N] passages.
+    return [
+        {"role": m.role, "content": m.extra.get("text", m.content) if m.role == "assistant" else m.content}
+        for m in messages
+    ]
+
+
+def _lock_for(request: Request, conversation_id: str) -> asyncio.Lock:
+    locks = getattr(request.app.state, "conversation_locks", None)
+    if locks is None:
+        # Weak values: a lock lives while a turn holds or waits for it.
+        locks = request.app.state.conversation_locks = weakref.WeakValueDictionary()
+    lock = locks.get(conversation_id)
+    if lock is None:
+        lock = locks[conversation_id] = asyncio.Lock()
+    return lock
+
+
+class _Held:
+    """Releases a lock once, from whichever of done/close/error gets there first."""
+
+    def __init__(self, lock: asyncio.Lock) -> None:
+        self.lock, self.held = lock, True
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            self.lock.release()
+
+
+def _nothing_stored(exc: CalypsoError) -> CalypsoError:
+    failed = type(exc)(NOTHING_STORED + exc.message, param=exc.param, code=exc.code)
+    failed.__cause__ = exc
+    return failed
+
+
+def _turn_messages(question: str, answer: GroundedAnswer, rendered: RenderedChat, message_id: str) -> tuple:
+    user = new_message("user", question)
+    assistant = new_message(
+        "assistant",
+        rendered.content,
+        rendered.citations,
+        annotations=rendered.annotations,
+        finish_reason=answer.finish_reason,
+        usage=usage_object(answer),
+        text=answer.text,
+    )
+    assistant.id = message_id
+    return user, assistant
+
+
+# -- routes ----------------------------------------------------------------------------------
+
+
+@router.post("")
+async def create_conversation(request: Request, store: ConversationStore = Depends(conversations)) -> JSONResponse:
+    """Start a conversation with a bot (`model` or `bot`, default the built-in bot)."""
+    body: CreateConversation = await parse_body(request, CreateConversation)
+    if body.model and body.bot and body.model != body.bot:
+        raise InvalidRequest("model and bot name different bots; send one of them.", param="bot")
+    bot = get_bots(request).get(body.bot or body.model)
+    conversation = await asyncio.to_thread(store.create, DEFAULT_WORKSPACE, bot.id, body.metadata)
+    return JSONResponse(conversation_object(conversation), status_code=201)
+
+
+@router.get("")
+def list_conversations(
+    limit: int = Query(20),
+    after: str | None = None,
+    order: str = "desc",
+    store: ConversationStore = Depends(conversations),
+) -> dict:
+    page = store.list(DEFAULT_WORKSPACE, check_limit(limit), after, check_order(order))
+    return list_object([conversation_object(c) for c in page.items], page.has_more)
+
+
+@router.get("/{conversation_id}")
+def get_conversation(conversation_id: str, store: ConversationStore = Depends(conversations)) -> dict:
+    """The conversation with all its messages in order."""
+    conversation = store.get(DEFAULT_WORKSPACE, conversation_id)
+    messages = store.messages(DEFAULT_WORKSPACE, conversation_id)
+    return {**conversation_object(conversation), "messages": [message_object(conversation_id, m) for m in messages]}
+
+
+@router.delete("/{conversation_id}")
+def delete_conversation(conversation_id: str, store: ConversationStore = Depends(conversations)) -> dict:
+    store.delete(DEFAULT_WORKSPACE, conversation_id)
+    return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
+
+
+@router.post("/{conversation_id}/messages")
+async def post_message(
+    conversation_id: str, request: Request, store: ConversationStore = Depends(conversations)
+) -> Any:
+    """One user message in, the assistant's message out (``stream: true``: Chat Completions chunks)."""
+    body: PostMessage = await parse_body(request, PostMessage)
+    if body.stream_options is not None and not body.stream:
+        raise InvalidRequest("stream_options is only allowed when stream is true.", param="stream_options")
+    question = body.content if isinstance(body.content, str) else message_text({"content": body.content})
+    if not question.strip():
+        raise InvalidRequest("content is empty; send the user's message.", param="content")
+    conversation = await asyncio.to_thread(store.get, DEFAULT_WORKSPACE, conversation_id)
+    bot = get_bots(request).get(conversation.bot_id)
+    answerer: Answerer = get_answerer(request)
+    base_url = public_base_url(request)
+    message_id = f"msg_{uuid.uuid4().hex}"
+
+    async def store_turn(answer: GroundedAnswer, rendered: RenderedChat) -> dict:
+        turn = _turn_messages(question, answer, rendered, message_id)
+        await asyncio.to_thread(store.add_turn, DEFAULT_WORKSPACE, conversation_id, *turn)
+        return {
+            "object": "conversation.turn",
+            "conversation_id": conversation_id,
+            "user_message": message_object(conversation_id, turn[0]),
+            "message": message_object(conversation_id, turn[1]),
+        }
+
+    held = _Held(_lock_for(request, conversation_id))
+    await held.lock.acquire()
+    try:
+        history = await asyncio.to_thread(store.messages, DEFAULT_WORKSPACE, conversation_id)
+        ask = ask_request(bot, [*_history(history), {"role": "user", "content": question}])
+        if not body.stream:
+            try:
+                answer = await answerer.answer(ask)
+            except CalypsoError as exc:
+                raise _nothing_stored(exc) from exc
+            return JSONResponse(await store_turn(answer, render_chat(answer, bot.marker_style, base_url)))
+        events = answerer.stream(ask)
+        try:
+            buffered = await prime(events)
+        except CalypsoError as exc:
+            raise _nothing_stored(exc) from exc
+    except BaseException:
+        held.release()
+        raise
+    finally:
+        if not body.stream:
+            held.release()
+
+    async def on_done(answer: GroundedAnswer, rendered: RenderedChat) -> None:
+        await store_turn(answer, rendered)
+        held.release()  # the finish chunk means "stored"; the next turn may start
+
+    async def on_close() -> None:
+        held.release()
+        await events.aclose()
+
+    include_usage = bool(body.stream_options and body.stream_options.include_usage)
+    writer = ChunkWriter(message_id, bot.id, include_usage, extra={"conversation_id": conversation_id})
+    citing = ask.knowledge_base and ask.include_citations
+    chunks = chat_chunks(
+        events, buffered, writer, bot.marker_style, citing, base_url, on_done=on_done, error_prefix=NOTHING_STORED
+    )
+    return GuardedStream(sse_response(request, chunks), on_close)
