@@ -62,7 +62,7 @@ def main() -> None:
     groups = {fmt: sorted((docs / fmt).glob("*")) for fmt in ("pdf", "docx", "html", "md")}
     groups["html"] = [p for p in groups["html"] if p.suffix == ".html"]
 
-    print(f"python {sys.version.split()[0]}, pypdfium2 {pdfium.V_PYPDFIUM2}, best of {args.repeat}")
+    print(f"python {sys.version.split()[0]}, pypdfium2 {pdfium.PYPDFIUM_INFO}, best of {args.repeat}")
     print(f"{'format':8} {'files':>5} {'pages':>6} {'passages':>8} {'seconds':>8} {'pages/s':>9} {'passages/s':>10}")
     total_t = total_pages = total_passages = 0
     for fmt, paths in groups.items():

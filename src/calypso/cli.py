@@ -6,6 +6,7 @@ import argparse
 import logging
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,6 +47,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if settings.demo:
         added = ingest_demo(kb)
         print(f"demo knowledge base: {added} new document(s) in namespace '{settings.default_namespace}'")
+    # Indexes build in the background so the port opens at once; a query that comes first waits for its namespace.
+    threading.Thread(target=kb.warm_up, name="index-warm-up", daemon=True).start()
     print(f"Calypso serving {settings.home.resolve()} on http://{settings.host}:{settings.port} (OpenAPI: /openapi.json)")
     uvicorn.run(create_app(settings, kb), host=settings.host, port=settings.port, log_level=settings.log_level)
     return 0

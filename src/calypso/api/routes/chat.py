@@ -123,12 +123,14 @@ async def parse_body(request: Request, model: type[BaseModel]) -> Any:
         error = exc.errors()[0]
         param = _param(tuple(error["loc"]))
         if error["type"] == "extra_forbidden":
-            message = f"Unrecognized request argument supplied: {param}. Remove it; see docs/citations-chat.md."
+            accepted = ", ".join(model.model_fields) if len(error["loc"]) == 1 else "see the API reference"
+            message = f"Unrecognized request argument supplied: {param}. Remove it (accepted: {accepted})."
+            code = "unknown_parameter"
         elif error["type"] == "missing":
-            message = f"Missing required parameter: {param}."
+            message, code = f"Missing required parameter: {param}.", "missing_required_parameter"
         else:
-            message = f"Invalid value for {param}: {error['msg']}."
-        raise InvalidRequest(message, param=param, code="invalid_value") from exc
+            message, code = f"Invalid value for {param}: {error['msg']}.", "invalid_value"
+        raise InvalidRequest(message, param=param, code=code) from exc
 
 
 def ask_request(bot: Bot, messages: list[dict], **options: Any) -> AskRequest:
