@@ -299,3 +299,22 @@ def test_document_filter_restricts_citations(demo_kb, openai_client, http) -> No
         tools=[{"type": "file_search", "filters": {"type": "eq", "key": "document_id", "value": handbook["id"]}}],
     )
     assert {r.attributes["document_id"] for r in _search(response).results} <= {handbook["id"]}
+
+
+def test_sdk_stream_helper_accumulates_the_same_response(demo_kb, openai_client) -> None:
+    with openai_client.responses.stream(model="calypso-rag-agent", input=QUESTION) as stream:
+        deltas = [event.delta for event in stream if event.type == "response.output_text.delta"]
+        final = stream.get_final_response()
+    assert "".join(deltas) == final.output_text and "30 days" in final.output_text
+    assert _message(final).content[0].annotations
+
+
+def test_client_disconnect_stops_the_upstream(demo_kb, server, fake) -> None:
+    fake.script(Script(tokens=[f"word{i} " for i in range(300)], token_delay=0.02))
+    body = {"model": "calypso-rag-agent", "input": QUESTION, "stream": True}
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        with client.stream("POST", "/v1/responses", json=body) as response:
+            for line in response.iter_lines():
+                if '"response.output_text.delta"' in line:
+                    break
+    assert fake.wait_for_disconnects(1, timeout=10)
