@@ -43,6 +43,17 @@ class Settings(BaseSettings):
     support_threshold: float | None = Field(
         None, ge=0, le=1, description="Support score below which a citation is unsupported (default: the scorer's calibrated threshold)."
     )
+    auth: str = Field(
+        "auto",
+        pattern="^(auto|on|off)$",
+        description="API keys required: 'on', 'off', or 'auto' (off only when serving on a loopback address).",
+    )
+    admin_key: str | None = Field(None, description="Key for the admin API (/v1/admin/*): creates and revokes workspace keys.")
+    signing_secret: str | None = Field(
+        None, description="HMAC secret for signed source links; empty: a random one kept in the data directory."
+    )
+    source_link_ttl_seconds: int = Field(86400, ge=60, description="How long a signed source link stays valid.")
+    bots_file: Path | None = Field(None, description="TOML file declaring bots, loaded at start.")
     public_base_url: str = Field(
         "", description="Base URL clients reach this server at (for source links behind a proxy); empty: the request's own."
     )

@@ -8,6 +8,7 @@ from fastapi import FastAPI
 
 from calypso import __version__
 from calypso.answering import Answerer
+from calypso.api.auth import auth_enabled
 from calypso.api.errors import install_error_handlers
 from calypso.bots import BotDirectory
 from calypso.api.routes import chat, conversations, documents, files, models, responses, search
@@ -35,6 +36,7 @@ def create_app(settings: Settings | None = None, kb: KnowledgeBase | None = None
 
     app = FastAPI(title="Calypso", version=__version__, lifespan=lifespan)
     app.state.settings = settings
+    app.state.auth_enabled = auth_enabled(settings)
     app.state.kb = kb
     install_error_handlers(app)
     for module in (documents, files, search, models, responses, chat, conversations):

@@ -110,10 +110,37 @@ def m003_conversations(db: sqlite3.Connection) -> None:
     )
 
 
+def m004_keys_and_bots(db: sqlite3.Connection) -> None:
+    _run(
+        db,
+        """
+        CREATE TABLE api_keys (
+            id TEXT PRIMARY KEY,
+            workspace TEXT NOT NULL,
+            name TEXT NOT NULL DEFAULT '',
+            key_hash TEXT NOT NULL UNIQUE,
+            prefix TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            revoked_at INTEGER
+        );
+        CREATE INDEX api_keys_by_workspace ON api_keys (workspace, created_at);
+        CREATE TABLE bots (
+            workspace TEXT NOT NULL,
+            id TEXT NOT NULL,
+            config TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (workspace, id)
+        )
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_documents", m001_documents),
     ("002_responses", m002_responses),
     ("003_conversations", m003_conversations),
+    ("004_keys_and_bots", m004_keys_and_bots),
 ]
 
 
