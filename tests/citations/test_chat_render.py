@@ -7,6 +7,9 @@ import re
 import pytest
 
 from calypso.citations.chat_render import ChatStreamRenderer, is_citing, render_chat
+from calypso.citations.links import LinkSigner
+
+SIGNER = LinkSigner(b"test-secret", "https://kb.example", 3600)
 from calypso.citations.composer import AnswerComposer, MarkerEvent, TextEvent
 from calypso.citations.grounded import GroundedAnswer, Quote, Source, utf16_len
 from calypso.models import Chunk, Document, Passage
@@ -46,7 +49,7 @@ def compose(tokens: list[str], **fields) -> tuple[list, GroundedAnswer]:
 
 
 def stream(events: list, answer: GroundedAnswer, style: str) -> tuple[list[str], object]:
-    renderer = ChatStreamRenderer(answer.sources, style, is_citing(answer), "https://kb.example")
+    renderer = ChatStreamRenderer(answer.sources, style, is_citing(answer), SIGNER)
     deltas = [renderer.delta(e) for e in events if isinstance(e, (TextEvent, MarkerEvent))]
     tail, rendered = renderer.finish(answer)
     return [d for d in deltas + [tail] if d], rendered
@@ -60,7 +63,7 @@ SPLITS = [[RAW], list(RAW), [RAW[i : i + 3] for i in range(0, len(RAW), 3)]]
 @pytest.mark.parametrize("tokens", SPLITS)
 def test_numeric_content_offsets_and_appendix(tokens: list[str]) -> None:
     events, answer = compose(tokens)
-    rendered = render_chat(answer, "numeric", "https://kb.example")
+    rendered = render_chat(answer, "numeric", SIGNER)
     assert rendered.content == (
         "Refunds are possible within 30 days [1]. Gift cards are never refundable [2]. Orders ship fast.[3][2]"
         "\n\nSources:\n[1] refund_policy_2026.pdf (p. 4)\n[2] gift_cards.md (p. 4)\n[3] shipping.md (p. 4)"
@@ -75,7 +78,8 @@ def test_numeric_content_offsets_and_appendix(tokens: list[str]) -> None:
         following = re.match(r"\s*((?:\[\d+\])+)", rendered.content[end:]).group(1)
         assert f"[{annotation['_aicore']['source_index']}]" in following
     first = rendered.annotations[0]["url_citation"]
-    assert first["url"] == "https://kb.example/v1/files/file-1/content#page=4"
+    assert first["url"].startswith("https://kb.example/v1/files/file-1/content?expires=")
+    assert first["url"].endswith("#page=4")
     assert first["title"] == "Refund Policy 2026"
     assert rendered.annotations[1]["url_citation"]["title"] == "gift_cards.md"  # no title: the filename
     assert [c["source_index"] for c in rendered.citations] == [1, 2, 3]
@@ -91,7 +95,7 @@ def test_numeric_content_offsets_and_appendix(tokens: list[str]) -> None:
 @pytest.mark.parametrize("tokens", SPLITS)
 def test_source_style_normalises_valid_markers_and_keeps_invalid_ones(tokens: list[str]) -> None:
     events, answer = compose(tokens)
-    rendered = render_chat(answer, "source", "https://kb.example")
+    rendered = render_chat(answer, "source", SIGNER)
     assert rendered.content == (
         "Refunds are possible within 30 days [Source 1]. Gift cards are never refundable [Source 9][Source 2]. "
         "Orders ship fast.[Source 3][Source 2]"

@@ -11,6 +11,7 @@ from calypso.answering import Answerer
 from calypso.api.auth import auth_enabled
 from calypso.api.errors import install_error_handlers
 from calypso.bots import BotDirectory
+from calypso.citations.links import load_secret
 from calypso.api.routes import chat, conversations, documents, files, models, responses, search
 from calypso.config import Settings
 from calypso.knowledge import KnowledgeBase
@@ -37,6 +38,7 @@ def create_app(settings: Settings | None = None, kb: KnowledgeBase | None = None
     app = FastAPI(title="Calypso", version=__version__, lifespan=lifespan)
     app.state.settings = settings
     app.state.auth_enabled = auth_enabled(settings)
+    app.state.signing_secret = load_secret(settings.signing_secret, settings.home)
     app.state.kb = kb
     install_error_handlers(app)
     for module in (documents, files, search, models, responses, chat, conversations):

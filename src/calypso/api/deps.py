@@ -6,6 +6,7 @@ import json
 
 from fastapi import Request, UploadFile
 
+from calypso.citations.links import LinkSigner
 from calypso.errors import InvalidRequest, PayloadTooLarge
 from calypso.knowledge import KnowledgeBase
 
@@ -63,3 +64,9 @@ def public_base_url(request: Request) -> str:
     """Where clients reach us: the configured public URL, else this request's base URL."""
     configured = request.app.state.settings.public_base_url
     return configured.rstrip("/") if configured else str(request.base_url).rstrip("/")
+
+
+def link_signer(request: Request) -> LinkSigner:
+    """Signs source links with the server secret, for this request's public base URL."""
+    settings = request.app.state.settings
+    return LinkSigner(request.app.state.signing_secret, public_base_url(request), settings.source_link_ttl_seconds)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from calypso.citations.composer import MarkerEvent, TextEvent
 from calypso.citations.grounded import GroundedAnswer, MarkerPlacement, Source, utf16_len
-from calypso.citations.links import source_url
+from calypso.citations.links import LinkSigner, source_url
 
 NUMERIC = "numeric"
 SOURCE = "source"
@@ -115,7 +115,7 @@ def source_index(source: Source, style: str) -> int:
     return source.retrieval_number if style == SOURCE else source.display_number
 
 
-def annotations(answer: GroundedAnswer, builder: ContentBuilder, content: str, base_url: str = "") -> list[dict]:
+def annotations(answer: GroundedAnswer, builder: ContentBuilder, content: str, links: LinkSigner | None = None) -> list[dict]:
     """One nested ``url_citation`` per (segment, cited source), spanning the segment in ``content``."""
     if answer.citations_are_null:
         return []
@@ -129,7 +129,7 @@ def annotations(answer: GroundedAnswer, builder: ContentBuilder, content: str, b
                 {
                     "type": "url_citation",
                     "url_citation": {
-                        "url": source_url(passage, base_url, citation.quote.page_number),
+                        "url": source_url(passage, links, citation.quote.page_number),
                         "title": passage.document.title or passage.document.filename,
                         "start_index": start,
                         "end_index": end,
@@ -145,7 +145,7 @@ def annotations(answer: GroundedAnswer, builder: ContentBuilder, content: str, b
     return out
 
 
-def citations(answer: GroundedAnswer, style: str, base_url: str = "") -> list[dict] | None:
+def citations(answer: GroundedAnswer, style: str, links: LinkSigner | None = None) -> list[dict] | None:
     """Seed 004's ``citations``: null (no knowledge base, disabled, tool call) or one object per cited source.
 
     Ordered by first citation in the answer; the seed's six fields come first,
@@ -168,7 +168,7 @@ def citations(answer: GroundedAnswer, style: str, base_url: str = "") -> list[di
                 "text_preview": passage.chunk.text[:PREVIEW_CHARS],
                 "score": round(passage.score, 4),
                 "label": passage.display_label,
-                "url": source_url(passage, base_url, quote.page_number),
+                "url": source_url(passage, links, quote.page_number),
                 "page_number": quote.page_number,
                 "page_label": quote.page_label,
                 "quote": quote.text,
@@ -186,16 +186,16 @@ class RenderedChat:
 
 
 def finish_render(
-    answer: GroundedAnswer, builder: ContentBuilder, content: str, base_url: str = ""
+    answer: GroundedAnswer, builder: ContentBuilder, content: str, links: LinkSigner | None = None
 ) -> RenderedChat:
     """Annotations and citations for ``content`` built by ``builder`` (streamed or replayed)."""
-    return RenderedChat(content, annotations(answer, builder, content, base_url), citations(answer, builder.style, base_url))
+    return RenderedChat(content, annotations(answer, builder, content, links), citations(answer, builder.style, links))
 
 
-def render_chat(answer: GroundedAnswer, style: str = NUMERIC, base_url: str = "") -> RenderedChat:
+def render_chat(answer: GroundedAnswer, style: str = NUMERIC, links: LinkSigner | None = None) -> RenderedChat:
     """The whole Chat Completions rendering of a finished answer."""
     builder = ContentBuilder(answer.sources, style, is_citing(answer))
-    return finish_render(answer, builder, replay(answer, builder), base_url)
+    return finish_render(answer, builder, replay(answer, builder), links)
 
 
 class ChatStreamRenderer:
@@ -206,9 +206,9 @@ class ChatStreamRenderer:
     final annotations and citations for the whole streamed content.
     """
 
-    def __init__(self, sources: list[Source], style: str = NUMERIC, citing: bool = True, base_url: str = "") -> None:
+    def __init__(self, sources: list[Source], style: str = NUMERIC, citing: bool = True, links: LinkSigner | None = None) -> None:
         self.builder = ContentBuilder(sources, style, citing)
-        self.base_url = base_url
+        self.links = links
         self._parts: list[str] = []
 
     def delta(self, event: TextEvent | MarkerEvent) -> str:
@@ -219,4 +219,4 @@ class ChatStreamRenderer:
     def finish(self, answer: GroundedAnswer) -> tuple[str, RenderedChat]:
         tail = self.builder.appendix(answer)
         self._parts.append(tail)
-        return tail, finish_render(answer, self.builder, "".join(self._parts), self.base_url)
+        return tail, finish_render(answer, self.builder, "".join(self._parts), self.links)

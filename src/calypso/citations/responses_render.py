@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calypso.citations.grounded import GroundedAnswer, MarkerPlacement, Segment, SegmentCitation, Source, utf16_len
-from calypso.citations.links import source_url
+from calypso.citations.links import LinkSigner, source_url
 
 HINTS = {
     "available": "Retrieved context used to support this answer.",
@@ -28,7 +28,7 @@ HINTS = {
 
 @dataclass
 class RenderOptions:
-    base_url: str = ""
+    links: LinkSigner | None = None  # signs source links; None: bare paths
     inline: bool = False  # [[n]](url) links with url_citation annotations
     legacy: bool = True  # citation_compat "legacy": duplicate the citation data under metadata._aicore
     sources_appendix: bool = True  # "Sources:" list in _aicore.display_text (legacy)
@@ -41,7 +41,7 @@ def grounded_sources_state(answer: GroundedAnswer) -> str:
 
 
 def _url(source: Source, options: RenderOptions, page: int | None = None) -> str:
-    return source_url(source.passage, options.base_url, page)
+    return source_url(source.passage, options.links, page)
 
 
 # -- annotations ---------------------------------------------------------------------------

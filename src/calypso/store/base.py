@@ -48,6 +48,10 @@ class Store(ABC):
     def get_document_by_file_id(self, workspace: str, file_id: str) -> Document | None: ...
 
     @abstractmethod
+    def find_file(self, file_id: str) -> Document | None:
+        """A file by id in any workspace (signed links carry their own proof of workspace)."""
+
+    @abstractmethod
     def document_key(self, workspace: str, document_id: str) -> int | None:
         """The integer key the retrieval index knows the document by."""
 

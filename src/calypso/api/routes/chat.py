@@ -19,9 +19,11 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from calypso.answering import AnswerEvent, Answerer, AskRequest, Done, Retrieved, ToolCallsEvent
+from calypso.citations.links import LinkSigner
+from calypso.api.auth import current_workspace
 from calypso.api.deps import answerer as get_answerer
 from calypso.api.deps import bots as get_bots
-from calypso.api.deps import public_base_url
+from calypso.api.deps import link_signer
 from calypso.api.sse import sse_data, sse_response
 from calypso.bots import Bot
 from calypso.citations.chat_render import ChatStreamRenderer, RenderedChat, render_chat
@@ -256,7 +258,7 @@ async def chat_chunks(
     writer: ChunkWriter,
     style: str,
     citing: bool,
-    base_url: str,
+    links: LinkSigner,
     on_done: OnDone | None = None,
     error_prefix: str = "",
 ) -> AsyncIterator[str]:
@@ -269,7 +271,7 @@ async def chat_chunks(
     async def handle(event: AnswerEvent) -> list[str]:
         nonlocal renderer
         if isinstance(event, Retrieved):
-            renderer = ChatStreamRenderer(event.sources, style, citing, base_url)
+            renderer = ChatStreamRenderer(event.sources, style, citing, links)
             return []
         assert renderer is not None  # Retrieved always comes first
         if isinstance(event, (TextEvent, MarkerEvent)):
@@ -333,21 +335,23 @@ async def create_chat_completion(request: Request) -> Any:
     """OpenAI's Chat Completions; `model` names a bot (GET /v1/models)."""
     body: ChatCompletionRequest = await parse_body(request, ChatCompletionRequest)
     body.check()
-    bot = get_bots(request).get(body.model)
+    workspace = current_workspace(request)
+    bot = get_bots(request).get(body.model, workspace=workspace)
     answerer: Answerer = get_answerer(request)
     ask = ask_request(
         bot,
         [m.forwarded() for m in body.messages],
+        workspace=workspace,
         temperature=body.temperature,
         max_tokens=body.max_completion_tokens or body.max_tokens,
         tools=body.tools,
         tool_choice=body.tool_choice,
     )
-    base_url = public_base_url(request)
+    links = link_signer(request)
     completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
     if not body.stream:
         answer = await answerer.answer(ask)
-        rendered = render_chat(answer, bot.marker_style, base_url)
+        rendered = render_chat(answer, bot.marker_style, links)
         return JSONResponse(completion_object(completion_id, bot.id, answer, rendered))
 
     events = answerer.stream(ask)
@@ -355,5 +359,5 @@ async def create_chat_completion(request: Request) -> Any:
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
     writer = ChunkWriter(completion_id, bot.id, include_usage)
     citing = ask.knowledge_base and ask.include_citations
-    chunks = chat_chunks(events, buffered, writer, bot.marker_style, citing, base_url)
+    chunks = chat_chunks(events, buffered, writer, bot.marker_style, citing, links)
     return GuardedStream(sse_response(request, chunks), events.aclose)

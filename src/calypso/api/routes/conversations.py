@@ -19,9 +19,11 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
 from calypso.answering import Answerer, message_text
+from calypso.citations.links import LinkSigner
+from calypso.api.auth import current_workspace
 from calypso.api.deps import answerer as get_answerer
 from calypso.api.deps import bots as get_bots
-from calypso.api.deps import check_limit, check_order, knowledge_base, public_base_url
+from calypso.api.deps import check_limit, check_order, knowledge_base, link_signer
 from calypso.api.routes.chat import (
     ChunkWriter,
     GuardedStream,
@@ -37,7 +39,7 @@ from calypso.api.sse import sse_response
 from calypso.citations.chat_render import RenderedChat, render_chat
 from calypso.citations.grounded import GroundedAnswer
 from calypso.errors import CalypsoError, InvalidRequest
-from calypso.knowledge import DEFAULT_WORKSPACE, KnowledgeBase
+from calypso.knowledge import KnowledgeBase
 from calypso.store.conversations import Conversation, ConversationStore, StoredMessage, new_message
 
 router = APIRouter(prefix="/v1/conversations", tags=["conversations"])
@@ -150,13 +152,15 @@ def _turn_messages(question: str, answer: GroundedAnswer, rendered: RenderedChat
 
 
 @router.post("")
-async def create_conversation(request: Request, store: ConversationStore = Depends(conversations)) -> JSONResponse:
+async def create_conversation(
+    request: Request, store: ConversationStore = Depends(conversations), workspace: str = Depends(current_workspace)
+) -> JSONResponse:
     """Start a conversation with a bot (`model` or `bot`, default the built-in bot)."""
     body: CreateConversation = await parse_body(request, CreateConversation)
     if body.model and body.bot and body.model != body.bot:
         raise InvalidRequest("model and bot name different bots; send one of them.", param="bot")
-    bot = get_bots(request).get(body.bot or body.model)
-    conversation = await asyncio.to_thread(store.create, DEFAULT_WORKSPACE, bot.id, body.metadata)
+    bot = get_bots(request).get(body.bot or body.model, workspace=workspace)
+    conversation = await asyncio.to_thread(store.create, workspace, bot.id, body.metadata)
     return JSONResponse(conversation_object(conversation), status_code=201)
 
 
@@ -166,28 +170,36 @@ def list_conversations(
     after: str | None = None,
     order: str = "desc",
     store: ConversationStore = Depends(conversations),
+    workspace: str = Depends(current_workspace),
 ) -> dict:
-    page = store.list(DEFAULT_WORKSPACE, check_limit(limit), after, check_order(order))
+    page = store.list(workspace, check_limit(limit), after, check_order(order))
     return list_object([conversation_object(c) for c in page.items], page.has_more)
 
 
 @router.get("/{conversation_id}")
-def get_conversation(conversation_id: str, store: ConversationStore = Depends(conversations)) -> dict:
+def get_conversation(
+    conversation_id: str, store: ConversationStore = Depends(conversations), workspace: str = Depends(current_workspace)
+) -> dict:
     """The conversation with all its messages in order."""
-    conversation = store.get(DEFAULT_WORKSPACE, conversation_id)
-    messages = store.messages(DEFAULT_WORKSPACE, conversation_id)
+    conversation = store.get(workspace, conversation_id)
+    messages = store.messages(workspace, conversation_id)
     return {**conversation_object(conversation), "messages": [message_object(conversation_id, m) for m in messages]}
 
 
 @router.delete("/{conversation_id}")
-def delete_conversation(conversation_id: str, store: ConversationStore = Depends(conversations)) -> dict:
-    store.delete(DEFAULT_WORKSPACE, conversation_id)
+def delete_conversation(
+    conversation_id: str, store: ConversationStore = Depends(conversations), workspace: str = Depends(current_workspace)
+) -> dict:
+    store.delete(workspace, conversation_id)
     return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
 
 
 @router.post("/{conversation_id}/messages")
 async def post_message(
-    conversation_id: str, request: Request, store: ConversationStore = Depends(conversations)
+    conversation_id: str,
+    request: Request,
+    store: ConversationStore = Depends(conversations),
+    workspace: str = Depends(current_workspace),
 ) -> Any:
     """One user message in, the assistant's message out (``stream: true``: Chat Completions chunks)."""
     body: PostMessage = await parse_body(request, PostMessage)
@@ -196,15 +208,15 @@ async def post_message(
     question = body.content if isinstance(body.content, str) else message_text({"content": body.content})
     if not question.strip():
         raise InvalidRequest("content is empty; send the user's message.", param="content")
-    conversation = await asyncio.to_thread(store.get, DEFAULT_WORKSPACE, conversation_id)
-    bot = get_bots(request).get(conversation.bot_id)
+    conversation = await asyncio.to_thread(store.get, workspace, conversation_id)
+    bot = get_bots(request).get(conversation.bot_id, workspace=workspace)
     answerer: Answerer = get_answerer(request)
-    base_url = public_base_url(request)
+    links = link_signer(request)
     message_id = f"msg_{uuid.uuid4().hex}"
 
     async def store_turn(answer: GroundedAnswer, rendered: RenderedChat) -> dict:
         turn = _turn_messages(question, answer, rendered, message_id)
-        await asyncio.to_thread(store.add_turn, DEFAULT_WORKSPACE, conversation_id, *turn)
+        await asyncio.to_thread(store.add_turn, workspace, conversation_id, *turn)
         return {
             "object": "conversation.turn",
             "conversation_id": conversation_id,
@@ -215,14 +227,14 @@ async def post_message(
     held = _Held(_lock_for(request, conversation_id))
     await held.lock.acquire()
     try:
-        history = await asyncio.to_thread(store.messages, DEFAULT_WORKSPACE, conversation_id)
-        ask = ask_request(bot, [*_history(history), {"role": "user", "content": question}])
+        history = await asyncio.to_thread(store.messages, workspace, conversation_id)
+        ask = ask_request(bot, [*_history(history), {"role": "user", "content": question}], workspace=workspace)
         if not body.stream:
             try:
                 answer = await answerer.answer(ask)
             except CalypsoError as exc:
                 raise _nothing_stored(exc) from exc
-            return JSONResponse(await store_turn(answer, render_chat(answer, bot.marker_style, base_url)))
+            return JSONResponse(await store_turn(answer, render_chat(answer, bot.marker_style, links)))
         events = answerer.stream(ask)
         try:
             buffered = await prime(events)
@@ -247,6 +259,6 @@ async def post_message(
     writer = ChunkWriter(message_id, bot.id, include_usage, extra={"conversation_id": conversation_id})
     citing = ask.knowledge_base and ask.include_citations
     chunks = chat_chunks(
-        events, buffered, writer, bot.marker_style, citing, base_url, on_done=on_done, error_prefix=NOTHING_STORED
+        events, buffered, writer, bot.marker_style, citing, links, on_done=on_done, error_prefix=NOTHING_STORED
     )
     return GuardedStream(sse_response(request, chunks), on_close)

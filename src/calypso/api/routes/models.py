@@ -1,9 +1,10 @@
-"""GET /v1/models: the bots, in OpenAI's model list shape."""
+"""GET /v1/models: the caller's workspace's bots, in OpenAI's model shape."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
+from calypso.api.auth import current_workspace
 from calypso.api.deps import bots
 from calypso.bots import Bot, BotDirectory
 
@@ -14,11 +15,14 @@ def model_object(bot: Bot) -> dict:
     return {"id": bot.id, "object": "model", "created": bot.created_at, "owned_by": "calypso"}
 
 
+# Plain (sync) routes: FastAPI runs them in its thread pool, so the SQLite reads do not block the loop.
+
+
 @router.get("/models")
-def list_models(directory: BotDirectory = Depends(bots)) -> dict:
-    return {"object": "list", "data": [model_object(b) for b in directory.all()]}
+def list_models(workspace: str = Depends(current_workspace), directory: BotDirectory = Depends(bots)) -> dict:
+    return {"object": "list", "data": [model_object(b) for b in directory.all(workspace)]}
 
 
 @router.get("/models/{model_id}")
-def get_model(model_id: str, directory: BotDirectory = Depends(bots)) -> dict:
-    return model_object(directory.get(model_id))
+def get_model(model_id: str, workspace: str = Depends(current_workspace), directory: BotDirectory = Depends(bots)) -> dict:
+    return model_object(directory.get(model_id, workspace))

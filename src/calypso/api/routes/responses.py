@@ -13,7 +13,8 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from calypso.answering import Answerer, AskRequest, Done, Retrieved, message_text, validate_messages
-from calypso.api.deps import answerer, bots, public_base_url
+from calypso.api.auth import current_workspace
+from calypso.api.deps import answerer, bots, link_signer
 from calypso.api.sse import sse_event, sse_response
 from calypso.bots import DEFAULT_BOT_ID, Bot, BotDirectory
 from calypso.citations.composer import MarkerEvent, TextEvent
@@ -29,7 +30,7 @@ from calypso.citations.responses_render import (
     url_citation,
 )
 from calypso.errors import CalypsoError, InvalidRequest, NotFound
-from calypso.knowledge import DEFAULT_WORKSPACE, check_namespace
+from calypso.knowledge import check_namespace
 from calypso.store.responses import ResponseStore, StoredResponse
 
 router = APIRouter(prefix="/v1", tags=["responses"])
@@ -91,13 +92,13 @@ def _input_messages(raw: str | list[dict]) -> list[dict]:
     return messages
 
 
-def _filter_document_ids(request: Request, filters: dict, param: str) -> set[str]:
+def _filter_document_ids(request: Request, filters: dict, param: str, workspace: str) -> set[str]:
     """OpenAI attribute filters on ``document_id`` / ``file_id``: eq, in, and or-combinations of them."""
     kind = filters.get("type")
     if kind == "or" and isinstance(filters.get("filters"), list):
         ids: set[str] = set()
         for i, inner in enumerate(filters["filters"]):
-            ids |= _filter_document_ids(request, inner, f"{param}.filters[{i}]")
+            ids |= _filter_document_ids(request, inner, f"{param}.filters[{i}]", workspace)
         return ids
     key, value = filters.get("key"), filters.get("value")
     if kind not in ("eq", "in") or key not in ("document_id", "file_id"):
@@ -113,14 +114,14 @@ def _filter_document_ids(request: Request, filters: dict, param: str) -> set[str
         found = set()
         for file_id in values:
             try:
-                found.add(kb.get_by_file_id(file_id).id)
+                found.add(kb.get_by_file_id(file_id, workspace).id)
             except NotFound:
                 pass  # an unknown file simply matches nothing
         return found
     return set(values)
 
 
-def _scope(request: Request, body: ResponsesRequest, bot: Bot) -> dict:
+def _scope(request: Request, body: ResponsesRequest, bot: Bot, workspace: str) -> dict:
     """Namespaces, documents and passage count from the bot, narrowed by a file_search tool."""
     scope: dict = {
         "knowledge_base": bot.namespace is not None,
@@ -148,7 +149,7 @@ def _scope(request: Request, body: ResponsesRequest, bot: Bot) -> dict:
                 raise InvalidRequest("max_num_results must be an integer from 1 to 50.", param=f"tools[{i}].max_num_results")
             scope["passage_count"] = count
         if tool.get("filters") is not None:
-            ids = _filter_document_ids(request, tool["filters"], f"tools[{i}].filters")
+            ids = _filter_document_ids(request, tool["filters"], f"tools[{i}].filters", workspace)
             allowed = scope["document_ids"]
             # A bot restricted to documents never widens beyond them.
             scope["document_ids"] = sorted(ids if allowed is None else ids & set(allowed))
@@ -181,7 +182,7 @@ def _render_options(request: Request, body: ResponsesRequest, bot: Bot) -> Rende
         raise InvalidRequest("sources_appendix must be 'omit' or 'include'.", param="metadata.sources_appendix")
     inline = ("inline_citations" in include or bot.inline_citations) and "no_inline_citations" not in include
     return RenderOptions(
-        base_url=public_base_url(request), inline=inline, legacy=compat == "legacy", sources_appendix=appendix != "omit"
+        links=link_signer(request), inline=inline, legacy=compat == "legacy", sources_appendix=appendix != "omit"
     )
 
 
@@ -195,7 +196,10 @@ def _echo_metadata(body: ResponsesRequest) -> dict:
 class ResponseBuilder:
     """Everything one reply needs to render itself, streamed or not."""
 
-    def __init__(self, body: ResponsesRequest, bot: Bot, options: RenderOptions, history: list[dict]) -> None:
+    def __init__(
+        self, body: ResponsesRequest, bot: Bot, options: RenderOptions, history: list[dict], workspace: str
+    ) -> None:
+        self.workspace = workspace
         self.body = body
         self.bot = bot
         self.options = options
@@ -273,12 +277,13 @@ class ResponseBuilder:
 
 
 def _prepare(request: Request, body: ResponsesRequest, directory: BotDirectory) -> tuple[AskRequest, ResponseBuilder]:
-    bot = directory.get(body.model)
+    workspace = current_workspace(request)
+    bot = directory.get(body.model, workspace=workspace)
     options = _render_options(request, body, bot)
-    scope = _scope(request, body, bot)
+    scope = _scope(request, body, bot, workspace)
     history: list[dict] = []
     if body.previous_response_id:
-        previous = ResponseStore(request.app.state.kb.store).get(DEFAULT_WORKSPACE, body.previous_response_id)
+        previous = ResponseStore(request.app.state.kb.store).get(workspace, body.previous_response_id)
         if previous is None:
             raise NotFound(
                 f"No stored response {body.previous_response_id!r} to continue from (was it created with store=false?).",
@@ -300,14 +305,15 @@ def _prepare(request: Request, body: ResponsesRequest, directory: BotDirectory) 
         generator=bot.generator,
         temperature=body.temperature,
         max_tokens=body.max_output_tokens,
+        workspace=workspace,
     )
-    return ask, ResponseBuilder(body, bot, options, messages)
+    return ask, ResponseBuilder(body, bot, options, messages, workspace)
 
 
 async def _store(request: Request, builder: ResponseBuilder, response: dict, answer: GroundedAnswer) -> None:
     if builder.body.store:
         store = ResponseStore(request.app.state.kb.store)
-        await asyncio.to_thread(store.save, DEFAULT_WORKSPACE, builder.stored(response, answer), builder.body.previous_response_id)
+        await asyncio.to_thread(store.save, builder.workspace, builder.stored(response, answer), builder.body.previous_response_id)
 
 
 @router.post("/responses")
@@ -334,16 +340,16 @@ async def create_response(
 
 
 @router.get("/responses/{response_id}")
-def get_response(response_id: str, request: Request) -> dict:
-    stored = ResponseStore(request.app.state.kb.store).get(DEFAULT_WORKSPACE, response_id)
+def get_response(response_id: str, request: Request, workspace: str = Depends(current_workspace)) -> dict:
+    stored = ResponseStore(request.app.state.kb.store).get(workspace, response_id)
     if stored is None:
         raise NotFound(f"No stored response {response_id!r}.", param="response_id")
     return stored.body
 
 
 @router.delete("/responses/{response_id}")
-def delete_response(response_id: str, request: Request) -> dict:
-    if not ResponseStore(request.app.state.kb.store).delete(DEFAULT_WORKSPACE, response_id):
+def delete_response(response_id: str, request: Request, workspace: str = Depends(current_workspace)) -> dict:
+    if not ResponseStore(request.app.state.kb.store).delete(workspace, response_id):
         raise NotFound(f"No stored response {response_id!r}.", param="response_id")
     return {"id": response_id, "object": "response.deleted", "deleted": True}
 

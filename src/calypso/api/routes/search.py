@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
+from calypso.api.auth import current_workspace
 from calypso.api.deps import knowledge_base
 from calypso.api.serialize import passage_object
 from calypso.knowledge import KnowledgeBase
@@ -21,9 +22,12 @@ class SearchRequest(BaseModel):
 
 
 @router.post("/search")
-def search(body: SearchRequest, kb: KnowledgeBase = Depends(knowledge_base)) -> dict:
+def search(
+    body: SearchRequest, kb: KnowledgeBase = Depends(knowledge_base), workspace: str = Depends(current_workspace)
+) -> dict:
     passages = kb.search(
-        body.query, body.namespace, document_ids=body.document_ids, max_results=body.max_num_results
+        body.query, body.namespace, document_ids=body.document_ids, max_results=body.max_num_results,
+        workspace=workspace,
     )
     return {
         "object": "vector_store.search_results.page",
