@@ -49,6 +49,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"demo knowledge base: {added} new document(s) in namespace '{settings.default_namespace}'")
     # Indexes build in the background so the port opens at once; a query that comes first waits for its namespace.
     threading.Thread(target=kb.warm_up, name="index-warm-up", daemon=True).start()
+    from calypso.api.auth import auth_enabled
+
+    if auth_enabled(settings):
+        print("API keys required (create one with `calypso keys create --workspace NAME`).")
+    else:
+        print(f"Auth is OFF: every request uses the 'default' workspace (CALYPSO_AUTH={settings.auth}, host {settings.host}).")
     print(f"Calypso serving {settings.home.resolve()} on http://{settings.host}:{settings.port} (OpenAPI: /openapi.json)")
     uvicorn.run(create_app(settings, kb), host=settings.host, port=settings.port, log_level=settings.log_level)
     return 0
@@ -150,6 +156,35 @@ def cmd_ask(args: argparse.Namespace) -> int:
         kb.close()
 
 
+def cmd_keys(args: argparse.Namespace) -> int:
+    from calypso.knowledge import check_namespace
+    from calypso.store.keys import KeyStore
+    from calypso.store.sqlite import SQLiteStore
+
+    store = SQLiteStore(_settings(args).database_path)
+    keys = KeyStore(store)
+    try:
+        if args.keys_command == "create":
+            check_namespace(args.workspace, "workspace")
+            record, plaintext = keys.create(args.workspace, args.name)
+            print(f"{record.id}  workspace {record.workspace}")
+            print(f"key: {plaintext}")
+            print("Store it now: only its hash is kept.")
+        elif args.keys_command == "list":
+            for key in keys.list(args.workspace):
+                state = "revoked" if key.revoked_at else "active"
+                print(f"{key.id}  {key.workspace:20} {key.prefix}…  {state:8} {key.name}")
+        else:
+            key = keys.revoke(args.key_id)
+            print(f"revoked {key.id} (workspace {key.workspace})")
+    except CalypsoError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+    return 0
+
+
 def cmd_settings(_: argparse.Namespace) -> int:
     for name, default, help_ in settings_table():
         print(f"{name:32} {default:24} {help_}")
@@ -188,6 +223,19 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("-k", type=int, default=None, help="passages to retrieve (default: CALYPSO_PASSAGE_COUNT)")
     ask.add_argument("--generator", default=None, help="extractive or upstream (default: CALYPSO_GENERATOR)")
     ask.set_defaults(func=cmd_ask)
+
+    keys = with_home(sub.add_parser("keys", help="create, list and revoke workspace API keys"))
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+    create = keys_sub.add_parser("create", help="a new key for a workspace")
+    create.add_argument("--workspace", required=True)
+    create.add_argument("--name", default="")
+    listing = keys_sub.add_parser("list", help="keys (never their secrets)")
+    listing.add_argument("--workspace", default=None)
+    revoke = keys_sub.add_parser("revoke", help="revoke a key at once")
+    revoke.add_argument("key_id")
+    for keys_parser in (create, listing, revoke):
+        keys_parser.add_argument("--home", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    keys.set_defaults(func=cmd_keys)
 
     sub.add_parser("settings", help="list every setting").set_defaults(func=cmd_settings)
     return parser

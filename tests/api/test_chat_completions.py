@@ -24,7 +24,8 @@ from calypso.generation.fake_upstream import FakeUpstream, Script
 from calypso.knowledge import KnowledgeBase
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from conftest import LiveServer, _free_port, eval_data_dir  # noqa: E402
+from tests_support import LiveServer, eval_data_dir
+from tests_support import free_port as _free_port  # noqa: E402
 
 REAL_DOCS = ["pdf/GeoTopo-komprimiert.pdf", "pdf/federal-register-2020-17221.pdf", "md/github-terms-of-service.md",
              "html/wiki_duck.html"]

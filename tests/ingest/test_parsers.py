@@ -19,18 +19,7 @@ from calypso.errors import EmptyDocument, UnprocessableDocument, UnsupportedMedi
 from calypso.ingest.parsers import DOCX, HTML, MARKDOWN, PDF, TEXT, XHTML, detect_media_type, parse_document
 from calypso.ingest.parsers.pdf import SEPARATOR
 from calypso.models import ParsedDocument
-
-
-def eval_data_dir() -> Path:
-    """shared/data beside the repo (or $CALYPSO_EVAL_DATA); skip if absent, fail under CI."""
-    default = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
-    path = Path(os.environ.get("CALYPSO_EVAL_DATA", default)).resolve()
-    if not (path / "ingestion-docs").is_dir():
-        message = f"ingestion documents not found at {path / 'ingestion-docs'} (set CALYPSO_EVAL_DATA)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
+from tests_support import eval_data_dir
 
 
 def docs() -> Path:

@@ -8,11 +8,11 @@ from fastapi import FastAPI
 
 from calypso import __version__
 from calypso.answering import Answerer
-from calypso.api.auth import auth_enabled
+from calypso.api.auth import AuthMiddleware, auth_enabled
 from calypso.api.errors import install_error_handlers
 from calypso.bots import BotDirectory
 from calypso.citations.links import load_secret
-from calypso.api.routes import chat, conversations, documents, files, models, responses, search
+from calypso.api.routes import admin, bots, chat, conversations, documents, files, models, responses, search
 from calypso.config import Settings
 from calypso.knowledge import KnowledgeBase
 
@@ -26,7 +26,7 @@ def create_app(settings: Settings | None = None, kb: KnowledgeBase | None = None
         if owned:
             app.state.kb = KnowledgeBase(settings)
         app.state.answerer = Answerer(app.state.kb, settings)
-        app.state.bots = BotDirectory(settings)
+        app.state.bots = BotDirectory(settings, app.state.kb.store)
         try:
             yield
         finally:
@@ -41,7 +41,8 @@ def create_app(settings: Settings | None = None, kb: KnowledgeBase | None = None
     app.state.signing_secret = load_secret(settings.signing_secret, settings.home)
     app.state.kb = kb
     install_error_handlers(app)
-    for module in (documents, files, search, models, responses, chat, conversations):
+    app.add_middleware(AuthMiddleware)
+    for module in (documents, files, search, models, bots, responses, chat, conversations, admin):
         app.include_router(module.router)
 
     @app.get("/health", tags=["meta"])

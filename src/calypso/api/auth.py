@@ -10,9 +10,11 @@ import hmac
 import ipaddress
 
 from fastapi import Request
+from fastapi.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from calypso.config import Settings
-from calypso.errors import AuthenticationFailed, PermissionDenied
+from calypso.errors import AuthenticationFailed, CalypsoError, PermissionDenied
 from calypso.knowledge import DEFAULT_WORKSPACE
 from calypso.store.keys import KeyStore
 
@@ -40,8 +42,8 @@ def _bearer(request: Request) -> str:
     return key
 
 
-def current_workspace(request: Request) -> str:
-    """The caller's workspace (FastAPI dependency); 401 for a missing, malformed, unknown or revoked key."""
+def authenticate(request: Request) -> str:
+    """The workspace of the request's key; 401 for a missing, malformed, unknown or revoked key."""
     if not request.app.state.auth_enabled:
         return DEFAULT_WORKSPACE
     key = _bearer(request)
@@ -49,6 +51,39 @@ def current_workspace(request: Request) -> str:
     if workspace is None:
         raise AuthenticationFailed("Invalid or revoked API key; ask your administrator for a new one.")
     return workspace
+
+
+def current_workspace(request: Request) -> str:
+    """The caller's workspace (FastAPI dependency), as the auth middleware established it."""
+    workspace = request.scope.get("state", {}).get("workspace")
+    return workspace if workspace is not None else authenticate(request)
+
+
+def _is_signed_content(scope: dict) -> bool:
+    # A signed source link carries its own proof; the route checks the signature.
+    query = scope.get("query_string", b"")
+    return scope["path"].endswith("/content") and (b"signature=" in query or b"expires=" in query)
+
+
+class AuthMiddleware:
+    """Authenticates every /v1 request before anything else runs (even body parsing), so a missing key is 401."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and path.startswith("/v1/") and not path.startswith("/v1/admin/"):
+            if not _is_signed_content(scope):
+                request = Request(scope)
+                try:
+                    workspace = authenticate(request)
+                except CalypsoError as exc:
+                    response = JSONResponse(exc.to_dict(), status_code=exc.status, headers={"WWW-Authenticate": "Bearer"})
+                    await response(scope, receive, send)
+                    return
+                scope.setdefault("state", {})["workspace"] = workspace
+        await self.app(scope, receive, send)
 
 
 def require_admin(request: Request) -> None:
