@@ -7,11 +7,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from tests_support import LiveServer, eval_data_dir, free_port
 
 from calypso.api.app import create_app
 from calypso.config import Settings
 from calypso.knowledge import KnowledgeBase
-from tests_support import LiveServer, eval_data_dir, free_port
 
 
 @pytest.fixture

@@ -39,6 +39,7 @@ class AskRequest:
     include_citations: bool = True
     system_prompt: str | None = None
     generator: str | None = None  # registry name; None: the configured default
+    generator_model: str | None = None  # upstream model name; None: CALYPSO_LLM_MODEL
     temperature: float | None = None
     max_tokens: int | None = None
     tools: list[dict] | None = None
@@ -109,13 +110,14 @@ class Answerer:
             return "upstream" if self.settings.llm_base_url else "extractive"
         return name
 
-    def generator(self, name: str | None = None) -> Generator:
+    def generator(self, name: str | None = None, model: str | None = None) -> Generator:
         name = name or self.default_generator_name()
-        if name not in self._generators:
-            self._generators[name] = self._build_generator(name)
-        return self._generators[name]
+        key = f"{name}:{model or ''}"
+        if key not in self._generators:
+            self._generators[key] = self._build_generator(name, model)
+        return self._generators[key]
 
-    def _build_generator(self, name: str) -> Generator:
+    def _build_generator(self, name: str, model: str | None = None) -> Generator:
         if name != "upstream":
             return registry.create(name)
         s = self.settings
@@ -128,7 +130,7 @@ class Answerer:
             config=UpstreamConfig(
                 base_url=s.llm_base_url,
                 api_key=s.llm_api_key,
-                model=s.llm_model or "",
+                model=model or s.llm_model or "",
                 timeout_seconds=s.llm_timeout_seconds,
                 max_retries=s.llm_max_retries,
             ),
@@ -192,7 +194,7 @@ class Answerer:
 
     async def stream(self, request: AskRequest) -> AsyncIterator[AnswerEvent]:
         validate_messages(request.messages)
-        generator = self.generator(request.generator)
+        generator = self.generator(request.generator, request.generator_model)
         passages, query = await self._retrieve(request)
         sources = [Source(i, p) for i, p in enumerate(passages or [], start=1)]
         yield Retrieved(sources, query)

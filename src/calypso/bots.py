@@ -27,8 +27,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
+from calypso.answering import AskRequest
 from calypso.config import Settings
-from calypso.errors import CalypsoError, InvalidNamespace, InvalidRequest, NotFound, StorageError
+from calypso.errors import Conflict, InvalidNamespace, InvalidRequest, NotFound, StorageError
 from calypso.knowledge import DEFAULT_WORKSPACE, check_namespace
 from calypso.store.bots import BotStore, StoredBot
 from calypso.store.sqlite import SQLiteStore
@@ -46,11 +47,9 @@ MAX_DOCUMENT_IDS = 1000
 MAX_SYSTEM_PROMPT = 32_000
 
 
-class BotConflict(CalypsoError):
+class BotConflict(Conflict):
     """409: the id is taken, or the bot cannot be changed through the API."""
 
-    status = 409
-    type = "invalid_request_error"
     default_code = "bot_exists"
 
 
@@ -360,3 +359,28 @@ class BotDirectory:
                 code="bot_read_only",
             )
         raise NotFound(f"No bot {bot_id!r} in this workspace (see GET /v1/bots).", param="id", code="bot_not_found")
+
+
+def ask_request(bot: Bot, messages: list[dict], **options: Any) -> AskRequest:
+    """What a bot's configuration says to retrieve and how to answer; request options win over the bot's."""
+    defaults = bot.generator_options
+    for name in ("temperature", "max_tokens"):
+        if options.get(name) is None and defaults.get(name) is not None:
+            options[name] = defaults[name]
+    scope = {
+        "namespace": bot.namespace,
+        "knowledge_base": bot.namespace is not None,
+        "document_ids": list(bot.document_ids) if bot.document_ids is not None else None,
+        "passage_count": bot.passage_count,
+    }
+    scope.update({k: v for k, v in options.items() if k in scope and v is not None})
+    rest = {k: v for k, v in options.items() if k not in scope}
+    return AskRequest(
+        messages=messages,
+        include_citations=bot.include_citations,
+        system_prompt=bot.system_prompt,
+        generator=bot.generator,
+        generator_model=defaults.get("model"),
+        **scope,
+        **rest,
+    )

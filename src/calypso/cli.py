@@ -115,8 +115,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     import asyncio
 
     from calypso.answering import Answerer, AskRequest, Done
-    from calypso.citations.render import render_evidence, render_numbered
     from calypso.citations.composer import MarkerEvent, TextEvent
+    from calypso.citations.render import render_evidence, render_numbered
     from calypso.knowledge import KnowledgeBase
 
     kb = KnowledgeBase(_settings(args))

@@ -11,6 +11,7 @@ class's HTTP status.
     ├── AuthenticationFailed           401 authentication_error
     ├── PermissionDenied               403 permission_error
     ├── NotFound                       404 invalid_request_error (code: not_found)
+    ├── Conflict                       409 invalid_request_error (code: conflict)
     ├── PayloadTooLarge                413 invalid_request_error (code: file_too_large)
     ├── UnsupportedMediaType           415 invalid_request_error (code: unsupported_file_type)
     ├── UnprocessableDocument          422 invalid_request_error (code: unprocessable_document)
@@ -67,6 +68,12 @@ class NotFound(CalypsoError):
     status = 404
     type = "invalid_request_error"
     default_code = "not_found"
+
+
+class Conflict(CalypsoError):
+    status = 409
+    type = "invalid_request_error"
+    default_code = "conflict"
 
 
 class PayloadTooLarge(CalypsoError):

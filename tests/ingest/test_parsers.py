@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pypdfium2 as pdfium
 import pytest
+from tests_support import eval_data_dir
 
 from calypso.errors import EmptyDocument, UnprocessableDocument, UnsupportedMediaType
 from calypso.ingest.parsers import DOCX, HTML, MARKDOWN, PDF, TEXT, XHTML, detect_media_type, parse_document
 from calypso.ingest.parsers.pdf import SEPARATOR
 from calypso.models import ParsedDocument
-from tests_support import eval_data_dir
 
 
 def docs() -> Path:

@@ -53,7 +53,7 @@ def test_migrations_run_once(tmp_path) -> None:
     SQLiteStore(tmp_path / "db.sqlite3").close()
     store = SQLiteStore(tmp_path / "db.sqlite3")
     names = [r[0] for r in store._connection().execute("SELECT name FROM migrations")]
-    assert names == ["001_documents", "002_responses", "003_conversations", "004_keys_and_bots"]
+    assert names == ["001_documents", "002_responses", "003_conversations", "004_keys_and_bots", "005_workspace_policies"]
     store.close()
 
 

@@ -10,9 +10,9 @@ from calypso import __version__
 from calypso.answering import Answerer
 from calypso.api.auth import AuthMiddleware, auth_enabled
 from calypso.api.errors import install_error_handlers
+from calypso.api.routes import admin, bots, chat, conversations, documents, files, models, responses, search
 from calypso.bots import BotDirectory
 from calypso.citations.links import load_secret
-from calypso.api.routes import admin, bots, chat, conversations, documents, files, models, responses, search
 from calypso.config import Settings
 from calypso.knowledge import KnowledgeBase
 

@@ -9,6 +9,7 @@ from fastapi import Request, UploadFile
 from calypso.citations.links import LinkSigner
 from calypso.errors import InvalidRequest, PayloadTooLarge
 from calypso.knowledge import KnowledgeBase
+from calypso.store.policies import PolicyStore
 
 
 def knowledge_base(request: Request) -> KnowledgeBase:
@@ -70,3 +71,10 @@ def link_signer(request: Request) -> LinkSigner:
     """Signs source links with the server secret, for this request's public base URL."""
     settings = request.app.state.settings
     return LinkSigner(request.app.state.signing_secret, public_base_url(request), settings.source_link_ttl_seconds)
+
+
+def sources_hidden(request: Request, workspace: str, bot_policy: str) -> bool:
+    """Sources are hidden when the bot's or the workspace's policy says so (grounding state ``hidden``)."""
+    if bot_policy == "hidden":
+        return True
+    return PolicyStore(request.app.state.kb.store).sources_policy(workspace) == "hidden"

@@ -8,6 +8,9 @@ Two marker styles (a bot setting):
 * ``source`` (seed 004): valid markers are normalised to ``[Source N]`` with
   retrieval numbers; invalid ones stay exactly as the model wrote them; no appendix.
 
+Under a ``hidden`` sources policy every marker is removed and no source
+(quote, filename, URL) appears in content, annotations or citations.
+
 In both, the number shown in the text equals ``source_index`` in ``citations``.
 ``ContentBuilder`` is the one place that turns answer events into content, used
 by the streaming path event by event and by ``render_chat`` replaying a
@@ -24,8 +27,14 @@ from calypso.citations.links import LinkSigner, source_url
 
 NUMERIC = "numeric"
 SOURCE = "source"
+HIDDEN = "hidden"  # a sources policy, not a bot style: no markers, no sources anywhere
 STYLES = (NUMERIC, SOURCE)
 PREVIEW_CHARS = 200  # seed 004: text_preview is the first 200 characters of the passage
+
+
+def style_for(marker_style: str, sources_hidden: bool) -> str:
+    """The rendering style: the bot's marker style, unless a policy hides sources."""
+    return HIDDEN if sources_hidden else marker_style
 
 
 def is_citing(answer: GroundedAnswer) -> bool:
@@ -68,7 +77,7 @@ class ContentBuilder:
                 # Every number as written, so render() keeps seeing (and dropping) the invalid ones too.
                 return placement.leading_space + "".join(f"[Source {n}]" for n in placement.numbers)
             return placement.leading_space + placement.raw  # seed 004: markers stay in place
-        if not self.citing or not placement.valid_numbers:
+        if self.style == HIDDEN or not self.citing or not placement.valid_numbers:
             # Removed; "days [Source 9][Source 1]" keeps its space for the "[1]" that follows.
             self._carry = self._carry or placement.leading_space
             return ""
@@ -117,7 +126,7 @@ def source_index(source: Source, style: str) -> int:
 
 def annotations(answer: GroundedAnswer, builder: ContentBuilder, content: str, links: LinkSigner | None = None) -> list[dict]:
     """One nested ``url_citation`` per (segment, cited source), spanning the segment in ``content``."""
-    if answer.citations_are_null:
+    if answer.citations_are_null or builder.style == HIDDEN:
         return []
     out = []
     for segment in answer.segments:
@@ -153,6 +162,8 @@ def citations(answer: GroundedAnswer, style: str, links: LinkSigner | None = Non
     """
     if answer.citations_are_null:
         return None
+    if style == HIDDEN:
+        return []  # sources exist but policy hides them: nothing to show
     out = []
     for source in answer.cited_sources:
         passage = source.passage

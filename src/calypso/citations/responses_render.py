@@ -32,12 +32,15 @@ class RenderOptions:
     inline: bool = False  # [[n]](url) links with url_citation annotations
     legacy: bool = True  # citation_compat "legacy": duplicate the citation data under metadata._aicore
     sources_appendix: bool = True  # "Sources:" list in _aicore.display_text (legacy)
+    hidden: bool = False  # a sources policy hides them: no quotes, filenames or URLs anywhere
 
 
-def grounded_sources_state(answer: GroundedAnswer) -> str:
+def grounded_sources_state(answer: GroundedAnswer, hidden: bool = False) -> str:
     if not answer.knowledge_base or not answer.retrieval_ran:
         return "none"
-    return "available" if answer.cited_sources else "missing"
+    if not answer.cited_sources:
+        return "missing"
+    return "hidden" if hidden else "available"
 
 
 def _url(source: Source, options: RenderOptions, page: int | None = None) -> str:
@@ -137,6 +140,8 @@ class InlineLinker:
 
 
 def render_text_and_annotations(answer: GroundedAnswer, options: RenderOptions) -> tuple[str, list[dict]]:
+    if options.hidden:
+        return answer.text, []
     if not options.inline:
         annotations = [
             file_citation(answer.text, segment, citation, answer.source(citation.retrieval_number))
@@ -174,6 +179,8 @@ def render_text_and_annotations(answer: GroundedAnswer, options: RenderOptions) 
 
 def file_search_results(answer: GroundedAnswer, options: RenderOptions, final: bool = True) -> list[dict]:
     """Every retrieved passage; ``final=False`` (streamed before the answer) omits what is not known yet."""
+    if options.hidden:
+        return []
     sources = answer.by_display_number if final else answer.sources
     results = []
     for source in sources:
@@ -204,6 +211,8 @@ def file_search_results(answer: GroundedAnswer, options: RenderOptions, final: b
 
 def all_source_urls(answer: GroundedAnswer, options: RenderOptions) -> list[str]:
     """Seed 003's ``citations``: every source URL retrieved, cited or not, without repeats."""
+    if options.hidden:
+        return []
     urls: list[str] = []
     for source in answer.by_display_number:
         url = _url(source, options)
@@ -223,7 +232,7 @@ def _display_text(answer: GroundedAnswer, options: RenderOptions) -> str:
 
 
 def aicore_metadata(answer: GroundedAnswer, options: RenderOptions) -> dict:
-    state = grounded_sources_state(answer)
+    state = grounded_sources_state(answer, options.hidden)
     meta: dict = {
         "retrieval_status": answer.retrieval_status,
         "grounded_sources_state": state,
@@ -231,6 +240,10 @@ def aicore_metadata(answer: GroundedAnswer, options: RenderOptions) -> dict:
         "generator": answer.generator,
     }
     if not options.legacy:
+        return meta
+    if options.hidden:
+        meta.update(grounded_sources=[], grounding_supports=[], display_text=answer.text)
+        meta["ui"] = [{"type": "text", "text": answer.text}]
         return meta
     meta["grounded_sources"] = [
         {

@@ -136,11 +136,16 @@ def m004_keys_and_bots(db: sqlite3.Connection) -> None:
     )
 
 
+def m005_workspace_policies(db: sqlite3.Connection) -> None:
+    _run(db, "CREATE TABLE workspace_policies (workspace TEXT PRIMARY KEY, sources_policy TEXT NOT NULL)")
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_documents", m001_documents),
     ("002_responses", m002_responses),
     ("003_conversations", m003_conversations),
     ("004_keys_and_bots", m004_keys_and_bots),
+    ("005_workspace_policies", m005_workspace_policies),
 ]
 
 

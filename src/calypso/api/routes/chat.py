@@ -18,17 +18,17 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from calypso.answering import AnswerEvent, Answerer, AskRequest, Done, Retrieved, ToolCallsEvent
-from calypso.citations.links import LinkSigner
+from calypso.answering import Answerer, AnswerEvent, Done, Retrieved, ToolCallsEvent
 from calypso.api.auth import current_workspace
 from calypso.api.deps import answerer as get_answerer
 from calypso.api.deps import bots as get_bots
-from calypso.api.deps import link_signer
+from calypso.api.deps import link_signer, sources_hidden
 from calypso.api.sse import sse_data, sse_response
-from calypso.bots import Bot
-from calypso.citations.chat_render import ChatStreamRenderer, RenderedChat, render_chat
+from calypso.bots import ask_request
+from calypso.citations.chat_render import ChatStreamRenderer, RenderedChat, render_chat, style_for
 from calypso.citations.composer import MarkerEvent, TextEvent
 from calypso.citations.grounded import GroundedAnswer
+from calypso.citations.links import LinkSigner
 from calypso.errors import CalypsoError, InvalidRequest
 
 log = logging.getLogger("calypso.api.chat")
@@ -133,21 +133,6 @@ async def parse_body(request: Request, model: type[BaseModel]) -> Any:
         else:
             message, code = f"Invalid value for {param}: {error['msg']}.", "invalid_value"
         raise InvalidRequest(message, param=param, code=code) from exc
-
-
-def ask_request(bot: Bot, messages: list[dict], **options: Any) -> AskRequest:
-    """What a bot's configuration says to retrieve and how to answer."""
-    return AskRequest(
-        messages=messages,
-        namespace=bot.namespace,
-        knowledge_base=bot.namespace is not None,
-        document_ids=list(bot.document_ids) if bot.document_ids is not None else None,
-        passage_count=bot.passage_count,
-        include_citations=bot.include_citations,
-        system_prompt=bot.system_prompt,
-        generator=bot.generator,
-        **options,
-    )
 
 
 # -- responses -------------------------------------------------------------------------------
@@ -348,10 +333,11 @@ async def create_chat_completion(request: Request) -> Any:
         tool_choice=body.tool_choice,
     )
     links = link_signer(request)
+    style = style_for(bot.marker_style, sources_hidden(request, workspace, bot.sources_policy))
     completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
     if not body.stream:
         answer = await answerer.answer(ask)
-        rendered = render_chat(answer, bot.marker_style, links)
+        rendered = render_chat(answer, style, links)
         return JSONResponse(completion_object(completion_id, bot.id, answer, rendered))
 
     events = answerer.stream(ask)
@@ -359,5 +345,5 @@ async def create_chat_completion(request: Request) -> Any:
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
     writer = ChunkWriter(completion_id, bot.id, include_usage)
     citing = ask.knowledge_base and ask.include_citations
-    chunks = chat_chunks(events, buffered, writer, bot.marker_style, citing, links)
+    chunks = chat_chunks(events, buffered, writer, style, citing, links)
     return GuardedStream(sse_response(request, chunks), events.aclose)

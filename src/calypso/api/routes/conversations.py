@@ -19,16 +19,14 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
 from calypso.answering import Answerer, message_text
-from calypso.citations.links import LinkSigner
 from calypso.api.auth import current_workspace
 from calypso.api.deps import answerer as get_answerer
 from calypso.api.deps import bots as get_bots
-from calypso.api.deps import check_limit, check_order, knowledge_base, link_signer
+from calypso.api.deps import check_limit, check_order, knowledge_base, link_signer, sources_hidden
 from calypso.api.routes.chat import (
     ChunkWriter,
     GuardedStream,
     StreamOptions,
-    ask_request,
     chat_chunks,
     parse_body,
     prime,
@@ -36,7 +34,8 @@ from calypso.api.routes.chat import (
 )
 from calypso.api.serialize import list_object
 from calypso.api.sse import sse_response
-from calypso.citations.chat_render import RenderedChat, render_chat
+from calypso.bots import ask_request
+from calypso.citations.chat_render import RenderedChat, render_chat, style_for
 from calypso.citations.grounded import GroundedAnswer
 from calypso.errors import CalypsoError, InvalidRequest
 from calypso.knowledge import KnowledgeBase
@@ -212,6 +211,7 @@ async def post_message(
     bot = get_bots(request).get(conversation.bot_id, workspace=workspace)
     answerer: Answerer = get_answerer(request)
     links = link_signer(request)
+    style = style_for(bot.marker_style, sources_hidden(request, workspace, bot.sources_policy))
     message_id = f"msg_{uuid.uuid4().hex}"
 
     async def store_turn(answer: GroundedAnswer, rendered: RenderedChat) -> dict:
@@ -234,7 +234,7 @@ async def post_message(
                 answer = await answerer.answer(ask)
             except CalypsoError as exc:
                 raise _nothing_stored(exc) from exc
-            return JSONResponse(await store_turn(answer, render_chat(answer, bot.marker_style, links)))
+            return JSONResponse(await store_turn(answer, render_chat(answer, style, links)))
         events = answerer.stream(ask)
         try:
             buffered = await prime(events)
@@ -259,6 +259,6 @@ async def post_message(
     writer = ChunkWriter(message_id, bot.id, include_usage, extra={"conversation_id": conversation_id})
     citing = ask.knowledge_base and ask.include_citations
     chunks = chat_chunks(
-        events, buffered, writer, bot.marker_style, citing, links, on_done=on_done, error_prefix=NOTHING_STORED
+        events, buffered, writer, style, citing, links, on_done=on_done, error_prefix=NOTHING_STORED
     )
     return GuardedStream(sse_response(request, chunks), on_close)

@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from calypso.answering import Answerer, AskRequest, Done, Retrieved, message_text, validate_messages
 from calypso.api.auth import current_workspace
-from calypso.api.deps import answerer, bots, link_signer
+from calypso.api.deps import answerer, bots, link_signer, sources_hidden
 from calypso.api.sse import sse_event, sse_response
-from calypso.bots import DEFAULT_BOT_ID, Bot, BotDirectory
+from calypso.bots import DEFAULT_BOT_ID, Bot, BotDirectory, ask_request
 from calypso.citations.composer import MarkerEvent, TextEvent
 from calypso.citations.grounded import GroundedAnswer
 from calypso.citations.responses_render import (
@@ -167,7 +167,7 @@ def _control(body: ResponsesRequest, key: str) -> str | None:
     return None
 
 
-def _render_options(request: Request, body: ResponsesRequest, bot: Bot) -> RenderOptions:
+def _render_options(request: Request, body: ResponsesRequest, bot: Bot, workspace: str) -> RenderOptions:
     include = set(body.include or [])
     unknown = include - KNOWN_INCLUDES
     if unknown:
@@ -181,8 +181,10 @@ def _render_options(request: Request, body: ResponsesRequest, bot: Bot) -> Rende
     if appendix not in ("omit", "include"):
         raise InvalidRequest("sources_appendix must be 'omit' or 'include'.", param="metadata.sources_appendix")
     inline = ("inline_citations" in include or bot.inline_citations) and "no_inline_citations" not in include
+    hidden = sources_hidden(request, workspace, bot.sources_policy)
     return RenderOptions(
-        links=link_signer(request), inline=inline, legacy=compat == "legacy", sources_appendix=appendix != "omit"
+        links=link_signer(request), inline=inline and not hidden, legacy=compat == "legacy",
+        sources_appendix=appendix != "omit", hidden=hidden,
     )
 
 
@@ -279,7 +281,7 @@ class ResponseBuilder:
 def _prepare(request: Request, body: ResponsesRequest, directory: BotDirectory) -> tuple[AskRequest, ResponseBuilder]:
     workspace = current_workspace(request)
     bot = directory.get(body.model, workspace=workspace)
-    options = _render_options(request, body, bot)
+    options = _render_options(request, body, bot, workspace)
     scope = _scope(request, body, bot, workspace)
     history: list[dict] = []
     if body.previous_response_id:
@@ -294,15 +296,13 @@ def _prepare(request: Request, body: ResponsesRequest, directory: BotDirectory) 
     if body.instructions:
         messages = [{"role": "system", "content": body.instructions}, *[m for m in messages if m["role"] != "system"]]
     validate_messages(messages)
-    ask = AskRequest(
-        messages=messages,
+    ask = ask_request(
+        bot,
+        messages,
         knowledge_base=scope["knowledge_base"],
         namespaces=scope["namespaces"],
         document_ids=scope["document_ids"],
         passage_count=scope["passage_count"],
-        include_citations=bot.include_citations,
-        system_prompt=bot.system_prompt,
-        generator=bot.generator,
         temperature=body.temperature,
         max_tokens=body.max_output_tokens,
         workspace=workspace,
@@ -418,7 +418,7 @@ async def _stream(request: Request, engine: Answerer, ask: AskRequest, builder: 
                     yield chunk
             elif isinstance(event, TextEvent):
                 yield delta(event.text)
-            elif isinstance(event, MarkerEvent) and event.segment is not None:
+            elif isinstance(event, MarkerEvent) and event.segment is not None and not options.hidden:
                 segment = event.segment
                 if linker is None:
                     text = "".join(text_parts)
