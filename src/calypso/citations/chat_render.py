@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from calypso.citations.composer import MarkerEvent, TextEvent
-from calypso.citations.grounded import GroundedAnswer, MarkerPlacement, Source, utf16_len
+from calypso.citations.grounded import GroundedAnswer, MarkerPlacement, Source, grounding_status, utf16_len
 from calypso.citations.links import LinkSigner, source_url
 
 NUMERIC = "numeric"
@@ -194,13 +194,19 @@ class RenderedChat:
     content: str
     annotations: list[dict]
     citations: list[dict] | None
+    grounding: dict = field(default_factory=dict)  # the _aicore status block (grounded_sources_state…)
 
 
 def finish_render(
     answer: GroundedAnswer, builder: ContentBuilder, content: str, links: LinkSigner | None = None
 ) -> RenderedChat:
     """Annotations and citations for ``content`` built by ``builder`` (streamed or replayed)."""
-    return RenderedChat(content, annotations(answer, builder, content, links), citations(answer, builder.style, links))
+    return RenderedChat(
+        content,
+        annotations(answer, builder, content, links),
+        citations(answer, builder.style, links),
+        grounding_status(answer, hidden=builder.style == HIDDEN),
+    )
 
 
 def render_chat(answer: GroundedAnswer, style: str = NUMERIC, links: LinkSigner | None = None) -> RenderedChat:

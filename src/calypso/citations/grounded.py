@@ -114,3 +114,31 @@ class GroundedAnswer:
     def citations_are_null(self) -> bool:
         """Seed 004: null without a knowledge base, with citations disabled, or on a tool-call turn."""
         return not self.knowledge_base or not self.citations_enabled or self.finish_reason == "tool_calls"
+
+
+GROUNDING_HINTS = {
+    "available": "Retrieved context used to support this answer.",
+    "hidden": "Sources exist but the workspace or bot policy hides them.",
+    "missing": "The knowledge base was searched but nothing usable was found for this question.",
+    "none": "This answer was not grounded in a knowledge base.",
+}
+
+
+def grounded_sources_state(answer: GroundedAnswer, hidden: bool = False) -> str:
+    """available | hidden | missing | none (docs/citations.md defines them)."""
+    if not answer.knowledge_base or not answer.retrieval_ran:
+        return "none"
+    if not answer.cited_sources:
+        return "missing"
+    return "hidden" if hidden else "available"
+
+
+def grounding_status(answer: GroundedAnswer, hidden: bool = False) -> dict:
+    """The compact status block every dialect carries (seed 000's keys)."""
+    state = grounded_sources_state(answer, hidden)
+    return {
+        "retrieval_status": answer.retrieval_status,
+        "grounded_sources_state": state,
+        "grounded_sources_hint": GROUNDING_HINTS[state],
+        "generator": answer.generator,
+    }

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from calypso.citations.grounded import GroundedAnswer, MarkerPlacement, Segment, SegmentCitation, Source, utf16_len
+from calypso.citations.grounded import (
+    GroundedAnswer,
+    MarkerPlacement,
+    Segment,
+    SegmentCitation,
+    Source,
+    grounding_status,
+    utf16_len,
+)
 from calypso.citations.links import LinkSigner, source_url
-
-HINTS = {
-    "available": "Retrieved context used to support this answer.",
-    "hidden": "Sources exist but the workspace policy hides them.",
-    "missing": "The knowledge base was searched but nothing usable was found for this question.",
-    "none": "This answer was not grounded in a knowledge base.",
-}
 
 
 @dataclass
@@ -33,14 +34,6 @@ class RenderOptions:
     legacy: bool = True  # citation_compat "legacy": duplicate the citation data under metadata._aicore
     sources_appendix: bool = True  # "Sources:" list in _aicore.display_text (legacy)
     hidden: bool = False  # a sources policy hides them: no quotes, filenames or URLs anywhere
-
-
-def grounded_sources_state(answer: GroundedAnswer, hidden: bool = False) -> str:
-    if not answer.knowledge_base or not answer.retrieval_ran:
-        return "none"
-    if not answer.cited_sources:
-        return "missing"
-    return "hidden" if hidden else "available"
 
 
 def _url(source: Source, options: RenderOptions, page: int | None = None) -> str:
@@ -232,13 +225,8 @@ def _display_text(answer: GroundedAnswer, options: RenderOptions) -> str:
 
 
 def aicore_metadata(answer: GroundedAnswer, options: RenderOptions) -> dict:
-    state = grounded_sources_state(answer, options.hidden)
-    meta: dict = {
-        "retrieval_status": answer.retrieval_status,
-        "grounded_sources_state": state,
-        "grounded_sources_hint": HINTS[state],
-        "generator": answer.generator,
-    }
+    meta = grounding_status(answer, options.hidden)
+    state = meta["grounded_sources_state"]
     if not options.legacy:
         return meta
     if options.hidden:

@@ -155,6 +155,7 @@ def message_object(answer: GroundedAnswer, rendered: RenderedChat) -> dict:
         "annotations": rendered.annotations,
         "tool_calls": answer.tool_calls or None,
         "citations": rendered.citations,
+        "_aicore": rendered.grounding,
     }
 
 
@@ -275,6 +276,7 @@ async def chat_chunks(
             out.append(writer.chunk({"annotations": rendered.annotations}))
         # Seed 004: the finish chunk carries citations when they are an array, omits them when null.
         finish: dict[str, Any] = {} if rendered.citations is None else {"citations": rendered.citations}
+        finish["_aicore"] = rendered.grounding
         out.append(writer.chunk(finish, answer.finish_reason))
         if writer.include_usage:
             out.append(writer.usage(answer))

@@ -91,6 +91,7 @@ def message_object(conversation_id: str, message: StoredMessage) -> dict:
         out["annotations"] = message.extra.get("annotations", [])
         out["finish_reason"] = message.extra.get("finish_reason", "stop")
         out["usage"] = message.extra.get("usage")
+        out["_aicore"] = message.extra.get("_aicore")
     return out
 
 
@@ -142,6 +143,7 @@ def _turn_messages(question: str, answer: GroundedAnswer, rendered: RenderedChat
         finish_reason=answer.finish_reason,
         usage=usage_object(answer),
         text=answer.text,
+        _aicore=rendered.grounding,
     )
     assistant.id = message_id
     return user, assistant
