@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import threading
 import time
@@ -52,3 +53,29 @@ class LiveServer:
     def __exit__(self, *exc) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=10)
+
+
+# -- seed 004's render(), copied verbatim (its "Rendering citations" section) ---------------------
+
+MARKER = re.compile(r"\[Source (\d+)\]")
+
+
+def render(message: dict) -> str:
+    by_index = {c["source_index"]: c for c in message.get("citations") or []}
+    footnotes = []
+
+    def replace(match: re.Match) -> str:
+        n = int(match.group(1))
+        citation = by_index.get(n)
+        if citation is None:
+            return ""                      # marker without a citation: drop it
+        if citation not in footnotes:
+            footnotes.append(citation)
+        return f"[{footnotes.index(citation) + 1}]"
+
+    body = MARKER.sub(replace, message["content"]).strip()
+    notes = "\n".join(
+        f"[{i}] {c['source_filename'] or c['document_id']}: \"{c['text_preview']}\""
+        for i, c in enumerate(footnotes, start=1)
+    )
+    return f"{body}\n\n{notes}" if notes else body

@@ -24,7 +24,7 @@ from calypso.generation.fake_upstream import FakeUpstream, Script
 from calypso.knowledge import KnowledgeBase
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests_support import LiveServer, eval_data_dir
+from tests_support import MARKER, LiveServer, eval_data_dir, render
 from tests_support import free_port as _free_port  # noqa: E402
 
 REAL_DOCS = ["pdf/GeoTopo-komprimiert.pdf", "pdf/federal-register-2020-17221.pdf", "md/github-terms-of-service.md",
@@ -32,30 +32,6 @@ REAL_DOCS = ["pdf/GeoTopo-komprimiert.pdf", "pdf/federal-register-2020-17221.pdf
 REFUND_Q = "How many days do customers have to request a full refund?"
 
 
-# -- seed 004's render(), copied verbatim ------------------------------------------------------
-
-MARKER = re.compile(r"\[Source (\d+)\]")
-
-
-def render(message: dict) -> str:
-    by_index = {c["source_index"]: c for c in message.get("citations") or []}
-    footnotes = []
-
-    def replace(match: re.Match) -> str:
-        n = int(match.group(1))
-        citation = by_index.get(n)
-        if citation is None:
-            return ""                      # marker without a citation: drop it
-        if citation not in footnotes:
-            footnotes.append(citation)
-        return f"[{footnotes.index(citation) + 1}]"
-
-    body = MARKER.sub(replace, message["content"]).strip()
-    notes = "\n".join(
-        f"[{i}] {c['source_filename'] or c['document_id']}: \"{c['text_preview']}\""
-        for i, c in enumerate(footnotes, start=1)
-    )
-    return f"{body}\n\n{notes}" if notes else body
 
 
 # -- fixtures ---------------------------------------------------------------------------------

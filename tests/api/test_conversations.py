@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 import threading
 import time
@@ -22,31 +21,8 @@ from calypso.generation.fake_upstream import FakeUpstream, Script
 from calypso.knowledge import KnowledgeBase
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests_support import LiveServer, eval_data_dir
+from tests_support import MARKER, LiveServer, eval_data_dir, render
 from tests_support import free_port as _free_port  # noqa: E402
-
-MARKER = re.compile(r"\[Source (\d+)\]")
-
-
-def render(message: dict) -> str:  # seed 004, verbatim
-    by_index = {c["source_index"]: c for c in message.get("citations") or []}
-    footnotes = []
-
-    def replace(match: re.Match) -> str:
-        n = int(match.group(1))
-        citation = by_index.get(n)
-        if citation is None:
-            return ""                      # marker without a citation: drop it
-        if citation not in footnotes:
-            footnotes.append(citation)
-        return f"[{footnotes.index(citation) + 1}]"
-
-    body = MARKER.sub(replace, message["content"]).strip()
-    notes = "\n".join(
-        f"[{i}] {c['source_filename'] or c['document_id']}: \"{c['text_preview']}\""
-        for i, c in enumerate(footnotes, start=1)
-    )
-    return f"{body}\n\n{notes}" if notes else body
 
 
 @pytest.fixture(scope="module")

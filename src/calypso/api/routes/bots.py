@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from calypso.api.auth import current_workspace
-from calypso.api.deps import bots
+from calypso.api.deps import bots, json_object
 from calypso.bots import Bot, BotDirectory
-from calypso.errors import InvalidRequest, NotFound
+from calypso.errors import NotFound
 
 router = APIRouter(prefix="/v1", tags=["bots"])
 
@@ -29,14 +28,7 @@ def bot_object(bot: Bot) -> dict[str, Any]:
 
 
 async def _json_object(request: Request) -> dict[str, Any]:
-    # Parsed by hand so a bad body gets a message that says what to send.
-    try:
-        body = json.loads(await request.body() or b"null")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidRequest(f"The request body is not valid JSON: {exc}.") from exc
-    if not isinstance(body, dict):
-        raise InvalidRequest("The request body must be a JSON object of bot fields, e.g. {\"id\": \"my-bot\"}.")
-    return body
+    return await json_object(request, 'a JSON object of bot fields, e.g. {"id": "my-bot"}')
 
 
 def _not_found(bot_id: str) -> NotFound:

@@ -7,7 +7,6 @@ The SSE helpers here are shared with the conversations API.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import uuid
@@ -22,7 +21,7 @@ from calypso.answering import Answerer, AnswerEvent, Done, Retrieved, ToolCallsE
 from calypso.api.auth import current_workspace
 from calypso.api.deps import answerer as get_answerer
 from calypso.api.deps import bots as get_bots
-from calypso.api.deps import link_signer, sources_hidden
+from calypso.api.deps import json_object, link_signer, sources_hidden
 from calypso.api.sse import sse_data, sse_response
 from calypso.bots import ask_request
 from calypso.citations.chat_render import ChatStreamRenderer, RenderedChat, render_chat, style_for
@@ -113,12 +112,7 @@ def _param(loc: tuple) -> str:
 
 async def parse_body(request: Request, model: type[BaseModel]) -> Any:
     """Validate a JSON body; every problem becomes a 400 in OpenAI's shape naming the parameter."""
-    try:
-        body = json.loads(await request.body() or b"null")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidRequest(f"The request body is not valid JSON: {exc}.") from exc
-    if not isinstance(body, dict):
-        raise InvalidRequest("The request body must be a JSON object.")
+    body = await json_object(request)
     try:
         return model.model_validate(body)
     except ValidationError as exc:
