@@ -68,3 +68,20 @@ def test_demo_knowledge_base_answers_a_question(kb) -> None:
     assert ingest_demo(kb) == 0  # already there
     passages = kb.search("refund within 30 days of purchase", max_results=1)
     assert passages[0].document.filename == "refund_policy_2026.md"
+
+
+def test_ask_prints_numbered_citations_and_evidence(tmp_path: Path, data_dir: Path) -> None:
+    home = tmp_path / "home"
+    pdf = data_dir / "ingestion-docs/pdf/GeoTopo-komprimiert.pdf"
+    assert _calypso("ingest", str(pdf), "--namespace", "math", home=home).returncode == 0
+    for extra in ([], ["--stream"]):
+        result = _calypso("ask", "Was ist die Fundamentalgruppe?", "--namespace", "math", *extra, home=home)
+        assert result.returncode == 0, result.stderr
+        out = result.stdout
+        assert "[1]" in out and "(answered by extractive; retrieval grounded)" in out
+        evidence = [line for line in out.splitlines() if line.startswith("[1] GeoTopo-komprimiert.pdf (p. ")]
+        assert evidence, out
+        quote = out.splitlines()[out.splitlines().index(evidence[0]) + 1].strip()
+        assert quote.startswith('"') and len(quote) > 20
+    nothing = _calypso("ask", "xylophone zebra quasar", "--namespace", "math", home=home)
+    assert "could not find" in nothing.stdout and "retrieval ungrounded" in nothing.stdout
