@@ -99,8 +99,10 @@ def measure(label: str, passages: list[str], questions: list[str]) -> None:
         up = [d[index] * 1000 for d in direct]
         cal = [o[index] * 1000 for o in ours]
         added = [c - u for c, u in zip(cal, up)]
-        print(f"{label:>10} {len(passages):>8,} {name:>12} {percentile(up, 50):9.1f} {percentile(cal, 50):9.1f} "
-              f"{percentile(added, 50):9.1f} {percentile(added, 99):9.1f}")
+        print(
+            f"{label:>10} {len(passages):>8,} {name:>12} {percentile(up, 50):9.1f} {percentile(cal, 50):9.1f} "
+            f"{percentile(added, 50):9.1f} {percentile(added, 99):9.1f}"
+        )
     print(f"{'':>10} {'':>8} {'segments':>12} {sum(o[2] for o in ours) / len(ours):9.1f} per answer")
 
 
@@ -110,8 +112,10 @@ def main() -> None:
     args = parser.parse_args()
     root = be.scifact_dir()
     questions = list(be.load_queries(root).values())[: 30 if args.quick else 100]
-    print(f"{len(questions)} SciFact questions; fake upstream: first token {FIRST_TOKEN_DELAY * 1000:.0f} ms, "
-          f"{TOKEN_DELAY * 1000:.0f} ms/token; times in ms")
+    print(
+        f"{len(questions)} SciFact questions; fake upstream: first token {FIRST_TOKEN_DELAY * 1000:.0f} ms, "
+        f"{TOKEN_DELAY * 1000:.0f} ms/token; times in ms"
+    )
     print(f"{'kb':>10} {'passages':>8} {'':>12} {'upstream':>9} {'calypso':>9} {'added p50':>9} {'added p99':>9}")
     measure("SciFact", list(be.load_corpus(root).values()), questions)
     measure("synthetic", synthetic_passages(20_000 if args.quick else 200_000), questions)

@@ -50,9 +50,16 @@ def build_home(home: Path, passages: list[str]) -> None:
         doc_id = uuid.uuid4()
         content = text.encode()
         doc = Document(
-            id=str(doc_id), file_id=f"file-{doc_id.hex}", workspace="default", namespace="general",
-            filename=f"synthetic-{first // PER_DOCUMENT:05d}.txt", media_type="text/plain", bytes=len(content),
-            sha256=hashlib.sha256(content).hexdigest(), created_at=int(time.time()), page_count=1,
+            id=str(doc_id),
+            file_id=f"file-{doc_id.hex}",
+            workspace="default",
+            namespace="general",
+            filename=f"synthetic-{first // PER_DOCUMENT:05d}.txt",
+            media_type="text/plain",
+            bytes=len(content),
+            sha256=hashlib.sha256(content).hexdigest(),
+            created_at=int(time.time()),
+            page_count=1,
             chunk_count=len(chunks),
         )
         kb.store.add_document(doc, [Page(1, "1", 0, len(text))], chunks, content)
@@ -62,8 +69,10 @@ def build_home(home: Path, passages: list[str]) -> None:
 def serve(home: Path, port: int) -> subprocess.Popen:
     env = {**os.environ, "CALYPSO_HOME": str(home), "CALYPSO_LOG_LEVEL": "warning"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "calypso.cli", "serve", "--port", str(port)], env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [sys.executable, "-m", "calypso.cli", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -129,8 +138,10 @@ def main() -> None:
         queries = queries[:300]
     synthetic_n = 20_000 if args.quick else 200_000
     print(f"{len(queries)} SciFact queries, k=10; times in ms unless marked s; memory in MB")
-    print(f"{'knowledge base':>16} {'passages':>8} {'write s':>8} {'load s':>8} {'http p50':>8} {'http p99':>8} "
-          f"{'call p50':>8} {'call p99':>8} {'srv peak':>9}")
+    print(
+        f"{'knowledge base':>16} {'passages':>8} {'write s':>8} {'load s':>8} {'http p50':>8} {'http p99':>8} "
+        f"{'call p50':>8} {'call p99':>8} {'srv peak':>9}"
+    )
     measure("SciFact", list(corpus.values()), queries, args.port)
     measure("synthetic", synthetic_passages(synthetic_n), queries, args.port)
 

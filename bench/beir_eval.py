@@ -76,9 +76,7 @@ def recall_at_k(ranked: Sequence[str], rels: Mapping[str, int], k: int = 100) ->
     return len(relevant.intersection(ranked[:k])) / len(relevant)
 
 
-def per_query(
-    run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]]
-) -> dict[str, list[float]]:
+def per_query(run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]]) -> dict[str, list[float]]:
     """nDCG@10 and Recall@100 of each judged query, in qrels order (missing runs are 0)."""
     return {
         "ndcg@10": [ndcg_at_k(run.get(q, []), rels, 10) for q, rels in qrels.items()],
@@ -86,8 +84,6 @@ def per_query(
     }
 
 
-def evaluate(
-    run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]]
-) -> dict[str, float]:
+def evaluate(run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]]) -> dict[str, float]:
     """Mean nDCG@10 and Recall@100 over the judged queries (missing runs count as 0)."""
     return {m: sum(v) / len(v) for m, v in per_query(run, qrels).items()}

@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import pypdfium2 as pdfium
-
 from _common import data_dir
 
 from calypso.config import Settings
@@ -71,15 +70,21 @@ def main() -> None:
         total_t += seconds
         total_pages += pages
         total_passages += passages
-        print(f"{fmt:8} {len(paths):5d} {pages:6d} {passages:8d} {seconds:8.2f} {pages / seconds:9.1f} {passages / seconds:10.1f}")
-    print(f"{'all':8} {sum(map(len, groups.values())):5d} {total_pages:6d} {total_passages:8d} {total_t:8.2f} "
-          f"{total_pages / total_t:9.1f} {total_passages / total_t:10.1f}")
+        print(
+            f"{fmt:8} {len(paths):5d} {pages:6d} {passages:8d} {seconds:8.2f} {pages / seconds:9.1f} {passages / seconds:10.1f}"
+        )
+    print(
+        f"{'all':8} {sum(map(len, groups.values())):5d} {total_pages:6d} {total_passages:8d} {total_t:8.2f} "
+        f"{total_pages / total_t:9.1f} {total_passages / total_t:10.1f}"
+    )
 
     raw_t, raw_pages = min((raw_pdf_seconds(groups["pdf"]) for _ in range(args.repeat)), key=lambda r: r[0])
     ours_t = min(pipeline_seconds(groups["pdf"])[0] for _ in range(args.repeat))
     print()
-    print(f"PDF only: raw pypdfium2 text extraction {raw_t:.2f} s ({raw_pages / raw_t:.1f} pages/s); "
-          f"Calypso full pipeline {ours_t:.2f} s ({raw_pages / ours_t:.1f} pages/s); ratio {ours_t / raw_t:.2f}x")
+    print(
+        f"PDF only: raw pypdfium2 text extraction {raw_t:.2f} s ({raw_pages / raw_t:.1f} pages/s); "
+        f"Calypso full pipeline {ours_t:.2f} s ({raw_pages / ours_t:.1f} pages/s); ratio {ours_t / raw_t:.2f}x"
+    )
 
 
 if __name__ == "__main__":

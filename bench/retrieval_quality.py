@@ -46,8 +46,9 @@ def build(corpus: dict[str, str], analyzer: Analyzer) -> tuple[BM25Index, list[s
     return idx, ids
 
 
-def scores(idx: BM25Index, ids: list[str], queries: dict[str, str], qrels: dict,
-           k1: float, b: float) -> dict[str, list[float]]:
+def scores(
+    idx: BM25Index, ids: list[str], queries: dict[str, str], qrels: dict, k1: float, b: float
+) -> dict[str, list[float]]:
     idx.set_params(k1, b)
     run = {q: [ids[c] for c, _ in idx.search(queries[q], k=100)] for q in qrels}
     return be.per_query(run, qrels)
@@ -79,8 +80,7 @@ def main() -> None:
     for name, analyzer in analyzers.items():
         idx, ids = build(corpus, analyzer)
         indexes[name] = (idx, ids)
-        grid = {(k1, b): scores(idx, ids, queries, train, k1, b)["ndcg@10"]
-                for k1 in k1s for b in bs}
+        grid = {(k1, b): scores(idx, ids, queries, train, k1, b)["ndcg@10"] for k1 in k1s for b in bs}
         (k1, b), per_q = max(grid.items(), key=lambda kv: mean(kv[1]))
         best[name] = (k1, b, per_q)
         if name == DEFAULT:
@@ -88,31 +88,32 @@ def main() -> None:
             print("| k1 \\ b | " + " | ".join(f"{b:g}" for b in bs) + " |")
             print("|---|" + "---|" * len(bs))
             for k1_ in k1s:
-                print(f"| {k1_:g} | " + " | ".join(
-                    f"{mean(grid[(k1_, b_)]):.4f}" for b_ in bs) + " |")
+                print(f"| {k1_:g} | " + " | ".join(f"{mean(grid[(k1_, b_)]):.4f}" for b_ in bs) + " |")
             print()
     print("train nDCG@10, best k1/b per tokenisation (gain over default +- paired SE):")
     base = best[DEFAULT][2]
     chosen = DEFAULT
     for name, (k1, b, per_q) in best.items():
         gain, se = mean(per_q) - mean(base), paired_se(per_q, base) if per_q is not base else 0.0
-        print(f"  {name:44s} k1={k1:<4g} b={b:<4g} nDCG@10={mean(per_q):.4f} "
-              f"({gain:+.4f} +- {se:.4f})")
+        print(f"  {name:44s} k1={k1:<4g} b={b:<4g} nDCG@10={mean(per_q):.4f} ({gain:+.4f} +- {se:.4f})")
         if gain > se and gain > mean(best[chosen][2]) - mean(base):
             chosen = name
     k1, b, per_q = best[chosen]
-    print(f"\nchosen on train: {chosen}, k1={k1:g}, b={b:g} (train nDCG@10 {mean(per_q):.4f})"
-          f"; BM25Index defaults: k1={DEFAULT_K1:g}, b={DEFAULT_B:g}")
+    print(
+        f"\nchosen on train: {chosen}, k1={k1:g}, b={b:g} (train nDCG@10 {mean(per_q):.4f})"
+        f"; BM25Index defaults: k1={DEFAULT_K1:g}, b={DEFAULT_B:g}"
+    )
     print("\n| configuration | split | nDCG@10 | Recall@100 |\n|---|---|---|---|")
     didx, dids = indexes[DEFAULT]
-    rows = [(f"chosen: k1={k1:g} b={b:g}, {chosen}", k1, b, *indexes[chosen]),
-            ("reference: k1=1.2 b=0.75 (Lucene defaults)", 1.2, 0.75, didx, dids),
-            ("reference: k1=1.5 b=0.75 (bm25s defaults)", 1.5, 0.75, didx, dids)]
+    rows = [
+        (f"chosen: k1={k1:g} b={b:g}, {chosen}", k1, b, *indexes[chosen]),
+        ("reference: k1=1.2 b=0.75 (Lucene defaults)", 1.2, 0.75, didx, dids),
+        ("reference: k1=1.5 b=0.75 (bm25s defaults)", 1.5, 0.75, didx, dids),
+    ]
     for label, k1_, b_, ix, ix_ids in rows:
         for split, qrels in (("train", train), ("test", test)):
             m = scores(ix, ix_ids, queries, qrels, k1_, b_)
-            print(f"| {label} | {split} | {mean(m['ndcg@10']):.4f} | "
-                  f"{mean(m['recall@100']):.4f} |")
+            print(f"| {label} | {split} | {mean(m['ndcg@10']):.4f} | {mean(m['recall@100']):.4f} |")
     print(f"\n({time.perf_counter() - t0:.0f}s)")
 
 

@@ -74,7 +74,8 @@ def build_ours(texts: list[str], per_doc: int) -> tuple[Search, dict, BM25Index]
     idx = BM25Index()
     idx.add_many(
         (d, [(i, texts[i]) for i in range(d * per_doc, min(len(texts), (d + 1) * per_doc))])
-        for d in range((len(texts) + per_doc - 1) // per_doc))
+        for d in range((len(texts) + per_doc - 1) // per_doc)
+    )
     idx.search("warm up compile")  # segments compile lazily at the first search
     return (lambda q: idx.search(q, k=10)), {"index_mb": idx.memory_bytes() / 2**20}, idx
 
@@ -85,8 +86,7 @@ def build_bm25s(texts: list[str], per_doc: int) -> tuple[Search, dict, None]:
 
     stemmer = Stemmer.Stemmer("english")
     retriever = bm25s.BM25(k1=BM25Index().k1, b=BM25Index().b, method="lucene")
-    retriever.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer,
-                                   show_progress=False), show_progress=False)
+    retriever.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False)
     mb = sum(v.nbytes for v in retriever.scores.values() if isinstance(v, np.ndarray)) / 2**20
 
     def search(q: str) -> list[tuple[int, float]]:
@@ -138,11 +138,11 @@ def _updates(idx: BM25Index, texts: list[str], queries: list[str], per_doc: int)
         t = time.perf_counter()
         idx.search(queries[r], k=10)
         rem_q.append(time.perf_counter() - t)
+
     def med(ts: list[float]) -> float:
         return float(np.median(ts) * 1000)
 
-    return {"add_ms": med(add), "add_search_ms": med(add_q),
-            "rm_ms": med(rem), "rm_search_ms": med(rem_q)}
+    return {"add_ms": med(add), "add_search_ms": med(add_q), "rm_ms": med(rem), "rm_search_ms": med(rem_q)}
 
 
 def _worker(conn, build, texts: list[str], queries: list[str], per_doc: int) -> None:
@@ -195,38 +195,56 @@ def agreement(a: dict, b: dict) -> tuple[float, float]:
     """% of top-10 keys shared, and % of queries whose top-10 score lists are equal (the
     synthetic KB repeats passages, so equal-score ties may pick different keys)."""
     shared = [len({k for k, _ in a[q]} & {k for k, _ in b[q]}) / max(1, len(a[q])) for q in a]
-    same = [len(a[q]) == len(b[q]) and all(abs(x[1] - y[1]) <= 1e-4 * max(1.0, abs(y[1]))
-                                           for x, y in zip(a[q], b[q])) for q in a]
+    same = [
+        len(a[q]) == len(b[q]) and all(abs(x[1] - y[1]) <= 1e-4 * max(1.0, abs(y[1])) for x, y in zip(a[q], b[q]))
+        for q in a
+    ]
     return 100 * sum(shared) / max(1, len(shared)), 100 * sum(same) / max(1, len(same))
 
 
-def bench_corpus(name: str, texts: list[str], queries: list[str], per_doc: int,
-                 n_fts: int) -> tuple[list[tuple], dict]:
-    engines = {"calypso": Worker(build_ours, texts, queries, per_doc),
-               "bm25s": Worker(build_bm25s, texts, queries, per_doc),
-               "fts5-OR": Worker(build_fts5, texts, queries, per_doc)}
+def bench_corpus(name: str, texts: list[str], queries: list[str], per_doc: int, n_fts: int) -> tuple[list[tuple], dict]:
+    engines = {
+        "calypso": Worker(build_ours, texts, queries, per_doc),
+        "bm25s": Worker(build_bm25s, texts, queries, per_doc),
+        "fts5-OR": Worker(build_fts5, texts, queries, per_doc),
+    }
     for w in engines.values():  # warm caches
         for i in range(20):
             w.ask(i)
     for i in range(len(queries)):  # interleaved, rotating who goes first
         names = list(engines)
-        for e in names[i % 3:] + names[:i % 3]:
+        for e in names[i % 3 :] + names[: i % 3]:
             if e != "fts5-OR" or i < n_fts:
                 engines[e].times.append(engines[e].ask(i))
     shared, same = agreement(engines["calypso"].ask("top10"), engines["bm25s"].ask("top10"))
-    print(f"[{name}] calypso vs bm25s on 300 queries: top-10 keys shared {shared:.1f}%, "
-          f"identical top-10 score lists {same:.1f}%")
+    print(
+        f"[{name}] calypso vs bm25s on 300 queries: top-10 keys shared {shared:.1f}%, "
+        f"identical top-10 score lists {same:.1f}%"
+    )
     warm = {e: np.array(engines[e].ask("warm")) * 1000 for e in ("calypso", "bm25s")}
-    print(f"[{name}] calypso index after the query passes (impacts precomputed): "
-          f"{engines['calypso'].ask('mem'):.0f} MB")
+    print(
+        f"[{name}] calypso index after the query passes (impacts precomputed): {engines['calypso'].ask('mem'):.0f} MB"
+    )
     upd = engines["calypso"].ask("updates")
     rows = []
     for e, w in engines.items():
         a = np.array(w.times) * 1000
         b = warm.get(e, np.array([np.nan]))
-        rows.append((name, len(texts), e, np.percentile(a, 50), np.percentile(a, 99), a.mean(),
-                     np.percentile(b, 50), np.percentile(b, 99),
-                     w.info["build_s"], w.info["index_mb"], w.info["peak_mb"]))
+        rows.append(
+            (
+                name,
+                len(texts),
+                e,
+                np.percentile(a, 50),
+                np.percentile(a, 99),
+                a.mean(),
+                np.percentile(b, 50),
+                np.percentile(b, 99),
+                w.info["build_s"],
+                w.info["index_mb"],
+                w.info["peak_mb"],
+            )
+        )
         w.close()
     return rows, upd
 
@@ -246,27 +264,50 @@ def main() -> None:
     scifact = list(be.load_corpus(be.scifact_dir()).values())
     t = time.perf_counter()
     synth = synthetic_passages(n)
-    print(f"synthetic KB: {n:,} passages, {sum(s.count(' ') + 1 for s in synth) / n:.0f} "
-          f"words avg, built in {time.perf_counter() - t:.1f}s (seed {SEED})")
-    print(f"queries: {len(queries)} SciFact claims, k=10, one at a time, interleaved "
-          f"(FTS5: first {n_fts}); BM25 k1={BM25Index().k1} b={BM25Index().b}\n")
+    print(
+        f"synthetic KB: {n:,} passages, {sum(s.count(' ') + 1 for s in synth) / n:.0f} "
+        f"words avg, built in {time.perf_counter() - t:.1f}s (seed {SEED})"
+    )
+    print(
+        f"queries: {len(queries)} SciFact claims, k=10, one at a time, interleaved "
+        f"(FTS5: first {n_fts}); BM25 k1={BM25Index().k1} b={BM25Index().b}\n"
+    )
     rows, _ = bench_corpus("scifact", scifact, queries, 1, n_fts)
     more, upd = bench_corpus(f"synth{n // 1000}k", synth, queries, args.per_doc, n_fts)
-    hdr = ("corpus", "passages", "engine", "p50 ms", "p99 ms", "mean ms", "warm p50",
-           "warm p99", "build s", "index MB", "peak+ MB")
+    hdr = (
+        "corpus",
+        "passages",
+        "engine",
+        "p50 ms",
+        "p99 ms",
+        "mean ms",
+        "warm p50",
+        "warm p99",
+        "build s",
+        "index MB",
+        "peak+ MB",
+    )
     print("\n| " + " | ".join(hdr) + " |\n|" + "---|" * len(hdr))
     for r in rows + more:
-        print(f"| {r[0]} | {r[1]:,} | {r[2]} | {r[3]:.2f} | {r[4]:.2f} | {r[5]:.2f} | "
-              f"{r[6]:.2f} | {r[7]:.2f} | {r[8]:.1f} | {r[9]:.0f} | {r[10]:.0f} |")
-    print("p50/p99/mean: engines interleaved query by query (each call on caches the other "
-          "engines just used); warm: the same queries back to back in one engine")
-    print(f"\nincremental updates at {n:,} passages (calypso, median of 30, {args.per_doc}-chunk"
-          f" docs): add {upd['add_ms']:.2f} ms (+ next search {upd['add_search_ms']:.2f} ms),"
-          f" remove {upd['rm_ms']:.2f} ms (+ next search {upd['rm_search_ms']:.2f} ms)")
-    print("index MB: calypso memory_bytes() after build (posting impacts, precomputed later "
-          "under steady reads, add 4 B/posting), bm25s score-matrix arrays; peak+ MB: a "
-          "worker's VmHWM growth during its build; parent peak RSS "
-          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+        print(
+            f"| {r[0]} | {r[1]:,} | {r[2]} | {r[3]:.2f} | {r[4]:.2f} | {r[5]:.2f} | "
+            f"{r[6]:.2f} | {r[7]:.2f} | {r[8]:.1f} | {r[9]:.0f} | {r[10]:.0f} |"
+        )
+    print(
+        "p50/p99/mean: engines interleaved query by query (each call on caches the other "
+        "engines just used); warm: the same queries back to back in one engine"
+    )
+    print(
+        f"\nincremental updates at {n:,} passages (calypso, median of 30, {args.per_doc}-chunk"
+        f" docs): add {upd['add_ms']:.2f} ms (+ next search {upd['add_search_ms']:.2f} ms),"
+        f" remove {upd['rm_ms']:.2f} ms (+ next search {upd['rm_search_ms']:.2f} ms)"
+    )
+    print(
+        "index MB: calypso memory_bytes() after build (posting impacts, precomputed later "
+        "under steady reads, add 4 B/posting), bm25s score-matrix arrays; peak+ MB: a "
+        "worker's VmHWM growth during its build; parent peak RSS "
+        f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB"
+    )
 
 
 if __name__ == "__main__":

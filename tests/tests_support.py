@@ -68,14 +68,14 @@ def render(message: dict) -> str:
         n = int(match.group(1))
         citation = by_index.get(n)
         if citation is None:
-            return ""                      # marker without a citation: drop it
+            return ""  # marker without a citation: drop it
         if citation not in footnotes:
             footnotes.append(citation)
         return f"[{footnotes.index(citation) + 1}]"
 
     body = MARKER.sub(replace, message["content"]).strip()
     notes = "\n".join(
-        f"[{i}] {c['source_filename'] or c['document_id']}: \"{c['text_preview']}\""
+        f'[{i}] {c["source_filename"] or c["document_id"]}: "{c["text_preview"]}"'
         for i, c in enumerate(footnotes, start=1)
     )
     return f"{body}\n\n{notes}" if notes else body

@@ -74,7 +74,9 @@ def message_text(message: dict) -> str:
         return content
     if isinstance(content, list):
         return " ".join(
-            part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") in ("text", "input_text", "output_text")
+            part.get("text", "")
+            for part in content
+            if isinstance(part, dict) and part.get("type") in ("text", "input_text", "output_text")
         )
     return ""
 

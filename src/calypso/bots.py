@@ -40,8 +40,16 @@ DEFAULT_BOT_ID = "calypso-rag-agent"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # The settings a client may set; everything else on a Bot is bookkeeping.
 CONFIG_FIELDS = (
-    "namespace", "document_ids", "passage_count", "include_citations", "marker_style", "inline_citations",
-    "sources_policy", "system_prompt", "generator", "generator_options",
+    "namespace",
+    "document_ids",
+    "passage_count",
+    "include_citations",
+    "marker_style",
+    "inline_citations",
+    "sources_policy",
+    "system_prompt",
+    "generator",
+    "generator_options",
 )
 MAX_DOCUMENT_IDS = 1000
 MAX_SYSTEM_PROMPT = 32_000
@@ -98,7 +106,9 @@ class Bot(BaseModel):
             try:
                 check_namespace(value)
             except InvalidNamespace as exc:
-                raise PydanticCustomError("invalid_namespace", exc.message + " Use null for a bot without a knowledge base.")
+                raise PydanticCustomError(
+                    "invalid_namespace", exc.message + " Use null for a bot without a knowledge base."
+                ) from exc
         return value
 
     @field_validator("document_ids")
@@ -173,7 +183,13 @@ def validate_bot(
             )
     if "id" not in data:
         raise InvalidRequest("Missing required parameter: id.", param="id", code="missing_required_parameter")
-    values = {"namespace": default_namespace, **data, "source": source, "created_at": created_at, "updated_at": updated_at}
+    values = {
+        "namespace": default_namespace,
+        **data,
+        "source": source,
+        "created_at": created_at,
+        "updated_at": updated_at,
+    }
     try:
         bot = Bot.model_validate(values)
     except ValidationError as exc:
@@ -192,8 +208,12 @@ def validate_bot(
 
 def default_bot(settings: Settings, created_at: int = 0) -> Bot:
     return Bot(
-        id=DEFAULT_BOT_ID, namespace=settings.default_namespace, passage_count=settings.passage_count,
-        source="default", created_at=created_at, updated_at=created_at,
+        id=DEFAULT_BOT_ID,
+        namespace=settings.default_namespace,
+        passage_count=settings.passage_count,
+        source="default",
+        created_at=created_at,
+        updated_at=created_at,
     )
 
 
@@ -203,21 +223,27 @@ def load_bots_file(path: Path, settings: Settings, loaded_at: int = 0) -> dict[s
         with open(path, "rb") as handle:
             data = tomllib.load(handle)
     except FileNotFoundError:
-        raise BotsFileError(f"Bots file {path} (CALYPSO_BOTS_FILE) does not exist; create it or unset the setting.") from None
+        raise BotsFileError(
+            f"Bots file {path} (CALYPSO_BOTS_FILE) does not exist; create it or unset the setting."
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise BotsFileError(f"Bots file {path} is not valid TOML: {exc}.") from exc
     except OSError as exc:
         raise BotsFileError(f"Cannot read bots file {path}: {exc}.") from exc
     extra = sorted(set(data) - {"bots"})
     if extra:
-        raise BotsFileError(f"Bots file {path}: unknown top-level key {extra[0]!r}; declare each bot as a [[bots]] table.")
+        raise BotsFileError(
+            f"Bots file {path}: unknown top-level key {extra[0]!r}; declare each bot as a [[bots]] table."
+        )
     entries = data.get("bots", [])
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise BotsFileError(f"Bots file {path}: 'bots' must be an array of tables, written [[bots]].")
     bots: dict[str, dict[str, Bot]] = {}
     for n, entry in enumerate(entries, start=1):
         entry = dict(entry)
-        where = f"Bots file {path}, [[bots]] #{n}" + (f" (id {entry['id']!r})" if isinstance(entry.get("id"), str) else "")
+        where = f"Bots file {path}, [[bots]] #{n}" + (
+            f" (id {entry['id']!r})" if isinstance(entry.get("id"), str) else ""
+        )
         workspace = entry.pop("workspace", DEFAULT_WORKSPACE)
         if not isinstance(workspace, str) or not workspace:
             raise BotsFileError(f"{where}: workspace must be a non-empty string, got {workspace!r}.")
@@ -225,7 +251,11 @@ def load_bots_file(path: Path, settings: Settings, loaded_at: int = 0) -> dict[s
             entry["namespace"] = None  # TOML has no null: an empty namespace means no knowledge base
         try:
             bot = validate_bot(
-                entry, default_namespace=settings.default_namespace, source="file", created_at=loaded_at, updated_at=loaded_at
+                entry,
+                default_namespace=settings.default_namespace,
+                source="file",
+                created_at=loaded_at,
+                updated_at=loaded_at,
             )
         except InvalidRequest as exc:
             raise BotsFileError(f"{where}: {exc.message}") from exc
@@ -254,15 +284,22 @@ class BotDirectory:
                 if bot_id in self._file.get(workspace, {}):
                     log.warning(
                         "bot %r in workspace %r is stored through the API and hides the one in %s",
-                        bot_id, workspace, settings.bots_file,
+                        bot_id,
+                        workspace,
+                        settings.bots_file,
                     )
 
     # -- lookups -----------------------------------------------------------
     def _from_store(self, stored: StoredBot) -> Bot:
         try:
             return Bot.model_validate(
-                {**stored.config, "id": stored.id, "source": "api", "created_at": stored.created_at,
-                 "updated_at": stored.updated_at}
+                {
+                    **stored.config,
+                    "id": stored.id,
+                    "source": "api",
+                    "created_at": stored.created_at,
+                    "updated_at": stored.updated_at,
+                }
             )
         except ValidationError as exc:
             raise StorageError(f"Stored bot {stored.id!r} in workspace {stored.workspace!r} is invalid: {exc}") from exc
@@ -339,7 +376,9 @@ class BotDirectory:
                 if bot_id in self._file.get(workspace, {}):
                     raise self._read_only(bot_id, workspace)
                 if bot_id != DEFAULT_BOT_ID:
-                    raise NotFound(f"No bot {bot_id!r} in this workspace (see GET /v1/bots).", param="id", code="bot_not_found")
+                    raise NotFound(
+                        f"No bot {bot_id!r} in this workspace (see GET /v1/bots).", param="id", code="bot_not_found"
+                    )
                 current = self._default.config()
             merged = {**current, **changes, "id": bot_id}
             return validate_bot(merged, default_namespace=self.settings.default_namespace).config()

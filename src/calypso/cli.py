@@ -54,8 +54,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if auth_enabled(settings):
         print("API keys required (create one with `calypso keys create --workspace NAME`).")
     else:
-        print(f"Auth is OFF: every request uses the 'default' workspace (CALYPSO_AUTH={settings.auth}, host {settings.host}).")
-    print(f"Calypso serving {settings.home.resolve()} on http://{settings.host}:{settings.port} (OpenAPI: /openapi.json)")
+        print(
+            f"Auth is OFF: every request uses the 'default' workspace (CALYPSO_AUTH={settings.auth}, host {settings.host})."
+        )
+    print(
+        f"Calypso serving {settings.home.resolve()} on http://{settings.host}:{settings.port} (OpenAPI: /openapi.json)"
+    )
     uvicorn.run(create_app(settings, kb), host=settings.host, port=settings.port, log_level=settings.log_level)
     return 0
 
@@ -242,7 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=os.environ.get("CALYPSO_LOG_LEVEL", "INFO").upper(), format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=os.environ.get("CALYPSO_LOG_LEVEL", "INFO").upper(), format="%(levelname)s %(name)s: %(message)s"
+    )
     args = build_parser().parse_args(argv)
     return args.func(args)
 

@@ -21,8 +21,12 @@ class Settings(BaseSettings):
     port: int = Field(8080, description="Port `calypso serve` listens on.")
     default_namespace: str = Field("general", description="Namespace used when an upload or search names none.")
     max_upload_bytes: int = Field(50 * 1024 * 1024, description="Largest accepted upload or crawled page, in bytes.")
-    chunk_size: int = Field(1000, ge=100, description="Target chunk length in characters; chunks end on sentence boundaries.")
-    chunk_overlap: int = Field(150, ge=0, description="Characters of trailing context repeated at the start of the next chunk.")
+    chunk_size: int = Field(
+        1000, ge=100, description="Target chunk length in characters; chunks end on sentence boundaries."
+    )
+    chunk_overlap: int = Field(
+        150, ge=0, description="Characters of trailing context repeated at the start of the next chunk."
+    )
     search_max_results: int = Field(10, ge=1, le=100, description="Default number of passages returned by a search.")
     crawl_timeout_seconds: float = Field(15.0, gt=0, description="Timeout for fetching a crawled page.")
     crawl_allow_private: bool = Field(
@@ -30,32 +34,43 @@ class Settings(BaseSettings):
     )
     passage_count: int = Field(5, ge=1, le=50, description="Passages retrieved and handed to the model per question.")
     generator: str = Field(
-        "auto", description="Answer generator: 'extractive', 'upstream', or 'auto' (upstream when CALYPSO_LLM_BASE_URL is set)."
+        "auto",
+        description="Answer generator: 'extractive', 'upstream', or 'auto' (upstream when CALYPSO_LLM_BASE_URL is set).",
     )
     llm_base_url: str | None = Field(None, description="OpenAI-compatible upstream, e.g. http://localhost:11434/v1.")
     llm_api_key: str | None = Field(None, description="Bearer key for the upstream, if it needs one.")
     llm_model: str | None = Field(None, description="Model name sent to the upstream.")
     llm_timeout_seconds: float = Field(60.0, gt=0, description="Upstream read timeout (between tokens), seconds.")
-    llm_max_retries: int = Field(2, ge=0, description="Retries on upstream 429/5xx/connect errors before the first token.")
+    llm_max_retries: int = Field(
+        2, ge=0, description="Retries on upstream 429/5xx/connect errors before the first token."
+    )
     unsupported_citations: str = Field(
-        "flag", pattern="^(flag|drop)$", description="Citations whose passage scores below the support threshold: 'flag' or 'drop'."
+        "flag",
+        pattern="^(flag|drop)$",
+        description="Citations whose passage scores below the support threshold: 'flag' or 'drop'.",
     )
     support_threshold: float | None = Field(
-        None, ge=0, le=1, description="Support score below which a citation is unsupported (default: the scorer's calibrated threshold)."
+        None,
+        ge=0,
+        le=1,
+        description="Support score below which a citation is unsupported (default: the scorer's calibrated threshold).",
     )
     auth: str = Field(
         "auto",
         pattern="^(auto|on|off)$",
         description="API keys required: 'on', 'off', or 'auto' (off only when serving on a loopback address).",
     )
-    admin_key: str | None = Field(None, description="Key for the admin API (/v1/admin/*): creates and revokes workspace keys.")
+    admin_key: str | None = Field(
+        None, description="Key for the admin API (/v1/admin/*): creates and revokes workspace keys."
+    )
     signing_secret: str | None = Field(
         None, description="HMAC secret for signed source links; empty: a random one kept in the data directory."
     )
     source_link_ttl_seconds: int = Field(86400, ge=60, description="How long a signed source link stays valid.")
     bots_file: Path | None = Field(None, description="TOML file declaring bots, loaded at start.")
     public_base_url: str = Field(
-        "", description="Base URL clients reach this server at (for source links behind a proxy); empty: the request's own."
+        "",
+        description="Base URL clients reach this server at (for source links behind a proxy); empty: the request's own.",
     )
     demo: bool = Field(False, description="Ingest the bundled demo documents into an empty knowledge base at start.")
     log_level: str = Field("info", description="Server log level.")

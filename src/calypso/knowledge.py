@@ -68,7 +68,9 @@ class KnowledgeBase:
         """Parse, chunk and store one document; all or nothing."""
         namespace = check_namespace(namespace or self.settings.default_namespace)
         if not data:
-            raise EmptyDocument(f"{filename or 'The upload'} is empty (0 bytes); upload a file with content.", param="file")
+            raise EmptyDocument(
+                f"{filename or 'The upload'} is empty (0 bytes); upload a file with content.", param="file"
+            )
         if len(data) > self.settings.max_upload_bytes:
             raise PayloadTooLarge(
                 f"{filename} is {len(data):,} bytes; the limit is {self.settings.max_upload_bytes:,} "

@@ -40,8 +40,11 @@ def loaded_kb(tmp_path: Path, data_dir: Path):
     settings = Settings(home=tmp_path / "home")
     kb = KnowledgeBase(settings)
     docs = data_dir / "ingestion-docs"
-    for path in [docs / "pdf/federal-register-2020-17221.pdf", docs / "pdf/GeoTopo-komprimiert.pdf",
-                 docs / "md/github-terms-of-service.md"]:
+    for path in [
+        docs / "pdf/federal-register-2020-17221.pdf",
+        docs / "pdf/GeoTopo-komprimiert.pdf",
+        docs / "md/github-terms-of-service.md",
+    ]:
         kb.ingest(path.read_bytes(), path.name)
     from calypso.demo import ingest_demo
 
@@ -129,9 +132,12 @@ def test_citations_disabled_gives_null(loaded_kb) -> None:
 
 def test_validation_errors(loaded_kb) -> None:
     answerer = Answerer(loaded_kb)
-    for messages, param in [([], "messages"), ([{"role": "wizard", "content": "hi"}], "messages[0].role"),
-                            ([{"role": "user", "content": "  "}], "messages"),
-                            ([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}], "messages")]:
+    for messages, param in [
+        ([], "messages"),
+        ([{"role": "wizard", "content": "hi"}], "messages[0].role"),
+        ([{"role": "user", "content": "  "}], "messages"),
+        ([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}], "messages"),
+    ]:
         with pytest.raises(InvalidRequest) as info:
             _run(answerer.answer(AskRequest(messages)))
         assert info.value.param == param
@@ -142,15 +148,25 @@ def test_validation_errors(loaded_kb) -> None:
 
 def test_upstream_answer_with_split_markers(loaded_kb, fake) -> None:
     answerer = _upstream_answerer(loaded_kb, fake)
-    tokens = ["Customers may request a full refund within 30 days", " [Sou", "rce 1", "]. Gift cards are ",
-              "never refundable [", "Source 1][Source 9]. Made up claim [Source 2", "]."]
+    tokens = [
+        "Customers may request a full refund within 30 days",
+        " [Sou",
+        "rce 1",
+        "]. Gift cards are ",
+        "never refundable [",
+        "Source 1][Source 9]. Made up claim [Source 2",
+        "].",
+    ]
     fake.script(Script(tokens=tokens))
     events = _run(_collect(answerer, AskRequest(_user("What is the refund policy for gift cards?"))))
     answer = events[-1].answer
     text_events = [e.text for e in events if isinstance(e, TextEvent)]
     assert "".join(text_events) == answer.text
     assert not any("[" in t or "Sou" in t for t in text_events), text_events
-    assert answer.text == "Customers may request a full refund within 30 days. Gift cards are never refundable. Made up claim."
+    assert (
+        answer.text
+        == "Customers may request a full refund within 30 days. Gift cards are never refundable. Made up claim."
+    )
     assert answer.raw_text == "".join(tokens)
     # [Source 9] names no retrieved passage: dropped, never a citation.
     assert all(n <= len(answer.sources) for s in answer.segments for n in (c.retrieval_number for c in s.citations))

@@ -31,8 +31,11 @@ def secured(tmp_path: Path):
 
 
 def _key(base: str, workspace: str) -> tuple[str, str]:
-    response = httpx.post(f"{base}/v1/admin/keys", json={"workspace": workspace, "name": "t"},
-                          headers={"Authorization": f"Bearer {ADMIN}"})
+    response = httpx.post(
+        f"{base}/v1/admin/keys",
+        json={"workspace": workspace, "name": "t"},
+        headers={"Authorization": f"Bearer {ADMIN}"},
+    )
     assert response.status_code == 201, response.text
     return response.json()["key"], response.json()["id"]
 
@@ -56,8 +59,19 @@ def two_workspaces(secured, data_dir: Path):
     conversation = a.post("/v1/conversations", json={}).json()
     bot = a.post("/v1/bots", json={"id": "acme-bot", "namespace": "general"})
     assert bot.status_code == 201, bot.text
-    yield {"live": live, "app": app, "a": a, "b": b, "key_a": key_a, "key_id_a": id_a, "doc": doc, "pdf": pdf_doc,
-           "response": response, "conversation": conversation, "refund_bytes": refund.read_bytes()}
+    yield {
+        "live": live,
+        "app": app,
+        "a": a,
+        "b": b,
+        "key_a": key_a,
+        "key_id_a": id_a,
+        "doc": doc,
+        "pdf": pdf_doc,
+        "response": response,
+        "conversation": conversation,
+        "refund_bytes": refund.read_bytes(),
+    }
     a.close()
     b.close()
 
@@ -94,7 +108,9 @@ def test_foreign_ids_answer_404_never_data(two_workspaces) -> None:
     assert "acme-bot" not in [m["id"] for m in b.get("/v1/models").json()["data"]]
     assert b.post("/v1/search", json={"query": "refund"}).json()["data"] == []
     assert b.post("/v1/search", json={"query": "refund", "document_ids": [doc["id"]]}).json()["data"] == []
-    answer = b.post("/v1/chat/completions", json={"model": "calypso-rag-agent", "messages": [{"role": "user", "content": QUESTION}]})
+    answer = b.post(
+        "/v1/chat/completions", json={"model": "calypso-rag-agent", "messages": [{"role": "user", "content": QUESTION}]}
+    )
     assert answer.status_code == 200 and answer.json()["choices"][0]["message"]["citations"] == []
     # And the owner still has everything.
     assert w["a"].get(f"/v1/documents/{doc['id']}").status_code == 200
@@ -102,14 +118,26 @@ def test_foreign_ids_answer_404_never_data(two_workspaces) -> None:
 
 @pytest.mark.parametrize(
     "headers",
-    [{}, {"Authorization": "Bearer"}, {"Authorization": "Basic abc"}, {"Authorization": "Bearer not-a-key"},
-     {"Authorization": "Bearer two words"}],
+    [
+        {},
+        {"Authorization": "Bearer"},
+        {"Authorization": "Basic abc"},
+        {"Authorization": "Bearer not-a-key"},
+        {"Authorization": "Bearer two words"},
+    ],
 )
 def test_missing_malformed_and_unknown_keys_get_401(two_workspaces, headers: dict) -> None:
     base = two_workspaces["live"].url
-    for method, path in [("GET", "/v1/documents"), ("POST", "/v1/search"), ("GET", "/v1/models"),
-                         ("POST", "/v1/responses"), ("POST", "/v1/chat/completions"), ("GET", "/v1/conversations"),
-                         ("GET", "/v1/files"), ("GET", "/v1/bots")]:
+    for method, path in [
+        ("GET", "/v1/documents"),
+        ("POST", "/v1/search"),
+        ("GET", "/v1/models"),
+        ("POST", "/v1/responses"),
+        ("POST", "/v1/chat/completions"),
+        ("GET", "/v1/conversations"),
+        ("GET", "/v1/files"),
+        ("GET", "/v1/bots"),
+    ]:
         response = httpx.request(method, base + path, headers=headers, json={})
         assert response.status_code == 401, (method, path, response.text)
         assert response.json()["error"]["type"] == "authentication_error"
@@ -118,7 +146,9 @@ def test_missing_malformed_and_unknown_keys_get_401(two_workspaces, headers: dic
 def test_revoked_key_fails_at_once(two_workspaces) -> None:
     w = two_workspaces
     assert w["a"].get("/v1/documents").status_code == 200
-    revoked = httpx.delete(f"{w['live'].url}/v1/admin/keys/{w['key_id_a']}", headers={"Authorization": f"Bearer {ADMIN}"})
+    revoked = httpx.delete(
+        f"{w['live'].url}/v1/admin/keys/{w['key_id_a']}", headers={"Authorization": f"Bearer {ADMIN}"}
+    )
     assert revoked.status_code == 200 and revoked.json()["revoked_at"]
     assert w["a"].get("/v1/documents").status_code == 401
 
@@ -126,7 +156,10 @@ def test_revoked_key_fails_at_once(two_workspaces) -> None:
 def test_admin_api_needs_the_admin_key(two_workspaces) -> None:
     base = two_workspaces["live"].url
     assert httpx.get(f"{base}/v1/admin/keys").status_code == 401
-    assert httpx.get(f"{base}/v1/admin/keys", headers={"Authorization": f"Bearer {two_workspaces['key_a']}"}).status_code == 401
+    assert (
+        httpx.get(f"{base}/v1/admin/keys", headers={"Authorization": f"Bearer {two_workspaces['key_a']}"}).status_code
+        == 401
+    )
     listing = httpx.get(f"{base}/v1/admin/keys", headers={"Authorization": f"Bearer {ADMIN}"}).json()["data"]
     assert {k["workspace"] for k in listing} == {"acme", "globex"}
     assert all("key" not in k and "hash" not in str(k) for k in listing)
@@ -154,8 +187,12 @@ def test_signed_link_opens_without_a_key_and_rejects_tampering(two_workspaces) -
     base = f"{parts.scheme}://{parts.netloc}{parts.path}"
     expires, sig = int(query["expires"][0]), query["signature"][0]
     tampered_sig = sig[:-1] + ("0" if sig[-1] != "0" else "1")
-    for params in ({"expires": expires, "signature": tampered_sig}, {"expires": expires + 3600, "signature": sig},
-                   {"expires": expires}, {"signature": sig}):
+    for params in (
+        {"expires": expires, "signature": tampered_sig},
+        {"expires": expires + 3600, "signature": sig},
+        {"expires": expires},
+        {"signature": sig},
+    ):
         response = httpx.get(base, params=params)
         assert response.status_code == 403, params
         assert response.json()["error"]["type"] == "permission_error"
@@ -173,10 +210,20 @@ def test_signed_link_opens_without_a_key_and_rejects_tampering(two_workspaces) -
 
 def test_pdf_link_points_at_the_cited_page(two_workspaces) -> None:
     w = two_workspaces
-    response = w["a"].post("/v1/responses", json={
-        "input": "What does the Federal Register rule amend?", "include": ["inline_citations"],
-        "tools": [{"type": "file_search", "filters": {"type": "eq", "key": "document_id", "value": w["pdf"]["id"]}}],
-    }).json()
+    response = (
+        w["a"]
+        .post(
+            "/v1/responses",
+            json={
+                "input": "What does the Federal Register rule amend?",
+                "include": ["inline_citations"],
+                "tools": [
+                    {"type": "file_search", "filters": {"type": "eq", "key": "document_id", "value": w["pdf"]["id"]}}
+                ],
+            },
+        )
+        .json()
+    )
     annotations = response["output"][-1]["content"][0]["annotations"]
     assert annotations, response["output"][-1]["content"][0]["text"]
     url = annotations[0]["url"]

@@ -90,8 +90,15 @@ def assert_error(response: httpx.Response, status: int, param: str | None, code:
 
 
 def test_crud_round_trip(client: httpx.Client) -> None:
-    created = client.post("/v1/bots", json={"id": "fees", "namespace": "fees", "passage_count": 3,
-                                            "generator_options": {"temperature": 0.1, "max_tokens": 200}})
+    created = client.post(
+        "/v1/bots",
+        json={
+            "id": "fees",
+            "namespace": "fees",
+            "passage_count": 3,
+            "generator_options": {"temperature": 0.1, "max_tokens": 200},
+        },
+    )
     assert created.status_code == 201, created.text
     bot = created.json()
     assert bot["object"] == "bot" and bot["id"] == "fees" and bot["source"] == "api"
@@ -323,8 +330,7 @@ def test_document_restricted_bot_never_cites_an_excluded_document(settings: Sett
     server, _ = start(settings, kb)
     try:
         with httpx.Client(base_url=server.url, timeout=60) as client:
-            for bot in ({"id": "terms-only", "document_ids": [terms.id]},
-                        {"id": "everything"}):
+            for bot in ({"id": "terms-only", "document_ids": [terms.id]}, {"id": "everything"}):
                 assert client.post("/v1/bots", json=bot).status_code == 201
         sdk = openai.OpenAI(base_url=f"{server.url}/v1", api_key="test-key", max_retries=0)
 
@@ -337,10 +343,16 @@ def test_document_restricted_bot_never_cites_an_excluded_document(settings: Sett
 
         def responses_cited(model: str) -> set[str]:
             response = sdk.responses.create(model=model, input=QUESTION)
-            files = {a.file_id for item in response.output if item.type == "message"
-                     for part in item.content for a in part.annotations}
-            searched = {r.file_id for item in response.output if item.type == "file_search_call"
-                        for r in (item.results or [])}
+            files = {
+                a.file_id
+                for item in response.output
+                if item.type == "message"
+                for part in item.content
+                for a in part.annotations
+            }
+            searched = {
+                r.file_id for item in response.output if item.type == "file_search_call" for r in (item.results or [])
+            }
             assert files, response
             return files | searched
 

@@ -27,11 +27,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests_support import MARKER, LiveServer, eval_data_dir, render
 from tests_support import free_port as _free_port  # noqa: E402
 
-REAL_DOCS = ["pdf/GeoTopo-komprimiert.pdf", "pdf/federal-register-2020-17221.pdf", "md/github-terms-of-service.md",
-             "html/wiki_duck.html"]
+REAL_DOCS = [
+    "pdf/GeoTopo-komprimiert.pdf",
+    "pdf/federal-register-2020-17221.pdf",
+    "md/github-terms-of-service.md",
+    "html/wiki_duck.html",
+]
 REFUND_Q = "How many days do customers have to request a full refund?"
-
-
 
 
 # -- fixtures ---------------------------------------------------------------------------------
@@ -46,8 +48,14 @@ def fake() -> Iterator[FakeUpstream]:
 @pytest.fixture(scope="module")
 def live(tmp_path_factory, fake: FakeUpstream) -> Iterator[LiveServer]:
     docs = eval_data_dir() / "ingestion-docs"
-    settings = Settings(home=tmp_path_factory.mktemp("chat") / "home", chunk_size=800, chunk_overlap=120,
-                        llm_base_url=fake.base_url, llm_model="fake-model", generator="extractive")
+    settings = Settings(
+        home=tmp_path_factory.mktemp("chat") / "home",
+        chunk_size=800,
+        chunk_overlap=120,
+        llm_base_url=fake.base_url,
+        llm_model="fake-model",
+        generator="extractive",
+    )
     kb = KnowledgeBase(settings)
     for name in REAL_DOCS:
         kb.ingest((docs / name).read_bytes(), Path(name).name)
@@ -87,8 +95,18 @@ def _user(text: str) -> list[dict]:
 
 def reassemble(stream) -> dict:
     """A message dict rebuilt from chunks, plus what the chunks looked like."""
-    content, kinds, out = [], [], {"annotations": [], "citations": None, "has_citations_key": False,
-                                    "tool_calls": {}, "usage": None, "finish_reason": None}
+    content, kinds, out = (
+        [],
+        [],
+        {
+            "annotations": [],
+            "citations": None,
+            "has_citations_key": False,
+            "tool_calls": {},
+            "usage": None,
+            "finish_reason": None,
+        },
+    )
     for chunk in stream:
         assert chunk.object == "chat.completion.chunk"
         if chunk.usage is not None:
@@ -123,8 +141,11 @@ def reassemble(stream) -> dict:
 
 def as_message(completion) -> dict:
     message = completion.choices[0].message
-    return {"content": message.content, "citations": message.model_extra["citations"],
-            "annotations": [a.model_dump() | (a.model_extra or {}) for a in message.annotations or []]}
+    return {
+        "content": message.content,
+        "citations": message.model_extra["citations"],
+        "annotations": [a.model_dump() | (a.model_extra or {}) for a in message.annotations or []],
+    }
 
 
 def expected_render(message: dict) -> str:
@@ -134,9 +155,10 @@ def expected_render(message: dict) -> str:
     for n in (int(m) for m in MARKER.findall(message["content"])):
         if n in by_index and n not in order:
             order.append(n)
-    body = MARKER.sub(lambda m: f"[{order.index(int(m.group(1))) + 1}]" if int(m.group(1)) in by_index else "",
-                      message["content"]).strip()
-    notes = [f"[{i}] {by_index[n]['source_filename']}: \"{by_index[n]['text_preview']}\"" for i, n in enumerate(order, 1)]
+    body = MARKER.sub(
+        lambda m: f"[{order.index(int(m.group(1))) + 1}]" if int(m.group(1)) in by_index else "", message["content"]
+    ).strip()
+    notes = [f'[{i}] {by_index[n]["source_filename"]}: "{by_index[n]["text_preview"]}"' for i, n in enumerate(order, 1)]
     return body + ("\n\n" + "\n".join(notes) if notes else "")
 
 
@@ -184,18 +206,28 @@ def test_numeric_answer_over_demo_docs(client, http) -> None:
     assert message["annotations"][0]["url_citation"]["title"] == "Refund Policy 2026"
     check_numeric(message)
     check_previews(http, message["citations"])
-    assert set(message["citations"][0]) >= {"source_index", "document_id", "source_filename", "chunk_index",
-                                            "text_preview", "score"}
+    assert set(message["citations"][0]) >= {
+        "source_index",
+        "document_id",
+        "source_filename",
+        "chunk_index",
+        "text_preview",
+        "score",
+    }
     assert completion.usage.total_tokens == completion.usage.prompt_tokens + completion.usage.completion_tokens
 
 
-@pytest.mark.parametrize("question", ["What is the minimum age to use GitHub?", "How do ducks fly?",
-                                      "Was ist eine Fundamentalgruppe?"])
+@pytest.mark.parametrize(
+    "question", ["What is the minimum age to use GitHub?", "How do ducks fly?", "Was ist eine Fundamentalgruppe?"]
+)
 def test_numeric_stream_matches_non_streaming_on_real_documents(client, http, question: str) -> None:
     completion = client.chat.completions.create(model="calypso-rag-agent", messages=_user(question))
     message = as_message(completion)
-    streamed = reassemble(client.chat.completions.create(
-        model="calypso-rag-agent", messages=_user(question), stream=True, stream_options={"include_usage": True}))
+    streamed = reassemble(
+        client.chat.completions.create(
+            model="calypso-rag-agent", messages=_user(question), stream=True, stream_options={"include_usage": True}
+        )
+    )
     assert streamed["content"] == message["content"]
     assert streamed["citations"] == message["citations"] and streamed["annotations"] == message["annotations"]
     assert streamed["kinds"][0] == "role" and streamed["kinds"][-3:] == ["annotations", "finish", "usage"]
@@ -224,8 +256,15 @@ def test_source_style_render_on_extractive_answer(client, http) -> None:
     assert render(streamed) == rendered
 
 
-SOURCE_TOKENS = ["Gift cards are never refundable", " [Sou", "rce 2", "]", " and refunds take 30 days [",
-                 "Source 1][Source 9]. Downloads are special [Source 2", "]."]
+SOURCE_TOKENS = [
+    "Gift cards are never refundable",
+    " [Sou",
+    "rce 2",
+    "]",
+    " and refunds take 30 days [",
+    "Source 1][Source 9]. Downloads are special [Source 2",
+    "].",
+]
 
 
 def test_source_style_through_fake_upstream_with_split_markers(client, http, fake) -> None:
@@ -253,7 +292,8 @@ def test_numeric_through_fake_upstream(client, fake) -> None:
     question = "Can I get a refund for a gift card?"
     message = as_message(client.chat.completions.create(model="fake-numeric", messages=_user(question)))
     assert message["content"].startswith(
-        "Gift cards are never refundable [1] and refunds take 30 days [2]. Downloads are special [1].\n\nSources:\n")
+        "Gift cards are never refundable [1] and refunds take 30 days [2]. Downloads are special [1].\n\nSources:\n"
+    )
     check_numeric(message)
     streamed = reassemble(client.chat.completions.create(model="fake-numeric", messages=_user(question), stream=True))
     assert streamed["content"] == message["content"] and streamed["deltas"].count(" [1]") == 2
@@ -269,8 +309,9 @@ def test_no_knowledge_base_gives_null_and_stream_omits_the_key(client, fake) -> 
     message = completion.choices[0].message
     assert "citations" in message.model_extra and message.model_extra["citations"] is None
     assert message.content == "A refund returns money." and message.annotations == []
-    streamed = reassemble(client.chat.completions.create(model="fake-no-kb", messages=_user("What is a refund?"),
-                                                         stream=True))
+    streamed = reassemble(
+        client.chat.completions.create(model="fake-no-kb", messages=_user("What is a refund?"), stream=True)
+    )
     assert streamed["finish_reason"] == "stop" and not streamed["has_citations_key"]
 
 
@@ -281,11 +322,15 @@ def test_citations_disabled_gives_null(client) -> None:
 
 
 def test_nothing_retrieved_gives_empty_list(client) -> None:
-    message = client.chat.completions.create(model="calypso-rag-agent",
-                                             messages=_user("xylophone zebra quasar")).choices[0].message
+    message = (
+        client.chat.completions.create(model="calypso-rag-agent", messages=_user("xylophone zebra quasar"))
+        .choices[0]
+        .message
+    )
     assert message.model_extra["citations"] == [] and message.annotations == []
-    streamed = reassemble(client.chat.completions.create(
-        model="calypso-rag-agent", messages=_user("xylophone zebra quasar"), stream=True))
+    streamed = reassemble(
+        client.chat.completions.create(model="calypso-rag-agent", messages=_user("xylophone zebra quasar"), stream=True)
+    )
     assert streamed["has_citations_key"] and streamed["citations"] == []
 
 
@@ -295,14 +340,28 @@ def test_no_valid_marker_gives_empty_list(client, fake) -> None:
     assert message.model_extra["citations"] == [] and message.content == "Refunds take a month [Source 42]."
 
 
-TOOLS = [{"type": "function", "function": {"name": "lookup_order", "description": "Order status",
-                                           "parameters": {"type": "object", "properties": {"order": {"type": "string"}}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "lookup_order",
+            "description": "Order status",
+            "parameters": {"type": "object", "properties": {"order": {"type": "string"}}},
+        },
+    }
+]
 
 
 def test_tool_call_turn_then_follow_up_after_tool_result(client, fake) -> None:
     fake.script(Script(tokens=[], tool_calls=[{"name": "lookup_order", "arguments": {"order": "A1"}}]))
-    first = client.chat.completions.create(model="fake-numeric", messages=_user("Where is my order A1?"), tools=TOOLS,
-                                           tool_choice="auto", temperature=0.2, max_completion_tokens=50)
+    first = client.chat.completions.create(
+        model="fake-numeric",
+        messages=_user("Where is my order A1?"),
+        tools=TOOLS,
+        tool_choice="auto",
+        temperature=0.2,
+        max_completion_tokens=50,
+    )
     sent = fake.requests[-1]
     assert sent["tools"] == TOOLS and sent["tool_choice"] == "auto" and sent["temperature"] == 0.2
     assert sent.get("max_tokens", sent.get("max_completion_tokens")) == 50
@@ -325,8 +384,9 @@ def test_tool_call_turn_then_follow_up_after_tool_result(client, fake) -> None:
     assert "citations" not in fake.requests[-1]["messages"][2]
 
     fake.script(Script(tokens=[], tool_calls=[{"name": "lookup_order", "arguments": {"order": "A2"}}]))
-    streamed = reassemble(client.chat.completions.create(model="fake-numeric", messages=_user("Where is A2?"),
-                                                         tools=TOOLS, stream=True))
+    streamed = reassemble(
+        client.chat.completions.create(model="fake-numeric", messages=_user("Where is A2?"), tools=TOOLS, stream=True)
+    )
     assert streamed["finish_reason"] == "tool_calls" and not streamed["has_citations_key"]
     assert streamed["tool_calls"][0]["name"] == "lookup_order"
     assert streamed["tool_calls"][0]["arguments"] == '{"order": "A2"}'
@@ -385,16 +445,18 @@ def test_error_mid_stream_is_an_error_event(client, fake, live) -> None:
     # Raw: the error object, then the stream ends without [DONE].
     fake.script(Script(tokens=["Customers may ", "request a ", "full refund."], disconnect_after=1))
     with httpx.Client(base_url=live.url, timeout=30) as raw:
-        text = raw.post("/v1/chat/completions", json={"model": "fake-numeric", "messages": _user(REFUND_Q),
-                                                       "stream": True}).text
+        text = raw.post(
+            "/v1/chat/completions", json={"model": "fake-numeric", "messages": _user(REFUND_Q), "stream": True}
+        ).text
     events = [line for line in text.splitlines() if line.startswith("data: ")]
     assert events[-1].startswith('data: {"error":') and "[DONE]" not in text
 
 
 def test_metadata_and_max_tokens_accepted(client, fake) -> None:
     fake.script(Script.from_text("Refunds within 30 days [Source 1]."))
-    completion = client.chat.completions.create(model="fake-numeric", messages=_user(REFUND_Q), max_tokens=20,
-                                                metadata={"ticket": "T-1"}, user="u-1")
+    completion = client.chat.completions.create(
+        model="fake-numeric", messages=_user(REFUND_Q), max_tokens=20, metadata={"ticket": "T-1"}, user="u-1"
+    )
     assert completion.choices[0].message.model_extra["citations"]
     assert fake.requests[-1].get("max_tokens", fake.requests[-1].get("max_completion_tokens")) == 20
 
@@ -402,8 +464,9 @@ def test_metadata_and_max_tokens_accepted(client, fake) -> None:
 def test_client_leaving_mid_stream_stops_the_upstream(live, fake) -> None:
     fake.script(Script(tokens=[f"word{i} " for i in range(300)], token_delay=0.02))
     with httpx.Client(base_url=live.url, timeout=30) as raw:
-        with raw.stream("POST", "/v1/chat/completions", json={"model": "fake-numeric", "messages": _user(REFUND_Q),
-                                                              "stream": True}) as response:
+        with raw.stream(
+            "POST", "/v1/chat/completions", json={"model": "fake-numeric", "messages": _user(REFUND_Q), "stream": True}
+        ) as response:
             for line in response.iter_lines():
                 if '"content":"word' in line:
                     break

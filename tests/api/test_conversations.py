@@ -34,8 +34,14 @@ def fake() -> Iterator[FakeUpstream]:
 @pytest.fixture(scope="module")
 def live(tmp_path_factory, fake: FakeUpstream) -> Iterator[LiveServer]:
     docs = eval_data_dir() / "ingestion-docs"
-    settings = Settings(home=tmp_path_factory.mktemp("conv") / "home", chunk_size=800, chunk_overlap=120,
-                        llm_base_url=fake.base_url, llm_model="fake-model", generator="extractive")
+    settings = Settings(
+        home=tmp_path_factory.mktemp("conv") / "home",
+        chunk_size=800,
+        chunk_overlap=120,
+        llm_base_url=fake.base_url,
+        llm_model="fake-model",
+        generator="extractive",
+    )
     kb = KnowledgeBase(settings)
     for name in ["md/github-terms-of-service.md", "pdf/GeoTopo-komprimiert.pdf"]:
         kb.ingest((docs / name).read_bytes(), Path(name).name)
@@ -96,8 +102,10 @@ def test_create_turns_replay_list_delete(http: httpx.Client) -> None:
     assert conversation["bot"] == "source-bot" and conversation["metadata"] == {"ticket": "T-9"}
     cid = conversation["id"]
 
-    turn = http.post(f"/v1/conversations/{cid}/messages",
-                     json={"content": "How many days do customers have to request a full refund?"})
+    turn = http.post(
+        f"/v1/conversations/{cid}/messages",
+        json={"content": "How many days do customers have to request a full refund?"},
+    )
     assert turn.status_code == 200, turn.text
     message = turn.json()["message"]
     assert message["role"] == "assistant" and "[Source 1]" in message["content"]
@@ -105,8 +113,9 @@ def test_create_turns_replay_list_delete(http: httpx.Client) -> None:
     assert render(message).startswith("Customers may request a full refund within 30 days of purchase. [1]")
     assert turn.json()["user_message"]["citations"] is None
 
-    streamed = _sse(http, f"/v1/conversations/{cid}/messages", {"content": "Can I get a refund for a gift card?",
-                                                                 "stream": True})
+    streamed = _sse(
+        http, f"/v1/conversations/{cid}/messages", {"content": "Can I get a refund for a gift card?", "stream": True}
+    )
     assert streamed[-1] == "[DONE]"
     second = _reassemble(streamed)
     assert "Gift cards are never refundable." in second["content"] and second["citations"]
@@ -150,8 +159,11 @@ def test_history_goes_to_the_model_without_old_markers(http: httpx.Client, fake:
 
 @pytest.mark.parametrize(
     ("body", "status", "param"),
-    [({"content": ""}, 400, "content"), ({"content": "hi", "role": "assistant"}, 400, "role"),
-     ({"content": "hi", "temperature": 1}, 400, "temperature")],
+    [
+        ({"content": ""}, 400, "content"),
+        ({"content": "hi", "role": "assistant"}, 400, "role"),
+        ({"content": "hi", "temperature": 1}, 400, "temperature"),
+    ],
 )
 def test_bad_turns(http: httpx.Client, body: dict, status: int, param: str) -> None:
     cid = _conversation(http)
@@ -183,8 +195,9 @@ def test_failed_generation_stores_nothing_and_says_so(http: httpx.Client, fake: 
 def test_cancelled_stream_stores_nothing_and_frees_the_conversation(http: httpx.Client, fake: FakeUpstream) -> None:
     cid = _conversation(http, "fake-source")
     fake.script(Script(tokens=[f"word{i} " for i in range(300)], token_delay=0.02))
-    with http.stream("POST", f"/v1/conversations/{cid}/messages",
-                     json={"content": "How long for a refund?", "stream": True}) as response:
+    with http.stream(
+        "POST", f"/v1/conversations/{cid}/messages", json={"content": "How long for a refund?", "stream": True}
+    ) as response:
         for line in response.iter_lines():
             if '"content":"word' in line:
                 break
@@ -198,8 +211,10 @@ def test_cancelled_stream_stores_nothing_and_frees_the_conversation(http: httpx.
 
 def test_concurrent_posts_are_serialised(http: httpx.Client, fake: FakeUpstream, live: LiveServer) -> None:
     cid = _conversation(http, "fake-source")
-    fake.script(Script.from_text("Refunds take 30 days [Source 1].", token_size=2, token_delay=0.02),
-                Script.from_text("Gift cards are never refundable [Source 1].", token_size=2, token_delay=0.02))
+    fake.script(
+        Script.from_text("Refunds take 30 days [Source 1].", token_size=2, token_delay=0.02),
+        Script.from_text("Gift cards are never refundable [Source 1].", token_size=2, token_delay=0.02),
+    )
     start = threading.Barrier(2)
 
     def post(question: str, stream: bool) -> int:
@@ -227,13 +242,19 @@ def test_concurrent_posts_are_serialised(http: httpx.Client, fake: FakeUpstream,
 
 
 def test_answers_keep_document_id_after_the_document_is_deleted(http: httpx.Client) -> None:
-    upload = http.post("/v1/documents", data={"namespace": "scratch"}, files={
-        "file": ("lighthouse.md", b"# Lighthouse\n\nThe lighthouse keeper lights the lamp at dusk every evening.\n")})
+    upload = http.post(
+        "/v1/documents",
+        data={"namespace": "scratch"},
+        files={
+            "file": ("lighthouse.md", b"# Lighthouse\n\nThe lighthouse keeper lights the lamp at dusk every evening.\n")
+        },
+    )
     assert upload.status_code == 201, upload.text
     document_id = upload.json()["id"]
     cid = _conversation(http, "scratch-bot")
-    message = http.post(f"/v1/conversations/{cid}/messages",
-                        json={"content": "When does the lighthouse keeper light the lamp?"}).json()["message"]
+    message = http.post(
+        f"/v1/conversations/{cid}/messages", json={"content": "When does the lighthouse keeper light the lamp?"}
+    ).json()["message"]
     assert message["citations"][0]["document_id"] == document_id
 
     assert http.delete(f"/v1/documents/{document_id}").status_code == 200
@@ -242,6 +263,7 @@ def test_answers_keep_document_id_after_the_document_is_deleted(http: httpx.Clie
     assert stored["citations"][0]["document_id"] == document_id  # kept, now resolving to 404
     assert stored["citations"] == message["citations"]
     # Retrieval no longer sees it: a new turn cites nothing.
-    again = http.post(f"/v1/conversations/{cid}/messages",
-                      json={"content": "When does the lighthouse keeper light the lamp?"}).json()["message"]
+    again = http.post(
+        f"/v1/conversations/{cid}/messages", json={"content": "When does the lighthouse keeper light the lamp?"}
+    ).json()["message"]
     assert again["citations"] == []

@@ -102,7 +102,13 @@ def test_list_documents_paginates_and_filters(http: httpx.Client, data_dir: Path
 
 def test_openapi_spec_lists_the_routes(http: httpx.Client) -> None:
     paths = http.get("/openapi.json").json()["paths"]
-    for path in ("/v1/documents", "/v1/documents/crawl", "/v1/documents/{document_id}/chunks", "/v1/files", "/v1/search"):
+    for path in (
+        "/v1/documents",
+        "/v1/documents/crawl",
+        "/v1/documents/{document_id}/chunks",
+        "/v1/files",
+        "/v1/search",
+    ):
         assert path in paths
 
 
@@ -178,10 +184,13 @@ def test_unknown_route_and_method(http: httpx.Client) -> None:
 
 class _Site(http.server.BaseHTTPRequestHandler):
     pages = {
-        "/article": ("text/html; charset=utf-8", b"<html><head><title>Tide tables</title></head><body>"
-                     b"<nav><a href='/'>Home</a> | <a href='/about'>About</a></nav><main><h1>Tide tables</h1>"
-                     + b"<p>High tide in the harbour is at 06:14 and again at 18:40 on weekdays. "
-                     b"The harbour master posts changes on the noticeboard.</p>" * 5 + b"</main></body></html>"),
+        "/article": (
+            "text/html; charset=utf-8",
+            b"<html><head><title>Tide tables</title></head><body>"
+            b"<nav><a href='/'>Home</a> | <a href='/about'>About</a></nav><main><h1>Tide tables</h1>"
+            + b"<p>High tide in the harbour is at 06:14 and again at 18:40 on weekdays. "
+            b"The harbour master posts changes on the noticeboard.</p>" * 5 + b"</main></body></html>",
+        ),
         "/image": ("image/png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 100),
         "/plain": ("text/plain", b"Plain page about lighthouse keepers and their logbooks."),
     }

@@ -54,8 +54,18 @@ def test_seed_000_shape_field_by_field(demo_kb, openai_client) -> None:
         assert result.file_id.startswith("file-") and result.filename and result.text
         assert isinstance(result.score, float)
         attributes = result.attributes
-        for key in ("source_index", "label", "page_number", "page_label", "locator_label", "modality",
-                    "knowledge_id", "document_id", "chunk_index", "cited"):
+        for key in (
+            "source_index",
+            "label",
+            "page_number",
+            "page_label",
+            "locator_label",
+            "modality",
+            "knowledge_id",
+            "document_id",
+            "chunk_index",
+            "cited",
+        ):
             assert key in attributes, key
         assert attributes["label"] == f"{result.filename} ({attributes['locator_label']})"
         assert attributes["modality"] == "text" and attributes["knowledge_id"] == "general"
@@ -131,7 +141,9 @@ def test_inline_citations_links_span_exactly(demo_kb, openai_client) -> None:
 
 def test_pdf_sources_link_to_the_page(demo_kb, openai_client) -> None:
     response = openai_client.responses.create(
-        model="calypso-rag-agent", input="Was ist die Fundamentalgruppe?", include=["inline_citations"],
+        model="calypso-rag-agent",
+        input="Was ist die Fundamentalgruppe?",
+        include=["inline_citations"],
         tools=[{"type": "file_search", "vector_store_ids": ["general"], "max_num_results": 3}],
     )
     annotation = _message(response).content[0].annotations[0]
@@ -163,13 +175,22 @@ def test_streaming_events_and_final_response(demo_kb, openai_client) -> None:
     events = list(openai_client.responses.create(model="calypso-rag-agent", input=QUESTION, stream=True))
     types = [e.type for e in events]
     assert types[:9] == [
-        "response.created", "response.in_progress", "response.output_item.added",
-        "response.file_search_call.in_progress", "response.file_search_call.searching",
-        "response.file_search_call.completed", "response.output_item.done", "response.output_item.added",
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.file_search_call.in_progress",
+        "response.file_search_call.searching",
+        "response.file_search_call.completed",
+        "response.output_item.done",
+        "response.output_item.added",
         "response.content_part.added",
     ]
-    assert types[-4:] == ["response.output_text.done", "response.content_part.done", "response.output_item.done",
-                          "response.completed"]
+    assert types[-4:] == [
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
     assert [e.sequence_number for e in events] == list(range(len(events)))
     text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
     final = events[-1].response
@@ -177,14 +198,18 @@ def test_streaming_events_and_final_response(demo_kb, openai_client) -> None:
     added = [e for e in events if e.type == "response.output_text.annotation.added"]
     assert [e.annotation_index for e in added] == list(range(len(added)))
     final_annotations = _message(final).content[0].annotations
-    assert [a["start_index"] if isinstance(a, dict) else a.model_extra["start_index"] for a in [e.annotation for e in added]] == [
-        a.model_extra["start_index"] for a in final_annotations
-    ]
+    assert [
+        a["start_index"] if isinstance(a, dict) else a.model_extra["start_index"] for a in [e.annotation for e in added]
+    ] == [a.model_extra["start_index"] for a in final_annotations]
     # Each annotation arrives right after the delta that completes its segment.
     for event in added:
         position = types.index("response.output_text.annotation.added", events.index(event))
         so_far = "".join(e.delta for e in events[:position] if e.type == "response.output_text.delta")
-        end = event.annotation["end_index"] if isinstance(event.annotation, dict) else event.annotation.model_extra["end_index"]
+        end = (
+            event.annotation["end_index"]
+            if isinstance(event.annotation, dict)
+            else event.annotation.model_extra["end_index"]
+        )
         assert len(so_far) >= end
         assert event.item_id == _message(final).id and event.output_index == 1 and event.content_index == 0
 
@@ -205,9 +230,11 @@ def test_stream_equals_non_stream_apart_from_ids(demo_kb, openai_client) -> None
 
 
 def test_inline_streaming_deltas_concatenate_to_final_text(demo_kb, openai_client) -> None:
-    events = list(openai_client.responses.create(
-        model="calypso-rag-agent", input=QUESTION, stream=True, include=["inline_citations"]
-    ))
+    events = list(
+        openai_client.responses.create(
+            model="calypso-rag-agent", input=QUESTION, stream=True, include=["inline_citations"]
+        )
+    )
     final = events[-1].response
     text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
     assert text == final.output_text and "[[1]](" in text
@@ -237,7 +264,9 @@ def test_stored_response_and_previous_response_id(demo_kb, openai_client, fake) 
 
 
 def test_upstream_markers_split_across_tokens(demo_kb, openai_client, fake) -> None:
-    fake.script(Script(tokens=["Customers may request a full refund", " within 30 days [Sou", "rce 1][Sour", "ce 42]."]))
+    fake.script(
+        Script(tokens=["Customers may request a full refund", " within 30 days [Sou", "rce 1][Sour", "ce 42]."])
+    )
     events = list(openai_client.responses.create(model="calypso-rag-agent", input=QUESTION, stream=True))
     deltas = [e.delta for e in events if e.type == "response.output_text.delta"]
     assert "".join(deltas) == "Customers may request a full refund within 30 days."
@@ -276,8 +305,14 @@ def test_ungrounded_and_no_retrieval_states(demo_kb, openai_client) -> None:
         ({"input": QUESTION, "include": ["everything"]}, "include"),
         ({"input": QUESTION, "metadata": {"citation_compat": "weird"}}, "metadata.citation_compat"),
         ({"input": QUESTION, "tools": [{"type": "web_search"}]}, "tools[0].type"),
-        ({"input": QUESTION, "tools": [{"type": "file_search", "vector_store_ids": ["bad name"]}]}, "tools[0].vector_store_ids"),
-        ({"input": QUESTION, "tools": [{"type": "file_search", "filters": {"type": "gt", "key": "x", "value": 1}}]}, "tools[0].filters"),
+        (
+            {"input": QUESTION, "tools": [{"type": "file_search", "vector_store_ids": ["bad name"]}]},
+            "tools[0].vector_store_ids",
+        ),
+        (
+            {"input": QUESTION, "tools": [{"type": "file_search", "filters": {"type": "gt", "key": "x", "value": 1}}]},
+            "tools[0].filters",
+        ),
         ({"input": QUESTION, "temperature": 7}, "temperature"),
         ({"input": QUESTION, "model": "no-such-bot"}, "model"),
         ({"input": QUESTION, "previous_response_id": "resp_missing"}, "previous_response_id"),
@@ -295,7 +330,8 @@ def test_document_filter_restricts_citations(demo_kb, openai_client, http) -> No
     documents = http.get("/v1/documents", params={"limit": 100}).json()["data"]
     handbook = next(d for d in documents if d["filename"] == "office_handbook.md")
     response = openai_client.responses.create(
-        model="calypso-rag-agent", input=QUESTION,
+        model="calypso-rag-agent",
+        input=QUESTION,
         tools=[{"type": "file_search", "filters": {"type": "eq", "key": "document_id", "value": handbook["id"]}}],
     )
     assert {r.attributes["document_id"] for r in _search(response).results} <= {handbook["id"]}

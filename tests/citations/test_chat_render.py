@@ -8,14 +8,18 @@ import pytest
 
 from calypso.citations.chat_render import ChatStreamRenderer, is_citing, render_chat
 from calypso.citations.links import LinkSigner
-
-SIGNER = LinkSigner(b"test-secret", "https://kb.example", 3600)
 from calypso.citations.composer import AnswerComposer, MarkerEvent, TextEvent
 from calypso.citations.grounded import GroundedAnswer, Quote, Source, utf16_len
 from calypso.models import Chunk, Document, Passage
 
+SIGNER = LinkSigner(b"test-secret", "https://kb.example", 3600)
+
 PASSAGES = [
-    ("refund_policy_2026.pdf", "Refund Policy 2026", "Customers may request a full refund within 30 days of purchase. " * 5),
+    (
+        "refund_policy_2026.pdf",
+        "Refund Policy 2026",
+        "Customers may request a full refund within 30 days of purchase. " * 5,
+    ),
     ("gift_cards.md", None, "Gift cards are never refundable."),
     ("shipping.md", None, "Orders ship within two business days."),
 ]
@@ -25,8 +29,9 @@ def _sources() -> list[Source]:
     sources = []
     for number, (filename, title, text) in enumerate(PASSAGES, start=1):
         media = "application/pdf" if filename.endswith(".pdf") else "text/markdown"
-        doc = Document(f"doc-{number}", f"file-{number}", "default", "general", filename, media, 10, "x", 0, 4, 3,
-                       title=title)
+        doc = Document(
+            f"doc-{number}", f"file-{number}", "default", "general", filename, media, 10, "x", 0, 4, 3, title=title
+        )
         chunk = Chunk(number - 1, text, 0, len(text), 4, 4, ("4",))
         sources.append(Source(number, Passage(doc, chunk, score=1.0 / number)))
     return sources
@@ -55,8 +60,10 @@ def stream(events: list, answer: GroundedAnswer, style: str) -> tuple[list[str],
     return [d for d in deltas + [tail] if d], rendered
 
 
-RAW = ("Refunds are possible within 30 days [Source 1]. Gift cards are never refundable [Source 9][Source 2]. "
-       "Orders ship fast.[Source 3][Source 2]")
+RAW = (
+    "Refunds are possible within 30 days [Source 1]. Gift cards are never refundable [Source 9][Source 2]. "
+    "Orders ship fast.[Source 3][Source 2]"
+)
 SPLITS = [[RAW], list(RAW), [RAW[i : i + 3] for i in range(0, len(RAW), 3)]]
 
 
@@ -70,7 +77,10 @@ def test_numeric_content_offsets_and_appendix(tokens: list[str]) -> None:
     )
     spans = [(a["url_citation"]["start_index"], a["url_citation"]["end_index"]) for a in rendered.annotations]
     assert [rendered.content[s:e] for s, e in spans] == [
-        "Refunds are possible within 30 days", "Gift cards are never refundable", "Orders ship fast.", "Orders ship fast."
+        "Refunds are possible within 30 days",
+        "Gift cards are never refundable",
+        "Orders ship fast.",
+        "Orders ship fast.",
     ]
     for annotation in rendered.annotations:
         # Right after each span come the markers, and one of them is this annotation's number.
@@ -84,7 +94,10 @@ def test_numeric_content_offsets_and_appendix(tokens: list[str]) -> None:
     assert rendered.annotations[1]["url_citation"]["title"] == "gift_cards.md"  # no title: the filename
     assert [c["source_index"] for c in rendered.citations] == [1, 2, 3]
     assert [c["document_id"] for c in rendered.citations] == ["doc-1", "doc-2", "doc-3"]
-    assert rendered.citations[0]["text_preview"] == PASSAGES[0][2][:200] and len(rendered.citations[0]["text_preview"]) == 200
+    assert (
+        rendered.citations[0]["text_preview"] == PASSAGES[0][2][:200]
+        and len(rendered.citations[0]["text_preview"]) == 200
+    )
 
     deltas, streamed = stream(events, answer, "numeric")
     assert "".join(deltas) == rendered.content
@@ -132,7 +145,10 @@ def test_emoji_offsets_in_utf16() -> None:
         assert extra["end_index_utf16"] - extra["start_index_utf16"] == utf16_len(
             rendered.content[span["start_index"] : span["end_index"]]
         )
-    assert rendered.annotations[1]["_aicore"]["start_index_utf16"] == rendered.annotations[1]["url_citation"]["start_index"] + 1
+    assert (
+        rendered.annotations[1]["_aicore"]["start_index_utf16"]
+        == rendered.annotations[1]["url_citation"]["start_index"] + 1
+    )
 
 
 @pytest.mark.parametrize(
@@ -157,7 +173,9 @@ def test_null_citations(fields: dict, expected) -> None:
 
 def test_empty_citations_without_valid_markers_or_sources() -> None:
     _, answer = compose(["Nothing relevant [Source 12]."])
-    assert render_chat(answer, "numeric").citations == [] and render_chat(answer, "numeric").content == "Nothing relevant."
+    assert (
+        render_chat(answer, "numeric").citations == [] and render_chat(answer, "numeric").content == "Nothing relevant."
+    )
     assert render_chat(answer, "source").content == "Nothing relevant [Source 12]."
     composer = AnswerComposer([], _quote)
     composer.feed("Your order shipped [Source 1].")

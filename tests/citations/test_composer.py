@@ -79,7 +79,10 @@ def test_utf16_offsets_with_emoji_and_cjk() -> None:
     for segment in answer.segments:
         assert answer.text[segment.start : segment.end] == segment.text
         assert segment.start_utf16 == utf16_len(answer.text[: segment.start])
-        assert answer.text.encode("utf-16-le")[2 * segment.start_utf16 : 2 * segment.end_utf16].decode("utf-16-le") == segment.text
+        assert (
+            answer.text.encode("utf-16-le")[2 * segment.start_utf16 : 2 * segment.end_utf16].decode("utf-16-le")
+            == segment.text
+        )
     assert answer.segments[0].text == "🎉 Party time 🎉"
     assert answer.segments[0].end_utf16 == answer.segments[0].end + 2
     assert answer.segments[1].text == "退款需要三十天"

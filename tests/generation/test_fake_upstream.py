@@ -32,7 +32,7 @@ def sdk(fake: FakeUpstream) -> openai.OpenAI:
 
 
 def sse_payloads(response: httpx.Response) -> list[str]:
-    return [line[len("data: "):] for line in response.iter_lines() if line.startswith("data: ")]
+    return [line[len("data: ") :] for line in response.iter_lines() if line.startswith("data: ")]
 
 
 def test_script_from_text_splits_markers_across_tokens() -> None:
@@ -42,8 +42,11 @@ def test_script_from_text_splits_markers_across_tokens() -> None:
 
 
 def test_stream_has_openai_chunk_shape(fake: FakeUpstream) -> None:
-    fake.script(Script(tokens=["Refunds are", " available [Sou", "rce 1", "]."], usage={"prompt_tokens": 7,
-                                                                                       "completion_tokens": 4}))
+    fake.script(
+        Script(
+            tokens=["Refunds are", " available [Sou", "rce 1", "]."], usage={"prompt_tokens": 7, "completion_tokens": 4}
+        )
+    )
     body = {"model": "m1", "messages": MESSAGES, "stream": True, "stream_options": {"include_usage": True}}
     with httpx.Client() as client, client.stream("POST", f"{fake.base_url}/chat/completions", json=body) as response:
         assert response.status_code == 200
@@ -57,8 +60,11 @@ def test_stream_has_openai_chunk_shape(fake: FakeUpstream) -> None:
     contents = [c["choices"][0]["delta"]["content"] for c in chunks[1:5]]
     assert contents == ["Refunds are", " available [Sou", "rce 1", "]."]
     assert chunks[5]["choices"][0] == {"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop"}
-    assert chunks[6]["choices"] == [] and chunks[6]["usage"] == {"prompt_tokens": 7, "completion_tokens": 4,
-                                                                 "total_tokens": 11}
+    assert chunks[6]["choices"] == [] and chunks[6]["usage"] == {
+        "prompt_tokens": 7,
+        "completion_tokens": 4,
+        "total_tokens": 11,
+    }
     assert fake.requests == [body] and fake.disconnects == 0
 
 
@@ -84,8 +90,9 @@ def test_non_streaming_completion(fake: FakeUpstream, sdk: openai.OpenAI) -> Non
 def test_openai_sdk_streaming_reassembles_the_script(fake: FakeUpstream, sdk: openai.OpenAI) -> None:
     text = "Refunds are available within 30 days [Source 1]."
     fake.script(Script.from_text(text, token_size=3, token_delay=0.002))
-    stream = sdk.chat.completions.create(model="m", messages=MESSAGES, stream=True,
-                                         stream_options={"include_usage": True})
+    stream = sdk.chat.completions.create(
+        model="m", messages=MESSAGES, stream=True, stream_options={"include_usage": True}
+    )
     chunks = list(stream)
     deltas = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
     assert deltas == Script.from_text(text, token_size=3).tokens
@@ -128,8 +135,12 @@ def test_error_reply_shape_and_retry_after(fake: FakeUpstream, sdk: openai.OpenA
     with pytest.raises(openai.RateLimitError) as info:
         sdk.chat.completions.create(model="m", messages=MESSAGES)
     assert info.value.response.headers["retry-after"] == "2"
-    assert info.value.body == {"message": "Slow down.", "type": "requests", "param": None,
-                               "code": "rate_limit_exceeded"}
+    assert info.value.body == {
+        "message": "Slow down.",
+        "type": "requests",
+        "param": None,
+        "code": "rate_limit_exceeded",
+    }
 
 
 def test_bad_request_is_rejected(fake: FakeUpstream) -> None:

@@ -33,8 +33,14 @@ def fake(server: FakeUpstream) -> FakeUpstream:
 
 def make(fake: FakeUpstream, **overrides: Any) -> UpstreamGenerator:
     # Tiny backoff so retry tests stay fast.
-    options: dict[str, Any] = {"base_url": fake.base_url, "api_key": "sk-test", "model": "test-model",
-                               "timeout_seconds": 5, "backoff_base_seconds": 0.01, "backoff_max_seconds": 0.05}
+    options: dict[str, Any] = {
+        "base_url": fake.base_url,
+        "api_key": "sk-test",
+        "model": "test-model",
+        "timeout_seconds": 5,
+        "backoff_base_seconds": 0.01,
+        "backoff_max_seconds": 0.05,
+    }
     options.update(overrides)
     return UpstreamGenerator(UpstreamConfig(**options))
 
@@ -59,8 +65,15 @@ def collect(generator: UpstreamGenerator, request: GenerationRequest | None = No
 
 def test_stream_yields_tokens_exactly_as_scripted(fake: FakeUpstream) -> None:
     tokens = ["Refunds are", " available [Sou", "rce 1", "]."]
-    fake.script(Script(tokens=tokens, token_delay=0.005, usage={"prompt_tokens": 12, "completion_tokens": 4},
-                       model="served-model", keepalive=True))
+    fake.script(
+        Script(
+            tokens=tokens,
+            token_delay=0.005,
+            usage={"prompt_tokens": 12, "completion_tokens": 4},
+            model="served-model",
+            keepalive=True,
+        )
+    )
     generator = make(fake)
     events = collect(generator)
     assert generator.name == "upstream:test-model"
@@ -76,27 +89,48 @@ def test_request_fields_pass_through_and_none_is_omitted(fake: FakeUpstream) -> 
     request = GenerationRequest(messages=MESSAGES, model="other", max_tokens=50, tools=tools, tool_choice="auto")
     collect(make(fake, api_key=None), request)
     first, second = fake.requests
-    assert first == {"model": "test-model", "messages": MESSAGES, "stream": True,
-                     "stream_options": {"include_usage": True}, "temperature": 0.2}
-    assert second == {"model": "other", "messages": MESSAGES, "stream": True,
-                      "stream_options": {"include_usage": True}, "max_tokens": 50, "tools": tools,
-                      "tool_choice": "auto"}
+    assert first == {
+        "model": "test-model",
+        "messages": MESSAGES,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "temperature": 0.2,
+    }
+    assert second == {
+        "model": "other",
+        "messages": MESSAGES,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "max_tokens": 50,
+        "tools": tools,
+        "tool_choice": "auto",
+    }
     assert fake.headers[0]["authorization"] == "Bearer sk-test"
     assert "authorization" not in fake.headers[1]
 
 
 def test_tool_call_fragments_are_assembled(fake: FakeUpstream) -> None:
-    fake.script(Script(tokens=["Let me look."], tool_calls=[
-        {"name": "search", "arguments": {"query": "refund policy 2026", "namespace": "general"}},
-        {"id": "call_b", "type": "function", "function": {"name": "fetch_document", "arguments": '{"id": 7}'}},
-    ]))
+    fake.script(
+        Script(
+            tokens=["Let me look."],
+            tool_calls=[
+                {"name": "search", "arguments": {"query": "refund policy 2026", "namespace": "general"}},
+                {"id": "call_b", "type": "function", "function": {"name": "fetch_document", "arguments": '{"id": 7}'}},
+            ],
+        )
+    )
     events = collect(make(fake))
     assert events[0] == TextDelta("Let me look.")
-    assert events[1] == ToolCalls([
-        {"id": "call_fake_0", "type": "function", "function": {
-            "name": "search", "arguments": '{"query": "refund policy 2026", "namespace": "general"}'}},
-        {"id": "call_b", "type": "function", "function": {"name": "fetch_document", "arguments": '{"id": 7}'}},
-    ])
+    assert events[1] == ToolCalls(
+        [
+            {
+                "id": "call_fake_0",
+                "type": "function",
+                "function": {"name": "search", "arguments": '{"query": "refund policy 2026", "namespace": "general"}'},
+            },
+            {"id": "call_b", "type": "function", "function": {"name": "fetch_document", "arguments": '{"id": 7}'}},
+        ]
+    )
     assert isinstance(events[2], Finish) and events[2].reason == "tool_calls" and len(events) == 3
 
 

@@ -25,7 +25,11 @@ def test_sentence_spans_are_contiguous_and_split_on_sentences() -> None:
     assert spans[0][0] == 0 and spans[-1][1] == len(text)
     assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
     assert [text[s:e].strip() for s, e in spans] == [
-        "First sentence.", "Second one!", "Third?", "Yes.", "New paragraph here"
+        "First sentence.",
+        "Second one!",
+        "Third?",
+        "Yes.",
+        "New paragraph here",
     ]
 
 
@@ -80,7 +84,13 @@ def test_page_span_and_labels() -> None:
 
 
 def test_heading_path_and_heading_starts_new_chunk() -> None:
-    text = "# Guide\n\nIntro sentence here. " * 1 + "\n\n## Refunds\n\n" + "Refunds take time. " * 20 + "\n\n## Shipping\n\n" + "Ships fast. " * 20
+    text = (
+        "# Guide\n\nIntro sentence here. " * 1
+        + "\n\n## Refunds\n\n"
+        + "Refunds take time. " * 20
+        + "\n\n## Shipping\n\n"
+        + "Ships fast. " * 20
+    )
     headings = [
         Heading(1, "Guide", 0),
         Heading(2, "Refunds", text.index("## Refunds")),

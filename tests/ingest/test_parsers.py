@@ -174,7 +174,10 @@ def encrypted_pdf(user_password: bytes = b"secret", text: str = "Top secret") ->
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
     out += b"trailer\n<< /Size %d /Root 1 0 R /Encrypt 6 0 R /ID [<%s> <%s>] >>\n" % (
-        len(objects) + 1, file_id.hex().encode(), file_id.hex().encode())
+        len(objects) + 1,
+        file_id.hex().encode(),
+        file_id.hex().encode(),
+    )
     out += b"startxref\n%d\n%%%%EOF\n" % xref
     return bytes(out)
 
@@ -226,7 +229,10 @@ def test_docx_headings_and_title() -> None:
     parsed = parse_file("docx/word_sample.docx")
     assert parsed.title == "Swimming in the lake"  # the "Title" style paragraph
     assert [(h.level, h.title) for h in parsed.headings] == [
-        (1, "Swimming in the lake"), (1, "Let’s swim!"), (2, "Let’s eat")]
+        (1, "Swimming in the lake"),
+        (1, "Let’s swim!"),
+        (2, "Let’s eat"),
+    ]
     assert "Leaves | Ash, Elm, Maple | 50" in parsed.text
     assert_well_formed(parsed)
 

@@ -17,13 +17,33 @@ from calypso.retrieval.bm25 import BM25Index
 from calypso.retrieval.tokenize import Analyzer, tokenize
 
 REPO = Path(__file__).resolve().parents[2]
-WORDS = ["refund", "invoice", "policy", "shipping", "return", "delay", "customer", "order", "warranty",
-         "damage", "battery", "screen", "laptop", "phone", "charger", "cable", "receipt", "account",
-         "password", "login"]
+WORDS = [
+    "refund",
+    "invoice",
+    "policy",
+    "shipping",
+    "return",
+    "delay",
+    "customer",
+    "order",
+    "warranty",
+    "damage",
+    "battery",
+    "screen",
+    "laptop",
+    "phone",
+    "charger",
+    "cable",
+    "receipt",
+    "account",
+    "password",
+    "login",
+]
 
 
-def brute_force(docs: dict[int, list[tuple[int, str]]], query: str, k1: float, b: float,
-                k: int = 10) -> list[tuple[int, float]]:
+def brute_force(
+    docs: dict[int, list[tuple[int, str]]], query: str, k1: float, b: float, k: int = 10
+) -> list[tuple[int, float]]:
     """Plain-Python Lucene BM25 (no (k1+1) factor, as Lucene >= 8) over the live chunks."""
     chunks = [(key, Counter(tokenize(text))) for cs in docs.values() for key, text in cs]
     n = len(chunks)
@@ -46,8 +66,7 @@ def brute_force(docs: dict[int, list[tuple[int, str]]], query: str, k1: float, b
 
 
 def random_doc(rng: random.Random, key0: int, n_chunks: int) -> list[tuple[int, str]]:
-    return [(key0 + i, " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 30))))
-            for i in range(n_chunks)]
+    return [(key0 + i, " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 30)))) for i in range(n_chunks)]
 
 
 def assert_same(got: list[tuple[int, float]], want: list[tuple[int, float]]) -> None:

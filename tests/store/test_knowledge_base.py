@@ -17,7 +17,9 @@ def test_failure_midway_leaves_no_half_document(kb, settings) -> None:
     assert len(kb.search("harbour crane")) == 1
     # A real SQLite failure on the fourth chunk insert, inside the document's transaction.
     db = sqlite3.connect(settings.database_path)
-    db.execute("CREATE TRIGGER boom BEFORE INSERT ON chunks WHEN NEW.chunk_index = 3 BEGIN SELECT RAISE(ABORT, 'disk on fire'); END")
+    db.execute(
+        "CREATE TRIGGER boom BEFORE INSERT ON chunks WHEN NEW.chunk_index = 3 BEGIN SELECT RAISE(ABORT, 'disk on fire'); END"
+    )
     db.commit()
     with pytest.raises(StorageError):
         kb.ingest(TEXT.encode(), "second.txt")
@@ -78,7 +80,9 @@ def test_concurrent_ingest_and_search(kb) -> None:
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
 
-    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)] + [threading.Thread(target=reader) for _ in range(3)]
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)] + [
+        threading.Thread(target=reader) for _ in range(3)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -11,8 +11,17 @@ from calypso.store.sqlite import SQLiteStore
 
 def _document(doc_id: str = "d1", namespace: str = "general", sha: str = "abc") -> Document:
     return Document(
-        id=doc_id, file_id=f"file-{doc_id}", workspace="default", namespace=namespace, filename="a.txt",
-        media_type="text/plain", bytes=5, sha256=sha, created_at=1, page_count=1, chunk_count=2,
+        id=doc_id,
+        file_id=f"file-{doc_id}",
+        workspace="default",
+        namespace=namespace,
+        filename="a.txt",
+        media_type="text/plain",
+        bytes=5,
+        sha256=sha,
+        created_at=1,
+        page_count=1,
+        chunk_count=2,
     )
 
 
@@ -53,7 +62,13 @@ def test_migrations_run_once(tmp_path) -> None:
     SQLiteStore(tmp_path / "db.sqlite3").close()
     store = SQLiteStore(tmp_path / "db.sqlite3")
     names = [r[0] for r in store._connection().execute("SELECT name FROM migrations")]
-    assert names == ["001_documents", "002_responses", "003_conversations", "004_keys_and_bots", "005_workspace_policies"]
+    assert names == [
+        "001_documents",
+        "002_responses",
+        "003_conversations",
+        "004_keys_and_bots",
+        "005_workspace_policies",
+    ]
     store.close()
 
 

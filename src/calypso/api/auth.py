@@ -34,7 +34,9 @@ def auth_enabled(settings: Settings) -> bool:
 def _bearer(request: Request) -> str:
     header = request.headers.get("authorization")
     if not header:
-        raise AuthenticationFailed("Missing API key: send 'Authorization: Bearer <key>' (create one with `calypso keys create`).")
+        raise AuthenticationFailed(
+            "Missing API key: send 'Authorization: Bearer <key>' (create one with `calypso keys create`)."
+        )
     scheme, _, key = header.partition(" ")
     key = key.strip()
     if scheme.lower() != "bearer" or not key or " " in key:
@@ -79,7 +81,9 @@ class AuthMiddleware:
                 try:
                     workspace = authenticate(request)
                 except CalypsoError as exc:
-                    response = JSONResponse(exc.to_dict(), status_code=exc.status, headers={"WWW-Authenticate": "Bearer"})
+                    response = JSONResponse(
+                        exc.to_dict(), status_code=exc.status, headers={"WWW-Authenticate": "Bearer"}
+                    )
                     await response(scope, receive, send)
                     return
                 scope.setdefault("state", {})["workspace"] = workspace

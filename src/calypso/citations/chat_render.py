@@ -124,7 +124,9 @@ def source_index(source: Source, style: str) -> int:
     return source.retrieval_number if style == SOURCE else source.display_number
 
 
-def annotations(answer: GroundedAnswer, builder: ContentBuilder, content: str, links: LinkSigner | None = None) -> list[dict]:
+def annotations(
+    answer: GroundedAnswer, builder: ContentBuilder, content: str, links: LinkSigner | None = None
+) -> list[dict]:
     """One nested ``url_citation`` per (segment, cited source), spanning the segment in ``content``."""
     if answer.citations_are_null or builder.style == HIDDEN:
         return []
@@ -223,7 +225,9 @@ class ChatStreamRenderer:
     final annotations and citations for the whole streamed content.
     """
 
-    def __init__(self, sources: list[Source], style: str = NUMERIC, citing: bool = True, links: LinkSigner | None = None) -> None:
+    def __init__(
+        self, sources: list[Source], style: str = NUMERIC, citing: bool = True, links: LinkSigner | None = None
+    ) -> None:
         self.builder = ContentBuilder(sources, style, citing)
         self.links = links
         self._parts: list[str] = []

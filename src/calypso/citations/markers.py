@@ -28,7 +28,7 @@ _SPACE = " \t"
 _SEPS = ",;，"
 _DASHES = "-–"
 _PREFIX = "source"
-_URL_STOP = set("()[]<>`\"")
+_URL_STOP = set('()[]<>`"')
 
 
 @dataclass(frozen=True)

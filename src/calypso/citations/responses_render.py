@@ -43,7 +43,9 @@ def _url(source: Source, options: RenderOptions, page: int | None = None) -> str
 # -- annotations ---------------------------------------------------------------------------
 
 
-def _segment_fields(segment: Segment, citation: SegmentCitation, source: Source, start: int, end: int, text: str) -> dict:
+def _segment_fields(
+    segment: Segment, citation: SegmentCitation, source: Source, start: int, end: int, text: str
+) -> dict:
     quote = citation.quote
     return {
         "segment_start": start,
@@ -81,8 +83,15 @@ def file_citation(answer_text: str, segment: Segment, citation: SegmentCitation,
 
 
 def url_citation(
-    link_start: int, link_end: int, url: str, segment: Segment, citation: SegmentCitation, source: Source,
-    segment_start: int, segment_end: int, text: str,
+    link_start: int,
+    link_end: int,
+    url: str,
+    segment: Segment,
+    citation: SegmentCitation,
+    source: Source,
+    segment_start: int,
+    segment_end: int,
+    text: str,
 ) -> dict:
     """A seed-003 url_citation spanning exactly one ``[[n]](url)`` link; ``title`` is the number."""
     document = source.passage.document
@@ -108,7 +117,9 @@ class InlineLinker:
 
     def shift(self, plain_offset: int, *, inclusive: bool) -> int:
         return plain_offset + sum(
-            length for position, length in self.inserted if position < plain_offset or (inclusive and position == plain_offset)
+            length
+            for position, length in self.inserted
+            if position < plain_offset or (inclusive and position == plain_offset)
         )
 
     def links(self, placement: MarkerPlacement, segment: Segment | None, inline_text_len: int):

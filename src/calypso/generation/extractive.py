@@ -19,7 +19,9 @@ MAX_SENTENCES = 3
 MAX_CHARS = 700
 MIN_SENTENCE_CHARS = 25
 # Questions that want a quantity, date or duration are best answered by sentences with a number in them.
-_WANTS_NUMBER = re.compile(r"\b(how (long|many|much|often|old|far|soon)|when|what (time|year|date)|which (year|date))\b", re.I)
+_WANTS_NUMBER = re.compile(
+    r"\b(how (long|many|much|often|old|far|soon)|when|what (time|year|date)|which (year|date))\b", re.I
+)
 _HAS_NUMBER = re.compile(r"\d")
 
 

@@ -46,8 +46,13 @@ from starlette.routing import Route
 
 FAKE_MODEL = "fake-model"
 
-_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-                404: "invalid_request_error", 429: "requests"}
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "invalid_request_error",
+    429: "requests",
+}
 
 
 @dataclass
@@ -87,8 +92,13 @@ def _normalize_tool_calls(calls: list[dict] | None) -> list[dict]:
         arguments = function.get("arguments", "")
         if not isinstance(arguments, str):
             arguments = json.dumps(arguments)
-        normalized.append({"id": call.get("id") or f"call_fake_{i}", "type": "function",
-                           "function": {"name": function["name"], "arguments": arguments}})
+        normalized.append(
+            {
+                "id": call.get("id") or f"call_fake_{i}",
+                "type": "function",
+                "function": {"name": function["name"], "arguments": arguments},
+            }
+        )
     return normalized
 
 
@@ -117,9 +127,14 @@ class _SSEStream:
         self.created = int(time.time())
 
     def _chunk(self, delta: dict, finish_reason: str | None = None) -> bytes:
-        chunk = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-                 "system_fingerprint": None,
-                 "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]}
+        chunk = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "system_fingerprint": None,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
+        }
         if (self.body.get("stream_options") or {}).get("include_usage"):
             chunk["usage"] = None  # OpenAI sends null usage on every chunk but the last
         return _sse(chunk)
@@ -142,8 +157,12 @@ class _SSEStream:
         calls = _normalize_tool_calls(script.tool_calls)
         for index, call in enumerate(calls):
             # Like OpenAI: id + name first, then the arguments in small fragments.
-            head = {"index": index, "id": call["id"], "type": "function",
-                    "function": {"name": call["function"]["name"], "arguments": ""}}
+            head = {
+                "index": index,
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": call["function"]["name"], "arguments": ""},
+            }
             await self._send(send, self._chunk({"tool_calls": [head]}))
             arguments = call["function"]["arguments"]
             for i in range(0, len(arguments), 8):
@@ -155,8 +174,15 @@ class _SSEStream:
         finish = script.finish_reason or ("tool_calls" if calls else "stop")
         await self._send(send, self._chunk({}, finish))
         if (self.body.get("stream_options") or {}).get("include_usage"):
-            usage = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-                     "system_fingerprint": None, "choices": [], "usage": self.fake._usage(script, self.body)}
+            usage = {
+                "id": self.id,
+                "object": "chat.completion.chunk",
+                "created": self.created,
+                "model": self.model,
+                "system_fingerprint": None,
+                "choices": [],
+                "usage": self.fake._usage(script, self.body),
+            }
             await self._send(send, _sse(usage))
         # [DONE] and the end of the body in one message: no window where a polite client looks "gone".
         await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
@@ -205,10 +231,12 @@ class FakeUpstream:
         self._host, self._port = host, port
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
-        self.app = Starlette(routes=[
-            Route("/v1/chat/completions", self._chat, methods=["POST"]),
-            Route("/v1/models", self._models, methods=["GET"]),
-        ])
+        self.app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/v1/models", self._models, methods=["GET"]),
+            ]
+        )
 
     # -- scripting ---------------------------------------------------------------------------
 
@@ -267,8 +295,12 @@ class FakeUpstream:
     # -- endpoints ---------------------------------------------------------------------------
 
     async def _models(self, request: Request) -> JSONResponse:
-        return JSONResponse({"object": "list", "data": [
-            {"id": FAKE_MODEL, "object": "model", "created": 0, "owned_by": "calypso-fake"}]})
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [{"id": FAKE_MODEL, "object": "model", "created": 0, "owned_by": "calypso-fake"}],
+            }
+        )
 
     async def _chat(self, request: Request) -> Any:
         try:
@@ -292,13 +324,24 @@ class FakeUpstream:
         message: dict[str, Any] = {"role": "assistant", "content": script.text if script.tokens or not calls else None}
         if calls:
             message["tool_calls"] = calls
-        return JSONResponse({
-            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion", "created": int(time.time()),
-            "model": script.model or body.get("model") or FAKE_MODEL, "system_fingerprint": None,
-            "choices": [{"index": 0, "message": message, "logprobs": None,
-                         "finish_reason": script.finish_reason or ("tool_calls" if calls else "stop")}],
-            "usage": self._usage(script, body),
-        })
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": script.model or body.get("model") or FAKE_MODEL,
+                "system_fingerprint": None,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": message,
+                        "logprobs": None,
+                        "finish_reason": script.finish_reason or ("tool_calls" if calls else "stop"),
+                    }
+                ],
+                "usage": self._usage(script, body),
+            }
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -315,11 +358,20 @@ class FakeUpstream:
         sock.bind((self._host, self._port))  # bound before serving: no free-port race
         self._port = sock.getsockname()[1]
         # log_config/log_level None: a test helper must not reconfigure the host process's logging.
-        config = uvicorn.Config(self.app, log_config=None, log_level=None, access_log=False, lifespan="off",
-                                loop="asyncio", http="h11", timeout_graceful_shutdown=1)
+        config = uvicorn.Config(
+            self.app,
+            log_config=None,
+            log_level=None,
+            access_log=False,
+            lifespan="off",
+            loop="asyncio",
+            http="h11",
+            timeout_graceful_shutdown=1,
+        )
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True,
-                                        name="calypso-fake-upstream")
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, daemon=True, name="calypso-fake-upstream"
+        )
         self._thread.start()
         deadline = time.monotonic() + 10
         while not self._server.started:

@@ -47,7 +47,9 @@ def build_messages(
         parts.append(NO_SOURCES_INSTRUCTIONS)
     system = "\n\n".join(p for p in parts if p)
     history = [m for m in conversation if m.get("role") != "system"]
-    client_system = [m["content"] for m in conversation if m.get("role") == "system" and isinstance(m.get("content"), str)]
+    client_system = [
+        m["content"] for m in conversation if m.get("role") == "system" and isinstance(m.get("content"), str)
+    ]
     if client_system:
         system = "\n\n".join(client_system + [system])
     return [{"role": "system", "content": system}, *history]

@@ -94,8 +94,12 @@ class UpstreamGenerator(Generator):
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        optional = {"temperature": request.temperature, "max_tokens": request.max_tokens,
-                    "tools": request.tools, "tool_choice": request.tool_choice}
+        optional = {
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+            "tools": request.tools,
+            "tool_choice": request.tool_choice,
+        }
         payload.update({key: value for key, value in optional.items() if value is not None})
         return payload
 
@@ -151,18 +155,26 @@ class UpstreamGenerator(Generator):
         except (_Transient, UpstreamError):
             raise
         except httpx.ConnectTimeout:
-            raise _Transient(UpstreamTimeout(
-                f"Could not connect to the upstream model server at {self.config.base_url} within "
-                f"{self.config.connect_timeout_seconds:g} s.")) from None
+            raise _Transient(
+                UpstreamTimeout(
+                    f"Could not connect to the upstream model server at {self.config.base_url} within "
+                    f"{self.config.connect_timeout_seconds:g} s."
+                )
+            ) from None
         except httpx.TimeoutException:
             where = "between two tokens" if yielded else "for the first token"
             raise UpstreamTimeout(
                 f"The upstream model server sent nothing for {self.config.timeout_seconds:g} s {where} "
-                "(raise CALYPSO_LLM_TIMEOUT_SECONDS for slow models).") from None
+                "(raise CALYPSO_LLM_TIMEOUT_SECONDS for slow models)."
+            ) from None
         except httpx.ConnectError as exc:
-            raise _Transient(UpstreamError(
-                f"Could not connect to the upstream model server at {self.config.base_url}: {exc}. "
-                "Check CALYPSO_LLM_BASE_URL and that the server is running.", code="upstream_unreachable")) from None
+            raise _Transient(
+                UpstreamError(
+                    f"Could not connect to the upstream model server at {self.config.base_url}: {exc}. "
+                    "Check CALYPSO_LLM_BASE_URL and that the server is running.",
+                    code="upstream_unreachable",
+                )
+            ) from None
         except httpx.TransportError as exc:
             if not finished:
                 error = _interrupted(f"the connection failed ({exc or type(exc).__name__})")
@@ -207,8 +219,9 @@ class _StreamState:
         if not isinstance(chunk, dict):
             raise UpstreamError("The upstream model server sent a malformed chunk.", code="upstream_bad_response")
         if chunk.get("error"):  # some servers report failures inside the stream
-            raise UpstreamError(f"The upstream model server failed mid-stream: {_error_message(chunk)}",
-                                code="upstream_stream_error")
+            raise UpstreamError(
+                f"The upstream model server failed mid-stream: {_error_message(chunk)}", code="upstream_stream_error"
+            )
         self.model = chunk.get("model") or self.model
         if chunk.get("usage"):
             self.usage = _usage(chunk["usage"])
@@ -244,8 +257,9 @@ class _StreamState:
                 call["id"] = call["id"] or f"call_{index}"
             events.append(ToolCalls(calls))
         reason = self.finish_reason or ("tool_calls" if self.tool_calls else "stop")
-        events.append(Finish(reason="tool_calls" if reason == "function_call" else reason,
-                             usage=self.usage, model=self.model))
+        events.append(
+            Finish(reason="tool_calls" if reason == "function_call" else reason, usage=self.usage, model=self.model)
+        )
         return events
 
 
@@ -281,8 +295,9 @@ def _json_or_error(text: str) -> Any:
     try:
         return json.loads(text)
     except ValueError:
-        raise UpstreamError(f"The upstream model server sent invalid JSON: {text[:200]!r}",
-                            code="upstream_bad_response") from None
+        raise UpstreamError(
+            f"The upstream model server sent invalid JSON: {text[:200]!r}", code="upstream_bad_response"
+        ) from None
 
 
 def _events_from_completion(body: Any) -> list[GenerationEvent]:
@@ -290,19 +305,29 @@ def _events_from_completion(body: Any) -> list[GenerationEvent]:
     state = _StreamState()
     choices = body.get("choices") if isinstance(body, dict) else None
     if not choices:
-        raise UpstreamError("The upstream model server sent a completion without choices.",
-                            code="upstream_bad_response")
+        raise UpstreamError(
+            "The upstream model server sent a completion without choices.", code="upstream_bad_response"
+        )
     message = choices[0].get("message") or {}
     fragments = [dict(call, index=i) for i, call in enumerate(message.get("tool_calls") or [])]
-    chunk = {"model": body.get("model"), "usage": body.get("usage"),
-             "choices": [{"index": 0, "finish_reason": choices[0].get("finish_reason") or "stop",
-                          "delta": {"content": message.get("content"), "tool_calls": fragments}}]}
+    chunk = {
+        "model": body.get("model"),
+        "usage": body.get("usage"),
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": choices[0].get("finish_reason") or "stop",
+                "delta": {"content": message.get("content"), "tool_calls": fragments},
+            }
+        ],
+    }
     return state.feed(chunk) + state.final_events()
 
 
 def _usage(raw: dict) -> Usage:
-    return Usage(prompt_tokens=int(raw.get("prompt_tokens") or 0),
-                 completion_tokens=int(raw.get("completion_tokens") or 0))
+    return Usage(
+        prompt_tokens=int(raw.get("prompt_tokens") or 0), completion_tokens=int(raw.get("completion_tokens") or 0)
+    )
 
 
 def _interrupted(why: str) -> UpstreamError:

@@ -69,8 +69,19 @@ class _Segment:
     """
 
     _ARRAYS = ("terms", "indptr", "rows", "codes", "pair_tf", "pair_dl", "fwd_ptr", "fwd_terms")
-    __slots__ = ("codes", "fwd_ptr", "fwd_terms", "impact", "indptr", "pair_dl", "pair_tf",
-                 "row_start", "row_stop", "rows", "terms")
+    __slots__ = (
+        "codes",
+        "fwd_ptr",
+        "fwd_terms",
+        "impact",
+        "indptr",
+        "pair_dl",
+        "pair_tf",
+        "row_start",
+        "row_stop",
+        "rows",
+        "terms",
+    )
 
     def __init__(self, row_start: int, **arrays: np.ndarray) -> None:
         self.row_start = row_start
@@ -80,8 +91,9 @@ class _Segment:
         self.row_stop = row_start + len(self.fwd_ptr) - 1
 
     @classmethod
-    def from_forward(cls, row_start: int, fwd_counts: np.ndarray, fwd_term: np.ndarray,
-                     fwd_tf: np.ndarray, row_len: np.ndarray) -> _Segment:
+    def from_forward(
+        cls, row_start: int, fwd_counts: np.ndarray, fwd_term: np.ndarray, fwd_tf: np.ndarray, row_len: np.ndarray
+    ) -> _Segment:
         """From forward postings: for each row in turn (``fwd_counts[i]`` postings) its
         distinct term ids ascending (int32) and their tf; ``row_len`` of the same rows."""
         span, n = len(fwd_counts), len(fwd_term)
@@ -105,7 +117,7 @@ class _Segment:
             pos = fwd_term.astype(_I64)
             pos <<= 40
             for i in range(0, n, 1 << 20):  # blockwise: no full-size arange temporary
-                pos[i:i + (1 << 20)] |= np.arange(i, min(n, i + (1 << 20)), dtype=_I64)
+                pos[i : i + (1 << 20)] |= np.arange(i, min(n, i + (1 << 20)), dtype=_I64)
             pos.sort()
             pos &= (1 << 40) - 1
         else:
@@ -114,8 +126,17 @@ class _Segment:
         codes = fcodes[pos]
         del pos, fcodes
         pair_tf, pair_dl = np.divmod(pairs, width)
-        return cls(row_start, terms=terms, indptr=indptr, rows=rows, codes=codes,
-                   pair_tf=pair_tf, pair_dl=pair_dl, fwd_ptr=fwd_ptr, fwd_terms=fwd_term)
+        return cls(
+            row_start,
+            terms=terms,
+            indptr=indptr,
+            rows=rows,
+            codes=codes,
+            pair_tf=pair_tf,
+            pair_dl=pair_dl,
+            fwd_ptr=fwd_ptr,
+            fwd_terms=fwd_term,
+        )
 
     @property
     def n_postings(self) -> int:
@@ -132,8 +153,7 @@ class _Segment:
         return impact + sum(getattr(self, a).nbytes for a in self._ARRAYS)
 
 
-def _merge(segs: Sequence[_Segment], live: np.ndarray,
-           row_map: np.ndarray | None = None) -> _Segment:
+def _merge(segs: Sequence[_Segment], live: np.ndarray, row_map: np.ndarray | None = None) -> _Segment:
     """One segment from adjacent ones, dropping dead rows (and renumbering rows by
     ``row_map`` when given). A scatter per input, no sort: within a term, inputs' posting
     lists are concatenated in row order."""
@@ -143,7 +163,7 @@ def _merge(segs: Sequence[_Segment], live: np.ndarray,
     pairs = np.unique(np.concatenate(pkeys))
     fwd_terms, fwd_counts, parts = [], [], []
     for s, pk in zip(segs, pkeys):
-        lv = live[s.row_start:s.row_stop]
+        lv = live[s.row_start : s.row_stop]
         cnt = np.diff(s.fwd_ptr)
         fwd_terms.append(s.fwd_terms[np.repeat(lv, cnt)])
         cnt[~lv] = 0
@@ -171,9 +191,17 @@ def _merge(segs: Sequence[_Segment], live: np.ndarray,
     fwd_ptr = np.zeros(len(fwd_cnt) + 1, _I64)
     np.cumsum(fwd_cnt, out=fwd_ptr[1:])
     pair_tf, pair_dl = np.divmod(pairs, width)
-    return _Segment(segs[0].row_start if row_map is None else 0, terms=terms[nz],
-                    indptr=indptr, rows=rows, codes=codes, pair_tf=pair_tf, pair_dl=pair_dl,
-                    fwd_ptr=fwd_ptr, fwd_terms=np.concatenate(fwd_terms))
+    return _Segment(
+        segs[0].row_start if row_map is None else 0,
+        terms=terms[nz],
+        indptr=indptr,
+        rows=rows,
+        codes=codes,
+        pair_tf=pair_tf,
+        pair_dl=pair_dl,
+        fwd_ptr=fwd_ptr,
+        fwd_terms=np.concatenate(fwd_terms),
+    )
 
 
 # rows, codes, lut of one posting list; or rows, impacts, None once precomputed
@@ -227,8 +255,7 @@ def _kth_lower_bound(scores: np.ndarray, rows_lists: list[np.ndarray], k: int) -
 class _Snapshot:
     """What a search reads: immutable, swapped in whole under the writer lock."""
 
-    __slots__ = ("dead", "df", "docs", "impacts", "luts", "n_live", "n_rows", "paid", "params",
-                 "row_key", "segs")
+    __slots__ = ("dead", "df", "docs", "impacts", "luts", "n_live", "n_rows", "paid", "params", "row_key", "segs")
 
     def __init__(self, **kw: object) -> None:
         for name, value in kw.items():
@@ -252,8 +279,9 @@ class BM25Index:
     ``analyzer`` maps a text to its terms (default: :func:`calypso.retrieval.tokenize`).
     """
 
-    def __init__(self, k1: float = DEFAULT_K1, b: float = DEFAULT_B,
-                 analyzer: Callable[[str], list[str]] | None = None) -> None:
+    def __init__(
+        self, k1: float = DEFAULT_K1, b: float = DEFAULT_B, analyzer: Callable[[str], list[str]] | None = None
+    ) -> None:
         self.k1, self.b = float(k1), float(b)
         self._analyze = analyzer or DEFAULT_ANALYZER.tokenize
         self._lock = threading.RLock()
@@ -311,10 +339,8 @@ class BM25Index:
             self._row_live[r0:r1] = True
             total = int(lens.sum())
             vocab = self._vocab.__getitem__
-            self._pending.append(
-                np.fromiter(map(vocab, chain.from_iterable(toks)), np.int32, total))
-            self._n_rows, self._n_live, self._total_len = r1, self._n_live + r1 - r0, \
-                self._total_len + total
+            self._pending.append(np.fromiter(map(vocab, chain.from_iterable(toks)), np.int32, total))
+            self._n_rows, self._n_live, self._total_len = r1, self._n_live + r1 - r0, self._total_len + total
             row = r0
             for doc_key, ks, _ in batch:
                 if doc_key in self._docs:
@@ -370,12 +396,18 @@ class BM25Index:
                 self._dead = [dead] if dead is not None else []
                 params = (self.k1, self.b, avgdl)
                 self._snap = _Snapshot(
-                    segs=tuple(self._segs), df=self._df.copy(), n_live=self._n_live,
+                    segs=tuple(self._segs),
+                    df=self._df.copy(),
+                    n_live=self._n_live,
                     luts=tuple(s.lut(self.k1, self.b, avgdl) for s in self._segs),
-                    n_rows=self._n_rows, row_key=self._row_key, dead=dead, docs=self._docs,
-                    params=params, paid=[0] * len(self._segs), impacts=[
-                        s.impact[1] if s.impact and s.impact[0] == params else None
-                        for s in self._segs])
+                    n_rows=self._n_rows,
+                    row_key=self._row_key,
+                    dead=dead,
+                    docs=self._docs,
+                    params=params,
+                    paid=[0] * len(self._segs),
+                    impacts=[s.impact[1] if s.impact and s.impact[0] == params else None for s in self._segs],
+                )
             return self._snap
 
     def _compile_pending(self) -> None:
@@ -395,8 +427,8 @@ class BM25Index:
             t0 = int(ends[a - 1]) if a else 0
             b = max(a + 1, int(np.searchsorted(ends, t0 + (1 << 21), side="right")))
             local = np.repeat(np.arange(b - a, dtype=_I64), lens[a:b])
-            key = local * nv + tids[t0:int(ends[b - 1])]
-            key = key[self._row_live[r0 + a:r0 + b][local]]  # rows removed while pending
+            key = local * nv + tids[t0 : int(ends[b - 1])]
+            key = key[self._row_live[r0 + a : r0 + b][local]]  # rows removed while pending
             key.sort()  # runs of equal (row, term) keys: distinct terms per row and tf
             first = np.ones(len(key), bool)
             np.not_equal(key[1:], key[:-1], out=first[1:])
@@ -412,11 +444,11 @@ class BM25Index:
         tf = np.concatenate(tfs)
         del tfs
         self._df += np.bincount(term, minlength=len(self._df))
-        self._segs.append(_Segment.from_forward(
-            r0, np.concatenate(counts), term, tf, self._row_len[r0:r1]))
+        self._segs.append(_Segment.from_forward(r0, np.concatenate(counts), term, tf, self._row_len[r0:r1]))
         segs = self._segs
-        while len(segs) > 1 and (segs[-2].n_postings < _SMALL_SEGMENT
-                                 or segs[-2].n_postings < _MERGE_RATIO * segs[-1].n_postings):
+        while len(segs) > 1 and (
+            segs[-2].n_postings < _SMALL_SEGMENT or segs[-2].n_postings < _MERGE_RATIO * segs[-1].n_postings
+        ):
             segs[-2:] = [_merge(segs[-2:], self._row_live)]
 
     def _compact(self) -> None:
@@ -435,8 +467,7 @@ class BM25Index:
         self._dead, self._n_dead = [], 0
 
     # --------------------------------------------------------------- searching
-    def search(self, query: str, k: int = 10,
-               doc_keys: Collection[int] | None = None) -> list[tuple[int, float]]:
+    def search(self, query: str, k: int = 10, doc_keys: Collection[int] | None = None) -> list[tuple[int, float]]:
         """Top-k ``(chunk_key, score)`` for ``query``; see the class docstring."""
         terms = self._analyze(query)
         if k <= 0 or not terms or (doc_keys is not None and not doc_keys):
@@ -503,8 +534,7 @@ class BM25Index:
         return self._top(scores, cand, k, snap.row_key)
 
     @staticmethod
-    def _top(scores: np.ndarray, cand: np.ndarray, k: int,
-             row_key: np.ndarray) -> list[tuple[int, float]]:
+    def _top(scores: np.ndarray, cand: np.ndarray, k: int, row_key: np.ndarray) -> list[tuple[int, float]]:
         vals = scores[cand]
         if len(cand) > 4 * k:  # keep every tie of the k-th value, then sort exactly
             sel = vals >= -np.partition(-vals, k - 1)[k - 1]  # (-x: fast with many ties)
@@ -513,8 +543,7 @@ class BM25Index:
         return list(zip(row_key[cand[order]].tolist(), vals[order].astype(float).tolist()))
 
     @staticmethod
-    def _doc_rows(docs: dict[int, tuple[int, int]], doc_keys: Collection[int],
-                  n_rows: int) -> np.ndarray:
+    def _doc_rows(docs: dict[int, tuple[int, int]], doc_keys: Collection[int], n_rows: int) -> np.ndarray:
         # The snapshot's doc map: compaction swaps in a new dict, so row numbers match.
         spans = sorted(s for s in map(docs.get, set(doc_keys)) if s and s[0] < n_rows)
         if not spans:
@@ -537,8 +566,11 @@ class BM25Index:
 
     def memory_bytes(self) -> int:
         """Approximate bytes held: numpy arrays plus vocabulary and doc-map dicts."""
-        arrays = sum(s.nbytes() for s in self._segs) + self._df.nbytes + sum(
-            a.nbytes for a in (self._row_key, self._row_len, self._row_live))
+        arrays = (
+            sum(s.nbytes() for s in self._segs)
+            + self._df.nbytes
+            + sum(a.nbytes for a in (self._row_key, self._row_len, self._row_live))
+        )
         arrays += sum(p.nbytes for p in self._pending)
         vocab = sys.getsizeof(self._vocab) + sum(sys.getsizeof(t) + 28 for t in self._vocab)
         docs = sys.getsizeof(self._docs) + len(self._docs) * (28 + 64 + 2 * 28)

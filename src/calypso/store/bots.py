@@ -38,13 +38,17 @@ class BotStore:
 
     # -- reads -------------------------------------------------------------
     def get(self, workspace: str, bot_id: str) -> StoredBot | None:
-        row = self.store._connection().execute(
-            f"SELECT {_COLUMNS} FROM bots WHERE workspace = ? AND id = ?", (workspace, bot_id)
-        ).fetchone()
+        row = (
+            self.store._connection()
+            .execute(f"SELECT {_COLUMNS} FROM bots WHERE workspace = ? AND id = ?", (workspace, bot_id))
+            .fetchone()
+        )
         return _row(row) if row else None
 
     def list(self, workspace: str) -> list[StoredBot]:
-        rows = self.store._connection().execute(f"SELECT {_COLUMNS} FROM bots WHERE workspace = ? ORDER BY id", (workspace,))
+        rows = self.store._connection().execute(
+            f"SELECT {_COLUMNS} FROM bots WHERE workspace = ? ORDER BY id", (workspace,)
+        )
         return [_row(r) for r in rows]
 
     def keys(self) -> list[tuple[str, str]]:

@@ -69,10 +69,14 @@ class ConversationStore:
         return conversation
 
     def get(self, workspace: str, conversation_id: str) -> Conversation:
-        row = self.store._connection().execute(
-            "SELECT id, workspace, bot_id, created_at, metadata FROM conversations WHERE workspace = ? AND id = ?",
-            (workspace, conversation_id),
-        ).fetchone()
+        row = (
+            self.store._connection()
+            .execute(
+                "SELECT id, workspace, bot_id, created_at, metadata FROM conversations WHERE workspace = ? AND id = ?",
+                (workspace, conversation_id),
+            )
+            .fetchone()
+        )
         if row is None:
             raise NotFound(
                 f"No conversation with id {conversation_id!r}; create one with POST /v1/conversations.",
@@ -84,9 +88,13 @@ class ConversationStore:
         db = self.store._connection()
         where, args = ["workspace = ?"], [workspace]
         if after is not None:
-            row = db.execute("SELECT key FROM conversations WHERE workspace = ? AND id = ?", (workspace, after)).fetchone()
+            row = db.execute(
+                "SELECT key FROM conversations WHERE workspace = ? AND id = ?", (workspace, after)
+            ).fetchone()
             if row is None:
-                raise NotFound(f"No conversation {after!r} to page after; pass an id from the previous page.", param="after")
+                raise NotFound(
+                    f"No conversation {after!r} to page after; pass an id from the previous page.", param="after"
+                )
             where.append("key < ?" if order == "desc" else "key > ?")
             args.append(row["key"])
         direction = "DESC" if order == "desc" else "ASC"
@@ -108,11 +116,15 @@ class ConversationStore:
             raise NotFound(f"No conversation with id {conversation_id!r}.", param="conversation_id")
 
     def messages(self, workspace: str, conversation_id: str) -> list[StoredMessage]:
-        rows = self.store._connection().execute(
-            "SELECT m.id, m.role, m.content, m.citations, m.extra, m.created_at FROM conversation_messages m "
-            "JOIN conversations c ON c.key = m.conversation_key WHERE c.workspace = ? AND c.id = ? ORDER BY m.key",
-            (workspace, conversation_id),
-        ).fetchall()
+        rows = (
+            self.store._connection()
+            .execute(
+                "SELECT m.id, m.role, m.content, m.citations, m.extra, m.created_at FROM conversation_messages m "
+                "JOIN conversations c ON c.key = m.conversation_key WHERE c.workspace = ? AND c.id = ? ORDER BY m.key",
+                (workspace, conversation_id),
+            )
+            .fetchall()
+        )
         return [_message(r) for r in rows]
 
     def add_turn(self, workspace: str, conversation_id: str, *messages: StoredMessage) -> None:
@@ -132,9 +144,13 @@ class ConversationStore:
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
-                        m.id, row["key"], m.role, m.content,
+                        m.id,
+                        row["key"],
+                        m.role,
+                        m.content,
                         None if m.citations is None else json.dumps(m.citations, ensure_ascii=False),
-                        json.dumps(m.extra, ensure_ascii=False), m.created_at,
+                        json.dumps(m.extra, ensure_ascii=False),
+                        m.created_at,
                     )
                     for m in messages
                 ],

@@ -29,8 +29,13 @@ class ApiKey:
 
     def to_dict(self) -> dict:
         return {
-            "id": self.id, "object": "api_key", "workspace": self.workspace, "name": self.name,
-            "prefix": self.prefix, "created_at": self.created_at, "revoked_at": self.revoked_at,
+            "id": self.id,
+            "object": "api_key",
+            "workspace": self.workspace,
+            "name": self.name,
+            "prefix": self.prefix,
+            "created_at": self.created_at,
+            "revoked_at": self.revoked_at,
         }
 
 
@@ -74,7 +79,9 @@ class KeyStore:
 
     def workspace_for(self, plaintext: str) -> str | None:
         """The workspace of a live key, or None for an unknown or revoked one."""
-        row = self.store._connection().execute(
-            "SELECT workspace FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL", (hash_key(plaintext),)
-        ).fetchone()
+        row = (
+            self.store._connection()
+            .execute("SELECT workspace FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL", (hash_key(plaintext),))
+            .fetchone()
+        )
         return row[0] if row else None

@@ -61,7 +61,7 @@ def m001_documents(db: sqlite3.Connection) -> None:
             heading_path TEXT NOT NULL,
             UNIQUE (document_key, chunk_index)
         );
-        """
+        """,
     )
 
 

@@ -12,9 +12,11 @@ class PolicyStore:
         self.store = store
 
     def sources_policy(self, workspace: str) -> str:
-        row = self.store._connection().execute(
-            "SELECT sources_policy FROM workspace_policies WHERE workspace = ?", (workspace,)
-        ).fetchone()
+        row = (
+            self.store._connection()
+            .execute("SELECT sources_policy FROM workspace_policies WHERE workspace = ?", (workspace,))
+            .fetchone()
+        )
         return row[0] if row else "visible"
 
     def set_sources_policy(self, workspace: str, policy: str) -> None:

@@ -26,23 +26,36 @@ class ResponseStore:
                 "INSERT OR REPLACE INTO responses (id, workspace, bot_id, created_at, previous_response_id, body, history) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
-                    response.id, workspace, response.bot_id, response.body.get("created_at", 0), previous_response_id,
-                    json.dumps(response.body), json.dumps(response.history),
+                    response.id,
+                    workspace,
+                    response.bot_id,
+                    response.body.get("created_at", 0),
+                    previous_response_id,
+                    json.dumps(response.body),
+                    json.dumps(response.history),
                 ),
             )
 
         self.store._write(work)
 
     def get(self, workspace: str, response_id: str) -> StoredResponse | None:
-        row = self.store._connection().execute(
-            "SELECT id, bot_id, body, history FROM responses WHERE workspace = ? AND id = ?", (workspace, response_id)
-        ).fetchone()
+        row = (
+            self.store._connection()
+            .execute(
+                "SELECT id, bot_id, body, history FROM responses WHERE workspace = ? AND id = ?",
+                (workspace, response_id),
+            )
+            .fetchone()
+        )
         if row is None:
             return None
         return StoredResponse(row[0], row[1], json.loads(row[2]), json.loads(row[3]))
 
     def delete(self, workspace: str, response_id: str) -> bool:
         def work(db) -> bool:
-            return db.execute("DELETE FROM responses WHERE workspace = ? AND id = ?", (workspace, response_id)).rowcount > 0
+            return (
+                db.execute("DELETE FROM responses WHERE workspace = ? AND id = ?", (workspace, response_id)).rowcount
+                > 0
+            )
 
         return bool(self.store._write(work))

@@ -22,7 +22,9 @@ _DOC_COLUMNS = (
     "key, id, file_id, workspace, namespace, filename, media_type, bytes, sha256, created_at, "
     "page_count, chunk_count, title, source_url, metadata"
 )
-_CHUNK_COLUMNS = 'c.key, d.id, c.chunk_index, c.text, c.start, c."end", c.page_start, c.page_end, c.page_labels, c.heading_path'
+_CHUNK_COLUMNS = (
+    'c.key, d.id, c.chunk_index, c.text, c.start, c."end", c.page_start, c.page_end, c.page_labels, c.heading_path'
+)
 
 
 def _document(row: sqlite3.Row) -> Document:
@@ -111,9 +113,21 @@ class SQLiteStore(Store):
                 "created_at, page_count, chunk_count, title, source_url, metadata, content) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    doc.id, doc.file_id, doc.workspace, doc.namespace, doc.filename, doc.media_type, doc.bytes,
-                    doc.sha256, doc.created_at, doc.page_count, doc.chunk_count, doc.title, doc.source_url,
-                    json.dumps(doc.metadata), content,
+                    doc.id,
+                    doc.file_id,
+                    doc.workspace,
+                    doc.namespace,
+                    doc.filename,
+                    doc.media_type,
+                    doc.bytes,
+                    doc.sha256,
+                    doc.created_at,
+                    doc.page_count,
+                    doc.chunk_count,
+                    doc.title,
+                    doc.source_url,
+                    json.dumps(doc.metadata),
+                    content,
                 ),
             )
             key = cursor.lastrowid
@@ -125,12 +139,23 @@ class SQLiteStore(Store):
                 'INSERT INTO chunks (document_key, chunk_index, text, start, "end", page_start, page_end, '
                 "page_labels, heading_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (key, c.chunk_index, c.text, c.start, c.end, c.page_start, c.page_end,
-                     json.dumps(list(c.page_labels)), json.dumps(list(c.heading_path)))
+                    (
+                        key,
+                        c.chunk_index,
+                        c.text,
+                        c.start,
+                        c.end,
+                        c.page_start,
+                        c.page_end,
+                        json.dumps(list(c.page_labels)),
+                        json.dumps(list(c.heading_path)),
+                    )
                     for c in chunks
                 ],
             )
-            chunk_keys = [r[0] for r in db.execute("SELECT key FROM chunks WHERE document_key = ? ORDER BY chunk_index", (key,))]
+            chunk_keys = [
+                r[0] for r in db.execute("SELECT key FROM chunks WHERE document_key = ? ORDER BY chunk_index", (key,))
+            ]
             return key, chunk_keys
 
         return self._write(work)  # type: ignore[return-value]
@@ -166,9 +191,11 @@ class SQLiteStore(Store):
         return self._one_document("file_id = ?", (file_id,))
 
     def document_key(self, workspace: str, document_id: str) -> int | None:
-        row = self._connection().execute(
-            "SELECT key FROM documents WHERE workspace = ? AND id = ?", (workspace, document_id)
-        ).fetchone()
+        row = (
+            self._connection()
+            .execute("SELECT key FROM documents WHERE workspace = ? AND id = ?", (workspace, document_id))
+            .fetchone()
+        )
         return row[0] if row else None
 
     def document_keys(self, workspace: str, document_ids: Sequence[str]) -> dict[str, int]:
@@ -191,22 +218,32 @@ class SQLiteStore(Store):
         if after is not None:
             cursor_key = self.document_key(workspace, after)
             if cursor_key is None:
-                raise NotFound(f"No document {after!r} to page after; pass an id from the previous page.", param="after")
+                raise NotFound(
+                    f"No document {after!r} to page after; pass an id from the previous page.", param="after"
+                )
             where.append("key < ?" if order == "desc" else "key > ?")
             args.append(cursor_key)
         direction = "DESC" if order == "desc" else "ASC"
-        rows = self._connection().execute(
-            f"SELECT {_DOC_COLUMNS} FROM documents WHERE {' AND '.join(where)} ORDER BY key {direction} LIMIT ?",
-            (*args, limit + 1),
-        ).fetchall()
+        rows = (
+            self._connection()
+            .execute(
+                f"SELECT {_DOC_COLUMNS} FROM documents WHERE {' AND '.join(where)} ORDER BY key {direction} LIMIT ?",
+                (*args, limit + 1),
+            )
+            .fetchall()
+        )
         return Listing([_document(r) for r in rows[:limit]], has_more=len(rows) > limit)
 
     def list_chunks(self, workspace: str, document_id: str, limit: int, after: int | None) -> Listing:
-        rows = self._connection().execute(
-            f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.document_key "
-            "WHERE d.workspace = ? AND d.id = ? AND c.chunk_index > ? ORDER BY c.chunk_index LIMIT ?",
-            (workspace, document_id, -1 if after is None else after, limit + 1),
-        ).fetchall()
+        rows = (
+            self._connection()
+            .execute(
+                f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.document_key "
+                "WHERE d.workspace = ? AND d.id = ? AND c.chunk_index > ? ORDER BY c.chunk_index LIMIT ?",
+                (workspace, document_id, -1 if after is None else after, limit + 1),
+            )
+            .fetchall()
+        )
         return Listing([_stored_chunk(r) for r in rows[:limit]], has_more=len(rows) > limit)
 
     def get_chunks(self, keys: Sequence[int]) -> dict[int, StoredChunk]:
@@ -235,9 +272,11 @@ class SQLiteStore(Store):
         return [Page(*row) for row in rows]
 
     def read_content(self, workspace: str, document_id: str) -> bytes:
-        row = self._connection().execute(
-            "SELECT content FROM documents WHERE workspace = ? AND id = ?", (workspace, document_id)
-        ).fetchone()
+        row = (
+            self._connection()
+            .execute("SELECT content FROM documents WHERE workspace = ? AND id = ?", (workspace, document_id))
+            .fetchone()
+        )
         if row is None:
             raise NotFound(f"No document {document_id!r}.")
         return bytes(row[0])

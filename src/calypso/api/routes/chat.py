@@ -84,7 +84,9 @@ class ChatCompletionRequest(BaseModel):
 
     def check(self) -> None:
         if self.n not in (None, 1):
-            raise InvalidRequest(f"n must be 1 (got {self.n}): Calypso returns one grounded answer per request.", param="n")
+            raise InvalidRequest(
+                f"n must be 1 (got {self.n}): Calypso returns one grounded answer per request.", param="n"
+            )
         if not self.messages:
             raise InvalidRequest("messages is empty: send at least one user message.", param="messages")
         if self.stream_options is not None and not self.stream:
@@ -196,8 +198,14 @@ class ChunkWriter:
 
     def usage(self, answer: GroundedAnswer) -> str:
         payload = {
-            "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-            "system_fingerprint": None, "choices": [], "usage": usage_object(answer), **self.extra,
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "system_fingerprint": None,
+            "choices": [],
+            "usage": usage_object(answer),
+            **self.extra,
         }
         return sse_data(payload)
 
@@ -208,8 +216,14 @@ def error_event(exc: BaseException, prefix: str = "") -> str:
         payload = exc.to_dict()
     else:
         log.exception("chat stream failed", exc_info=exc)
-        payload = {"error": {"message": "Internal server error; see the server log.", "type": "server_error",
-                             "param": None, "code": None}}
+        payload = {
+            "error": {
+                "message": "Internal server error; see the server log.",
+                "type": "server_error",
+                "param": None,
+                "code": None,
+            }
+        }
     payload["error"]["message"] = prefix + payload["error"]["message"]
     return sse_data(payload)
 

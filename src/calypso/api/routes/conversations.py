@@ -260,7 +260,5 @@ async def post_message(
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
     writer = ChunkWriter(message_id, bot.id, include_usage, extra={"conversation_id": conversation_id})
     citing = ask.knowledge_base and ask.include_citations
-    chunks = chat_chunks(
-        events, buffered, writer, style, citing, links, on_done=on_done, error_prefix=NOTHING_STORED
-    )
+    chunks = chat_chunks(events, buffered, writer, style, citing, links, on_done=on_done, error_prefix=NOTHING_STORED)
     return GuardedStream(sse_response(request, chunks), on_close)

@@ -34,7 +34,11 @@ def upload_document(
     check_namespace(namespace or kb.settings.default_namespace)
     data, filename = read_upload(file, kb.settings.max_upload_bytes)
     result = kb.ingest(
-        data, filename, namespace, media_type=file.content_type if file else None, metadata=parse_metadata(metadata),
+        data,
+        filename,
+        namespace,
+        media_type=file.content_type if file else None,
+        metadata=parse_metadata(metadata),
         workspace=workspace,
     )
     return JSONResponse(document_object(result.document), status_code=201 if result.created else 200)
@@ -54,7 +58,12 @@ def crawl_document(
         allow_private=settings.crawl_allow_private,
     )
     result = kb.ingest(
-        page.content, page.url, namespace, media_type=page.media_type, metadata=body.metadata, source_url=page.url,
+        page.content,
+        page.url,
+        namespace,
+        media_type=page.media_type,
+        metadata=body.metadata,
+        source_url=page.url,
         workspace=workspace,
     )
     return JSONResponse(document_object(result.document), status_code=201 if result.created else 200)

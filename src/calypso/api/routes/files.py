@@ -68,7 +68,12 @@ def file_content(
     if expires is not None or signature is not None:
         doc = kb.store.find_file(file_id)
         secret = request.app.state.signing_secret
-        if doc is None or expires is None or not signature or not verify(secret, file_id, doc.workspace, expires, signature):
+        if (
+            doc is None
+            or expires is None
+            or not signature
+            or not verify(secret, file_id, doc.workspace, expires, signature)
+        ):
             raise PermissionDenied(
                 "This source link is invalid or has expired; ask for the answer again to get a fresh link.",
                 code="invalid_signature",

@@ -24,5 +24,7 @@ def list_models(workspace: str = Depends(current_workspace), directory: BotDirec
 
 
 @router.get("/models/{model_id}")
-def get_model(model_id: str, workspace: str = Depends(current_workspace), directory: BotDirectory = Depends(bots)) -> dict:
+def get_model(
+    model_id: str, workspace: str = Depends(current_workspace), directory: BotDirectory = Depends(bots)
+) -> dict:
     return model_object(directory.get(model_id, workspace))

@@ -80,13 +80,17 @@ def _input_messages(raw: str | list[dict]) -> list[dict]:
     for i, item in enumerate(raw):
         kind = item.get("type", "message")
         if kind != "message":
-            raise InvalidRequest(f"input[{i}] has unsupported type {kind!r}; only messages are accepted.", param=f"input[{i}].type")
+            raise InvalidRequest(
+                f"input[{i}] has unsupported type {kind!r}; only messages are accepted.", param=f"input[{i}].type"
+            )
         role = item.get("role")
         if role not in ("user", "assistant", "system", "developer"):
             raise InvalidRequest(f"input[{i}] has unknown role {role!r}.", param=f"input[{i}].role")
         content = item.get("content")
         if not isinstance(content, (str, list)):
-            raise InvalidRequest(f"input[{i}].content must be a string or a list of parts.", param=f"input[{i}].content")
+            raise InvalidRequest(
+                f"input[{i}].content must be a string or a list of parts.", param=f"input[{i}].content"
+            )
         text = content if isinstance(content, str) else message_text({"content": content})
         messages.append({"role": "system" if role == "developer" else role, "content": text})
     return messages
@@ -132,21 +136,28 @@ def _scope(request: Request, body: ResponsesRequest, bot: Bot, workspace: str) -
     for i, tool in enumerate(body.tools or []):
         if tool.get("type") != "file_search":
             raise InvalidRequest(
-                f"tools[{i}] has type {tool.get('type')!r}; this server supports only file_search.", param=f"tools[{i}].type"
+                f"tools[{i}] has type {tool.get('type')!r}; this server supports only file_search.",
+                param=f"tools[{i}].type",
             )
         unknown = set(tool) - {"type", "vector_store_ids", "max_num_results", "filters", "ranking_options"}
         if unknown:
-            raise InvalidRequest(f"Unknown field {sorted(unknown)[0]!r} in tools[{i}].", param=f"tools[{i}].{sorted(unknown)[0]}")
+            raise InvalidRequest(
+                f"Unknown field {sorted(unknown)[0]!r} in tools[{i}].", param=f"tools[{i}].{sorted(unknown)[0]}"
+            )
         stores = tool.get("vector_store_ids")
         if stores is not None:
             if not isinstance(stores, list) or not stores:
-                raise InvalidRequest("vector_store_ids must be a non-empty list of namespaces.", param=f"tools[{i}].vector_store_ids")
+                raise InvalidRequest(
+                    "vector_store_ids must be a non-empty list of namespaces.", param=f"tools[{i}].vector_store_ids"
+                )
             scope["namespaces"] = [check_namespace(s, f"tools[{i}].vector_store_ids") for s in stores]
             scope["knowledge_base"] = True
         count = tool.get("max_num_results")
         if count is not None:
             if not isinstance(count, int) or not 1 <= count <= 50:
-                raise InvalidRequest("max_num_results must be an integer from 1 to 50.", param=f"tools[{i}].max_num_results")
+                raise InvalidRequest(
+                    "max_num_results must be an integer from 1 to 50.", param=f"tools[{i}].max_num_results"
+                )
             scope["passage_count"] = count
         if tool.get("filters") is not None:
             ids = _filter_document_ids(request, tool["filters"], f"tools[{i}].filters", workspace)
@@ -172,7 +183,8 @@ def _render_options(request: Request, body: ResponsesRequest, bot: Bot, workspac
     unknown = include - KNOWN_INCLUDES
     if unknown:
         raise InvalidRequest(
-            f"Unknown include value {sorted(unknown)[0]!r}; supported: {', '.join(sorted(KNOWN_INCLUDES))}.", param="include"
+            f"Unknown include value {sorted(unknown)[0]!r}; supported: {', '.join(sorted(KNOWN_INCLUDES))}.",
+            param="include",
         )
     compat = _control(body, "citation_compat") or "legacy"
     appendix = _control(body, "sources_appendix") or "include"
@@ -183,8 +195,11 @@ def _render_options(request: Request, body: ResponsesRequest, bot: Bot, workspac
     inline = ("inline_citations" in include or bot.inline_citations) and "no_inline_citations" not in include
     hidden = sources_hidden(request, workspace, bot.sources_policy)
     return RenderOptions(
-        links=link_signer(request), inline=inline and not hidden, legacy=compat == "legacy",
-        sources_appendix=appendix != "omit", hidden=hidden,
+        links=link_signer(request),
+        inline=inline and not hidden,
+        legacy=compat == "legacy",
+        sources_appendix=appendix != "omit",
+        hidden=hidden,
     )
 
 
@@ -240,7 +255,13 @@ class ResponseBuilder:
         }
 
     def search_item(self, query: str | None, status: str, results: list | None) -> dict:
-        return {"id": self.search_id, "type": "file_search_call", "status": status, "queries": [query] if query else [], "results": results}
+        return {
+            "id": self.search_id,
+            "type": "file_search_call",
+            "status": status,
+            "queries": [query] if query else [],
+            "results": results,
+        }
 
     def message_item(self, text: str, annotations: list[dict], status: str) -> dict:
         return {
@@ -313,7 +334,9 @@ def _prepare(request: Request, body: ResponsesRequest, directory: BotDirectory) 
 async def _store(request: Request, builder: ResponseBuilder, response: dict, answer: GroundedAnswer) -> None:
     if builder.body.store:
         store = ResponseStore(request.app.state.kb.store)
-        await asyncio.to_thread(store.save, builder.workspace, builder.stored(response, answer), builder.body.previous_response_id)
+        await asyncio.to_thread(
+            store.save, builder.workspace, builder.stored(response, answer), builder.body.previous_response_id
+        )
 
 
 @router.post("/responses")
@@ -378,9 +401,16 @@ async def _stream(request: Request, engine: Answerer, ask: AskRequest, builder: 
 
     def start_message() -> list[str]:
         return [
-            emit("response.output_item.added", output_index=output_index, item=builder.message_item("", [], "in_progress")),
             emit(
-                "response.content_part.added", item_id=builder.message_id, output_index=output_index, content_index=0,
+                "response.output_item.added",
+                output_index=output_index,
+                item=builder.message_item("", [], "in_progress"),
+            ),
+            emit(
+                "response.content_part.added",
+                item_id=builder.message_id,
+                output_index=output_index,
+                content_index=0,
                 part={"type": "output_text", "text": "", "annotations": [], "logprobs": []},
             ),
         ]
@@ -388,15 +418,23 @@ async def _stream(request: Request, engine: Answerer, ask: AskRequest, builder: 
     def delta(text: str) -> str:
         text_parts.append(text)
         return emit(
-            "response.output_text.delta", item_id=builder.message_id, output_index=output_index, content_index=0,
-            delta=text, logprobs=[],
+            "response.output_text.delta",
+            item_id=builder.message_id,
+            output_index=output_index,
+            content_index=0,
+            delta=text,
+            logprobs=[],
         )
 
     def annotation_added(annotation: dict) -> str:
         annotations.append(annotation)
         return emit(
-            "response.output_text.annotation.added", item_id=builder.message_id, output_index=output_index,
-            content_index=0, annotation_index=len(annotations) - 1, annotation=annotation,
+            "response.output_text.annotation.added",
+            item_id=builder.message_id,
+            output_index=output_index,
+            content_index=0,
+            annotation_index=len(annotations) - 1,
+            annotation=annotation,
         )
 
     try:
@@ -434,17 +472,30 @@ async def _stream(request: Request, engine: Answerer, ask: AskRequest, builder: 
                     seg_start = linker.shift(segment.start, inclusive=True)
                     seg_end = linker.shift(segment.end, inclusive=False)
                     for start, end, url, citation, source in spans:
-                        yield annotation_added(url_citation(start, end, url, segment, citation, source, seg_start, seg_end, full))
+                        yield annotation_added(
+                            url_citation(start, end, url, segment, citation, source, seg_start, seg_end, full)
+                        )
             elif isinstance(event, Done):
                 answer = event.answer
                 response = builder.complete(answer, query)
                 text = response["output"][-1]["content"][0]["text"]
                 final_annotations = response["output"][-1]["content"][0]["annotations"]
                 part = {"type": "output_text", "text": text, "annotations": final_annotations, "logprobs": []}
-                yield emit("response.output_text.done", item_id=builder.message_id, output_index=output_index,
-                           content_index=0, text=text, logprobs=[])
-                yield emit("response.content_part.done", item_id=builder.message_id, output_index=output_index,
-                           content_index=0, part=part)
+                yield emit(
+                    "response.output_text.done",
+                    item_id=builder.message_id,
+                    output_index=output_index,
+                    content_index=0,
+                    text=text,
+                    logprobs=[],
+                )
+                yield emit(
+                    "response.content_part.done",
+                    item_id=builder.message_id,
+                    output_index=output_index,
+                    content_index=0,
+                    part=part,
+                )
                 yield emit("response.output_item.done", output_index=output_index, item=response["output"][-1])
                 await _store(request, builder, response, answer)
                 yield emit("response.completed", response=response)

@@ -27,7 +27,10 @@ def search(
     body: SearchRequest, kb: KnowledgeBase = Depends(knowledge_base), workspace: str = Depends(current_workspace)
 ) -> JSONResponse:
     passages = kb.search(
-        body.query, body.namespace, document_ids=body.document_ids, max_results=body.max_num_results,
+        body.query,
+        body.namespace,
+        document_ids=body.document_ids,
+        max_results=body.max_num_results,
         workspace=workspace,
     )
     # A JSONResponse skips FastAPI's generic encoder: about 0.6 ms less per search.

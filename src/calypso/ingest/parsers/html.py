@@ -56,8 +56,34 @@ def _title(tree: etree._Element) -> str | None:
 
 
 _BLOCKS = {
-    "p", "div", "section", "article", "header", "footer", "aside", "nav", "main", "li", "ul", "ol", "dl", "dt",
-    "dd", "tr", "table", "br", "hr", "blockquote", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "figcaption",
+    "p",
+    "div",
+    "section",
+    "article",
+    "header",
+    "footer",
+    "aside",
+    "nav",
+    "main",
+    "li",
+    "ul",
+    "ol",
+    "dl",
+    "dt",
+    "dd",
+    "tr",
+    "table",
+    "br",
+    "hr",
+    "blockquote",
+    "pre",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "figcaption",
 }
 
 
