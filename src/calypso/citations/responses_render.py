@@ -77,6 +77,7 @@ def file_citation(answer_text: str, segment: Segment, citation: SegmentCitation,
         "file_id": document.file_id,
         "filename": document.filename,
         "index": segment.end,  # where a badge goes: right after the cited text
+        "quote": citation.quote.text,  # also flat: the Vercel AI SDK titles sources with it
         "file_citation": {"file_id": document.file_id, "filename": document.filename, "quote": citation.quote.text},
         "_aicore": _segment_fields(segment, citation, source, segment.start, segment.end, answer_text),
     }
