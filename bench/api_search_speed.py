@@ -34,6 +34,7 @@ from search_speed import synthetic_passages  # noqa: E402
 from calypso.config import Settings  # noqa: E402
 from calypso.knowledge import KnowledgeBase  # noqa: E402
 from calypso.models import Chunk, Document, Page  # noqa: E402
+from calypso.retrieval.tokenize import tokenize_many  # noqa: E402
 
 PER_DOCUMENT = 100
 
@@ -62,7 +63,8 @@ def build_home(home: Path, passages: list[str]) -> None:
             page_count=1,
             chunk_count=len(chunks),
         )
-        kb.store.add_document(doc, [Page(1, "1", 0, len(text))], chunks, content)
+        terms = tokenize_many(c.text for c in chunks)  # stored as ingestion stores them
+        kb.store.add_document(doc, [Page(1, "1", 0, len(text))], chunks, content, terms)
     kb.close()
 
 

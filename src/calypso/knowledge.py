@@ -21,6 +21,7 @@ from calypso.ingest.chunking import chunk_document
 from calypso.ingest.parsers import parse_document
 from calypso.models import Document, Passage
 from calypso.retrieval.bm25 import BM25Index
+from calypso.retrieval.tokenize import tokenize_many
 from calypso.store.base import Store
 from calypso.store.sqlite import SQLiteStore
 
@@ -103,11 +104,12 @@ class KnowledgeBase:
             source_url=source_url,
             metadata={**parsed.metadata, **(metadata or {})} if metadata or parsed.metadata else {},
         )
+        terms = tokenize_many(c.text for c in chunks)  # analyzed once: stored, and indexed from the store
         with self._index_lock:
-            doc_key, chunk_keys = self.store.add_document(document, parsed.pages, chunks, data)
+            doc_key, chunk_keys = self.store.add_document(document, parsed.pages, chunks, data, terms)
             index = self._indexes.get((workspace, namespace))
             if index is not None:
-                index.add(doc_key, list(zip(chunk_keys, (c.text for c in chunks))))
+                index.add(doc_key, list(zip(chunk_keys, (c.text for c in chunks), terms, strict=True)))
         return IngestResult(document, created=True)
 
     def delete(self, document_id: str, workspace: str = DEFAULT_WORKSPACE) -> Document:

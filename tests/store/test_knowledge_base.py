@@ -89,3 +89,29 @@ def test_concurrent_ingest_and_search(kb) -> None:
         thread.join()
     assert errors == []
     assert len(kb.search("lighthouse lamps", max_results=100)) == 20
+
+
+def test_index_loads_from_stored_terms_and_tolerates_stale_ones(settings) -> None:
+    import sqlite3 as sq
+
+    from calypso.knowledge import KnowledgeBase
+
+    first = KnowledgeBase(settings)
+    doc = first.ingest(TEXT.encode(), "cranes.txt", "port").document
+    expected = [(p.chunk.chunk_index, round(p.score, 6)) for p in first.search("crane number 7", "port")]
+    first.close()
+    db = sq.connect(settings.database_path)
+    stored = db.execute("SELECT terms FROM chunks LIMIT 1").fetchone()[0]
+    assert stored.startswith("a1 ") and "crane" in stored.split()
+    # A restart builds the index from stored terms and ranks identically.
+    second = KnowledgeBase(settings)
+    assert [(p.chunk.chunk_index, round(p.score, 6)) for p in second.search("crane number 7", "port")] == expected
+    second.close()
+    # Terms from another analyzer version (or none) are re-derived from the text.
+    db.execute("UPDATE chunks SET terms = 'old-version crane'")
+    db.execute("UPDATE chunks SET terms = NULL WHERE chunk_index = 0")
+    db.commit()
+    third = KnowledgeBase(settings)
+    assert [(p.chunk.chunk_index, round(p.score, 6)) for p in third.search("crane number 7", "port")] == expected
+    assert third.search("crane", "port")[0].document.id == doc.id
+    third.close()

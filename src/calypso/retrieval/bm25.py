@@ -39,7 +39,8 @@ _COMPACT_MIN = 1024  # renumber rows once this many, and a quarter of them, are 
 _DIRECT_TOPK_ROWS = 1 << 15  # below this, top-k takes all positive rows (no k-th bound)
 _I64 = np.int64
 
-Chunks = Sequence[tuple[int, str]]
+# (chunk_key, text) or (chunk_key, text, terms): terms already analyzed (e.g. stored) skip tokenising.
+Chunks = Sequence[tuple[int, str] | tuple[int, str, list[str] | None]]
 
 
 class _Vocab(dict):
@@ -319,7 +320,8 @@ class BM25Index:
         n_chunks = 0
         for doc_key, chunks in items:
             keys = [int(c[0]) for c in chunks]
-            batch.append((int(doc_key), keys, [self._analyze(c[1]) for c in chunks]))
+            terms = [c[2] if len(c) > 2 and c[2] is not None else self._analyze(c[1]) for c in chunks]
+            batch.append((int(doc_key), keys, terms))
             n_chunks += len(keys)
             if n_chunks >= 20_000:
                 self._append(batch)

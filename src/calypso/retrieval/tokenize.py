@@ -229,6 +229,9 @@ class Analyzer:
 
 
 DEFAULT_ANALYZER = Analyzer()
+# Stored terms carry this tag; change it whenever the default analyzer's output changes,
+# so terms written by an older analyzer are re-derived from the text instead of trusted.
+ANALYZER_VERSION = "a1"
 
 
 def tokenize(text: str) -> list[str]:

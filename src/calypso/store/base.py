@@ -30,9 +30,16 @@ class Listing:
 class Store(ABC):
     @abstractmethod
     def add_document(
-        self, doc: Document, pages: Sequence[Page], chunks: Sequence[Chunk], content: bytes
+        self,
+        doc: Document,
+        pages: Sequence[Page],
+        chunks: Sequence[Chunk],
+        content: bytes,
+        terms: Sequence[list[str]] | None = None,
     ) -> tuple[int, list[int]]:
-        """Store a document, its pages, chunks and bytes atomically; return its key and its chunk keys.
+        """Store a document, its pages, chunks (with their analyzed terms) and bytes atomically.
+
+        Returns the document's key and its chunk keys.
 
         Either everything is visible afterwards or nothing is.
         """
@@ -90,8 +97,10 @@ class Store(ABC):
     def read_content(self, workspace: str, document_id: str) -> bytes: ...
 
     @abstractmethod
-    def namespace_chunks(self, workspace: str, namespace: str) -> Iterator[tuple[int, list[tuple[int, str]]]]:
-        """(document key, [(chunk key, text)…]) for every document of a namespace, to build an index."""
+    def namespace_chunks(
+        self, workspace: str, namespace: str
+    ) -> Iterator[tuple[int, list[tuple[int, str, list[str] | None]]]]:
+        """(document key, [(chunk key, text, stored terms or None)…]) for every document of a namespace."""
 
     @abstractmethod
     def close(self) -> None: ...

@@ -140,12 +140,18 @@ def m005_workspace_policies(db: sqlite3.Connection) -> None:
     _run(db, "CREATE TABLE workspace_policies (workspace TEXT PRIMARY KEY, sources_policy TEXT NOT NULL)")
 
 
+def m006_chunk_terms(db: sqlite3.Connection) -> None:
+    # Analyzed terms ("<analyzer version> term term …"), so indexes load without re-tokenising.
+    db.execute("ALTER TABLE chunks ADD COLUMN terms TEXT")
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_documents", m001_documents),
     ("002_responses", m002_responses),
     ("003_conversations", m003_conversations),
     ("004_keys_and_bots", m004_keys_and_bots),
     ("005_workspace_policies", m005_workspace_policies),
+    ("006_chunk_terms", m006_chunk_terms),
 ]
 
 

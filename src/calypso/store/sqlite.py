@@ -15,6 +15,7 @@ from pathlib import Path
 
 from calypso.errors import NotFound, StorageError
 from calypso.models import Chunk, Document, Page
+from calypso.retrieval.tokenize import ANALYZER_VERSION
 from calypso.store.base import Listing, Store, StoredChunk
 from calypso.store.migrations import migrate
 
@@ -25,6 +26,21 @@ _DOC_COLUMNS = (
 _CHUNK_COLUMNS = (
     'c.key, d.id, c.chunk_index, c.text, c.start, c."end", c.page_start, c.page_end, c.page_labels, c.heading_path'
 )
+
+
+def encode_terms(terms: list[str]) -> str:
+    # Terms are word characters only, so a space joins them unambiguously.
+    return f"{ANALYZER_VERSION} " + " ".join(terms)
+
+
+def decode_terms(stored: str | None) -> list[str] | None:
+    """Stored terms, or None when absent or written by another analyzer version (re-tokenise then)."""
+    if not stored:
+        return None
+    version, _, joined = stored.partition(" ")
+    if version != ANALYZER_VERSION:
+        return None
+    return joined.split(" ") if joined else []
 
 
 def _document(row: sqlite3.Row) -> Document:
@@ -105,8 +121,15 @@ class SQLiteStore(Store):
 
     # -- writes ------------------------------------------------------------
     def add_document(
-        self, doc: Document, pages: Sequence[Page], chunks: Sequence[Chunk], content: bytes
+        self,
+        doc: Document,
+        pages: Sequence[Page],
+        chunks: Sequence[Chunk],
+        content: bytes,
+        terms: Sequence[list[str]] | None = None,
     ) -> tuple[int, list[int]]:
+        stored_terms = [encode_terms(t) for t in terms] if terms is not None else [None] * len(chunks)
+
         def work(db: sqlite3.Connection) -> tuple[int, list[int]]:
             cursor = db.execute(
                 "INSERT INTO documents (id, file_id, workspace, namespace, filename, media_type, bytes, sha256, "
@@ -137,7 +160,7 @@ class SQLiteStore(Store):
             )
             db.executemany(
                 'INSERT INTO chunks (document_key, chunk_index, text, start, "end", page_start, page_end, '
-                "page_labels, heading_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "page_labels, heading_path, terms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         key,
@@ -149,8 +172,9 @@ class SQLiteStore(Store):
                         c.page_end,
                         json.dumps(list(c.page_labels)),
                         json.dumps(list(c.heading_path)),
+                        chunk_terms,
                     )
-                    for c in chunks
+                    for c, chunk_terms in zip(chunks, stored_terms, strict=True)
                 ],
             )
             chunk_keys = [
@@ -281,20 +305,22 @@ class SQLiteStore(Store):
             raise NotFound(f"No document {document_id!r}.")
         return bytes(row[0])
 
-    def namespace_chunks(self, workspace: str, namespace: str) -> Iterator[tuple[int, list[tuple[int, str]]]]:
+    def namespace_chunks(
+        self, workspace: str, namespace: str
+    ) -> Iterator[tuple[int, list[tuple[int, str, list[str] | None]]]]:
         rows = self._connection().execute(
-            "SELECT c.document_key, c.key, c.text FROM chunks c JOIN documents d ON d.key = c.document_key "
+            "SELECT c.document_key, c.key, c.text, c.terms FROM chunks c JOIN documents d ON d.key = c.document_key "
             "WHERE d.workspace = ? AND d.namespace = ? ORDER BY c.document_key, c.chunk_index",
             (workspace, namespace),
         )
         current: int | None = None
-        batch: list[tuple[int, str]] = []
-        for doc_key, key, text in rows:
+        batch: list[tuple[int, str, list[str] | None]] = []
+        for doc_key, key, text, terms in rows:
             if doc_key != current:
                 if batch:
                     yield current, batch  # type: ignore[misc]
                 current, batch = doc_key, []
-            batch.append((key, text))
+            batch.append((key, text, decode_terms(terms)))
         if batch:
             yield current, batch  # type: ignore[misc]
 
