@@ -7,6 +7,8 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -79,3 +81,39 @@ def render(message: dict) -> str:
         for i, c in enumerate(footnotes, start=1)
     )
     return f"{body}\n\n{notes}" if notes else body
+
+
+@contextmanager
+def served_knowledge_base(home: Path, upstream_url: str, documents: list[str], bots: list) -> Iterator[LiveServer]:
+    """A live server over real documents (paths under ingestion-docs) plus the demo ones.
+
+    The extractive answerer is the default; bots that name ``generator="upstream"``
+    use the fake upstream at ``upstream_url``. ``bots`` are declared as file bots are.
+    """
+    from calypso.api.app import create_app
+    from calypso.config import Settings
+    from calypso.demo import ingest_demo
+    from calypso.knowledge import KnowledgeBase
+
+    docs = eval_data_dir() / "ingestion-docs"
+    settings = Settings(
+        home=home,
+        chunk_size=800,
+        chunk_overlap=120,
+        llm_base_url=upstream_url,
+        llm_model="fake-model",
+        generator="extractive",
+    )
+    kb = KnowledgeBase(settings)
+    for name in documents:
+        kb.ingest((docs / name).read_bytes(), Path(name).name)
+    ingest_demo(kb)
+    app = create_app(settings, kb)
+    try:
+        with LiveServer(app, free_port()) as server:
+            for bot in bots:
+                app.state.bots._bots[bot.id] = bot  # the default workspace's declared (file) bots
+            server.kb = kb  # type: ignore[attr-defined]
+            yield server
+    finally:
+        kb.close()

@@ -16,16 +16,11 @@ import httpx
 import openai
 import pytest
 
-from calypso.api.app import create_app
 from calypso.bots import Bot
-from calypso.config import Settings
-from calypso.demo import ingest_demo
 from calypso.generation.fake_upstream import FakeUpstream, Script
-from calypso.knowledge import KnowledgeBase
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests_support import MARKER, LiveServer, eval_data_dir, render
-from tests_support import free_port as _free_port  # noqa: E402
+from tests_support import MARKER, LiveServer, render, served_knowledge_base
 
 REAL_DOCS = [
     "pdf/GeoTopo-komprimiert.pdf",
@@ -47,30 +42,16 @@ def fake() -> Iterator[FakeUpstream]:
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory, fake: FakeUpstream) -> Iterator[LiveServer]:
-    docs = eval_data_dir() / "ingestion-docs"
-    settings = Settings(
-        home=tmp_path_factory.mktemp("chat") / "home",
-        chunk_size=800,
-        chunk_overlap=120,
-        llm_base_url=fake.base_url,
-        llm_model="fake-model",
-        generator="extractive",
-    )
-    kb = KnowledgeBase(settings)
-    for name in REAL_DOCS:
-        kb.ingest((docs / name).read_bytes(), Path(name).name)
-    ingest_demo(kb)
-    app = create_app(settings, kb)
-    with LiveServer(app, _free_port()) as server:
-        bots = app.state.bots._bots  # test seam: bot management is not built yet
-        bots["source-bot"] = Bot(id="source-bot", namespace="general", marker_style="source")
-        bots["fake-numeric"] = Bot(id="fake-numeric", namespace="general", generator="upstream")
-        bots["fake-source"] = Bot(id="fake-source", namespace="general", marker_style="source", generator="upstream")
-        bots["fake-no-kb"] = Bot(id="fake-no-kb", namespace=None, generator="upstream")
-        bots["no-citations"] = Bot(id="no-citations", namespace="general", include_citations=False)
-        server.kb = kb  # type: ignore[attr-defined]
+    bots = [
+        Bot(id="source-bot", namespace="general", marker_style="source"),
+        Bot(id="fake-numeric", namespace="general", generator="upstream"),
+        Bot(id="fake-source", namespace="general", marker_style="source", generator="upstream"),
+        Bot(id="fake-no-kb", namespace=None, generator="upstream"),
+        Bot(id="no-citations", namespace="general", include_citations=False),
+    ]
+    home = tmp_path_factory.mktemp("chat") / "home"
+    with served_knowledge_base(home, fake.base_url, REAL_DOCS, bots) as server:
         yield server
-    kb.close()
 
 
 @pytest.fixture(autouse=True)

@@ -13,16 +13,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from calypso.api.app import create_app
 from calypso.bots import Bot
-from calypso.config import Settings
-from calypso.demo import ingest_demo
 from calypso.generation.fake_upstream import FakeUpstream, Script
-from calypso.knowledge import KnowledgeBase
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests_support import MARKER, LiveServer, eval_data_dir, render
-from tests_support import free_port as _free_port  # noqa: E402
+from tests_support import MARKER, LiveServer, render, served_knowledge_base
 
 
 @pytest.fixture(scope="module")
@@ -33,27 +28,16 @@ def fake() -> Iterator[FakeUpstream]:
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory, fake: FakeUpstream) -> Iterator[LiveServer]:
-    docs = eval_data_dir() / "ingestion-docs"
-    settings = Settings(
-        home=tmp_path_factory.mktemp("conv") / "home",
-        chunk_size=800,
-        chunk_overlap=120,
-        llm_base_url=fake.base_url,
-        llm_model="fake-model",
-        generator="extractive",
-    )
-    kb = KnowledgeBase(settings)
-    for name in ["md/github-terms-of-service.md", "pdf/GeoTopo-komprimiert.pdf"]:
-        kb.ingest((docs / name).read_bytes(), Path(name).name)
-    ingest_demo(kb)
-    app = create_app(settings, kb)
-    with LiveServer(app, _free_port()) as server:
-        bots = app.state.bots._bots  # test seam until bot management lands
-        bots["source-bot"] = Bot(id="source-bot", namespace="general", marker_style="source")
-        bots["fake-source"] = Bot(id="fake-source", namespace="general", marker_style="source", generator="upstream")
-        bots["scratch-bot"] = Bot(id="scratch-bot", namespace="scratch", marker_style="source")
+    bots = [
+        Bot(id="source-bot", namespace="general", marker_style="source"),
+        Bot(id="fake-source", namespace="general", marker_style="source", generator="upstream"),
+        Bot(id="scratch-bot", namespace="scratch", marker_style="source"),
+    ]
+    home = tmp_path_factory.mktemp("conv") / "home"
+    with served_knowledge_base(
+        home, fake.base_url, ["md/github-terms-of-service.md", "pdf/GeoTopo-komprimiert.pdf"], bots
+    ) as server:
         yield server
-    kb.close()
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import httpx
 import openai
@@ -12,18 +11,6 @@ import pytest
 from calypso.generation.fake_upstream import FakeUpstream, Script
 
 MESSAGES = [{"role": "user", "content": "Can I get a refund?"}]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeUpstream]:
-    with FakeUpstream() as fake:
-        yield fake
-
-
-@pytest.fixture
-def fake(server: FakeUpstream) -> FakeUpstream:
-    server.reset()
-    return server
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,18 +16,6 @@ from calypso.generation.fake_upstream import FakeUpstream, Script
 from calypso.generation.upstream import UpstreamConfig, UpstreamGenerator
 
 MESSAGES = [{"role": "system", "content": "Answer from the sources."}, {"role": "user", "content": "Refunds?"}]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeUpstream]:
-    with FakeUpstream() as fake:
-        yield fake
-
-
-@pytest.fixture
-def fake(server: FakeUpstream) -> FakeUpstream:
-    server.reset()
-    return server
 
 
 def make(fake: FakeUpstream, **overrides: Any) -> UpstreamGenerator:
