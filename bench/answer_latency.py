@@ -28,11 +28,12 @@ from _common import percentile  # noqa: E402
 from api_search_speed import build_home  # noqa: E402
 from search_speed import synthetic_passages  # noqa: E402
 
-from calypso.answering import Answerer, AskRequest, Done  # noqa: E402
 from calypso.citations.composer import TextEvent  # noqa: E402
 from calypso.config import Settings  # noqa: E402
 from calypso.generation.fake_upstream import FakeUpstream, Script  # noqa: E402
-from calypso.knowledge import KnowledgeBase  # noqa: E402
+from calypso.scope import RetrievalScope  # noqa: E402
+from calypso.services import open_services  # noqa: E402
+from calypso.services.answering import Answerer, AskRequest, Done  # noqa: E402
 
 ANSWER = (
     "The study reports a clear association between the exposure and the outcome [Source 1]. "
@@ -68,7 +69,9 @@ async def through_calypso(answerer: Answerer, fake: FakeUpstream, question: str)
     start = time.perf_counter()
     first = None
     segments = 0
-    async for event in answerer.stream(AskRequest([{"role": "user", "content": question}])):
+    async for event in answerer.stream(
+        AskRequest([{"role": "user", "content": question}], RetrievalScope(("general",)))
+    ):
         if first is None and isinstance(event, TextEvent):
             first = time.perf_counter() - start
         if isinstance(event, Done):
@@ -81,8 +84,8 @@ def measure(label: str, passages: list[str], questions: list[str]) -> None:
         home = Path(tmp)
         build_home(home, passages)
         settings = Settings(home=home, generator="upstream", llm_base_url=fake.base_url, llm_model="fake-model")
-        kb = KnowledgeBase(settings)
-        answerer = Answerer(kb)
+        services = open_services(settings)
+        answerer = services.answering
 
         async def run() -> tuple[list, list]:
             await through_calypso(answerer, fake, questions[0])  # warm: index load, connection
@@ -94,7 +97,7 @@ def measure(label: str, passages: list[str], questions: list[str]) -> None:
             return direct, ours
 
         direct, ours = asyncio.run(run())
-        kb.close()
+        services.close()
     for name, index in (("first token", 0), ("full answer", 1)):
         up = [d[index] * 1000 for d in direct]
         cal = [o[index] * 1000 for o in ours]

@@ -8,7 +8,7 @@ passages, one chunk per passage, straight through the store), then
 `calypso serve` is started on it as a separate process. The first query
 builds the namespace's index from SQLite (reported as "index load"); then
 every SciFact query is sent once over one keep-alive HTTP connection. The
-in-process figure is ``KnowledgeBase.search`` in this process on the same
+in-process figure is ``DocumentService.search`` in this process on the same
 data. Peak memory is the server's VmHWM after the run.
 """
 
@@ -32,15 +32,18 @@ from _common import peak_rss_mb, percentile  # noqa: E402
 from search_speed import synthetic_passages  # noqa: E402
 
 from calypso.config import Settings  # noqa: E402
-from calypso.knowledge import KnowledgeBase  # noqa: E402
 from calypso.models import Chunk, Document, Page  # noqa: E402
-from calypso.retrieval.tokenize import tokenize_many  # noqa: E402
+from calypso.retrieval.tokenize import (
+    encode_terms,  # noqa: E402
+    tokenize_many,  # noqa: E402
+)
+from calypso.services import open_services  # noqa: E402
 
 PER_DOCUMENT = 100
 
 
 def build_home(home: Path, passages: list[str]) -> None:
-    kb = KnowledgeBase(Settings(home=home))
+    services = open_services(Settings(home=home))
     for first in range(0, len(passages), PER_DOCUMENT):
         batch = passages[first : first + PER_DOCUMENT]
         text, chunks = "", []
@@ -64,8 +67,10 @@ def build_home(home: Path, passages: list[str]) -> None:
             chunk_count=len(chunks),
         )
         terms = tokenize_many(c.text for c in chunks)  # stored as ingestion stores them
-        kb.store.add_document(doc, [Page(1, "1", 0, len(text))], chunks, content, terms)
-    kb.close()
+        services.storage.documents.add_document(
+            doc, [Page(1, "1", 0, len(text))], chunks, content, [encode_terms(t) for t in terms]
+        )
+    services.close()
 
 
 def serve(home: Path, port: int) -> subprocess.Popen:
@@ -111,14 +116,14 @@ def measure(label: str, passages: list[str], queries: list[str], port: int) -> N
             process.terminate()
             process.wait()
 
-        kb = KnowledgeBase(Settings(home=home))
-        kb.search(queries[0])
+        services = open_services(Settings(home=home))
+        services.documents.search(queries[0])
         inproc_ms = []
         for query in queries:
             t0 = time.perf_counter()
-            kb.search(query, max_results=10)
+            services.documents.search(query, max_results=10)
             inproc_ms.append((time.perf_counter() - t0) * 1000)
-        kb.close()
+        services.close()
 
     print(
         f"{label:>16} {len(passages):>8,} {write_s:8.1f} {load_s:8.2f} "

@@ -19,7 +19,7 @@ import pypdfium2 as pdfium
 from _common import data_dir
 
 from calypso.config import Settings
-from calypso.knowledge import KnowledgeBase
+from calypso.services import open_services
 
 
 def raw_pdf_seconds(paths: list[Path]) -> tuple[float, int]:
@@ -40,7 +40,8 @@ def raw_pdf_seconds(paths: list[Path]) -> tuple[float, int]:
 
 def pipeline_seconds(paths: list[Path]) -> tuple[float, int, int]:
     with tempfile.TemporaryDirectory() as home:
-        kb = KnowledgeBase(Settings(home=Path(home)))
+        services = open_services(Settings(home=Path(home)))
+        kb = services.documents
         kb.index("general")  # index loaded, so each ingest also updates it
         start = time.perf_counter()
         pages = passages = 0
@@ -49,7 +50,7 @@ def pipeline_seconds(paths: list[Path]) -> tuple[float, int, int]:
             pages += doc.page_count
             passages += doc.chunk_count
         elapsed = time.perf_counter() - start
-        kb.close()
+        services.close()
     return elapsed, pages, passages
 
 

@@ -11,7 +11,8 @@ from tests_support import LiveServer, eval_data_dir, free_port
 
 from calypso.api.app import create_app
 from calypso.config import Settings
-from calypso.knowledge import KnowledgeBase
+from calypso.services import Services, open_services
+from calypso.services.documents import DocumentService
 
 
 @pytest.fixture
@@ -25,15 +26,20 @@ def settings(tmp_path: Path) -> Settings:
 
 
 @pytest.fixture
-def kb(settings: Settings) -> Iterator[KnowledgeBase]:
-    knowledge_base = KnowledgeBase(settings)
-    yield knowledge_base
-    knowledge_base.close()
+def services(settings: Settings) -> Iterator[Services]:
+    opened = open_services(settings)
+    yield opened
+    opened.close()
 
 
 @pytest.fixture
-def server(settings: Settings, kb: KnowledgeBase) -> Iterator[LiveServer]:
-    with LiveServer(create_app(settings, kb), free_port()) as live:
+def kb(services: Services) -> DocumentService:
+    return services.documents
+
+
+@pytest.fixture
+def server(settings: Settings, services: Services) -> Iterator[LiveServer]:
+    with LiveServer(create_app(settings, services), free_port()) as live:
         yield live
 
 

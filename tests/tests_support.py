@@ -88,12 +88,13 @@ def served_knowledge_base(home: Path, upstream_url: str, documents: list[str], b
     """A live server over real documents (paths under ingestion-docs) plus the demo ones.
 
     The extractive answerer is the default; bots that name ``generator="upstream"``
-    use the fake upstream at ``upstream_url``. ``bots`` are declared as file bots are.
+    use the fake upstream at ``upstream_url``. ``bots`` are created in the default workspace.
     """
     from calypso.api.app import create_app
     from calypso.config import Settings
     from calypso.demo import ingest_demo
-    from calypso.knowledge import KnowledgeBase
+    from calypso.scope import DEFAULT_WORKSPACE
+    from calypso.services import open_services
 
     docs = eval_data_dir() / "ingestion-docs"
     settings = Settings(
@@ -104,16 +105,16 @@ def served_knowledge_base(home: Path, upstream_url: str, documents: list[str], b
         llm_model="fake-model",
         generator="extractive",
     )
-    kb = KnowledgeBase(settings)
+    services = open_services(settings)
     for name in documents:
-        kb.ingest((docs / name).read_bytes(), Path(name).name)
-    ingest_demo(kb)
-    app = create_app(settings, kb)
+        services.documents.ingest((docs / name).read_bytes(), Path(name).name)
+    ingest_demo(services.documents)
+    for bot in bots:
+        services.bots.create(DEFAULT_WORKSPACE, bot)
+    app = create_app(settings, services)
     try:
         with LiveServer(app, free_port()) as server:
-            for bot in bots:
-                app.state.bots._bots[bot.id] = bot  # the default workspace's declared (file) bots
-            server.kb = kb  # type: ignore[attr-defined]
+            server.kb = services.documents  # type: ignore[attr-defined]
             yield server
     finally:
-        kb.close()
+        services.close()

@@ -1,24 +1,13 @@
-"""Bots: what the ``model`` field of a request names, and the scope it answers from.
+"""A bot: what the ``model`` field of a request names. Its fields, their validation, the bots file.
 
-A workspace's bots come from three sources, looked up in this order:
-
-1. bots created through ``/v1/bots`` (stored in SQLite, per workspace);
-2. bots declared in the TOML file ``CALYPSO_BOTS_FILE`` (loaded once at start;
-   read-only through the API, since the file is the source of truth);
-3. ``calypso-rag-agent``, present in every workspace, answering from the
-   default namespace.
-
-A bot in an earlier source hides one with the same id in a later source, so a
-workspace overrides ``calypso-rag-agent`` by creating (or PATCHing) a bot with
-that id, and deleting the override brings the built-in back.
+``calypso.services.bots`` finds a workspace's bots; this module only says what
+a valid bot is.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import re
-import time
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,14 +16,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from calypso.answering import AskRequest
 from calypso.config import Settings
-from calypso.errors import Conflict, InvalidNamespace, InvalidRequest, NotFound, StorageError
-from calypso.knowledge import DEFAULT_WORKSPACE, check_namespace
-from calypso.store.bots import BotStore, StoredBot
-from calypso.store.sqlite import SQLiteStore
-
-log = logging.getLogger("calypso.bots")
+from calypso.errors import InvalidNamespace, InvalidRequest
+from calypso.scope import DEFAULT_WORKSPACE, RetrievalScope, check_namespace
 
 DEFAULT_BOT_ID = "calypso-rag-agent"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -53,12 +37,6 @@ CONFIG_FIELDS = (
 )
 MAX_DOCUMENT_IDS = 1000
 MAX_SYSTEM_PROMPT = 32_000
-
-
-class BotConflict(Conflict):
-    """409: the id is taken, or the bot cannot be changed through the API."""
-
-    default_code = "bot_exists"
 
 
 class BotsFileError(Exception):
@@ -265,161 +243,10 @@ def load_bots_file(path: Path, settings: Settings, loaded_at: int = 0) -> dict[s
     return bots
 
 
-class BotDirectory:
-    """The bots of every workspace: stored, then declared in the bots file, then the built-in default."""
-
-    def __init__(self, settings: Settings, store: SQLiteStore | None = None) -> None:
-        # store None: only file and default bots (create/update/delete refuse).
-        self.settings = settings
-        self._store = BotStore(store) if store is not None else None
-        started = int(time.time())
-        self._default = default_bot(settings, started)
-        self._file: dict[str, dict[str, Bot]] = (
-            load_bots_file(settings.bots_file, settings, started) if settings.bots_file else {}
-        )
-        # The default workspace's file bots; tests add bots here directly as a seam.
-        self._bots = self._file.setdefault(DEFAULT_WORKSPACE, {})
-        if self._store is not None:
-            for workspace, bot_id in self._store.keys():
-                if bot_id in self._file.get(workspace, {}):
-                    log.warning(
-                        "bot %r in workspace %r is stored through the API and hides the one in %s",
-                        bot_id,
-                        workspace,
-                        settings.bots_file,
-                    )
-
-    # -- lookups -----------------------------------------------------------
-    def _from_store(self, stored: StoredBot) -> Bot:
-        try:
-            return Bot.model_validate(
-                {
-                    **stored.config,
-                    "id": stored.id,
-                    "source": "api",
-                    "created_at": stored.created_at,
-                    "updated_at": stored.updated_at,
-                }
-            )
-        except ValidationError as exc:
-            raise StorageError(f"Stored bot {stored.id!r} in workspace {stored.workspace!r} is invalid: {exc}") from exc
-
-    def find(self, bot_id: str, workspace: str = DEFAULT_WORKSPACE) -> Bot | None:
-        """The bot the id names in the workspace, or None."""
-        if self._store is not None:
-            stored = self._store.get(workspace, bot_id)
-            if stored is not None:
-                return self._from_store(stored)
-        bot = self._file.get(workspace, {}).get(bot_id)
-        if bot is not None:
-            return bot
-        return self._default if bot_id == DEFAULT_BOT_ID else None
-
-    def get(self, model_id: str | None, workspace: str = DEFAULT_WORKSPACE) -> Bot:
-        """The bot a request's ``model`` names (none: the default bot); 404 model_not_found otherwise."""
-        bot = self.find(model_id or DEFAULT_BOT_ID, workspace)
-        if bot is None:
-            names = [b.id for b in self.all(workspace)]
-            shown = ", ".join(names[:20]) + (", …" if len(names) > 20 else "")
-            raise NotFound(
-                f"The model {model_id!r} does not exist; use one of: {shown} (see GET /v1/models).",
-                param="model",
-                code="model_not_found",
-            )
-        return bot
-
-    def all(self, workspace: str = DEFAULT_WORKSPACE) -> list[Bot]:
-        bots = {DEFAULT_BOT_ID: self._default, **self._file.get(workspace, {})}
-        if self._store is not None:
-            bots.update({s.id: self._from_store(s) for s in self._store.list(workspace)})
-        return sorted(bots.values(), key=lambda b: b.id)
-
-    # -- management --------------------------------------------------------
-    def _require_store(self) -> BotStore:
-        if self._store is None:
-            raise StorageError("Bot management needs a store: build BotDirectory(settings, kb.store).")
-        return self._store
-
-    def _read_only(self, bot_id: str, workspace: str) -> BotConflict:
-        return BotConflict(
-            f"Bot {bot_id!r} is declared in the bots file {self.settings.bots_file}; edit that file and restart "
-            "the server to change it.",
-            param="id",
-            code="bot_read_only",
-        )
-
-    def create(self, workspace: str, bot: Bot | Mapping[str, Any]) -> Bot:
-        """Store a new bot; 409 bot_exists when the id is taken in the workspace (the built-in default excepted)."""
-        store = self._require_store()
-        if not isinstance(bot, Bot):
-            bot = validate_bot(bot, default_namespace=self.settings.default_namespace)
-        if bot.id in self._file.get(workspace, {}):
-            raise self._read_only(bot.id, workspace)
-        stored = store.insert(workspace, bot.id, bot.config())
-        if stored is None:
-            raise BotConflict(
-                f"A bot with id {bot.id!r} already exists; change it with PATCH /v1/bots/{bot.id} or pick another id.",
-                param="id",
-            )
-        return self._from_store(stored)
-
-    def update(self, workspace: str, bot_id: str, changes: Mapping[str, Any]) -> Bot:
-        """Apply a partial update; PATCHing the built-in default stores an override of it."""
-        store = self._require_store()
-        if not isinstance(changes, Mapping):
-            raise InvalidRequest("The request body must be a JSON object.")
-        if "id" in changes and changes["id"] != bot_id:
-            raise InvalidRequest("A bot's id cannot change; create a new bot and delete this one.", param="id")
-
-        def apply(current: dict | None) -> dict:
-            if current is None:
-                if bot_id in self._file.get(workspace, {}):
-                    raise self._read_only(bot_id, workspace)
-                if bot_id != DEFAULT_BOT_ID:
-                    raise NotFound(
-                        f"No bot {bot_id!r} in this workspace (see GET /v1/bots).", param="id", code="bot_not_found"
-                    )
-                current = self._default.config()
-            merged = {**current, **changes, "id": bot_id}
-            return validate_bot(merged, default_namespace=self.settings.default_namespace).config()
-
-        return self._from_store(store.update(workspace, bot_id, apply))
-
-    def delete(self, workspace: str, bot_id: str) -> None:
-        """Delete a stored bot; 409 for file-declared and built-in bots, 404 for unknown ids."""
-        if self._require_store().delete(workspace, bot_id):
-            return
-        if bot_id in self._file.get(workspace, {}):
-            raise self._read_only(bot_id, workspace)
-        if bot_id == DEFAULT_BOT_ID:
-            raise BotConflict(
-                f"{DEFAULT_BOT_ID} is built in and cannot be deleted; PATCH it to change its settings.",
-                param="id",
-                code="bot_read_only",
-            )
-        raise NotFound(f"No bot {bot_id!r} in this workspace (see GET /v1/bots).", param="id", code="bot_not_found")
-
-
-def ask_request(bot: Bot, messages: list[dict], **options: Any) -> AskRequest:
-    """What a bot's configuration says to retrieve and how to answer; request options win over the bot's."""
-    defaults = bot.generator_options
-    for name in ("temperature", "max_tokens"):
-        if options.get(name) is None and defaults.get(name) is not None:
-            options[name] = defaults[name]
-    scope = {
-        "namespace": bot.namespace,
-        "knowledge_base": bot.namespace is not None,
-        "document_ids": list(bot.document_ids) if bot.document_ids is not None else None,
-        "passage_count": bot.passage_count,
-    }
-    scope.update({k: v for k, v in options.items() if k in scope and v is not None})
-    rest = {k: v for k, v in options.items() if k not in scope}
-    return AskRequest(
-        messages=messages,
-        include_citations=bot.include_citations,
-        system_prompt=bot.system_prompt,
-        generator=bot.generator,
-        generator_model=defaults.get("model"),
-        **scope,
-        **rest,
+def bot_scope(bot: Bot) -> RetrievalScope:
+    """What the bot answers from: its namespace (none: no knowledge base), documents and passage count."""
+    return RetrievalScope(
+        namespaces=(bot.namespace,) if bot.namespace is not None else (),
+        document_ids=bot.document_ids,
+        passage_count=bot.passage_count,
     )

@@ -39,17 +39,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from calypso.api.app import create_app
+    from calypso.api.auth import auth_enabled
     from calypso.demo import ingest_demo
-    from calypso.knowledge import KnowledgeBase
+    from calypso.services import open_services
 
     settings = _settings(args)
-    kb = KnowledgeBase(settings)
+    services = open_services(settings)
     if settings.demo:
-        added = ingest_demo(kb)
+        added = ingest_demo(services.documents)
         print(f"demo knowledge base: {added} new document(s) in namespace '{settings.default_namespace}'")
     # Indexes build in the background so the port opens at once; a query that comes first waits for its namespace.
-    threading.Thread(target=kb.warm_up, name="index-warm-up", daemon=True).start()
-    from calypso.api.auth import auth_enabled
+    threading.Thread(target=services.documents.warm_up, name="index-warm-up", daemon=True).start()
 
     if auth_enabled(settings):
         print("API keys required (create one with `calypso keys create --workspace NAME`).")
@@ -60,17 +60,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(
         f"Calypso serving {settings.home.resolve()} on http://{settings.host}:{settings.port} (OpenAPI: /openapi.json)"
     )
-    uvicorn.run(create_app(settings, kb), host=settings.host, port=settings.port, log_level=settings.log_level)
+    try:
+        uvicorn.run(
+            create_app(settings, services), host=settings.host, port=settings.port, log_level=settings.log_level
+        )
+    finally:
+        services.close()
     return 0
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from calypso.knowledge import KnowledgeBase
+    from calypso.services import open_services
 
-    settings = _settings(args)
-    kb = KnowledgeBase(settings)
+    services = open_services(_settings(args))
+    documents = services.documents
     files = list(_files(args.paths))
     refused = 0
     try:
@@ -78,7 +83,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             for path in bar:
                 bar.set_postfix_str(path.name[-40:])
                 try:
-                    result = kb.ingest(path.read_bytes(), path.name, args.namespace)
+                    result = documents.ingest(path.read_bytes(), path.name, args.namespace)
                 except (CalypsoError, OSError) as exc:
                     refused += 1
                     tqdm.write(f"refused   {path}: {getattr(exc, 'message', exc)}")
@@ -90,22 +95,22 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                     f"namespace {doc.namespace})"
                 )
     finally:
-        kb.close()
+        services.close()
     print(f"{len(files) - refused} ingested or already present, {refused} refused")
     return 1 if refused and refused == len(files) else 0
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from calypso.knowledge import KnowledgeBase
+    from calypso.services import open_services
 
-    kb = KnowledgeBase(_settings(args))
+    services = open_services(_settings(args))
     try:
-        passages = kb.search(args.query, args.namespace, max_results=args.k)
+        passages = services.documents.search(args.query, args.namespace, max_results=args.k)
     except CalypsoError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return 2
     finally:
-        kb.close()
+        services.close()
     if not passages:
         print("no passages found")
     for rank, passage in enumerate(passages, start=1):
@@ -118,17 +123,24 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_ask(args: argparse.Namespace) -> int:
     import asyncio
 
-    from calypso.answering import Answerer, AskRequest, Done
     from calypso.citations.composer import MarkerEvent, TextEvent
     from calypso.citations.render import render_evidence, render_numbered
-    from calypso.knowledge import KnowledgeBase
+    from calypso.scope import RetrievalScope, check_namespace
+    from calypso.services import open_services
+    from calypso.services.answering import AskRequest, Done
 
-    kb = KnowledgeBase(_settings(args))
-    answerer = Answerer(kb)
+    settings = _settings(args)
+    services = open_services(settings)
+    answerer = services.answering
+    try:
+        namespace = check_namespace(args.namespace or settings.default_namespace)
+    except CalypsoError as exc:
+        services.close()
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 2
     request = AskRequest(
         messages=[{"role": "user", "content": args.question}],
-        namespace=args.namespace,
-        passage_count=args.k,
+        scope=RetrievalScope(namespaces=(namespace,), passage_count=args.k),
         generator=args.generator,
     )
 
@@ -143,6 +155,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 print(" " + "".join(f"[{n}]" for n in numbers), end="", flush=True)
             elif isinstance(event, Done):
                 answer = event.answer
+        await answerer.aclose()
         assert answer is not None
         if not args.stream:
             print(render_numbered(answer))
@@ -157,19 +170,16 @@ def cmd_ask(args: argparse.Namespace) -> int:
         print(f"error: {exc.message}", file=sys.stderr)
         return 2
     finally:
-        kb.close()
+        services.close()
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
-    from calypso.knowledge import check_namespace
-    from calypso.store.keys import KeyStore
-    from calypso.store.sqlite import SQLiteStore
+    from calypso.services import open_services
 
-    store = SQLiteStore(_settings(args).database_path)
-    keys = KeyStore(store)
+    services = open_services(_settings(args))
+    keys = services.keys
     try:
         if args.keys_command == "create":
-            check_namespace(args.workspace, "workspace")
             record, plaintext = keys.create(args.workspace, args.name)
             print(f"{record.id}  workspace {record.workspace}")
             print(f"key: {plaintext}")
@@ -185,7 +195,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
         print(f"error: {exc.message}", file=sys.stderr)
         return 2
     finally:
-        store.close()
+        services.close()
     return 0
 
 
@@ -249,8 +259,14 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=os.environ.get("CALYPSO_LOG_LEVEL", "INFO").upper(), format="%(levelname)s %(name)s: %(message)s"
     )
+    from calypso.bots import BotsFileError
+
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except BotsFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

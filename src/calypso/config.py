@@ -79,10 +79,6 @@ class Settings(BaseSettings):
     def database_path(self) -> Path:
         return self.home / "calypso.sqlite3"
 
-    @property
-    def files_dir(self) -> Path:
-        return self.home / "files"
-
 
 def settings_table() -> list[tuple[str, str, str]]:
     """(environment variable, default, help) for every setting."""

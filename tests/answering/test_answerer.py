@@ -7,17 +7,26 @@ from pathlib import Path
 
 import pytest
 
-from calypso.answering import Answerer, AskRequest, Done, Retrieved
 from calypso.citations.composer import MarkerEvent, TextEvent
 from calypso.config import Settings
 from calypso.errors import InvalidRequest, UpstreamError
 from calypso.generation.extractive import NOT_FOUND
 from calypso.generation.fake_upstream import FakeUpstream, Script
-from calypso.knowledge import KnowledgeBase
+from calypso.scope import RetrievalScope
+from calypso.services import open_services
+from calypso.services.answering import Answerer, AskRequest, Done, Retrieved
+from calypso.services.documents import DocumentService
 
 
 def _user(text: str) -> list[dict]:
     return [{"role": "user", "content": text}]
+
+
+GENERAL = RetrievalScope(namespaces=("general",))
+
+
+def _ask(messages: list[dict], scope: RetrievalScope = GENERAL, **options) -> AskRequest:
+    return AskRequest(messages, scope, **options)
 
 
 def _run(coro):
@@ -38,7 +47,8 @@ def fake():
 def loaded_kb(tmp_path: Path, data_dir: Path):
     """A knowledge base with real documents: a PDF with page labels, a Federal Register PDF, Markdown."""
     settings = Settings(home=tmp_path / "home")
-    kb = KnowledgeBase(settings)
+    services = open_services(settings)
+    kb = services.documents
     docs = data_dir / "ingestion-docs"
     for path in [
         docs / "pdf/federal-register-2020-17221.pdf",
@@ -50,10 +60,10 @@ def loaded_kb(tmp_path: Path, data_dir: Path):
 
     ingest_demo(kb)
     yield kb
-    kb.close()
+    services.close()
 
 
-def _upstream_answerer(kb: KnowledgeBase, fake: FakeUpstream) -> Answerer:
+def _upstream_answerer(kb: DocumentService, fake: FakeUpstream) -> Answerer:
     kb.settings.llm_base_url = fake.base_url
     kb.settings.llm_model = "fake-model"
     kb.settings.generator = "upstream"
@@ -79,7 +89,7 @@ def assert_quotes_are_exact(answer) -> None:
 
 def test_extractive_answer_cites_exact_quotes_from_real_documents(loaded_kb) -> None:
     answerer = Answerer(loaded_kb)
-    answer = _run(answerer.answer(AskRequest(_user("How many days do customers have to request a full refund?"))))
+    answer = _run(answerer.answer(_ask(_user("How many days do customers have to request a full refund?"))))
     assert answer.generator == "extractive"
     assert "30 days" in answer.text
     assert answer.retrieval_status == "grounded" and not answer.citations_are_null
@@ -91,7 +101,7 @@ def test_extractive_answer_cites_exact_quotes_from_real_documents(loaded_kb) -> 
 
 
 def test_extractive_answer_on_pdf_carries_page_labels(loaded_kb) -> None:
-    answer = _run(Answerer(loaded_kb).answer(AskRequest(_user("Was ist eine Fundamentalgruppe?"))))
+    answer = _run(Answerer(loaded_kb).answer(_ask(_user("Was ist eine Fundamentalgruppe?"))))
     assert_quotes_are_exact(answer)
     cited = answer.cited_sources[0].passage
     assert cited.document.filename == "GeoTopo-komprimiert.pdf"
@@ -99,7 +109,7 @@ def test_extractive_answer_on_pdf_carries_page_labels(loaded_kb) -> None:
 
 def test_extractive_streaming_matches_non_streaming(loaded_kb) -> None:
     answerer = Answerer(loaded_kb)
-    request = AskRequest(_user("What is the convenience of the office opening hours on public holidays?"))
+    request = _ask(_user("What is the convenience of the office opening hours on public holidays?"))
     events = _run(_collect(answerer, request))
     assert isinstance(events[0], Retrieved) and isinstance(events[-1], Done)
     streamed = events[-1].answer
@@ -110,7 +120,7 @@ def test_extractive_streaming_matches_non_streaming(loaded_kb) -> None:
 
 
 def test_retrieval_empty_gives_empty_citations_not_null(loaded_kb) -> None:
-    answer = _run(Answerer(loaded_kb).answer(AskRequest(_user("xylophone zebra quasar"))))
+    answer = _run(Answerer(loaded_kb).answer(_ask(_user("xylophone zebra quasar"))))
     assert answer.text == NOT_FOUND
     assert answer.sources == [] and answer.segments == []
     assert answer.retrieval_status == "ungrounded" and not answer.citations_are_null
@@ -119,14 +129,14 @@ def test_retrieval_empty_gives_empty_citations_not_null(loaded_kb) -> None:
 def test_no_knowledge_base_gives_null_citations(loaded_kb, fake) -> None:
     fake.script(Script.from_text("General knowledge answer [Source 1]."))
     answerer = _upstream_answerer(loaded_kb, fake)
-    answer = _run(answerer.answer(AskRequest(_user("What is a refund?"), knowledge_base=False)))
+    answer = _run(answerer.answer(_ask(_user("What is a refund?"), RetrievalScope())))
     assert answer.citations_are_null and answer.retrieval_status == "not_run"
     assert answer.sources == [] and answer.segments == []
     assert "<sources>" not in fake.requests[-1]["messages"][0]["content"]
 
 
 def test_citations_disabled_gives_null(loaded_kb) -> None:
-    answer = _run(Answerer(loaded_kb).answer(AskRequest(_user("refund within 30 days"), include_citations=False)))
+    answer = _run(Answerer(loaded_kb).answer(_ask(_user("refund within 30 days"), include_citations=False)))
     assert answer.citations_are_null
 
 
@@ -139,7 +149,7 @@ def test_validation_errors(loaded_kb) -> None:
         ([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}], "messages"),
     ]:
         with pytest.raises(InvalidRequest) as info:
-            _run(answerer.answer(AskRequest(messages)))
+            _run(answerer.answer(_ask(messages)))
         assert info.value.param == param
 
 
@@ -158,7 +168,7 @@ def test_upstream_answer_with_split_markers(loaded_kb, fake) -> None:
         "].",
     ]
     fake.script(Script(tokens=tokens))
-    events = _run(_collect(answerer, AskRequest(_user("What is the refund policy for gift cards?"))))
+    events = _run(_collect(answerer, _ask(_user("What is the refund policy for gift cards?"))))
     answer = events[-1].answer
     text_events = [e.text for e in events if isinstance(e, TextEvent)]
     assert "".join(text_events) == answer.text
@@ -188,7 +198,7 @@ def test_prompt_numbers_sources_fences_them_and_passes_history(loaded_kb, fake) 
         {"role": "assistant", "content": "Hi! [Source 1]"},
         {"role": "user", "content": "How do I request a refund?"},
     ]
-    _run(answerer.answer(AskRequest(messages, passage_count=3)))
+    _run(answerer.answer(_ask(messages, RetrievalScope(namespaces=("general",), passage_count=3))))
     sent = fake.requests[-1]["messages"]
     assert sent[0]["role"] == "system" and sent[0]["content"].startswith("Be brief.")
     system = sent[0]["content"]
@@ -201,7 +211,7 @@ def test_prompt_numbers_sources_fences_them_and_passes_history(loaded_kb, fake) 
 def test_nothing_retrieved_tells_the_model_explicitly(loaded_kb, fake) -> None:
     answerer = _upstream_answerer(loaded_kb, fake)
     fake.script(Script.from_text("I could not find that."))
-    answer = _run(answerer.answer(AskRequest(_user("xylophone zebra quasar"))))
+    answer = _run(answerer.answer(_ask(_user("xylophone zebra quasar"))))
     assert "nothing relevant was found" in fake.requests[-1]["messages"][0]["content"]
     assert answer.retrieval_status == "ungrounded" and answer.segments == [] and not answer.citations_are_null
 
@@ -210,7 +220,7 @@ def test_tool_call_turn_has_null_citations_and_tool_result_turn_skips_retrieval(
     answerer = _upstream_answerer(loaded_kb, fake)
     tools = [{"type": "function", "function": {"name": "lookup_order", "parameters": {"type": "object"}}}]
     fake.script(Script(tokens=[], tool_calls=[{"name": "lookup_order", "arguments": {"order": "A1"}}]))
-    answer = _run(answerer.answer(AskRequest(_user("Where is my order A1?"), tools=tools)))
+    answer = _run(answerer.answer(_ask(_user("Where is my order A1?"), tools=tools)))
     assert answer.finish_reason == "tool_calls" and answer.citations_are_null
     assert answer.tool_calls[0]["function"]["name"] == "lookup_order"
     assert fake.requests[-1]["tools"] == tools
@@ -220,7 +230,7 @@ def test_tool_call_turn_has_null_citations_and_tool_result_turn_skips_retrieval(
         {"role": "assistant", "content": None, "tool_calls": answer.tool_calls},
         {"role": "tool", "tool_call_id": answer.tool_calls[0]["id"], "content": '{"status": "shipped"}'},
     ]
-    after = _run(answerer.answer(AskRequest(follow_up, tools=tools)))
+    after = _run(answerer.answer(_ask(follow_up, tools=tools)))
     assert not after.retrieval_ran and after.sources == []
     assert not after.citations_are_null and after.segments == []  # seed 004: an empty list
     assert "<sources>" not in fake.requests[-1]["messages"][0]["content"]
@@ -230,7 +240,7 @@ def test_upstream_failure_mid_stream_raises(loaded_kb, fake) -> None:
     answerer = _upstream_answerer(loaded_kb, fake)
     fake.script(Script(tokens=["Partial", " answer", " here"], disconnect_after=2))
     with pytest.raises(UpstreamError):
-        _run(answerer.answer(AskRequest(_user("refund policy"))))
+        _run(answerer.answer(_ask(_user("refund policy"))))
 
 
 def test_consumer_leaving_stops_the_upstream(loaded_kb, fake) -> None:
@@ -238,7 +248,7 @@ def test_consumer_leaving_stops_the_upstream(loaded_kb, fake) -> None:
     fake.script(Script(tokens=[f"word{i} " for i in range(200)], token_delay=0.02))
 
     async def leave_early() -> None:
-        stream = answerer.stream(AskRequest(_user("refund policy")))
+        stream = answerer.stream(_ask(_user("refund policy")))
         async for event in stream:
             if isinstance(event, TextEvent):
                 break

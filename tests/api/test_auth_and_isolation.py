@@ -14,7 +14,7 @@ from tests_support import LiveServer, free_port
 from calypso.api.app import create_app
 from calypso.citations.links import signature
 from calypso.config import Settings
-from calypso.knowledge import KnowledgeBase
+from calypso.services import open_services
 
 ADMIN = "admin-secret-for-tests"
 QUESTION = "How many days do customers have to request a full refund?"
@@ -23,11 +23,11 @@ QUESTION = "How many days do customers have to request a full refund?"
 @pytest.fixture
 def secured(tmp_path: Path):
     settings = Settings(home=tmp_path / "home", auth="on", admin_key=ADMIN)
-    kb = KnowledgeBase(settings)
-    app = create_app(settings, kb)
+    services = open_services(settings)
+    app = create_app(settings, services)
     with LiveServer(app, free_port()) as live:
         yield live, app
-    kb.close()
+    services.close()
 
 
 def _key(base: str, workspace: str) -> tuple[str, str]:
@@ -200,7 +200,7 @@ def test_signed_link_opens_without_a_key_and_rejects_tampering(two_workspaces) -
     other = base.replace(w["doc"]["file_id"], w["pdf"]["file_id"])
     assert httpx.get(other, params={"expires": expires, "signature": sig}).status_code == 403
     # An expired link, correctly signed, is refused.
-    secret = w["app"].state.signing_secret
+    secret = w["app"].state.services.signing_secret
     past = int(time.time()) - 10
     expired_sig = signature(secret, w["doc"]["file_id"], "acme", past)
     assert httpx.get(base, params={"expires": past, "signature": expired_sig}).status_code == 403
@@ -233,13 +233,13 @@ def test_pdf_link_points_at_the_cited_page(two_workspaces) -> None:
 
 def test_public_base_url_is_used_for_links(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "h", public_base_url="https://calypso.example.org/")
-    kb = KnowledgeBase(settings)
+    services = open_services(settings)
     from calypso.demo import ingest_demo
 
-    ingest_demo(kb)
-    with LiveServer(create_app(settings, kb), free_port()) as live:
+    ingest_demo(services.documents)
+    with LiveServer(create_app(settings, services), free_port()) as live:
         body = httpx.post(f"{live.url}/v1/responses", json={"input": QUESTION}).json()
-    kb.close()
+    services.close()
     assert body["citations"] and all(u.startswith("https://calypso.example.org/v1/files/") for u in body["citations"])
 
 

@@ -1,8 +1,7 @@
 """Bots: /v1/bots CRUD, the bots file, the built-in default, /v1/models, workspaces, and retrieval scope.
 
 Through real HTTP on loopback and the official openai SDK. The app is built
-here with a ``BotDirectory`` over the knowledge base's store (and the bots
-router, until ``create_app`` includes it).
+over the test's services.
 """
 
 from __future__ import annotations
@@ -16,11 +15,11 @@ import openai
 import pytest
 
 from calypso.api.app import create_app
-from calypso.api.routes import bots as bots_routes
-from calypso.bots import DEFAULT_BOT_ID, Bot, BotDirectory, BotsFileError
+from calypso.bots import DEFAULT_BOT_ID, Bot, BotsFileError
 from calypso.config import Settings
 from calypso.errors import NotFound, StorageError
-from calypso.knowledge import KnowledgeBase
+from calypso.services import Services, open_services
+from calypso.services.bots import BotService
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests_support import LiveServer, eval_data_dir
@@ -47,18 +46,15 @@ workspace = "a"
 """
 
 
-def start(settings: Settings, kb: KnowledgeBase) -> tuple[LiveServer, object]:
-    app = create_app(settings, kb)
-    if not any(getattr(route, "path", None) == "/v1/bots" for route in app.routes):
-        app.include_router(bots_routes.router)  # until create_app includes it
+def start(services: Services) -> tuple[LiveServer, object]:
+    app = create_app(services.settings, services)
     live = LiveServer(app, _free_port()).__enter__()
-    app.state.bots = BotDirectory(settings, kb.store)  # until the lifespan builds it with the store
     return live, app
 
 
 @pytest.fixture
-def live(settings: Settings, kb: KnowledgeBase) -> Iterator[LiveServer]:
-    server, _ = start(settings, kb)
+def live(services: Services) -> Iterator[LiveServer]:
+    server, _ = start(services)
     try:
         yield server
     finally:
@@ -207,8 +203,9 @@ def file_settings(settings: Settings, tmp_path: Path) -> Settings:
     return settings
 
 
-def test_toml_bots_are_loaded_and_read_only(file_settings: Settings, kb: KnowledgeBase) -> None:
-    server, _ = start(file_settings, kb)
+def test_toml_bots_are_loaded_and_read_only(file_settings: Settings) -> None:
+    services = open_services(file_settings)
+    server, _ = start(services)
     try:
         with httpx.Client(base_url=server.url, timeout=30) as client:
             listing = client.get("/v1/bots").json()["data"]
@@ -228,10 +225,11 @@ def test_toml_bots_are_loaded_and_read_only(file_settings: Settings, kb: Knowled
             assert client.get("/v1/bots/fee-schedule").json()["passage_count"] == 3
     finally:
         server.__exit__(None, None, None)
+        services.close()
 
 
-def test_toml_bot_workspace(file_settings: Settings, kb: KnowledgeBase) -> None:
-    directory = BotDirectory(file_settings, kb.store)
+def test_toml_bot_workspace(file_settings: Settings, services: Services) -> None:
+    directory = BotService(file_settings, services.storage.bots)
     assert "team-a-only" in [b.id for b in directory.all("a")]
     assert "team-a-only" not in [b.id for b in directory.all("default")]
     assert "fee-schedule" not in [b.id for b in directory.all("a")]
@@ -257,14 +255,14 @@ def test_bad_bots_file_fails_at_start_naming_file_and_problem(
     path.write_text(text)
     settings.bots_file = path
     with pytest.raises(BotsFileError) as caught:
-        BotDirectory(settings)
+        BotService(settings)
     assert str(path) in str(caught.value) and problem in str(caught.value)
 
 
 def test_missing_bots_file_fails_at_start(settings: Settings, tmp_path: Path) -> None:
     settings.bots_file = tmp_path / "nope.toml"
     with pytest.raises(BotsFileError, match="does not exist"):
-        BotDirectory(settings)
+        BotService(settings)
 
 
 # -- /v1/models and workspaces ----------------------------------------------------------------
@@ -284,8 +282,8 @@ def test_models_list_is_exactly_the_workspace_bots(client: httpx.Client, sdk: op
     assert caught.value.code == "model_not_found" and caught.value.param == "model"
 
 
-def test_workspaces_do_not_see_each_other(settings: Settings, kb: KnowledgeBase) -> None:
-    directory = BotDirectory(settings, kb.store)
+def test_workspaces_do_not_see_each_other(settings: Settings, services: Services) -> None:
+    directory = BotService(settings, services.storage.bots)
     directory.create("a", {"id": "secret-bot", "namespace": "hr"})
     assert "secret-bot" in [b.id for b in directory.all("a")]
     assert [b.id for b in directory.all("b")] == [DEFAULT_BOT_ID]  # the default exists in every workspace
@@ -310,7 +308,7 @@ def test_workspaces_do_not_see_each_other(settings: Settings, kb: KnowledgeBase)
 def test_bot_model_validates_directly() -> None:
     assert Bot(id="seam", namespace="general").document_ids is None  # keyword construction, as test seams do
     with pytest.raises(StorageError, match="needs a store"):
-        BotDirectory(Settings()).create("default", {"id": "no-store"})  # no store: refused, clearly
+        BotService(Settings()).create("default", {"id": "no-store"})  # no store: refused, clearly
 
 
 # -- retrieval scope: a bot restricted to documents never cites any other ----------------------
@@ -319,7 +317,8 @@ def test_bot_model_validates_directly() -> None:
 QUESTION = "How does GitHub share personal data with third parties and what are my rights to access or delete it?"
 
 
-def test_document_restricted_bot_never_cites_an_excluded_document(settings: Settings, kb: KnowledgeBase) -> None:
+def test_document_restricted_bot_never_cites_an_excluded_document(settings: Settings, services: Services) -> None:
+    kb = services.documents
     docs = eval_data_dir() / "ingestion-docs" / "md"
     privacy = kb.ingest((docs / "github-general-privacy-statement.md").read_bytes(), "privacy.md").document
     terms = kb.ingest((docs / "github-terms-of-service.md").read_bytes(), "terms.md").document
@@ -327,7 +326,7 @@ def test_document_restricted_bot_never_cites_an_excluded_document(settings: Sett
     best = kb.search(QUESTION, max_results=settings.passage_count)
     assert best[0].document.id == privacy.id
 
-    server, _ = start(settings, kb)
+    server, _ = start(services)
     try:
         with httpx.Client(base_url=server.url, timeout=60) as client:
             for bot in ({"id": "terms-only", "document_ids": [terms.id]}, {"id": "everything"}):

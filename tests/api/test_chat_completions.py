@@ -1,7 +1,6 @@
 """POST /v1/chat/completions through the official openai SDK, over real documents.
 
-Bots are added to ``app.state.bots._bots`` after start-up: a test seam until
-bot management lands. ``fake-*`` bots answer through the fake upstream; the
+Bots are created through the bots service before start-up. ``fake-*`` bots answer through the fake upstream; the
 others use the built-in extractive answerer.
 """
 

@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from calypso.errors import StorageError, UnprocessableDocument
+from calypso.services import open_services
 
 TEXT = "\n\n".join(f"Paragraph {i} explains how the harbour crane number {i} is inspected." for i in range(60))
 
@@ -25,7 +26,7 @@ def test_failure_midway_leaves_no_half_document(kb, settings) -> None:
         kb.ingest(TEXT.encode(), "second.txt")
     db.execute("DROP TRIGGER boom")
     db.commit()
-    assert [d.filename for d in kb.store.list_documents("default", None, 10, None, "asc").items] == ["first.txt"]
+    assert [d.filename for d in kb.list(None, 10, order="asc").items] == ["first.txt"]
     assert db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == 1
     assert db.execute("SELECT COUNT(*) FROM pages").fetchone()[0] == 1
     assert [p.document.filename for p in kb.search("harbour crane inspected", max_results=50)] == ["first.txt"]
@@ -36,20 +37,18 @@ def test_failure_midway_leaves_no_half_document(kb, settings) -> None:
 def test_parser_failure_changes_nothing(kb) -> None:
     with pytest.raises(UnprocessableDocument):
         kb.ingest(b"%PDF-1.7\n" + b"\x00garbage" * 100, "broken.pdf")
-    assert kb.store.list_documents("default", None, 10, None, "asc").items == []
+    assert kb.list(None, 10, order="asc").items == []
 
 
 def test_index_survives_restart(settings) -> None:
-    from calypso.knowledge import KnowledgeBase
-
-    first = KnowledgeBase(settings)
-    doc = first.ingest(TEXT.encode(), "cranes.txt", "port").document
+    first = open_services(settings)
+    doc = first.documents.ingest(TEXT.encode(), "cranes.txt", "port").document
     first.close()
-    second = KnowledgeBase(settings)
-    hits = second.search("crane number 7", "port", max_results=3)
+    second = open_services(settings)
+    hits = second.documents.search("crane number 7", "port", max_results=3)
     assert hits[0].document.id == doc.id and "crane number 7 " in hits[0].chunk.text
-    second.delete(doc.id)
-    assert second.search("crane number 7", "port") == []
+    second.documents.delete(doc.id)
+    assert second.documents.search("crane number 7", "port") == []
     second.close()
 
 
@@ -94,24 +93,26 @@ def test_concurrent_ingest_and_search(kb) -> None:
 def test_index_loads_from_stored_terms_and_tolerates_stale_ones(settings) -> None:
     import sqlite3 as sq
 
-    from calypso.knowledge import KnowledgeBase
-
-    first = KnowledgeBase(settings)
-    doc = first.ingest(TEXT.encode(), "cranes.txt", "port").document
-    expected = [(p.chunk.chunk_index, round(p.score, 6)) for p in first.search("crane number 7", "port")]
+    first = open_services(settings)
+    doc = first.documents.ingest(TEXT.encode(), "cranes.txt", "port").document
+    expected = [(p.chunk.chunk_index, round(p.score, 6)) for p in first.documents.search("crane number 7", "port")]
     first.close()
     db = sq.connect(settings.database_path)
     stored = db.execute("SELECT terms FROM chunks LIMIT 1").fetchone()[0]
     assert stored.startswith("a1 ") and "crane" in stored.split()
     # A restart builds the index from stored terms and ranks identically.
-    second = KnowledgeBase(settings)
-    assert [(p.chunk.chunk_index, round(p.score, 6)) for p in second.search("crane number 7", "port")] == expected
+    second = open_services(settings)
+    assert [
+        (p.chunk.chunk_index, round(p.score, 6)) for p in second.documents.search("crane number 7", "port")
+    ] == expected
     second.close()
     # Terms from another analyzer version (or none) are re-derived from the text.
     db.execute("UPDATE chunks SET terms = 'old-version crane'")
     db.execute("UPDATE chunks SET terms = NULL WHERE chunk_index = 0")
     db.commit()
-    third = KnowledgeBase(settings)
-    assert [(p.chunk.chunk_index, round(p.score, 6)) for p in third.search("crane number 7", "port")] == expected
-    assert third.search("crane", "port")[0].document.id == doc.id
+    third = open_services(settings)
+    assert [
+        (p.chunk.chunk_index, round(p.score, 6)) for p in third.documents.search("crane number 7", "port")
+    ] == expected
+    assert third.documents.search("crane", "port")[0].document.id == doc.id
     third.close()

@@ -6,8 +6,9 @@ import pytest
 
 from calypso.errors import StorageError
 from calypso.models import Chunk, Document, Page
-from calypso.store.migrations import MIGRATIONS
-from calypso.store.sqlite import SQLiteStore
+from calypso.store.records import IndexedChunk
+from calypso.store.sqlite import SQLiteStorage
+from calypso.store.sqlite.migrations import MIGRATIONS
 
 
 def _document(doc_id: str = "d1", namespace: str = "general", sha: str = "abc") -> Document:
@@ -30,25 +31,29 @@ CHUNKS = [Chunk(0, "hello", 0, 5, 1, 1, ("1",)), Chunk(1, "world", 6, 11, 1, 1, 
 
 
 def test_add_read_delete_round_trip(tmp_path) -> None:
-    store = SQLiteStore(tmp_path / "db.sqlite3")
+    storage = SQLiteStorage(tmp_path / "db.sqlite3")
+    store = storage.documents
     key, chunk_keys = store.add_document(_document(), [Page(1, "1", 0, 11)], CHUNKS, b"hello world")
     assert len(chunk_keys) == 2
     assert store.get_document("default", "d1").filename == "a.txt"
     assert store.get_document("other-workspace", "d1") is None
     assert [c.chunk.text for c in store.list_chunks("default", "d1", 10, None).items] == ["hello", "world"]
-    assert store.get_chunks(chunk_keys)[chunk_keys[1]].chunk.heading_path == ("H",)
+    assert store.get_chunks("default", chunk_keys)[chunk_keys[1]].chunk.heading_path == ("H",)
+    assert store.get_chunks("other-workspace", chunk_keys) == {}  # scoped in the query, whatever keys are asked
+    assert store.get_documents_by_id("other-workspace", ["d1"]) == {}
     assert store.read_content("default", "d1") == b"hello world"
     assert list(store.namespace_chunks("default", "general")) == [
-        (key, [(chunk_keys[0], "hello", None), (chunk_keys[1], "world", None)])
+        (key, [IndexedChunk(chunk_keys[0], "hello", None), IndexedChunk(chunk_keys[1], "world", None)])
     ]
     assert store.delete_document("default", "d1").id == "d1"
     assert store.get_document("default", "d1") is None
-    assert store.get_chunks(chunk_keys) == {}
-    store.close()
+    assert store.get_chunks("default", chunk_keys) == {}
+    storage.close()
 
 
 def test_failed_insert_leaves_nothing_behind(tmp_path) -> None:
-    store = SQLiteStore(tmp_path / "db.sqlite3")
+    storage = SQLiteStorage(tmp_path / "db.sqlite3")
+    store = storage.documents
     store.add_document(_document(), [Page(1, "1", 0, 11)], CHUNKS, b"x")
     # Same document id again violates UNIQUE midway through: nothing of the second attempt may remain.
     duplicate_chunks = [Chunk(0, "a", 0, 1, 1, 1, ("1",)), Chunk(0, "b", 0, 1, 1, 1, ("1",))]
@@ -58,20 +63,22 @@ def test_failed_insert_leaves_nothing_behind(tmp_path) -> None:
     db = sqlite3.connect(tmp_path / "db.sqlite3")
     assert db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == 2
     assert db.execute("SELECT COUNT(*) FROM documents").fetchone()[0] == 1
-    store.close()
+    storage.close()
 
 
 def test_migrations_run_once(tmp_path) -> None:
-    SQLiteStore(tmp_path / "db.sqlite3").close()
-    store = SQLiteStore(tmp_path / "db.sqlite3")
-    names = [r[0] for r in store._connection().execute("SELECT name FROM migrations")]
+    SQLiteStorage(tmp_path / "db.sqlite3").close()
+    SQLiteStorage(tmp_path / "db.sqlite3").close()
+    db = sqlite3.connect(tmp_path / "db.sqlite3")
+    names = [r[0] for r in db.execute("SELECT name FROM migrations ORDER BY rowid")]
     assert names == [name for name, _ in MIGRATIONS]  # each applied once, in order
     assert len(names) == len(set(names)) >= 6
-    store.close()
+    db.close()
 
 
 def test_listing_pages_by_cursor(tmp_path) -> None:
-    store = SQLiteStore(tmp_path / "db.sqlite3")
+    storage = SQLiteStorage(tmp_path / "db.sqlite3")
+    store = storage.documents
     for i in range(5):
         store.add_document(_document(f"d{i}", sha=f"s{i}"), [Page(1, "1", 0, 5)], CHUNKS[:1], b"x")
     first = store.list_documents("default", "general", 2, None, "asc")
@@ -79,4 +86,4 @@ def test_listing_pages_by_cursor(tmp_path) -> None:
     rest = store.list_documents("default", "general", 10, "d1", "asc")
     assert [d.id for d in rest.items] == ["d2", "d3", "d4"] and not rest.has_more
     assert [d.id for d in store.list_documents("default", None, 2, None, "desc").items] == ["d4", "d3"]
-    store.close()
+    storage.close()

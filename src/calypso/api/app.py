@@ -2,51 +2,45 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
 from calypso import __version__
-from calypso.answering import Answerer
 from calypso.api.auth import AuthMiddleware, auth_enabled
 from calypso.api.errors import install_error_handlers
 from calypso.api.routes import admin, bots, chat, conversations, documents, files, models, responses, search
-from calypso.bots import BotDirectory
-from calypso.citations.links import load_secret
 from calypso.config import Settings
-from calypso.knowledge import KnowledgeBase
+from calypso.services import Services, open_services
 
 
-def create_app(settings: Settings | None = None, kb: KnowledgeBase | None = None) -> FastAPI:
-    settings = settings or Settings()
+def create_app(settings: Settings | None = None, services: Services | None = None) -> FastAPI:
+    """The HTTP API over ``services``; without them it opens its own at start and closes them at shutdown."""
+    settings = settings or (services.settings if services is not None else Settings())
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI):
-        owned = app.state.kb is None
-        if owned:
-            app.state.kb = KnowledgeBase(settings)
-        app.state.answerer = Answerer(app.state.kb, settings)
-        app.state.bots = BotDirectory(settings, app.state.kb.store)
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        owned = services is None
+        app.state.services = open_services(settings) if owned else services
         try:
             yield
         finally:
-            await app.state.answerer.aclose()
+            # Upstream connections belong to this server's event loop, whoever owns the services.
+            await app.state.services.answering.aclose()
             if owned:
-                app.state.kb.close()
-                app.state.kb = None
+                app.state.services.close()
 
     app = FastAPI(title="Calypso", version=__version__, lifespan=lifespan)
-    app.state.settings = settings
+    app.state.services = services
     app.state.auth_enabled = auth_enabled(settings)
-    app.state.signing_secret = load_secret(settings.signing_secret, settings.home)
-    app.state.kb = kb
     install_error_handlers(app)
     app.add_middleware(AuthMiddleware)
     for module in (documents, files, search, models, bots, responses, chat, conversations, admin):
         app.include_router(module.router)
 
     @app.get("/health", tags=["meta"])
-    def health() -> dict:
+    def health() -> dict[str, str]:
         return {"status": "ok", "version": __version__}
 
     return app

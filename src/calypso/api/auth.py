@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+from typing import Annotated
 
-from fastapi import Request
+from fastapi import Depends, Request
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from calypso.config import Settings
 from calypso.errors import AuthenticationFailed, CalypsoError, PermissionDenied
-from calypso.knowledge import DEFAULT_WORKSPACE
-from calypso.store.keys import KeyStore
+from calypso.scope import DEFAULT_WORKSPACE
 
 
 def auth_enabled(settings: Settings) -> bool:
@@ -49,7 +49,7 @@ def authenticate(request: Request) -> str:
     if not request.app.state.auth_enabled:
         return DEFAULT_WORKSPACE
     key = _bearer(request)
-    workspace = KeyStore(request.app.state.kb.store).workspace_for(key)
+    workspace = request.app.state.services.keys.workspace_for(key)
     if workspace is None:
         raise AuthenticationFailed("Invalid or revoked API key; ask your administrator for a new one.")
     return workspace
@@ -59,6 +59,9 @@ def current_workspace(request: Request) -> str:
     """The caller's workspace (FastAPI dependency), as the auth middleware established it."""
     workspace = request.scope.get("state", {}).get("workspace")
     return workspace if workspace is not None else authenticate(request)
+
+
+Workspace = Annotated[str, Depends(current_workspace)]
 
 
 def _is_signed_content(scope: dict) -> bool:
@@ -92,7 +95,7 @@ class AuthMiddleware:
 
 def require_admin(request: Request) -> None:
     """Admin routes need CALYPSO_ADMIN_KEY; with auth off and no admin key set, local use is allowed."""
-    admin_key = request.app.state.settings.admin_key
+    admin_key = request.app.state.services.settings.admin_key
     if not admin_key:
         if request.app.state.auth_enabled:
             raise PermissionDenied("The admin API is disabled: set CALYPSO_ADMIN_KEY to enable it.")

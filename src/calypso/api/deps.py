@@ -1,19 +1,63 @@
-"""Request-scoped helpers shared by the routes."""
+"""Typed dependencies: the services built at start, and request-scoped helpers the routes share."""
 
 from __future__ import annotations
 
 import json
+from typing import Annotated
 
-from fastapi import Request, UploadFile
+from fastapi import Depends, Request, UploadFile
 
 from calypso.citations.links import LinkSigner
 from calypso.errors import InvalidRequest, PayloadTooLarge
-from calypso.knowledge import KnowledgeBase
-from calypso.store.policies import PolicyStore
+from calypso.services import Services
+from calypso.services.answering import Answerer
+from calypso.services.bots import BotService
+from calypso.services.conversations import ConversationService
+from calypso.services.documents import DocumentService
+from calypso.services.keys import KeyService, PolicyService
+from calypso.services.responses import ResponseService
+from calypso.store.base import Order
 
 
-def knowledge_base(request: Request) -> KnowledgeBase:
-    return request.app.state.kb
+def services(request: Request) -> Services:
+    return request.app.state.services
+
+
+def _documents(request: Request) -> DocumentService:
+    return services(request).documents
+
+
+def _answering(request: Request) -> Answerer:
+    return services(request).answering
+
+
+def _bots(request: Request) -> BotService:
+    return services(request).bots
+
+
+def _conversations(request: Request) -> ConversationService:
+    return services(request).conversations
+
+
+def _responses(request: Request) -> ResponseService:
+    return services(request).responses
+
+
+def _keys(request: Request) -> KeyService:
+    return services(request).keys
+
+
+def _policies(request: Request) -> PolicyService:
+    return services(request).policies
+
+
+Documents = Annotated[DocumentService, Depends(_documents)]
+Answering = Annotated[Answerer, Depends(_answering)]
+Bots = Annotated[BotService, Depends(_bots)]
+Conversations = Annotated[ConversationService, Depends(_conversations)]
+Responses = Annotated[ResponseService, Depends(_responses)]
+Keys = Annotated[KeyService, Depends(_keys)]
+Policies = Annotated[PolicyService, Depends(_policies)]
 
 
 def read_upload(upload: UploadFile | str | None, limit: int) -> tuple[bytes, str]:
@@ -47,37 +91,24 @@ def check_limit(limit: int) -> int:
     return limit
 
 
-def check_order(order: str) -> str:
-    if order not in ("asc", "desc"):
-        raise InvalidRequest(f"order must be 'asc' or 'desc', got {order!r}.", param="order")
-    return order
-
-
-def answerer(request: Request):
-    return request.app.state.answerer
-
-
-def bots(request: Request):
-    return request.app.state.bots
+def check_order(order: str) -> Order:
+    if order == "asc":
+        return "asc"
+    if order == "desc":
+        return "desc"
+    raise InvalidRequest(f"order must be 'asc' or 'desc', got {order!r}.", param="order")
 
 
 def public_base_url(request: Request) -> str:
     """Where clients reach us: the configured public URL, else this request's base URL."""
-    configured = request.app.state.settings.public_base_url
+    configured = services(request).settings.public_base_url
     return configured.rstrip("/") if configured else str(request.base_url).rstrip("/")
 
 
 def link_signer(request: Request) -> LinkSigner:
     """Signs source links with the server secret, for this request's public base URL."""
-    settings = request.app.state.settings
-    return LinkSigner(request.app.state.signing_secret, public_base_url(request), settings.source_link_ttl_seconds)
-
-
-def sources_hidden(request: Request, workspace: str, bot_policy: str) -> bool:
-    """Sources are hidden when the bot's or the workspace's policy says so (grounding state ``hidden``)."""
-    if bot_policy == "hidden":
-        return True
-    return PolicyStore(request.app.state.kb.store).sources_policy(workspace) == "hidden"
+    found = services(request)
+    return LinkSigner(found.signing_secret, public_base_url(request), found.settings.source_link_ttl_seconds)
 
 
 async def json_object(request: Request, hint: str = "a JSON object") -> dict:

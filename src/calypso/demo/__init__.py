@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from importlib import resources
 
-from calypso.knowledge import KnowledgeBase
+from calypso.services.documents import DocumentService
 
 
-def ingest_demo(kb: KnowledgeBase) -> int:
+def ingest_demo(documents: DocumentService) -> int:
     """Ingest every bundled demo document; return how many were new (identical bytes are skipped)."""
     added = 0
     for item in sorted(resources.files(__package__).iterdir(), key=lambda p: p.name):
         if item.name.endswith((".md", ".txt", ".html")):
-            added += kb.ingest(item.read_bytes(), item.name).created
+            added += documents.ingest(item.read_bytes(), item.name).created
     return added

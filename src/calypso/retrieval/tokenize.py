@@ -243,3 +243,19 @@ def tokenize(text: str) -> list[str]:
 def tokenize_many(texts: Iterable[str]) -> list[list[str]]:
     """:func:`tokenize` over many texts (bulk loading)."""
     return DEFAULT_ANALYZER.tokenize_many(texts)
+
+
+def encode_terms(terms: list[str]) -> str:
+    """Terms as stored beside a chunk, tagged with the analyzer version."""
+    # Terms are word characters only, so a space joins them unambiguously.
+    return f"{ANALYZER_VERSION} " + " ".join(terms)
+
+
+def decode_terms(stored: str | None) -> list[str] | None:
+    """Stored terms, or None when absent or written by another analyzer version (re-tokenise then)."""
+    if not stored:
+        return None
+    version, _, joined = stored.partition(" ")
+    if version != ANALYZER_VERSION:
+        return None
+    return joined.split(" ") if joined else []

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
 from calypso.api.auth import require_admin
-from calypso.knowledge import check_namespace
-from calypso.store.keys import KeyStore
-from calypso.store.policies import PolicyStore
+from calypso.api.deps import Keys, Policies
+from calypso.scope import check_namespace
+from calypso.store.records import ApiKey
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"], dependencies=[Depends(require_admin)])
 
@@ -22,28 +22,35 @@ class CreateKey(BaseModel):
     name: str = ""
 
 
-def _keys(request: Request) -> KeyStore:
-    return KeyStore(request.app.state.kb.store)
+def key_object(key: ApiKey) -> dict:
+    return {
+        "id": key.id,
+        "object": "api_key",
+        "workspace": key.workspace,
+        "name": key.name,
+        "prefix": key.prefix,
+        "created_at": key.created_at,
+        "revoked_at": key.revoked_at,
+    }
 
 
 @router.post("/keys")
-def create_key(body: CreateKey, request: Request) -> JSONResponse:
+def create_key(body: CreateKey, keys: Keys) -> JSONResponse:
     """A new key for a workspace; the key itself is in this answer only."""
-    check_namespace(body.workspace, "workspace")  # workspace names follow the namespace rule
-    record, plaintext = _keys(request).create(body.workspace, body.name)
-    return JSONResponse({**record.to_dict(), "key": plaintext}, status_code=201)
+    record, plaintext = keys.create(body.workspace, body.name)
+    return JSONResponse({**key_object(record), "key": plaintext}, status_code=201)
 
 
 @router.get("/keys")
-def list_keys(request: Request, workspace: str | None = None) -> dict:
-    data = [k.to_dict() for k in _keys(request).list(workspace)]
+def list_keys(keys: Keys, workspace: str | None = None) -> dict:
+    data = [key_object(k) for k in keys.list(workspace)]
     return {"object": "list", "data": data, "has_more": False}
 
 
 @router.delete("/keys/{key_id}")
-def revoke_key(key_id: str, request: Request) -> dict:
+def revoke_key(key_id: str, keys: Keys) -> dict:
     """Revoke at once: the next request with this key gets 401."""
-    return _keys(request).revoke(key_id).to_dict()
+    return key_object(keys.revoke(key_id))
 
 
 class WorkspacePolicy(BaseModel):
@@ -52,14 +59,13 @@ class WorkspacePolicy(BaseModel):
 
 
 @router.put("/workspaces/{workspace}/policy")
-def set_policy(workspace: str, body: WorkspacePolicy, request: Request) -> dict:
+def set_policy(workspace: str, body: WorkspacePolicy, policies: Policies) -> dict:
     """``hidden`` suppresses sources in every answer of the workspace, whatever the bot says."""
-    check_namespace(workspace, "workspace")
-    PolicyStore(request.app.state.kb.store).set_sources_policy(workspace, body.sources_policy)
+    policies.set_sources_policy(workspace, body.sources_policy)
     return {"object": "workspace.policy", "workspace": workspace, "sources_policy": body.sources_policy}
 
 
 @router.get("/workspaces/{workspace}/policy")
-def get_policy(workspace: str, request: Request) -> dict:
-    policy = PolicyStore(request.app.state.kb.store).sources_policy(workspace)
+def get_policy(workspace: str, policies: Policies) -> dict:
+    policy = policies.sources_policy(check_namespace(workspace, "workspace"))
     return {"object": "workspace.policy", "workspace": workspace, "sources_policy": policy}

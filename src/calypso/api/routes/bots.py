@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from calypso.api.auth import current_workspace
-from calypso.api.deps import bots, json_object
-from calypso.bots import Bot, BotDirectory
+from calypso.api.auth import Workspace
+from calypso.api.deps import Bots, json_object
+from calypso.bots import Bot
 from calypso.errors import NotFound
 
 router = APIRouter(prefix="/v1", tags=["bots"])
@@ -39,16 +39,14 @@ def _not_found(bot_id: str) -> NotFound:
 
 
 @router.post("/bots", status_code=201)
-async def create_bot(
-    request: Request, workspace: str = Depends(current_workspace), directory: BotDirectory = Depends(bots)
-) -> JSONResponse:
+async def create_bot(request: Request, workspace: Workspace, directory: Bots) -> JSONResponse:
     body = await _json_object(request)
     bot = await asyncio.to_thread(directory.create, workspace, body)
     return JSONResponse(bot_object(bot), status_code=201)
 
 
 @router.get("/bots")
-async def list_bots(workspace: str = Depends(current_workspace), directory: BotDirectory = Depends(bots)) -> dict:
+async def list_bots(workspace: Workspace, directory: Bots) -> dict:
     data = [bot_object(b) for b in await asyncio.to_thread(directory.all, workspace)]
     return {
         "object": "list",
@@ -60,9 +58,7 @@ async def list_bots(workspace: str = Depends(current_workspace), directory: BotD
 
 
 @router.get("/bots/{bot_id}")
-async def get_bot(
-    bot_id: str, workspace: str = Depends(current_workspace), directory: BotDirectory = Depends(bots)
-) -> dict:
+async def get_bot(bot_id: str, workspace: Workspace, directory: Bots) -> dict:
     bot = await asyncio.to_thread(directory.find, bot_id, workspace)
     if bot is None:
         raise _not_found(bot_id)
@@ -70,16 +66,12 @@ async def get_bot(
 
 
 @router.patch("/bots/{bot_id}")
-async def update_bot(
-    bot_id: str, request: Request, workspace: str = Depends(current_workspace), directory: BotDirectory = Depends(bots)
-) -> dict:
+async def update_bot(bot_id: str, request: Request, workspace: Workspace, directory: Bots) -> dict:
     changes = await _json_object(request)
     return bot_object(await asyncio.to_thread(directory.update, workspace, bot_id, changes))
 
 
 @router.delete("/bots/{bot_id}")
-async def delete_bot(
-    bot_id: str, workspace: str = Depends(current_workspace), directory: BotDirectory = Depends(bots)
-) -> dict:
+async def delete_bot(bot_id: str, workspace: Workspace, directory: Bots) -> dict:
     await asyncio.to_thread(directory.delete, workspace, bot_id)
     return {"id": bot_id, "object": "bot.deleted", "deleted": True}

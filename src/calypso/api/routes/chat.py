@@ -17,18 +17,16 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from calypso.answering import Answerer, AnswerEvent, Done, Retrieved, ToolCallsEvent
 from calypso.api.auth import current_workspace
-from calypso.api.deps import answerer as get_answerer
-from calypso.api.deps import bots as get_bots
-from calypso.api.deps import json_object, link_signer, sources_hidden
+from calypso.api.deps import json_object, link_signer, services
 from calypso.api.sse import sse_data, sse_response
-from calypso.bots import ask_request
 from calypso.citations.chat_render import ChatStreamRenderer, RenderedChat, render_chat, style_for
 from calypso.citations.composer import MarkerEvent, TextEvent
 from calypso.citations.grounded import GroundedAnswer
 from calypso.citations.links import LinkSigner
 from calypso.errors import CalypsoError, InvalidRequest
+from calypso.services.answering import Answerer, AnswerEvent, Done, Retrieved, ToolCallsEvent
+from calypso.services.bots import ask_request
 
 log = logging.getLogger("calypso.api.chat")
 router = APIRouter(prefix="/v1", tags=["chat"])
@@ -331,8 +329,9 @@ async def create_chat_completion(request: Request) -> Any:
     body: ChatCompletionRequest = await parse_body(request, ChatCompletionRequest)
     body.check()
     workspace = current_workspace(request)
-    bot = get_bots(request).get(body.model, workspace=workspace)
-    answerer: Answerer = get_answerer(request)
+    found = services(request)
+    bot = found.bots.get(body.model, workspace=workspace)
+    answerer: Answerer = found.answering
     ask = ask_request(
         bot,
         [m.forwarded() for m in body.messages],
@@ -343,7 +342,7 @@ async def create_chat_completion(request: Request) -> Any:
         tool_choice=body.tool_choice,
     )
     links = link_signer(request)
-    style = style_for(bot.marker_style, sources_hidden(request, workspace, bot.sources_policy))
+    style = style_for(bot.marker_style, found.policies.sources_hidden(workspace, bot.sources_policy))
     completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
     if not body.stream:
         answer = await answerer.answer(ask)

@@ -11,18 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-import weakref
 from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
-from calypso.answering import Answerer, message_text
-from calypso.api.auth import current_workspace
-from calypso.api.deps import answerer as get_answerer
-from calypso.api.deps import bots as get_bots
-from calypso.api.deps import check_limit, check_order, knowledge_base, link_signer, sources_hidden
+from calypso.api.auth import Workspace
+from calypso.api.deps import Conversations, check_limit, check_order, link_signer, services
 from calypso.api.routes.chat import (
     ChunkWriter,
     GuardedStream,
@@ -34,12 +30,13 @@ from calypso.api.routes.chat import (
 )
 from calypso.api.serialize import list_object
 from calypso.api.sse import sse_response
-from calypso.bots import ask_request
 from calypso.citations.chat_render import RenderedChat, render_chat, style_for
 from calypso.citations.grounded import GroundedAnswer
 from calypso.errors import CalypsoError, InvalidRequest
-from calypso.knowledge import KnowledgeBase
-from calypso.store.conversations import Conversation, ConversationStore, StoredMessage, new_message
+from calypso.services.answering import Answerer, message_text
+from calypso.services.bots import ask_request
+from calypso.services.conversations import new_message
+from calypso.store.records import Conversation, StoredMessage
 
 router = APIRouter(prefix="/v1/conversations", tags=["conversations"])
 
@@ -59,10 +56,6 @@ class PostMessage(BaseModel):
     content: str | list[dict[str, Any]]
     stream: bool = False
     stream_options: StreamOptions | None = None
-
-
-def conversations(kb: KnowledgeBase = Depends(knowledge_base)) -> ConversationStore:
-    return ConversationStore(kb.store)  # type: ignore[arg-type]  # the embedded store
 
 
 def conversation_object(conversation: Conversation) -> dict:
@@ -104,17 +97,6 @@ def _history(messages: list[StoredMessage]) -> list[dict]:
     ]
 
 
-def _lock_for(request: Request, conversation_id: str) -> asyncio.Lock:
-    locks = getattr(request.app.state, "conversation_locks", None)
-    if locks is None:
-        # Weak values: a lock lives while a turn holds or waits for it.
-        locks = request.app.state.conversation_locks = weakref.WeakValueDictionary()
-    lock = locks.get(conversation_id)
-    if lock is None:
-        lock = locks[conversation_id] = asyncio.Lock()
-    return lock
-
-
 class _Held:
     """Releases a lock once, from whichever of done/close/error gets there first."""
 
@@ -153,45 +135,39 @@ def _turn_messages(question: str, answer: GroundedAnswer, rendered: RenderedChat
 
 
 @router.post("")
-async def create_conversation(
-    request: Request, store: ConversationStore = Depends(conversations), workspace: str = Depends(current_workspace)
-) -> JSONResponse:
+async def create_conversation(request: Request, store: Conversations, workspace: Workspace) -> JSONResponse:
     """Start a conversation with a bot (`model` or `bot`, default the built-in bot)."""
     body: CreateConversation = await parse_body(request, CreateConversation)
     if body.model and body.bot and body.model != body.bot:
         raise InvalidRequest("model and bot name different bots; send one of them.", param="bot")
-    bot = get_bots(request).get(body.bot or body.model, workspace=workspace)
-    conversation = await asyncio.to_thread(store.create, workspace, bot.id, body.metadata)
+    bot = services(request).bots.get(body.bot or body.model, workspace=workspace)
+    conversation = await asyncio.to_thread(store.create, bot.id, body.metadata, workspace)
     return JSONResponse(conversation_object(conversation), status_code=201)
 
 
 @router.get("")
 def list_conversations(
+    store: Conversations,
+    workspace: Workspace,
     limit: int = Query(20),
     after: str | None = None,
     order: str = "desc",
-    store: ConversationStore = Depends(conversations),
-    workspace: str = Depends(current_workspace),
 ) -> dict:
-    page = store.list(workspace, check_limit(limit), after, check_order(order))
+    page = store.list(check_limit(limit), after, check_order(order), workspace)
     return list_object([conversation_object(c) for c in page.items], page.has_more)
 
 
 @router.get("/{conversation_id}")
-def get_conversation(
-    conversation_id: str, store: ConversationStore = Depends(conversations), workspace: str = Depends(current_workspace)
-) -> dict:
+def get_conversation(conversation_id: str, store: Conversations, workspace: Workspace) -> dict:
     """The conversation with all its messages in order."""
-    conversation = store.get(workspace, conversation_id)
-    messages = store.messages(workspace, conversation_id)
+    conversation = store.get(conversation_id, workspace)
+    messages = store.messages(conversation_id, workspace)
     return {**conversation_object(conversation), "messages": [message_object(conversation_id, m) for m in messages]}
 
 
 @router.delete("/{conversation_id}")
-def delete_conversation(
-    conversation_id: str, store: ConversationStore = Depends(conversations), workspace: str = Depends(current_workspace)
-) -> dict:
-    store.delete(workspace, conversation_id)
+def delete_conversation(conversation_id: str, store: Conversations, workspace: Workspace) -> dict:
+    store.delete(conversation_id, workspace)
     return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
 
 
@@ -199,8 +175,8 @@ def delete_conversation(
 async def post_message(
     conversation_id: str,
     request: Request,
-    store: ConversationStore = Depends(conversations),
-    workspace: str = Depends(current_workspace),
+    store: Conversations,
+    workspace: Workspace,
 ) -> Any:
     """One user message in, the assistant's message out (``stream: true``: Chat Completions chunks)."""
     body: PostMessage = await parse_body(request, PostMessage)
@@ -209,16 +185,17 @@ async def post_message(
     question = body.content if isinstance(body.content, str) else message_text({"content": body.content})
     if not question.strip():
         raise InvalidRequest("content is empty; send the user's message.", param="content")
-    conversation = await asyncio.to_thread(store.get, workspace, conversation_id)
-    bot = get_bots(request).get(conversation.bot_id, workspace=workspace)
-    answerer: Answerer = get_answerer(request)
+    conversation = await asyncio.to_thread(store.get, conversation_id, workspace)
+    found = services(request)
+    bot = found.bots.get(conversation.bot_id, workspace=workspace)
+    answerer: Answerer = found.answering
     links = link_signer(request)
-    style = style_for(bot.marker_style, sources_hidden(request, workspace, bot.sources_policy))
+    style = style_for(bot.marker_style, found.policies.sources_hidden(workspace, bot.sources_policy))
     message_id = f"msg_{uuid.uuid4().hex}"
 
     async def store_turn(answer: GroundedAnswer, rendered: RenderedChat) -> dict:
         turn = _turn_messages(question, answer, rendered, message_id)
-        await asyncio.to_thread(store.add_turn, workspace, conversation_id, *turn)
+        await asyncio.to_thread(lambda: store.add_turn(conversation_id, *turn, workspace=workspace))
         return {
             "object": "conversation.turn",
             "conversation_id": conversation_id,
@@ -226,10 +203,10 @@ async def post_message(
             "message": message_object(conversation_id, turn[1]),
         }
 
-    held = _Held(_lock_for(request, conversation_id))
+    held = _Held(store.turn_lock(conversation_id))
     await held.lock.acquire()
     try:
-        history = await asyncio.to_thread(store.messages, workspace, conversation_id)
+        history = await asyncio.to_thread(store.messages, conversation_id, workspace)
         ask = ask_request(bot, [*_history(history), {"role": "user", "content": question}], workspace=workspace)
         if not body.stream:
             try:

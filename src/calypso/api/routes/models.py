@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 
-from calypso.api.auth import current_workspace
-from calypso.api.deps import bots
-from calypso.bots import Bot, BotDirectory
+from calypso.api.auth import Workspace
+from calypso.api.deps import Bots
+from calypso.bots import Bot
 
 router = APIRouter(prefix="/v1", tags=["models"])
 
@@ -19,12 +19,10 @@ def model_object(bot: Bot) -> dict:
 
 
 @router.get("/models")
-def list_models(workspace: str = Depends(current_workspace), directory: BotDirectory = Depends(bots)) -> dict:
+def list_models(workspace: Workspace, directory: Bots) -> dict:
     return {"object": "list", "data": [model_object(b) for b in directory.all(workspace)]}
 
 
 @router.get("/models/{model_id}")
-def get_model(
-    model_id: str, workspace: str = Depends(current_workspace), directory: BotDirectory = Depends(bots)
-) -> dict:
+def get_model(model_id: str, workspace: Workspace, directory: Bots) -> dict:
     return model_object(directory.get(model_id, workspace))

@@ -6,17 +6,17 @@ import asyncio
 import secrets
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from calypso.answering import Answerer, AskRequest, Done, Retrieved, message_text, validate_messages
 from calypso.api.auth import current_workspace
-from calypso.api.deps import answerer, bots, link_signer, sources_hidden
+from calypso.api.deps import Answering, Bots, Responses, link_signer, services
 from calypso.api.sse import sse_event, sse_response
-from calypso.bots import DEFAULT_BOT_ID, Bot, BotDirectory, ask_request
+from calypso.bots import DEFAULT_BOT_ID, Bot, bot_scope
 from calypso.citations.composer import MarkerEvent, TextEvent
 from calypso.citations.grounded import GroundedAnswer
 from calypso.citations.responses_render import (
@@ -30,8 +30,10 @@ from calypso.citations.responses_render import (
     url_citation,
 )
 from calypso.errors import CalypsoError, InvalidRequest, NotFound
-from calypso.knowledge import check_namespace
-from calypso.store.responses import ResponseStore, StoredResponse
+from calypso.scope import RetrievalScope, check_namespace
+from calypso.services.answering import Answerer, AskRequest, Done, Retrieved, message_text, validate_messages
+from calypso.services.bots import BotService, ask_request
+from calypso.store.records import StoredResponse
 
 router = APIRouter(prefix="/v1", tags=["responses"])
 
@@ -114,25 +116,20 @@ def _filter_document_ids(request: Request, filters: dict, param: str, workspace:
     if not all(isinstance(v, str) for v in values):
         raise InvalidRequest("Filter values must be strings (ids).", param=f"{param}.value")
     if key == "file_id":
-        kb = request.app.state.kb
+        documents = services(request).documents
         found = set()
         for file_id in values:
             try:
-                found.add(kb.get_by_file_id(file_id, workspace).id)
+                found.add(documents.get_by_file_id(file_id, workspace).id)
             except NotFound:
                 pass  # an unknown file simply matches nothing
         return found
     return set(values)
 
 
-def _scope(request: Request, body: ResponsesRequest, bot: Bot, workspace: str) -> dict:
+def _scope(request: Request, body: ResponsesRequest, bot: Bot, workspace: str) -> RetrievalScope:
     """Namespaces, documents and passage count from the bot, narrowed by a file_search tool."""
-    scope: dict = {
-        "knowledge_base": bot.namespace is not None,
-        "namespaces": [bot.namespace] if bot.namespace else None,
-        "document_ids": list(bot.document_ids) if bot.document_ids is not None else None,
-        "passage_count": bot.passage_count,
-    }
+    scope = bot_scope(bot)
     for i, tool in enumerate(body.tools or []):
         if tool.get("type") != "file_search":
             raise InvalidRequest(
@@ -150,20 +147,20 @@ def _scope(request: Request, body: ResponsesRequest, bot: Bot, workspace: str) -
                 raise InvalidRequest(
                     "vector_store_ids must be a non-empty list of namespaces.", param=f"tools[{i}].vector_store_ids"
                 )
-            scope["namespaces"] = [check_namespace(s, f"tools[{i}].vector_store_ids") for s in stores]
-            scope["knowledge_base"] = True
+            namespaces = tuple(check_namespace(s, f"tools[{i}].vector_store_ids") for s in stores)
+            scope = replace(scope, namespaces=namespaces)
         count = tool.get("max_num_results")
         if count is not None:
             if not isinstance(count, int) or not 1 <= count <= 50:
                 raise InvalidRequest(
                     "max_num_results must be an integer from 1 to 50.", param=f"tools[{i}].max_num_results"
                 )
-            scope["passage_count"] = count
+            scope = replace(scope, passage_count=count)
         if tool.get("filters") is not None:
             ids = _filter_document_ids(request, tool["filters"], f"tools[{i}].filters", workspace)
-            allowed = scope["document_ids"]
+            allowed = scope.document_ids
             # A bot restricted to documents never widens beyond them.
-            scope["document_ids"] = sorted(ids if allowed is None else ids & set(allowed))
+            scope = replace(scope, document_ids=tuple(sorted(ids if allowed is None else ids & set(allowed))))
     return scope
 
 
@@ -193,7 +190,7 @@ def _render_options(request: Request, body: ResponsesRequest, bot: Bot, workspac
     if appendix not in ("omit", "include"):
         raise InvalidRequest("sources_appendix must be 'omit' or 'include'.", param="metadata.sources_appendix")
     inline = ("inline_citations" in include or bot.inline_citations) and "no_inline_citations" not in include
-    hidden = sources_hidden(request, workspace, bot.sources_policy)
+    hidden = services(request).policies.sources_hidden(workspace, bot.sources_policy)
     return RenderOptions(
         links=link_signer(request),
         inline=inline and not hidden,
@@ -299,19 +296,14 @@ class ResponseBuilder:
 # -- routes ---------------------------------------------------------------------------------
 
 
-def _prepare(request: Request, body: ResponsesRequest, directory: BotDirectory) -> tuple[AskRequest, ResponseBuilder]:
+def _prepare(request: Request, body: ResponsesRequest, directory: BotService) -> tuple[AskRequest, ResponseBuilder]:
     workspace = current_workspace(request)
     bot = directory.get(body.model, workspace=workspace)
     options = _render_options(request, body, bot, workspace)
     scope = _scope(request, body, bot, workspace)
     history: list[dict] = []
     if body.previous_response_id:
-        previous = ResponseStore(request.app.state.kb.store).get(workspace, body.previous_response_id)
-        if previous is None:
-            raise NotFound(
-                f"No stored response {body.previous_response_id!r} to continue from (was it created with store=false?).",
-                param="previous_response_id",
-            )
+        previous = services(request).responses.get(body.previous_response_id, workspace, "previous_response_id")
         history = list(previous.history)
     messages = history + _input_messages(body.input)
     if body.instructions:
@@ -320,10 +312,7 @@ def _prepare(request: Request, body: ResponsesRequest, directory: BotDirectory) 
     ask = ask_request(
         bot,
         messages,
-        knowledge_base=scope["knowledge_base"],
-        namespaces=scope["namespaces"],
-        document_ids=scope["document_ids"],
-        passage_count=scope["passage_count"],
+        scope=scope,
         temperature=body.temperature,
         max_tokens=body.max_output_tokens,
         workspace=workspace,
@@ -333,9 +322,9 @@ def _prepare(request: Request, body: ResponsesRequest, directory: BotDirectory) 
 
 async def _store(request: Request, builder: ResponseBuilder, response: dict, answer: GroundedAnswer) -> None:
     if builder.body.store:
-        store = ResponseStore(request.app.state.kb.store)
+        stored = builder.stored(response, answer)
         await asyncio.to_thread(
-            store.save, builder.workspace, builder.stored(response, answer), builder.body.previous_response_id
+            services(request).responses.save, stored, builder.body.previous_response_id, builder.workspace
         )
 
 
@@ -343,8 +332,8 @@ async def _store(request: Request, builder: ResponseBuilder, response: dict, ans
 async def create_response(
     request: Request,
     body: ResponsesRequest,
-    directory: BotDirectory = Depends(bots),
-    engine: Answerer = Depends(answerer),
+    directory: Bots,
+    engine: Answering,
 ) -> Response:
     ask, builder = _prepare(request, body, directory)
     if body.stream:
@@ -363,17 +352,13 @@ async def create_response(
 
 
 @router.get("/responses/{response_id}")
-def get_response(response_id: str, request: Request, workspace: str = Depends(current_workspace)) -> dict:
-    stored = ResponseStore(request.app.state.kb.store).get(workspace, response_id)
-    if stored is None:
-        raise NotFound(f"No stored response {response_id!r}.", param="response_id")
-    return stored.body
+def get_response(response_id: str, responses: Responses, workspace: str = Depends(current_workspace)) -> dict:
+    return responses.get(response_id, workspace).body
 
 
 @router.delete("/responses/{response_id}")
-def delete_response(response_id: str, request: Request, workspace: str = Depends(current_workspace)) -> dict:
-    if not ResponseStore(request.app.state.kb.store).delete(workspace, response_id):
-        raise NotFound(f"No stored response {response_id!r}.", param="response_id")
+def delete_response(response_id: str, responses: Responses, workspace: str = Depends(current_workspace)) -> dict:
+    responses.delete(response_id, workspace)
     return {"id": response_id, "object": "response.deleted", "deleted": True}
 
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from calypso.api.auth import current_workspace
-from calypso.api.deps import knowledge_base
+from calypso.api.auth import Workspace
+from calypso.api.deps import Documents
 from calypso.api.serialize import passage_object
-from calypso.knowledge import KnowledgeBase
 
 router = APIRouter(prefix="/v1", tags=["search"])
 
@@ -23,10 +22,8 @@ class SearchRequest(BaseModel):
 
 
 @router.post("/search")
-def search(
-    body: SearchRequest, kb: KnowledgeBase = Depends(knowledge_base), workspace: str = Depends(current_workspace)
-) -> JSONResponse:
-    passages = kb.search(
+def search(body: SearchRequest, documents: Documents, workspace: Workspace) -> JSONResponse:
+    passages = documents.search(
         body.query,
         body.namespace,
         document_ids=body.document_ids,

@@ -1,41 +1,31 @@
-"""The knowledge base: ingest documents, delete them, search their passages.
+"""The documents service: ingest, read, list, delete documents and search their passages.
 
-Both the API and the CLI call this; it owns the store and one in-memory
-BM25 index per (workspace, namespace), built lazily from the store and kept
-up to date as documents come and go.
+The API and the CLI both call it. It owns one in-memory BM25 index per
+(workspace, namespace), built lazily from the store and kept up to date as
+documents come and go through this process.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from calypso.citations.links import verify
 from calypso.config import Settings
-from calypso.errors import EmptyDocument, InvalidNamespace, InvalidRequest, NotFound, PayloadTooLarge
+from calypso.errors import EmptyDocument, InvalidRequest, NotFound, PayloadTooLarge, PermissionDenied
 from calypso.ingest.chunking import chunk_document
+from calypso.ingest.crawl import fetch_page
 from calypso.ingest.parsers import parse_document
-from calypso.models import Document, Passage
+from calypso.models import Document, Page, Passage
 from calypso.retrieval.bm25 import BM25Index
-from calypso.retrieval.tokenize import tokenize_many
-from calypso.store.base import Store
-from calypso.store.sqlite import SQLiteStore
-
-DEFAULT_WORKSPACE = "default"
-_NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-
-
-def check_namespace(namespace: str, param: str = "namespace") -> str:
-    if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
-        raise InvalidNamespace(
-            f"Invalid namespace {namespace!r}: use 1-64 letters, digits, '_', '-' or '.', starting with a letter or digit.",
-            param=param,
-        )
-    return namespace
+from calypso.retrieval.tokenize import decode_terms, encode_terms, tokenize_many
+from calypso.scope import DEFAULT_WORKSPACE, check_namespace
+from calypso.store.base import DocumentStore, Order
+from calypso.store.records import IndexedChunk, Listing, StoredChunk
 
 
 @dataclass
@@ -44,15 +34,17 @@ class IngestResult:
     created: bool  # False when identical bytes were already in the namespace
 
 
-class KnowledgeBase:
-    def __init__(self, settings: Settings, store: Store | None = None) -> None:
+def _index_rows(chunks: list[IndexedChunk]) -> list[tuple[int, str, list[str] | None]]:
+    return [(c.key, c.text, decode_terms(c.terms)) for c in chunks]
+
+
+class DocumentService:
+    def __init__(self, settings: Settings, store: DocumentStore, signing_secret: bytes) -> None:
         self.settings = settings
-        self.store = store or SQLiteStore(settings.database_path)
+        self.store = store
+        self._signing_secret = signing_secret
         self._indexes: dict[tuple[str, str], BM25Index] = {}
         self._index_lock = threading.RLock()
-
-    def close(self) -> None:
-        self.store.close()
 
     # -- ingestion ---------------------------------------------------------
     def ingest(
@@ -106,7 +98,8 @@ class KnowledgeBase:
         )
         terms = tokenize_many(c.text for c in chunks)  # analyzed once: stored, and indexed from the store
         with self._index_lock:
-            doc_key, chunk_keys = self.store.add_document(document, parsed.pages, chunks, data, terms)
+            stored_terms = [encode_terms(t) for t in terms]
+            doc_key, chunk_keys = self.store.add_document(document, parsed.pages, chunks, data, stored_terms)
             index = self._indexes.get((workspace, namespace))
             if index is not None:
                 index.add(doc_key, list(zip(chunk_keys, (c.text for c in chunks), terms, strict=True)))
@@ -135,6 +128,79 @@ class KnowledgeBase:
             raise NotFound(f"No file with id {file_id!r}.", param="file_id")
         return document
 
+    def crawl(
+        self, url: str, namespace: str | None, *, metadata: dict | None = None, workspace: str = DEFAULT_WORKSPACE
+    ) -> IngestResult:
+        """Fetch one http(s) page (refusing private addresses unless allowed) and ingest it under its URL."""
+        namespace = check_namespace(namespace or self.settings.default_namespace)
+        page = fetch_page(
+            url,
+            timeout=self.settings.crawl_timeout_seconds,
+            max_bytes=self.settings.max_upload_bytes,
+            allow_private=self.settings.crawl_allow_private,
+        )
+        return self.ingest(
+            page.content,
+            page.url,
+            namespace,
+            media_type=page.media_type,
+            metadata=metadata,
+            source_url=page.url,
+            workspace=workspace,
+        )
+
+    # -- reads -------------------------------------------------------------
+    def list(
+        self,
+        namespace: str | None,
+        limit: int,
+        after: str | None = None,
+        order: Order = "desc",
+        workspace: str = DEFAULT_WORKSPACE,
+    ) -> Listing[Document]:
+        """Documents of one namespace (or all), ``after`` a document id."""
+        if namespace is not None:
+            check_namespace(namespace)
+        return self.store.list_documents(workspace, namespace, limit, after, order)
+
+    def list_files(
+        self, limit: int, after_file_id: str | None = None, order: Order = "desc", workspace: str = DEFAULT_WORKSPACE
+    ) -> Listing[Document]:
+        """Documents as files: the cursor is a file id."""
+        after = self.get_by_file_id(after_file_id, workspace).id if after_file_id else None
+        return self.store.list_documents(workspace, None, limit, after, order)
+
+    def chunks(
+        self, document_id: str, limit: int, after: int | None = None, workspace: str = DEFAULT_WORKSPACE
+    ) -> Listing[StoredChunk]:
+        """A document's passages in order, after chunk index ``after``; NotFound for an unknown document."""
+        self.get(document_id, workspace)
+        return self.store.list_chunks(workspace, document_id, limit, after)
+
+    def pages(self, document_id: str, workspace: str = DEFAULT_WORKSPACE) -> list[Page]:
+        return self.store.get_pages(workspace, document_id)
+
+    def content(self, document: Document) -> bytes:
+        return self.store.read_content(document.workspace, document.id)
+
+    def signed_file(self, file_id: str, expires: int | None, signature: str | None) -> Document:
+        """The file a signed source link names, in whatever workspace signed it; 403 when invalid or expired."""
+        document = self.store.find_file(file_id)
+        if (
+            document is None
+            or expires is None
+            or not signature
+            or not verify(self._signing_secret, file_id, document.workspace, expires, signature)
+        ):
+            raise PermissionDenied(
+                "This source link is invalid or has expired; ask for the answer again to get a fresh link.",
+                code="invalid_signature",
+            )
+        return document
+
+    def namespaces(self, workspace: str = DEFAULT_WORKSPACE) -> list[str]:
+        return self.store.namespaces(workspace)
+
     # -- retrieval ---------------------------------------------------------
     def index(self, namespace: str, workspace: str = DEFAULT_WORKSPACE) -> BM25Index:
         """The namespace's index, built from the store on first use."""
@@ -142,7 +208,9 @@ class KnowledgeBase:
             index = self._indexes.get((workspace, namespace))
             if index is None:
                 index = BM25Index()
-                index.add_many(self.store.namespace_chunks(workspace, namespace))
+                index.add_many(
+                    (key, _index_rows(chunks)) for key, chunks in self.store.namespace_chunks(workspace, namespace)
+                )
                 self._indexes[(workspace, namespace)] = index
             return index
 
@@ -168,8 +236,8 @@ class KnowledgeBase:
         if document_ids is not None:
             doc_keys = set(self.store.document_keys(workspace, list(document_ids)).values())
         hits = self.index(namespace, workspace).search(query, k=k, doc_keys=doc_keys)
-        stored = self.store.get_chunks([key for key, _ in hits])
-        documents = self.store.get_documents_by_id(list({c.document_id for c in stored.values()}))
+        stored = self.store.get_chunks(workspace, [key for key, _ in hits])
+        documents = self.store.get_documents_by_id(workspace, list({c.document_id for c in stored.values()}))
         passages = []
         for key, score in hits:
             chunk = stored.get(key)

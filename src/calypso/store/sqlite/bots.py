@@ -1,8 +1,4 @@
-"""Bots created through the API: one row per (workspace, id), the settings as JSON.
-
-The store knows nothing of bot validation; ``calypso.bots`` validates before
-anything reaches it, and validates what it reads back.
-"""
+"""Bots in SQLite: one row per (workspace, id), the validated config as JSON."""
 
 from __future__ import annotations
 
@@ -10,18 +6,9 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from calypso.store.sqlite import SQLiteStore
-
-
-@dataclass(frozen=True)
-class StoredBot:
-    workspace: str
-    id: str
-    config: dict
-    created_at: int
-    updated_at: int
+from calypso.store.records import StoredBot
+from calypso.store.sqlite.database import Database
 
 
 def _row(row: sqlite3.Row | tuple) -> StoredBot:
@@ -32,32 +19,32 @@ def _row(row: sqlite3.Row | tuple) -> StoredBot:
 _COLUMNS = "workspace, id, config, created_at, updated_at"
 
 
-class BotStore:
-    def __init__(self, store: SQLiteStore) -> None:
-        self.store = store
+class SQLiteBotStore:
+    """``calypso.store.base.BotStore`` on SQLite."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
 
     # -- reads -------------------------------------------------------------
     def get(self, workspace: str, bot_id: str) -> StoredBot | None:
         row = (
-            self.store._connection()
+            self.database.connection()
             .execute(f"SELECT {_COLUMNS} FROM bots WHERE workspace = ? AND id = ?", (workspace, bot_id))
             .fetchone()
         )
         return _row(row) if row else None
 
     def list(self, workspace: str) -> list[StoredBot]:
-        rows = self.store._connection().execute(
+        rows = self.database.connection().execute(
             f"SELECT {_COLUMNS} FROM bots WHERE workspace = ? ORDER BY id", (workspace,)
         )
         return [_row(r) for r in rows]
 
     def keys(self) -> list[tuple[str, str]]:
-        """Every (workspace, id) stored, to warn at start about bots that shadow the bots file."""
-        return [tuple(r) for r in self.store._connection().execute("SELECT workspace, id FROM bots")]  # type: ignore[misc]
+        return [(r[0], r[1]) for r in self.database.connection().execute("SELECT workspace, id FROM bots")]
 
     # -- writes ------------------------------------------------------------
     def insert(self, workspace: str, bot_id: str, config: dict) -> StoredBot | None:
-        """Store a new bot; None when the id is already taken in the workspace."""
         now = int(time.time())
 
         def work(db: sqlite3.Connection) -> StoredBot | None:
@@ -70,14 +57,9 @@ class BotStore:
             )
             return StoredBot(workspace, bot_id, config, now, now)
 
-        return self.store._write(work)  # type: ignore[return-value]
+        return self.database.write(work)
 
     def update(self, workspace: str, bot_id: str, apply: Callable[[dict | None], dict]) -> StoredBot:
-        """Read, change and write one bot in a single transaction, so concurrent PATCHes never lose an update.
-
-        ``apply`` gets the stored config (None when there is no row) and returns the
-        new one; it may raise to abort. A missing row is created with the result.
-        """
         now = int(time.time())
 
         def work(db: sqlite3.Connection) -> StoredBot:
@@ -98,10 +80,10 @@ class BotStore:
             )
             return StoredBot(workspace, bot_id, config, current.created_at, now)
 
-        return self.store._write(work)  # type: ignore[return-value]
+        return self.database.write(work)
 
     def delete(self, workspace: str, bot_id: str) -> bool:
         def work(db: sqlite3.Connection) -> bool:
             return db.execute("DELETE FROM bots WHERE workspace = ? AND id = ?", (workspace, bot_id)).rowcount > 0
 
-        return bool(self.store._write(work))
+        return self.database.write(work)

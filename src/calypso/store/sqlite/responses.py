@@ -1,27 +1,22 @@
-"""Stored Responses: the reply body as sent, and the conversation to continue from."""
+"""Stored Responses in SQLite."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import sqlite3
 
-from calypso.store.sqlite import SQLiteStore
-
-
-@dataclass
-class StoredResponse:
-    id: str
-    bot_id: str
-    body: dict
-    history: list[dict]  # chat messages up to and including this reply, for previous_response_id
+from calypso.store.records import StoredResponse
+from calypso.store.sqlite.database import Database
 
 
-class ResponseStore:
-    def __init__(self, store: SQLiteStore) -> None:
-        self.store = store
+class SQLiteResponseStore:
+    """``calypso.store.base.ResponseStore`` on SQLite."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
 
     def save(self, workspace: str, response: StoredResponse, previous_response_id: str | None) -> None:
-        def work(db) -> None:
+        def work(db: sqlite3.Connection) -> None:
             db.execute(
                 "INSERT OR REPLACE INTO responses (id, workspace, bot_id, created_at, previous_response_id, body, history) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -36,11 +31,11 @@ class ResponseStore:
                 ),
             )
 
-        self.store._write(work)
+        self.database.write(work)
 
     def get(self, workspace: str, response_id: str) -> StoredResponse | None:
         row = (
-            self.store._connection()
+            self.database.connection()
             .execute(
                 "SELECT id, bot_id, body, history FROM responses WHERE workspace = ? AND id = ?",
                 (workspace, response_id),
@@ -52,10 +47,8 @@ class ResponseStore:
         return StoredResponse(row[0], row[1], json.loads(row[2]), json.loads(row[3]))
 
     def delete(self, workspace: str, response_id: str) -> bool:
-        def work(db) -> bool:
-            return (
-                db.execute("DELETE FROM responses WHERE workspace = ? AND id = ?", (workspace, response_id)).rowcount
-                > 0
-            )
+        def work(db: sqlite3.Connection) -> bool:
+            cursor = db.execute("DELETE FROM responses WHERE workspace = ? AND id = ?", (workspace, response_id))
+            return cursor.rowcount > 0
 
-        return bool(self.store._write(work))
+        return self.database.write(work)

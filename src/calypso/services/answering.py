@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from calypso.citations.composer import AnswerComposer, MarkerEvent, TextEvent
 from calypso.citations.grounded import GroundedAnswer, Quote, Source
@@ -22,29 +23,35 @@ from calypso.generation import registry
 from calypso.generation.base import Finish, GenerationRequest, Generator, TextDelta, ToolCalls
 from calypso.generation.prompts import build_messages
 from calypso.generation.upstream import UpstreamConfig
-from calypso.knowledge import DEFAULT_WORKSPACE, KnowledgeBase
 from calypso.models import Page, Passage
+from calypso.scope import DEFAULT_WORKSPACE, RetrievalScope
+from calypso.services.documents import DocumentService
 
 _ROLES = {"system", "developer", "user", "assistant", "tool"}
 
 
 @dataclass
 class AskRequest:
-    messages: list[dict]
-    namespace: str | None = None  # None: the default namespace; see ``knowledge_base``
-    namespaces: list[str] | None = None  # several namespaces searched together (overrides ``namespace``)
-    knowledge_base: bool = True  # False: answer without retrieval, citations null
-    document_ids: list[str] | None = None
-    passage_count: int | None = None
+    messages: list[dict[str, Any]]
+    scope: RetrievalScope  # no namespaces: answer without retrieval, citations null
     include_citations: bool = True
     system_prompt: str | None = None
     generator: str | None = None  # registry name; None: the configured default
     generator_model: str | None = None  # upstream model name; None: CALYPSO_LLM_MODEL
     temperature: float | None = None
     max_tokens: int | None = None
-    tools: list[dict] | None = None
-    tool_choice: str | dict | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
     workspace: str = DEFAULT_WORKSPACE
+
+    @property
+    def knowledge_base(self) -> bool:
+        return self.scope.knowledge_base
+
+    @property
+    def citing(self) -> bool:
+        """Whether citations can exist in the answer (known before generation starts)."""
+        return self.scope.knowledge_base and self.include_citations
 
 
 @dataclass
@@ -61,7 +68,6 @@ class ToolCallsEvent:
 @dataclass
 class Done:
     answer: GroundedAnswer
-    extra: dict = field(default_factory=dict)
 
 
 AnswerEvent = Retrieved | TextEvent | MarkerEvent | ToolCallsEvent | Done
@@ -99,9 +105,9 @@ def validate_messages(messages: list[dict]) -> None:
 
 
 class Answerer:
-    def __init__(self, kb: KnowledgeBase, settings: Settings | None = None) -> None:
-        self.kb = kb
-        self.settings = settings or kb.settings
+    def __init__(self, documents: DocumentService, settings: Settings | None = None) -> None:
+        self.documents = documents
+        self.settings = settings or documents.settings
         self._generators: dict[str, Generator] = {}
         self._pages = lru_cache(maxsize=256)(self._load_pages)
 
@@ -139,14 +145,16 @@ class Answerer:
         )
 
     async def aclose(self) -> None:
-        for generator in self._generators.values():
+        """Close the generators' connections; they are rebuilt on the next question."""
+        generators, self._generators = list(self._generators.values()), {}
+        for generator in generators:
             close = getattr(generator, "aclose", None)
             if close is not None:
                 await close()
 
     # -- quotes ------------------------------------------------------------
     def _load_pages(self, workspace: str, document_id: str) -> tuple[Page, ...]:
-        return tuple(self.kb.store.get_pages(workspace, document_id))
+        return tuple(self.documents.pages(document_id, workspace))
 
     def _page_at(self, passage: Passage, offset: int) -> tuple[int, str]:
         chunk = passage.chunk
@@ -178,16 +186,17 @@ class Answerer:
 
     # -- the pipeline ------------------------------------------------------
     async def _retrieve(self, request: AskRequest) -> tuple[list[Passage] | None, str | None]:
-        if not request.knowledge_base or request.messages[-1]["role"] == "tool":
+        scope = request.scope
+        if not scope.knowledge_base or request.messages[-1]["role"] == "tool":
             return None, None  # seed 004: no retrieval on a tool-result turn
         query = message_text(request.messages[-1])
-        k = request.passage_count or self.settings.passage_count
+        k = scope.passage_count or self.settings.passage_count
 
         def search() -> list[Passage]:
             passages: list[Passage] = []
-            for namespace in request.namespaces or [request.namespace]:
-                passages += self.kb.search(
-                    query, namespace, document_ids=request.document_ids, max_results=k, workspace=request.workspace
+            for namespace in scope.namespaces:
+                passages += self.documents.search(
+                    query, namespace, document_ids=scope.document_ids, max_results=k, workspace=request.workspace
                 )
             # BM25 scores of one query are comparable enough across namespaces to merge by score.
             return sorted(passages, key=lambda p: -p.score)[:k]

@@ -1,23 +1,16 @@
-"""The embedded store: one SQLite file in WAL mode.
-
-Reads use one connection per thread; all writes go through one lock and
-``BEGIN IMMEDIATE`` so a document, its pages, chunks and bytes land in one
-transaction or not at all.
-"""
+"""Documents, pages, chunks and original bytes in the embedded SQLite file."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
-from calypso.errors import NotFound, StorageError
+from calypso.errors import NotFound
 from calypso.models import Chunk, Document, Page
-from calypso.retrieval.tokenize import ANALYZER_VERSION
-from calypso.store.base import Listing, Store, StoredChunk
-from calypso.store.migrations import migrate
+from calypso.store.base import Order
+from calypso.store.records import IndexedChunk, Listing, StoredChunk
+from calypso.store.sqlite.database import Database
 
 _DOC_COLUMNS = (
     "key, id, file_id, workspace, namespace, filename, media_type, bytes, sha256, created_at, "
@@ -26,21 +19,6 @@ _DOC_COLUMNS = (
 _CHUNK_COLUMNS = (
     'c.key, d.id, c.chunk_index, c.text, c.start, c."end", c.page_start, c.page_end, c.page_labels, c.heading_path'
 )
-
-
-def encode_terms(terms: list[str]) -> str:
-    # Terms are word characters only, so a space joins them unambiguously.
-    return f"{ANALYZER_VERSION} " + " ".join(terms)
-
-
-def decode_terms(stored: str | None) -> list[str] | None:
-    """Stored terms, or None when absent or written by another analyzer version (re-tokenise then)."""
-    if not stored:
-        return None
-    version, _, joined = stored.partition(" ")
-    if version != ANALYZER_VERSION:
-        return None
-    return joined.split(" ") if joined else []
 
 
 def _document(row: sqlite3.Row) -> Document:
@@ -68,56 +46,11 @@ def _stored_chunk(row: sqlite3.Row | tuple) -> StoredChunk:
     return StoredChunk(key=key, document_id=document_id, chunk=chunk)
 
 
-class SQLiteStore(Store):
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
-        self._write_lock = threading.Lock()
-        self._all: list[sqlite3.Connection] = []
-        self._all_lock = threading.Lock()
-        with self._write_lock:
-            migrate(self._connection())
+class SQLiteDocumentStore:
+    """``calypso.store.base.DocumentStore`` on SQLite."""
 
-    # -- connections -------------------------------------------------------
-    def _connection(self) -> sqlite3.Connection:
-        db = getattr(self._local, "db", None)
-        if db is None:
-            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
-            db.row_factory = sqlite3.Row
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("PRAGMA foreign_keys=ON")
-            self._local.db = db
-            with self._all_lock:
-                self._all.append(db)
-        return db
-
-    def _write(self, work) -> object:
-        """Run ``work(db)`` inside one immediate transaction under the single-writer lock."""
-        with self._write_lock:
-            db = self._connection()
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                result = work(db)
-                db.execute("COMMIT")
-                return result
-            except sqlite3.Error as exc:
-                db.execute("ROLLBACK")
-                raise StorageError(f"The database refused the write: {exc}") from exc
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-
-    def close(self) -> None:
-        with self._all_lock:
-            for db in self._all:
-                try:
-                    db.close()
-                except sqlite3.Error:
-                    pass
-            self._all.clear()
-        self._local = threading.local()
+    def __init__(self, database: Database) -> None:
+        self.database = database
 
     # -- writes ------------------------------------------------------------
     def add_document(
@@ -126,9 +59,9 @@ class SQLiteStore(Store):
         pages: Sequence[Page],
         chunks: Sequence[Chunk],
         content: bytes,
-        terms: Sequence[list[str]] | None = None,
+        terms: Sequence[str | None] | None = None,
     ) -> tuple[int, list[int]]:
-        stored_terms = [encode_terms(t) for t in terms] if terms is not None else [None] * len(chunks)
+        stored_terms = list(terms) if terms is not None else [None] * len(chunks)
 
         def work(db: sqlite3.Connection) -> tuple[int, list[int]]:
             cursor = db.execute(
@@ -182,7 +115,7 @@ class SQLiteStore(Store):
             ]
             return key, chunk_keys
 
-        return self._write(work)  # type: ignore[return-value]
+        return self.database.write(work)
 
     def delete_document(self, workspace: str, document_id: str) -> Document | None:
         def work(db: sqlite3.Connection) -> Document | None:
@@ -194,11 +127,11 @@ class SQLiteStore(Store):
             db.execute("DELETE FROM documents WHERE key = ?", (row["key"],))
             return _document(row)
 
-        return self._write(work)  # type: ignore[return-value]
+        return self.database.write(work)
 
     # -- reads -------------------------------------------------------------
     def _one_document(self, where: str, args: tuple) -> Document | None:
-        row = self._connection().execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE {where}", args).fetchone()
+        row = self.database.connection().execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE {where}", args).fetchone()
         return _document(row) if row else None
 
     def find_duplicate(self, workspace: str, namespace: str, sha256: str) -> Document | None:
@@ -216,7 +149,7 @@ class SQLiteStore(Store):
 
     def document_key(self, workspace: str, document_id: str) -> int | None:
         row = (
-            self._connection()
+            self.database.connection()
             .execute("SELECT key FROM documents WHERE workspace = ? AND id = ?", (workspace, document_id))
             .fetchone()
         )
@@ -226,16 +159,16 @@ class SQLiteStore(Store):
         if not document_ids:
             return {}
         marks = ",".join("?" * len(document_ids))
-        rows = self._connection().execute(
+        rows = self.database.connection().execute(
             f"SELECT id, key FROM documents WHERE workspace = ? AND id IN ({marks})", (workspace, *document_ids)
         )
         return {row[0]: row[1] for row in rows}
 
     def list_documents(
-        self, workspace: str, namespace: str | None, limit: int, after: str | None, order: str = "desc"
-    ) -> Listing:
+        self, workspace: str, namespace: str | None, limit: int, after: str | None, order: Order = "desc"
+    ) -> Listing[Document]:
         where = ["workspace = ?"]
-        args: list = [workspace]
+        args: list[object] = [workspace]
         if namespace is not None:
             where.append("namespace = ?")
             args.append(namespace)
@@ -249,7 +182,7 @@ class SQLiteStore(Store):
             args.append(cursor_key)
         direction = "DESC" if order == "desc" else "ASC"
         rows = (
-            self._connection()
+            self.database.connection()
             .execute(
                 f"SELECT {_DOC_COLUMNS} FROM documents WHERE {' AND '.join(where)} ORDER BY key {direction} LIMIT ?",
                 (*args, limit + 1),
@@ -258,9 +191,9 @@ class SQLiteStore(Store):
         )
         return Listing([_document(r) for r in rows[:limit]], has_more=len(rows) > limit)
 
-    def list_chunks(self, workspace: str, document_id: str, limit: int, after: int | None) -> Listing:
+    def list_chunks(self, workspace: str, document_id: str, limit: int, after: int | None) -> Listing[StoredChunk]:
         rows = (
-            self._connection()
+            self.database.connection()
             .execute(
                 f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.document_key "
                 "WHERE d.workspace = ? AND d.id = ? AND c.chunk_index > ? ORDER BY c.chunk_index LIMIT ?",
@@ -270,25 +203,28 @@ class SQLiteStore(Store):
         )
         return Listing([_stored_chunk(r) for r in rows[:limit]], has_more=len(rows) > limit)
 
-    def get_chunks(self, keys: Sequence[int]) -> dict[int, StoredChunk]:
+    def get_chunks(self, workspace: str, keys: Sequence[int]) -> dict[int, StoredChunk]:
         if not keys:
             return {}
         marks = ",".join("?" * len(keys))
-        rows = self._connection().execute(
-            f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.document_key WHERE c.key IN ({marks})",
-            tuple(keys),
+        rows = self.database.connection().execute(
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.document_key "
+            f"WHERE d.workspace = ? AND c.key IN ({marks})",
+            (workspace, *keys),
         )
         return {row[0]: _stored_chunk(row) for row in rows}
 
-    def get_documents_by_id(self, ids: Sequence[str]) -> dict[str, Document]:
+    def get_documents_by_id(self, workspace: str, ids: Sequence[str]) -> dict[str, Document]:
         if not ids:
             return {}
         marks = ",".join("?" * len(ids))
-        rows = self._connection().execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE id IN ({marks})", tuple(ids))
+        rows = self.database.connection().execute(
+            f"SELECT {_DOC_COLUMNS} FROM documents WHERE workspace = ? AND id IN ({marks})", (workspace, *ids)
+        )
         return {row["id"]: _document(row) for row in rows}
 
     def get_pages(self, workspace: str, document_id: str) -> list[Page]:
-        rows = self._connection().execute(
+        rows = self.database.connection().execute(
             'SELECT p.number, p.label, p.start, p."end" FROM pages p JOIN documents d ON d.key = p.document_key '
             "WHERE d.workspace = ? AND d.id = ? ORDER BY p.number",
             (workspace, document_id),
@@ -297,7 +233,7 @@ class SQLiteStore(Store):
 
     def read_content(self, workspace: str, document_id: str) -> bytes:
         row = (
-            self._connection()
+            self.database.connection()
             .execute("SELECT content FROM documents WHERE workspace = ? AND id = ?", (workspace, document_id))
             .fetchone()
         )
@@ -305,27 +241,25 @@ class SQLiteStore(Store):
             raise NotFound(f"No document {document_id!r}.")
         return bytes(row[0])
 
-    def namespace_chunks(
-        self, workspace: str, namespace: str
-    ) -> Iterator[tuple[int, list[tuple[int, str, list[str] | None]]]]:
-        rows = self._connection().execute(
+    def namespace_chunks(self, workspace: str, namespace: str) -> Iterator[tuple[int, list[IndexedChunk]]]:
+        rows = self.database.connection().execute(
             "SELECT c.document_key, c.key, c.text, c.terms FROM chunks c JOIN documents d ON d.key = c.document_key "
             "WHERE d.workspace = ? AND d.namespace = ? ORDER BY c.document_key, c.chunk_index",
             (workspace, namespace),
         )
         current: int | None = None
-        batch: list[tuple[int, str, list[str] | None]] = []
+        batch: list[IndexedChunk] = []
         for doc_key, key, text, terms in rows:
             if doc_key != current:
-                if batch:
-                    yield current, batch  # type: ignore[misc]
+                if current is not None:
+                    yield current, batch
                 current, batch = doc_key, []
-            batch.append((key, text, decode_terms(terms)))
-        if batch:
-            yield current, batch  # type: ignore[misc]
+            batch.append(IndexedChunk(key, text, terms))
+        if current is not None:
+            yield current, batch
 
     def namespaces(self, workspace: str) -> list[str]:
-        rows = self._connection().execute(
+        rows = self.database.connection().execute(
             "SELECT DISTINCT namespace FROM documents WHERE workspace = ? ORDER BY namespace", (workspace,)
         )
         return [row[0] for row in rows]

@@ -1,0 +1,71 @@
+"""Services decide; routes and CLI commands translate; stores persist.
+
+``Services`` is built once at start (``open_services``) and injected into the
+API routes and CLI commands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from calypso.citations.links import load_secret
+from calypso.config import Settings
+from calypso.services.answering import Answerer
+from calypso.services.bots import BotService
+from calypso.services.conversations import ConversationService
+from calypso.services.documents import DocumentService
+from calypso.services.keys import KeyService, PolicyService
+from calypso.services.responses import ResponseService
+from calypso.store.base import Storage
+
+
+@dataclass
+class Services:
+    settings: Settings
+    storage: Storage
+    signing_secret: bytes
+    documents: DocumentService
+    answering: Answerer
+    bots: BotService
+    conversations: ConversationService
+    responses: ResponseService
+    keys: KeyService
+    policies: PolicyService
+
+    async def aclose(self) -> None:
+        """Close what answering holds open (upstream connections), then the storage."""
+        await self.answering.aclose()
+        self.storage.close()
+
+    def close(self) -> None:
+        """Close the storage (for callers that never answered, like the CLI's ingest)."""
+        self.storage.close()
+
+
+def open_storage(settings: Settings) -> Storage:
+    """The configured storage backend (today: the embedded SQLite file)."""
+    from calypso.store.sqlite import SQLiteStorage
+
+    return SQLiteStorage(settings.database_path)
+
+
+def open_services(settings: Settings, storage: Storage | None = None) -> Services:
+    """Every service over one storage; raises BotsFileError when the bots file is invalid."""
+    storage = storage if storage is not None else open_storage(settings)
+    secret = load_secret(settings.signing_secret, settings.home)
+    documents = DocumentService(settings, storage.documents, secret)
+    return Services(
+        settings=settings,
+        storage=storage,
+        signing_secret=secret,
+        documents=documents,
+        answering=Answerer(documents, settings),
+        bots=BotService(settings, storage.bots),
+        conversations=ConversationService(storage.conversations),
+        responses=ResponseService(storage.responses),
+        keys=KeyService(storage.keys),
+        policies=PolicyService(storage.policies),
+    )
+
+
+__all__ = ["Services", "open_services", "open_storage"]
