@@ -5,8 +5,7 @@ import sqlite3
 import pytest
 
 from calypso.errors import StorageError
-from calypso.models import Chunk, Document, Page
-from calypso.store.records import IndexedChunk
+from calypso.models import Chunk, Document, IndexedChunk, Page
 from calypso.store.sqlite import SQLiteStorage
 from calypso.store.sqlite.migrations import MIGRATIONS
 

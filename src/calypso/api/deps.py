@@ -9,6 +9,7 @@ from fastapi import Depends, Request, UploadFile
 
 from calypso.citations.links import LinkSigner
 from calypso.errors import InvalidRequest, PayloadTooLarge
+from calypso.models import Order
 from calypso.services import Services
 from calypso.services.answering import Answerer
 from calypso.services.bots import BotService
@@ -16,7 +17,6 @@ from calypso.services.conversations import ConversationService
 from calypso.services.documents import DocumentService
 from calypso.services.keys import KeyService, PolicyService
 from calypso.services.responses import ResponseService
-from calypso.store.base import Order
 
 
 def services(request: Request) -> Services:

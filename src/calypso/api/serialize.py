@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from calypso.models import Document, Passage
-from calypso.store.base import StoredChunk
+from calypso.models import Document, Passage, StoredChunk
 
 
 def document_object(doc: Document) -> dict:

@@ -25,10 +25,10 @@ from pydantic import ValidationError
 from calypso.bots import DEFAULT_BOT_ID, Bot, bot_scope, default_bot, load_bots_file, validate_bot
 from calypso.config import Settings
 from calypso.errors import Conflict, InvalidRequest, NotFound, StorageError
+from calypso.models import StoredBot
 from calypso.scope import DEFAULT_WORKSPACE, RetrievalScope
 from calypso.services.answering import AskRequest
 from calypso.store.base import BotStore
-from calypso.store.records import StoredBot
 
 log = logging.getLogger("calypso.bots")
 

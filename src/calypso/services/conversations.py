@@ -16,9 +16,9 @@ import weakref
 from typing import Any
 
 from calypso.errors import NotFound
+from calypso.models import Conversation, Listing, Order, StoredMessage
 from calypso.scope import DEFAULT_WORKSPACE
-from calypso.store.base import ConversationStore, Order
-from calypso.store.records import Conversation, Listing, StoredMessage
+from calypso.store.base import ConversationStore
 
 
 def new_message(role: str, content: str | None, citations: list[dict] | None = None, **extra: Any) -> StoredMessage:

@@ -20,12 +20,11 @@ from calypso.errors import EmptyDocument, InvalidRequest, NotFound, PayloadTooLa
 from calypso.ingest.chunking import chunk_document
 from calypso.ingest.crawl import fetch_page
 from calypso.ingest.parsers import parse_document
-from calypso.models import Document, Page, Passage
+from calypso.models import Document, IndexedChunk, Listing, Order, Page, Passage, StoredChunk
 from calypso.retrieval.bm25 import BM25Index
 from calypso.retrieval.tokenize import decode_terms, encode_terms, tokenize_many
 from calypso.scope import DEFAULT_WORKSPACE, check_namespace
-from calypso.store.base import DocumentStore, Order
-from calypso.store.records import IndexedChunk, Listing, StoredChunk
+from calypso.store.base import DocumentStore
 
 
 @dataclass

@@ -7,9 +7,9 @@ import secrets
 import time
 
 from calypso.errors import NotFound
+from calypso.models import ApiKey, SourcesPolicy
 from calypso.scope import check_namespace
-from calypso.store.base import KeyStore, PolicyStore, SourcesPolicy
-from calypso.store.records import ApiKey
+from calypso.store.base import KeyStore, PolicyStore
 
 KEY_PREFIX = "cal-"
 

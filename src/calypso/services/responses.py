@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from calypso.errors import NotFound
+from calypso.models import StoredResponse
 from calypso.scope import DEFAULT_WORKSPACE
 from calypso.store.base import ResponseStore
-from calypso.store.records import StoredResponse
 
 
 class ResponseService:

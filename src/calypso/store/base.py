@@ -13,22 +13,23 @@ default). A backend provides every Protocol below and a ``Storage`` bundle.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Literal, Protocol
+from typing import Protocol
 
-from calypso.models import Chunk, Document, Page
-from calypso.store.records import (
+from calypso.models import (
     ApiKey,
+    Chunk,
     Conversation,
+    Document,
     IndexedChunk,
     Listing,
+    Order,
+    Page,
+    SourcesPolicy,
     StoredBot,
     StoredChunk,
     StoredMessage,
     StoredResponse,
 )
-
-Order = Literal["asc", "desc"]
-SourcesPolicy = Literal["visible", "hidden"]
 
 
 class DocumentStore(Protocol):

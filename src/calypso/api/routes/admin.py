@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict
 
 from calypso.api.auth import require_admin
 from calypso.api.deps import Keys, Policies
+from calypso.models import ApiKey
 from calypso.scope import check_namespace
-from calypso.store.records import ApiKey
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"], dependencies=[Depends(require_admin)])
 

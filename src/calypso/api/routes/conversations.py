@@ -33,10 +33,10 @@ from calypso.api.sse import sse_response
 from calypso.citations.chat_render import RenderedChat, render_chat, style_for
 from calypso.citations.grounded import GroundedAnswer
 from calypso.errors import CalypsoError, InvalidRequest
+from calypso.models import Conversation, StoredMessage
 from calypso.services.answering import Answerer, message_text
 from calypso.services.bots import ask_request
 from calypso.services.conversations import new_message
-from calypso.store.records import Conversation, StoredMessage
 
 router = APIRouter(prefix="/v1/conversations", tags=["conversations"])
 

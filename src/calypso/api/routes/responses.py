@@ -30,10 +30,10 @@ from calypso.citations.responses_render import (
     url_citation,
 )
 from calypso.errors import CalypsoError, InvalidRequest, NotFound
+from calypso.models import StoredResponse
 from calypso.scope import RetrievalScope, check_namespace
 from calypso.services.answering import Answerer, AskRequest, Done, Retrieved, message_text, validate_messages
 from calypso.services.bots import BotService, ask_request
-from calypso.store.records import StoredResponse
 
 router = APIRouter(prefix="/v1", tags=["responses"])
 

@@ -7,7 +7,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 
-from calypso.store.records import StoredBot
+from calypso.models import StoredBot
 from calypso.store.sqlite.database import Database
 
 

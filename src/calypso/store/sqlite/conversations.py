@@ -7,8 +7,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from calypso.errors import NotFound
-from calypso.store.base import Order
-from calypso.store.records import Conversation, Listing, StoredMessage
+from calypso.models import Conversation, Listing, Order, StoredMessage
 from calypso.store.sqlite.database import Database
 
 _CONVERSATION_COLUMNS = "id, workspace, bot_id, created_at, metadata"

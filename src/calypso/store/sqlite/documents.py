@@ -7,9 +7,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 
 from calypso.errors import NotFound
-from calypso.models import Chunk, Document, Page
-from calypso.store.base import Order
-from calypso.store.records import IndexedChunk, Listing, StoredChunk
+from calypso.models import Chunk, Document, IndexedChunk, Listing, Order, Page, StoredChunk
 from calypso.store.sqlite.database import Database
 
 _DOC_COLUMNS = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from calypso.store.records import ApiKey
+from calypso.models import ApiKey
 from calypso.store.sqlite.database import Database
 
 _COLUMNS = "id, workspace, name, prefix, created_at, revoked_at"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from calypso.store.base import SourcesPolicy
+from calypso.models import SourcesPolicy
 from calypso.store.sqlite.database import Database
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from calypso.store.records import StoredResponse
+from calypso.models import StoredResponse
 from calypso.store.sqlite.database import Database
 
 
