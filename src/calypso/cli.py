@@ -185,7 +185,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
             print(f"key: {plaintext}")
             print("Store it now: only its hash is kept.")
         elif args.keys_command == "list":
-            for key in keys.list(args.workspace):
+            for key in keys.list_keys(args.workspace):
                 state = "revoked" if key.revoked_at else "active"
                 print(f"{key.id}  {key.workspace:20} {key.prefix}…  {state:8} {key.name}")
         else:

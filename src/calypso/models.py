@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 T = TypeVar("T")
 Order = Literal["asc", "desc"]  # of a cursor listing
@@ -44,7 +44,7 @@ class ParsedDocument:
     pages: list[Page]
     headings: list[Heading] = field(default_factory=list)
     title: str | None = None
-    metadata: dict = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class Document:
     chunk_count: int
     title: str | None = None
     source_url: str | None = None
-    metadata: dict = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -134,7 +134,7 @@ class IndexedChunk:
 class StoredBot:
     workspace: str
     id: str
-    config: dict
+    config: dict[str, Any]
     created_at: int
     updated_at: int
 
@@ -145,7 +145,7 @@ class Conversation:
     workspace: str
     bot_id: str
     created_at: int
-    metadata: dict = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -153,17 +153,17 @@ class StoredMessage:
     id: str
     role: str  # "user" | "assistant"
     content: str | None
-    citations: list[dict] | None  # always None on user messages
+    citations: list[dict[str, Any]] | None  # always None on user messages
     created_at: int
-    extra: dict = field(default_factory=dict)  # annotations, finish_reason, usage, plain text for the history
+    extra: dict[str, Any] = field(default_factory=dict)  # annotations, finish_reason, usage, plain text for the history
 
 
 @dataclass
 class StoredResponse:
     id: str
     bot_id: str
-    body: dict
-    history: list[dict]  # chat messages up to and including this reply, for previous_response_id
+    body: dict[str, Any]
+    history: list[dict[str, Any]]  # chat messages up to and including this reply, for previous_response_id
 
 
 @dataclass

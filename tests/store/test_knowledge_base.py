@@ -26,7 +26,7 @@ def test_failure_midway_leaves_no_half_document(kb, settings) -> None:
         kb.ingest(TEXT.encode(), "second.txt")
     db.execute("DROP TRIGGER boom")
     db.commit()
-    assert [d.filename for d in kb.list(None, 10, order="asc").items] == ["first.txt"]
+    assert [d.filename for d in kb.list_documents(None, 10, order="asc").items] == ["first.txt"]
     assert db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == 1
     assert db.execute("SELECT COUNT(*) FROM pages").fetchone()[0] == 1
     assert [p.document.filename for p in kb.search("harbour crane inspected", max_results=50)] == ["first.txt"]
@@ -37,7 +37,7 @@ def test_failure_midway_leaves_no_half_document(kb, settings) -> None:
 def test_parser_failure_changes_nothing(kb) -> None:
     with pytest.raises(UnprocessableDocument):
         kb.ingest(b"%PDF-1.7\n" + b"\x00garbage" * 100, "broken.pdf")
-    assert kb.list(None, 10, order="asc").items == []
+    assert kb.list_documents(None, 10, order="asc").items == []
 
 
 def test_index_survives_restart(settings) -> None:

@@ -49,7 +49,7 @@ def authenticate(request: Request) -> str:
     if not request.app.state.auth_enabled:
         return DEFAULT_WORKSPACE
     key = _bearer(request)
-    workspace = request.app.state.services.keys.workspace_for(key)
+    workspace: str | None = request.app.state.services.keys.workspace_for(key)
     if workspace is None:
         raise AuthenticationFailed("Invalid or revoked API key; ask your administrator for a new one.")
     return workspace
@@ -64,10 +64,11 @@ def current_workspace(request: Request) -> str:
 Workspace = Annotated[str, Depends(current_workspace)]
 
 
-def _is_signed_content(scope: dict) -> bool:
+def _is_signed_content(scope: Scope) -> bool:
     # A signed source link carries its own proof; the route checks the signature.
-    query = scope.get("query_string", b"")
-    return scope["path"].endswith("/content") and (b"signature=" in query or b"expires=" in query)
+    query: bytes = scope.get("query_string", b"")
+    path: str = scope["path"]
+    return path.endswith("/content") and (b"signature=" in query or b"expires=" in query)
 
 
 class AuthMiddleware:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request, UploadFile
 
@@ -20,7 +20,8 @@ from calypso.services.responses import ResponseService
 
 
 def services(request: Request) -> Services:
-    return request.app.state.services
+    built: Services = request.app.state.services
+    return built
 
 
 def _documents(request: Request) -> DocumentService:
@@ -73,7 +74,7 @@ def read_upload(upload: UploadFile | str | None, limit: int) -> tuple[bytes, str
     return data, upload.filename or "upload"
 
 
-def parse_metadata(raw: str | None) -> dict | None:
+def parse_metadata(raw: str | None) -> dict[str, Any] | None:
     if raw is None or raw == "":
         return None
     try:
@@ -111,7 +112,7 @@ def link_signer(request: Request) -> LinkSigner:
     return LinkSigner(found.signing_secret, public_base_url(request), found.settings.source_link_ttl_seconds)
 
 
-async def json_object(request: Request, hint: str = "a JSON object") -> dict:
+async def json_object(request: Request, hint: str = "a JSON object") -> dict[str, Any]:
     """The request body as a JSON object, or a 400 that says what to send."""
     try:
         body = json.loads(await request.body() or b"null")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from calypso.models import Document, Passage, StoredChunk
 
 
-def document_object(doc: Document) -> dict:
+def document_object(doc: Document) -> dict[str, Any]:
     return {
         "id": doc.id,
         "object": "document",
@@ -25,7 +27,7 @@ def document_object(doc: Document) -> dict:
     }
 
 
-def file_object(doc: Document) -> dict:
+def file_object(doc: Document) -> dict[str, Any]:
     """OpenAI's FileObject; the document behind it is named in ``document_id``."""
     return {
         "id": doc.file_id,
@@ -42,7 +44,7 @@ def file_object(doc: Document) -> dict:
     }
 
 
-def chunk_object(stored: StoredChunk) -> dict:
+def chunk_object(stored: StoredChunk) -> dict[str, Any]:
     chunk = stored.chunk
     return {
         "object": "document.chunk",
@@ -58,7 +60,7 @@ def chunk_object(stored: StoredChunk) -> dict:
     }
 
 
-def passage_object(passage: Passage) -> dict:
+def passage_object(passage: Passage) -> dict[str, Any]:
     """A search hit, in the shape of OpenAI's vector store search result."""
     doc, chunk = passage.document, passage.chunk
     return {
@@ -82,7 +84,7 @@ def passage_object(passage: Passage) -> dict:
     }
 
 
-def list_object(data: list[dict], has_more: bool, id_key: str = "id") -> dict:
+def list_object(data: list[dict[str, Any]], has_more: bool, id_key: str = "id") -> dict[str, Any]:
     return {
         "object": "list",
         "data": data,

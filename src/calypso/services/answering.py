@@ -62,7 +62,7 @@ class Retrieved:
 
 @dataclass
 class ToolCallsEvent:
-    calls: list[dict]
+    calls: list[dict[str, Any]]
 
 
 @dataclass
@@ -73,7 +73,7 @@ class Done:
 AnswerEvent = Retrieved | TextEvent | MarkerEvent | ToolCallsEvent | Done
 
 
-def message_text(message: dict) -> str:
+def message_text(message: dict[str, Any]) -> str:
     """The text of a chat message whose content is a string or a list of parts."""
     content = message.get("content")
     if isinstance(content, str):
@@ -87,7 +87,7 @@ def message_text(message: dict) -> str:
     return ""
 
 
-def validate_messages(messages: list[dict]) -> None:
+def validate_messages(messages: list[dict[str, Any]]) -> None:
     if not messages:
         raise InvalidRequest("messages is empty: send at least one user message.", param="messages")
     for i, message in enumerate(messages):
@@ -221,7 +221,7 @@ class Answerer:
         )
         composer = AnswerComposer(sources, self.find_quote, self.settings.unsupported_citations == "drop")
         finish: Finish | None = None
-        tool_calls: list[dict] | None = None
+        tool_calls: list[dict[str, Any]] | None = None
         events = generator.stream(generation)
         try:
             async for event in events:

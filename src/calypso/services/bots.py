@@ -103,7 +103,7 @@ class BotService:
     def all(self, workspace: str = DEFAULT_WORKSPACE) -> list[Bot]:
         bots = {DEFAULT_BOT_ID: self._default, **self._file.get(workspace, {})}
         if self._store is not None:
-            bots.update({s.id: self._from_store(s) for s in self._store.list(workspace)})
+            bots.update({s.id: self._from_store(s) for s in self._store.list_bots(workspace)})
         return sorted(bots.values(), key=lambda b: b.id)
 
     # -- management --------------------------------------------------------
@@ -143,7 +143,7 @@ class BotService:
         if "id" in changes and changes["id"] != bot_id:
             raise InvalidRequest("A bot's id cannot change; create a new bot and delete this one.", param="id")
 
-        def apply(current: dict | None) -> dict:
+        def apply(current: dict[str, Any] | None) -> dict[str, Any]:
             if current is None:
                 if bot_id in self._file.get(workspace, {}):
                     raise self._read_only(bot_id, workspace)

@@ -21,7 +21,9 @@ from calypso.scope import DEFAULT_WORKSPACE
 from calypso.store.base import ConversationStore
 
 
-def new_message(role: str, content: str | None, citations: list[dict] | None = None, **extra: Any) -> StoredMessage:
+def new_message(
+    role: str, content: str | None, citations: list[dict[str, Any]] | None = None, **extra: Any
+) -> StoredMessage:
     return StoredMessage(f"msg_{uuid.uuid4().hex}", role, content, citations, int(time.time()), dict(extra))
 
 
@@ -38,7 +40,9 @@ class ConversationService:
         # Weak values: a lock lives while a turn holds or waits for it.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
-    def create(self, bot_id: str, metadata: dict | None = None, workspace: str = DEFAULT_WORKSPACE) -> Conversation:
+    def create(
+        self, bot_id: str, metadata: dict[str, Any] | None = None, workspace: str = DEFAULT_WORKSPACE
+    ) -> Conversation:
         conversation = Conversation(f"conv_{uuid.uuid4().hex}", workspace, bot_id, int(time.time()), metadata or {})
         self.store.create(conversation)
         return conversation
@@ -49,10 +53,10 @@ class ConversationService:
             raise _missing(conversation_id)
         return conversation
 
-    def list(
+    def list_conversations(
         self, limit: int, after: str | None = None, order: Order = "desc", workspace: str = DEFAULT_WORKSPACE
     ) -> Listing[Conversation]:
-        return self.store.list(workspace, limit, after, order)
+        return self.store.list_conversations(workspace, limit, after, order)
 
     def delete(self, conversation_id: str, workspace: str = DEFAULT_WORKSPACE) -> None:
         if not self.store.delete(workspace, conversation_id):

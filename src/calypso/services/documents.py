@@ -13,6 +13,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from calypso.citations.links import verify
 from calypso.config import Settings
@@ -53,7 +54,7 @@ class DocumentService:
         namespace: str | None = None,
         *,
         media_type: str | None = None,
-        metadata: dict | None = None,
+        metadata: dict[str, Any] | None = None,
         source_url: str | None = None,
         workspace: str = DEFAULT_WORKSPACE,
     ) -> IngestResult:
@@ -128,7 +129,12 @@ class DocumentService:
         return document
 
     def crawl(
-        self, url: str, namespace: str | None, *, metadata: dict | None = None, workspace: str = DEFAULT_WORKSPACE
+        self,
+        url: str,
+        namespace: str | None,
+        *,
+        metadata: dict[str, Any] | None = None,
+        workspace: str = DEFAULT_WORKSPACE,
     ) -> IngestResult:
         """Fetch one http(s) page (refusing private addresses unless allowed) and ingest it under its URL."""
         namespace = check_namespace(namespace or self.settings.default_namespace)
@@ -149,7 +155,7 @@ class DocumentService:
         )
 
     # -- reads -------------------------------------------------------------
-    def list(
+    def list_documents(
         self,
         namespace: str | None,
         limit: int,

@@ -31,8 +31,8 @@ class KeyService:
         self.store.insert(key, hash_key(plaintext))
         return key, plaintext
 
-    def list(self, workspace: str | None = None) -> list[ApiKey]:
-        return self.store.list(workspace)
+    def list_keys(self, workspace: str | None = None) -> list[ApiKey]:
+        return self.store.list_keys(workspace)
 
     def revoke(self, key_id: str) -> ApiKey:
         self.store.revoke(key_id, int(time.time()))

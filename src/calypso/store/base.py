@@ -13,7 +13,7 @@ default). A backend provides every Protocol below and a ``Storage`` bundle.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from calypso.models import (
     ApiKey,
@@ -112,7 +112,7 @@ class BotStore(Protocol):
 
     def get(self, workspace: str, bot_id: str) -> StoredBot | None: ...
 
-    def list(self, workspace: str) -> list[StoredBot]:
+    def list_bots(self, workspace: str) -> list[StoredBot]:
         """The workspace's bots by id."""
         ...
 
@@ -120,11 +120,13 @@ class BotStore(Protocol):
         """Every (workspace, id) stored, to warn at start about bots that shadow the bots file."""
         ...
 
-    def insert(self, workspace: str, bot_id: str, config: dict) -> StoredBot | None:
+    def insert(self, workspace: str, bot_id: str, config: dict[str, Any]) -> StoredBot | None:
         """Store a new bot; None when the id is already taken in the workspace (checked atomically)."""
         ...
 
-    def update(self, workspace: str, bot_id: str, apply: Callable[[dict | None], dict]) -> StoredBot:
+    def update(
+        self, workspace: str, bot_id: str, apply: Callable[[dict[str, Any] | None], dict[str, Any]]
+    ) -> StoredBot:
         """Read, change and write one bot in one transaction, so concurrent updates never lose one.
 
         ``apply`` gets the stored config (None when there is no row) and returns
@@ -144,7 +146,7 @@ class ConversationStore(Protocol):
 
     def get(self, workspace: str, conversation_id: str) -> Conversation | None: ...
 
-    def list(self, workspace: str, limit: int, after: str | None, order: Order) -> Listing[Conversation]:
+    def list_conversations(self, workspace: str, limit: int, after: str | None, order: Order) -> Listing[Conversation]:
         """By creation order; ``after`` is the last id of the previous page (NotFound if gone)."""
         ...
 
@@ -176,7 +178,7 @@ class KeyStore(Protocol):
 
     def insert(self, key: ApiKey, key_hash: str) -> None: ...
 
-    def list(self, workspace: str | None) -> list[ApiKey]:
+    def list_keys(self, workspace: str | None) -> list[ApiKey]:
         """Every key (or a workspace's), oldest first."""
         ...
 

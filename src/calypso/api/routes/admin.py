@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
@@ -22,7 +22,7 @@ class CreateKey(BaseModel):
     name: str = ""
 
 
-def key_object(key: ApiKey) -> dict:
+def key_object(key: ApiKey) -> dict[str, Any]:
     return {
         "id": key.id,
         "object": "api_key",
@@ -42,13 +42,13 @@ def create_key(body: CreateKey, keys: Keys) -> JSONResponse:
 
 
 @router.get("/keys")
-def list_keys(keys: Keys, workspace: str | None = None) -> dict:
-    data = [key_object(k) for k in keys.list(workspace)]
+def list_keys(keys: Keys, workspace: str | None = None) -> dict[str, Any]:
+    data = [key_object(k) for k in keys.list_keys(workspace)]
     return {"object": "list", "data": data, "has_more": False}
 
 
 @router.delete("/keys/{key_id}")
-def revoke_key(key_id: str, keys: Keys) -> dict:
+def revoke_key(key_id: str, keys: Keys) -> dict[str, Any]:
     """Revoke at once: the next request with this key gets 401."""
     return key_object(keys.revoke(key_id))
 
@@ -59,13 +59,13 @@ class WorkspacePolicy(BaseModel):
 
 
 @router.put("/workspaces/{workspace}/policy")
-def set_policy(workspace: str, body: WorkspacePolicy, policies: Policies) -> dict:
+def set_policy(workspace: str, body: WorkspacePolicy, policies: Policies) -> dict[str, Any]:
     """``hidden`` suppresses sources in every answer of the workspace, whatever the bot says."""
     policies.set_sources_policy(workspace, body.sources_policy)
     return {"object": "workspace.policy", "workspace": workspace, "sources_policy": body.sources_policy}
 
 
 @router.get("/workspaces/{workspace}/policy")
-def get_policy(workspace: str, policies: Policies) -> dict:
+def get_policy(workspace: str, policies: Policies) -> dict[str, Any]:
     policy = policies.sources_policy(check_namespace(workspace, "workspace"))
     return {"object": "workspace.policy", "workspace": workspace, "sources_policy": policy}

@@ -46,7 +46,7 @@ async def create_bot(request: Request, workspace: Workspace, directory: Bots) ->
 
 
 @router.get("/bots")
-async def list_bots(workspace: Workspace, directory: Bots) -> dict:
+async def list_bots(workspace: Workspace, directory: Bots) -> dict[str, Any]:
     data = [bot_object(b) for b in await asyncio.to_thread(directory.all, workspace)]
     return {
         "object": "list",
@@ -58,7 +58,7 @@ async def list_bots(workspace: Workspace, directory: Bots) -> dict:
 
 
 @router.get("/bots/{bot_id}")
-async def get_bot(bot_id: str, workspace: Workspace, directory: Bots) -> dict:
+async def get_bot(bot_id: str, workspace: Workspace, directory: Bots) -> dict[str, Any]:
     bot = await asyncio.to_thread(directory.find, bot_id, workspace)
     if bot is None:
         raise _not_found(bot_id)
@@ -66,12 +66,12 @@ async def get_bot(bot_id: str, workspace: Workspace, directory: Bots) -> dict:
 
 
 @router.patch("/bots/{bot_id}")
-async def update_bot(bot_id: str, request: Request, workspace: Workspace, directory: Bots) -> dict:
+async def update_bot(bot_id: str, request: Request, workspace: Workspace, directory: Bots) -> dict[str, Any]:
     changes = await _json_object(request)
     return bot_object(await asyncio.to_thread(directory.update, workspace, bot_id, changes))
 
 
 @router.delete("/bots/{bot_id}")
-async def delete_bot(bot_id: str, workspace: Workspace, directory: Bots) -> dict:
+async def delete_bot(bot_id: str, workspace: Workspace, directory: Bots) -> dict[str, Any]:
     await asyncio.to_thread(directory.delete, workspace, bot_id)
     return {"id": bot_id, "object": "bot.deleted", "deleted": True}

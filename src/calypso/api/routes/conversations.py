@@ -153,7 +153,7 @@ def list_conversations(
     after: str | None = None,
     order: str = "desc",
 ) -> dict:
-    page = store.list(check_limit(limit), after, check_order(order), workspace)
+    page = store.list_conversations(check_limit(limit), after, check_order(order), workspace)
     return list_object([conversation_object(c) for c in page.items], page.has_more)
 
 

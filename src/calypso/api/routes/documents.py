@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, File, Form, Query, UploadFile
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
@@ -18,7 +20,7 @@ class CrawlRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     url: str
     namespace: str | None = None
-    metadata: dict | None = None
+    metadata: dict[str, Any] | None = None
 
 
 @router.post("")
@@ -58,13 +60,13 @@ def list_documents(
     limit: int = Query(20),
     after: str | None = None,
     order: str = "desc",
-) -> dict:
-    page = documents.list(namespace, check_limit(limit), after, check_order(order), workspace=workspace)
+) -> dict[str, Any]:
+    page = documents.list_documents(namespace, check_limit(limit), after, check_order(order), workspace=workspace)
     return list_object([document_object(d) for d in page.items], page.has_more)
 
 
 @router.get("/{document_id}")
-def get_document(document_id: str, documents: Documents, workspace: Workspace) -> dict:
+def get_document(document_id: str, documents: Documents, workspace: Workspace) -> dict[str, Any]:
     return document_object(documents.get(document_id, workspace))
 
 
@@ -75,14 +77,14 @@ def list_chunks(
     workspace: Workspace,
     limit: int = Query(100),
     after: int | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Chunks in `chunk_index` order; page with `after` = the last `chunk_index` seen."""
     page = documents.chunks(document_id, check_limit(limit), after, workspace=workspace)
     return list_object([chunk_object(c) for c in page.items], page.has_more, id_key="chunk_index")
 
 
 @router.delete("/{document_id}")
-def delete_document(document_id: str, documents: Documents, workspace: Workspace) -> dict:
+def delete_document(document_id: str, documents: Documents, workspace: Workspace) -> dict[str, Any]:
     """Delete a document; its chunks leave retrieval at once."""
     deleted = documents.delete(document_id, workspace)
     return {"id": deleted.id, "object": "document.deleted", "deleted": True}

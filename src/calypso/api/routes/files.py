@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, File, Form, Query, Request, UploadFile
@@ -23,7 +24,7 @@ def create_file(
     workspace: Workspace,
     file: UploadFile | None = File(None),
     purpose: str | None = Form(None),
-) -> dict:
+) -> dict[str, Any]:
     if purpose not in ACCEPTED_PURPOSES:
         raise InvalidRequest(
             f"purpose must be one of {', '.join(ACCEPTED_PURPOSES)}; got {purpose!r}.", param="purpose"
@@ -41,7 +42,7 @@ def list_files(
     limit: int = Query(20),
     after: str | None = None,
     order: str = "desc",
-) -> dict:
+) -> dict[str, Any]:
     if purpose is not None and purpose not in ACCEPTED_PURPOSES:
         return list_object([], False)
     page = documents.list_files(check_limit(limit), after, check_order(order), workspace=workspace)
@@ -49,7 +50,7 @@ def list_files(
 
 
 @router.get("/{file_id}")
-def get_file(file_id: str, documents: Documents, workspace: Workspace) -> dict:
+def get_file(file_id: str, documents: Documents, workspace: Workspace) -> dict[str, Any]:
     return file_object(documents.get_by_file_id(file_id, workspace))
 
 
@@ -73,7 +74,7 @@ def file_content(
 
 
 @router.delete("/{file_id}")
-def delete_file(file_id: str, documents: Documents, workspace: Workspace) -> dict:
+def delete_file(file_id: str, documents: Documents, workspace: Workspace) -> dict[str, Any]:
     document = documents.get_by_file_id(file_id, workspace)
     documents.delete(document.id, workspace)
     return {"id": file_id, "object": "file", "deleted": True}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter
 
 from calypso.api.auth import Workspace
@@ -11,7 +13,7 @@ from calypso.bots import Bot
 router = APIRouter(prefix="/v1", tags=["models"])
 
 
-def model_object(bot: Bot) -> dict:
+def model_object(bot: Bot) -> dict[str, Any]:
     return {"id": bot.id, "object": "model", "created": bot.created_at, "owned_by": "calypso"}
 
 
@@ -19,10 +21,10 @@ def model_object(bot: Bot) -> dict:
 
 
 @router.get("/models")
-def list_models(workspace: Workspace, directory: Bots) -> dict:
+def list_models(workspace: Workspace, directory: Bots) -> dict[str, Any]:
     return {"object": "list", "data": [model_object(b) for b in directory.all(workspace)]}
 
 
 @router.get("/models/{model_id}")
-def get_model(model_id: str, workspace: Workspace, directory: Bots) -> dict:
+def get_model(model_id: str, workspace: Workspace, directory: Bots) -> dict[str, Any]:
     return model_object(directory.get(model_id, workspace))

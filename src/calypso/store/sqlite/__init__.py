@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from calypso.store.base import BotStore, ConversationStore, DocumentStore, KeyStore, PolicyStore, ResponseStore
 from calypso.store.sqlite.bots import SQLiteBotStore
 from calypso.store.sqlite.conversations import SQLiteConversationStore
 from calypso.store.sqlite.database import Database
@@ -18,12 +19,12 @@ class SQLiteStorage:
 
     def __init__(self, path: Path) -> None:
         self.database = Database(path)
-        self.documents = SQLiteDocumentStore(self.database)
-        self.bots = SQLiteBotStore(self.database)
-        self.conversations = SQLiteConversationStore(self.database)
-        self.responses = SQLiteResponseStore(self.database)
-        self.keys = SQLiteKeyStore(self.database)
-        self.policies = SQLitePolicyStore(self.database)
+        self.documents: DocumentStore = SQLiteDocumentStore(self.database)
+        self.bots: BotStore = SQLiteBotStore(self.database)
+        self.conversations: ConversationStore = SQLiteConversationStore(self.database)
+        self.responses: ResponseStore = SQLiteResponseStore(self.database)
+        self.keys: KeyStore = SQLiteKeyStore(self.database)
+        self.policies: PolicyStore = SQLitePolicyStore(self.database)
 
     def close(self) -> None:
         self.database.close()

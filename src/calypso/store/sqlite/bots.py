@@ -6,12 +6,13 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable
+from typing import Any
 
 from calypso.models import StoredBot
 from calypso.store.sqlite.database import Database
 
 
-def _row(row: sqlite3.Row | tuple) -> StoredBot:
+def _row(row: sqlite3.Row | tuple[Any, ...]) -> StoredBot:
     workspace, bot_id, config, created_at, updated_at = tuple(row)
     return StoredBot(workspace, bot_id, json.loads(config), created_at, updated_at)
 
@@ -34,7 +35,7 @@ class SQLiteBotStore:
         )
         return _row(row) if row else None
 
-    def list(self, workspace: str) -> list[StoredBot]:
+    def list_bots(self, workspace: str) -> list[StoredBot]:
         rows = self.database.connection().execute(
             f"SELECT {_COLUMNS} FROM bots WHERE workspace = ? ORDER BY id", (workspace,)
         )
@@ -44,7 +45,7 @@ class SQLiteBotStore:
         return [(r[0], r[1]) for r in self.database.connection().execute("SELECT workspace, id FROM bots")]
 
     # -- writes ------------------------------------------------------------
-    def insert(self, workspace: str, bot_id: str, config: dict) -> StoredBot | None:
+    def insert(self, workspace: str, bot_id: str, config: dict[str, Any]) -> StoredBot | None:
         now = int(time.time())
 
         def work(db: sqlite3.Connection) -> StoredBot | None:
@@ -59,7 +60,9 @@ class SQLiteBotStore:
 
         return self.database.write(work)
 
-    def update(self, workspace: str, bot_id: str, apply: Callable[[dict | None], dict]) -> StoredBot:
+    def update(
+        self, workspace: str, bot_id: str, apply: Callable[[dict[str, Any] | None], dict[str, Any]]
+    ) -> StoredBot:
         now = int(time.time())
 
         def work(db: sqlite3.Connection) -> StoredBot:

@@ -54,7 +54,7 @@ class SQLiteConversationStore:
         )
         return _conversation(row) if row else None
 
-    def list(self, workspace: str, limit: int, after: str | None, order: Order) -> Listing[Conversation]:
+    def list_conversations(self, workspace: str, limit: int, after: str | None, order: Order) -> Listing[Conversation]:
         db = self.database.connection()
         where, args = ["workspace = ?"], [workspace]
         if after is not None:

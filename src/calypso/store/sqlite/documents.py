@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from calypso.errors import NotFound
 from calypso.models import Chunk, Document, IndexedChunk, Listing, Order, Page, StoredChunk
@@ -38,7 +39,7 @@ def _document(row: sqlite3.Row) -> Document:
     )
 
 
-def _stored_chunk(row: sqlite3.Row | tuple) -> StoredChunk:
+def _stored_chunk(row: sqlite3.Row | tuple[Any, ...]) -> StoredChunk:
     key, document_id, index, text, start, end, page_start, page_end, labels, path = tuple(row)
     chunk = Chunk(index, text, start, end, page_start, page_end, tuple(json.loads(labels)), tuple(json.loads(path)))
     return StoredChunk(key=key, document_id=document_id, chunk=chunk)
@@ -85,6 +86,7 @@ class SQLiteDocumentStore:
                 ),
             )
             key = cursor.lastrowid
+            assert key is not None  # an INSERT into a rowid table always sets it
             db.executemany(
                 'INSERT INTO pages (document_key, number, label, start, "end") VALUES (?, ?, ?, ?, ?)',
                 [(key, p.number, p.label, p.start, p.end) for p in pages],
@@ -128,7 +130,7 @@ class SQLiteDocumentStore:
         return self.database.write(work)
 
     # -- reads -------------------------------------------------------------
-    def _one_document(self, where: str, args: tuple) -> Document | None:
+    def _one_document(self, where: str, args: tuple[object, ...]) -> Document | None:
         row = self.database.connection().execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE {where}", args).fetchone()
         return _document(row) if row else None
 

@@ -25,7 +25,7 @@ class SQLiteKeyStore:
 
         self.database.write(work)
 
-    def list(self, workspace: str | None) -> list[ApiKey]:
+    def list_keys(self, workspace: str | None) -> list[ApiKey]:
         sql = f"SELECT {_COLUMNS} FROM api_keys"
         args: tuple[str, ...] = ()
         if workspace is not None:
