@@ -44,7 +44,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from calypso.services import open_services
 
     settings = _settings(args)
-    services = open_services(settings)
+    services = open_services(settings, exclusive=True)
     if settings.demo:
         added = ingest_demo(services.documents)
         print(f"demo knowledge base: {added} new document(s) in namespace '{settings.default_namespace}'")
@@ -74,7 +74,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
     from calypso.services import open_services
 
-    services = open_services(_settings(args))
+    services = open_services(_settings(args), exclusive=True)
     documents = services.documents
     files = list(_files(args.paths))
     refused = 0
@@ -260,12 +260,16 @@ def main(argv: list[str] | None = None) -> int:
         level=os.environ.get("CALYPSO_LOG_LEVEL", "INFO").upper(), format="%(levelname)s %(name)s: %(message)s"
     )
     from calypso.bots import BotsFileError
+    from calypso.errors import DataDirectoryInUse
 
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except BotsFileError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except DataDirectoryInUse as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
         return 1
 
 

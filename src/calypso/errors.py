@@ -18,6 +18,7 @@ class's HTTP status.
     ├── UpstreamError                  502 upstream_error
     │   └── UpstreamTimeout            504 upstream_error (code: timeout)
     └── StorageError                   500 server_error
+        └── DataDirectoryInUse         at start: another process holds the data directory
 """
 
 from __future__ import annotations
@@ -107,3 +108,9 @@ class UpstreamTimeout(UpstreamError):
 class StorageError(CalypsoError):
     status = 500
     type = "server_error"
+
+
+class DataDirectoryInUse(StorageError):
+    """Another process serves or ingests into this data directory (raised at start, never over HTTP)."""
+
+    default_code = "data_directory_in_use"

@@ -42,16 +42,20 @@ class Services:
         self.storage.close()
 
 
-def open_storage(settings: Settings) -> Storage:
-    """The configured storage backend (today: the embedded SQLite file)."""
+def open_storage(settings: Settings, *, exclusive: bool = False) -> Storage:
+    """The configured storage backend (today: the embedded SQLite file).
+
+    ``exclusive``: this process keeps indexes and writes documents (serve, ingest); a second such
+    process on the same data directory is refused with DataDirectoryInUse.
+    """
     from calypso.store.sqlite import SQLiteStorage
 
-    return SQLiteStorage(settings.database_path)
+    return SQLiteStorage(settings.database_path, exclusive=exclusive)
 
 
-def open_services(settings: Settings, storage: Storage | None = None) -> Services:
+def open_services(settings: Settings, storage: Storage | None = None, *, exclusive: bool = False) -> Services:
     """Every service over one storage; raises BotsFileError when the bots file is invalid."""
-    storage = storage if storage is not None else open_storage(settings)
+    storage = storage if storage is not None else open_storage(settings, exclusive=exclusive)
     secret = load_secret(settings.signing_secret, settings.home)
     documents = DocumentService(settings, storage.documents, secret)
     return Services(

@@ -25,7 +25,7 @@ from calypso.models import Document, IndexedChunk, Listing, Order, Page, Passage
 from calypso.retrieval.bm25 import BM25Index
 from calypso.retrieval.tokenize import decode_terms, encode_terms, tokenize_many
 from calypso.scope import DEFAULT_WORKSPACE, check_namespace
-from calypso.store.base import DocumentStore
+from calypso.store.base import DocumentStore, DuplicateContent
 
 
 @dataclass
@@ -97,9 +97,12 @@ class DocumentService:
             metadata={**parsed.metadata, **(metadata or {})} if metadata or parsed.metadata else {},
         )
         terms = tokenize_many(c.text for c in chunks)  # analyzed once: stored, and indexed from the store
+        stored_terms = [encode_terms(t) for t in terms]
         with self._index_lock:
-            stored_terms = [encode_terms(t) for t in terms]
-            doc_key, chunk_keys = self.store.add_document(document, parsed.pages, chunks, data, stored_terms)
+            try:
+                doc_key, chunk_keys = self.store.add_document(document, parsed.pages, chunks, data, stored_terms)
+            except DuplicateContent as duplicate:  # the same bytes landed meanwhile (a concurrent upload)
+                return IngestResult(duplicate.existing, created=False)
             index = self._indexes.get((workspace, namespace))
             if index is not None:
                 index.add(doc_key, list(zip(chunk_keys, (c.text for c in chunks), terms, strict=True)))
@@ -241,7 +244,7 @@ class DocumentService:
         if document_ids is not None:
             doc_keys = set(self.store.document_keys(workspace, list(document_ids)).values())
         hits = self.index(namespace, workspace).search(query, k=k, doc_keys=doc_keys)
-        stored = self.store.get_chunks(workspace, [key for key, _ in hits])
+        stored = self.store.get_chunks(workspace, [key for key, _ in hits], namespace)
         documents = self.store.get_documents_by_id(workspace, list({c.document_id for c in stored.values()}))
         passages = []
         for key, score in hits:

@@ -32,6 +32,14 @@ from calypso.models import (
 )
 
 
+class DuplicateContent(Exception):
+    """``add_document`` found the same bytes already in the namespace; nothing was written."""
+
+    def __init__(self, existing: Document) -> None:
+        super().__init__(f"document {existing.id} holds the same bytes")
+        self.existing = existing
+
+
 class DocumentStore(Protocol):
     """Documents with their pages, chunks and original bytes."""
 
@@ -45,8 +53,10 @@ class DocumentStore(Protocol):
     ) -> tuple[int, list[int]]:
         """Store a document, its pages, chunks (with retrieval's terms, one per chunk) and bytes atomically.
 
-        Returns the document's key and its chunk keys in chunk order. Either
-        everything is visible afterwards or nothing is (StorageError).
+        Returns the document's key and its chunk keys in chunk order; keys are
+        never reused, even after a delete. Either everything is visible
+        afterwards or nothing is (StorageError). Raises DuplicateContent when
+        the namespace already holds a document with the same ``sha256``.
         """
         ...
 
@@ -92,8 +102,8 @@ class DocumentStore(Protocol):
         """Chunks of one document in ``chunk_index`` order, starting after chunk index ``after``."""
         ...
 
-    def get_chunks(self, workspace: str, keys: Sequence[int]) -> dict[int, StoredChunk]:
-        """The workspace's chunks among ``keys``; keys of other workspaces (or deleted ones) are absent."""
+    def get_chunks(self, workspace: str, keys: Sequence[int], namespace: str | None = None) -> dict[int, StoredChunk]:
+        """The chunks among ``keys`` in the workspace (and namespace); others' keys, or deleted ones, are absent."""
         ...
 
     def get_pages(self, workspace: str, document_id: str) -> list[Page]: ...

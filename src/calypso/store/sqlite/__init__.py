@@ -10,14 +10,22 @@ from calypso.store.sqlite.conversations import SQLiteConversationStore
 from calypso.store.sqlite.database import Database
 from calypso.store.sqlite.documents import SQLiteDocumentStore
 from calypso.store.sqlite.keys import SQLiteKeyStore
+from calypso.store.sqlite.lock import ProcessLock
 from calypso.store.sqlite.policies import SQLitePolicyStore
 from calypso.store.sqlite.responses import SQLiteResponseStore
 
 
 class SQLiteStorage:
-    """``calypso.store.base.Storage`` on one SQLite file (created and migrated on open)."""
+    """``calypso.store.base.Storage`` on one SQLite file (created and migrated on open).
 
-    def __init__(self, path: Path) -> None:
+    ``exclusive``: hold the data directory against other serving or ingesting processes.
+    """
+
+    def __init__(self, path: Path, *, exclusive: bool = False) -> None:
+        self._lock = ProcessLock(path) if exclusive else None
+        if self._lock is not None:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self._lock.acquire()
         self.database = Database(path)
         self.documents: DocumentStore = SQLiteDocumentStore(self.database)
         self.bots: BotStore = SQLiteBotStore(self.database)
@@ -28,6 +36,8 @@ class SQLiteStorage:
 
     def close(self) -> None:
         self.database.close()
+        if self._lock is not None:
+            self._lock.release()
 
 
 __all__ = ["SQLiteStorage"]

@@ -28,21 +28,15 @@ class SQLiteBotStore:
 
     # -- reads -------------------------------------------------------------
     def get(self, workspace: str, bot_id: str) -> StoredBot | None:
-        row = (
-            self.database.connection()
-            .execute(f"SELECT {_COLUMNS} FROM bots WHERE workspace = ? AND id = ?", (workspace, bot_id))
-            .fetchone()
-        )
+        row = self.database.row(f"SELECT {_COLUMNS} FROM bots WHERE workspace = ? AND id = ?", (workspace, bot_id))
         return _row(row) if row else None
 
     def list_bots(self, workspace: str) -> list[StoredBot]:
-        rows = self.database.connection().execute(
-            f"SELECT {_COLUMNS} FROM bots WHERE workspace = ? ORDER BY id", (workspace,)
-        )
+        rows = self.database.rows(f"SELECT {_COLUMNS} FROM bots WHERE workspace = ? ORDER BY id", (workspace,))
         return [_row(r) for r in rows]
 
     def keys(self) -> list[tuple[str, str]]:
-        return [(r[0], r[1]) for r in self.database.connection().execute("SELECT workspace, id FROM bots")]
+        return [(r[0], r[1]) for r in self.database.rows("SELECT workspace, id FROM bots")]
 
     # -- writes ------------------------------------------------------------
     def insert(self, workspace: str, bot_id: str, config: dict[str, Any]) -> StoredBot | None:

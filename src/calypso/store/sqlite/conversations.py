@@ -44,23 +44,16 @@ class SQLiteConversationStore:
         self.database.write(work)
 
     def get(self, workspace: str, conversation_id: str) -> Conversation | None:
-        row = (
-            self.database.connection()
-            .execute(
-                f"SELECT {_CONVERSATION_COLUMNS} FROM conversations WHERE workspace = ? AND id = ?",
-                (workspace, conversation_id),
-            )
-            .fetchone()
+        row = self.database.row(
+            f"SELECT {_CONVERSATION_COLUMNS} FROM conversations WHERE workspace = ? AND id = ?",
+            (workspace, conversation_id),
         )
         return _conversation(row) if row else None
 
     def list_conversations(self, workspace: str, limit: int, after: str | None, order: Order) -> Listing[Conversation]:
-        db = self.database.connection()
         where, args = ["workspace = ?"], [workspace]
         if after is not None:
-            row = db.execute(
-                "SELECT key FROM conversations WHERE workspace = ? AND id = ?", (workspace, after)
-            ).fetchone()
+            row = self.database.row("SELECT key FROM conversations WHERE workspace = ? AND id = ?", (workspace, after))
             if row is None:
                 raise NotFound(
                     f"No conversation {after!r} to page after; pass an id from the previous page.", param="after"
@@ -68,11 +61,11 @@ class SQLiteConversationStore:
             where.append("key < ?" if order == "desc" else "key > ?")
             args.append(row["key"])
         direction = "DESC" if order == "desc" else "ASC"
-        rows = db.execute(
+        rows = self.database.rows(
             f"SELECT {_CONVERSATION_COLUMNS} FROM conversations WHERE {' AND '.join(where)} "
             f"ORDER BY key {direction} LIMIT ?",
             (*args, limit + 1),
-        ).fetchall()
+        )
         return Listing([_conversation(r) for r in rows[:limit]], has_more=len(rows) > limit)
 
     def delete(self, workspace: str, conversation_id: str) -> bool:
@@ -86,14 +79,10 @@ class SQLiteConversationStore:
         return self.database.write(work)
 
     def messages(self, workspace: str, conversation_id: str) -> list[StoredMessage]:
-        rows = (
-            self.database.connection()
-            .execute(
-                "SELECT m.id, m.role, m.content, m.citations, m.extra, m.created_at FROM conversation_messages m "
-                "JOIN conversations c ON c.key = m.conversation_key WHERE c.workspace = ? AND c.id = ? ORDER BY m.key",
-                (workspace, conversation_id),
-            )
-            .fetchall()
+        rows = self.database.rows(
+            "SELECT m.id, m.role, m.content, m.citations, m.extra, m.created_at FROM conversation_messages m "
+            "JOIN conversations c ON c.key = m.conversation_key WHERE c.workspace = ? AND c.id = ? ORDER BY m.key",
+            (workspace, conversation_id),
         )
         return [_message(r) for r in rows]
 

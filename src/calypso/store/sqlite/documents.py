@@ -9,7 +9,8 @@ from typing import Any
 
 from calypso.errors import NotFound
 from calypso.models import Chunk, Document, IndexedChunk, Listing, Order, Page, StoredChunk
-from calypso.store.sqlite.database import Database
+from calypso.store.base import DuplicateContent
+from calypso.store.sqlite.database import Database, batched
 
 _DOC_COLUMNS = (
     "key, id, file_id, workspace, namespace, filename, media_type, bytes, sha256, created_at, "
@@ -63,6 +64,13 @@ class SQLiteDocumentStore:
         stored_terms = list(terms) if terms is not None else [None] * len(chunks)
 
         def work(db: sqlite3.Connection) -> tuple[int, list[int]]:
+            # Checked inside the write transaction, so concurrent uploads of the same bytes store one document.
+            existing = db.execute(
+                f"SELECT {_DOC_COLUMNS} FROM documents WHERE workspace = ? AND namespace = ? AND sha256 = ?",
+                (doc.workspace, doc.namespace, doc.sha256),
+            ).fetchone()
+            if existing is not None:
+                raise DuplicateContent(_document(existing))
             cursor = db.execute(
                 "INSERT INTO documents (id, file_id, workspace, namespace, filename, media_type, bytes, sha256, "
                 "created_at, page_count, chunk_count, title, source_url, metadata, content) "
@@ -131,7 +139,7 @@ class SQLiteDocumentStore:
 
     # -- reads -------------------------------------------------------------
     def _one_document(self, where: str, args: tuple[object, ...]) -> Document | None:
-        row = self.database.connection().execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE {where}", args).fetchone()
+        row = self.database.row(f"SELECT {_DOC_COLUMNS} FROM documents WHERE {where}", args)
         return _document(row) if row else None
 
     def find_duplicate(self, workspace: str, namespace: str, sha256: str) -> Document | None:
@@ -148,21 +156,18 @@ class SQLiteDocumentStore:
         return self._one_document("file_id = ?", (file_id,))
 
     def document_key(self, workspace: str, document_id: str) -> int | None:
-        row = (
-            self.database.connection()
-            .execute("SELECT key FROM documents WHERE workspace = ? AND id = ?", (workspace, document_id))
-            .fetchone()
-        )
+        row = self.database.row("SELECT key FROM documents WHERE workspace = ? AND id = ?", (workspace, document_id))
         return row[0] if row else None
 
     def document_keys(self, workspace: str, document_ids: Sequence[str]) -> dict[str, int]:
-        if not document_ids:
-            return {}
-        marks = ",".join("?" * len(document_ids))
-        rows = self.database.connection().execute(
-            f"SELECT id, key FROM documents WHERE workspace = ? AND id IN ({marks})", (workspace, *document_ids)
-        )
-        return {row[0]: row[1] for row in rows}
+        keys: dict[str, int] = {}
+        for batch in batched(document_ids):
+            marks = ",".join("?" * len(batch))
+            rows = self.database.rows(
+                f"SELECT id, key FROM documents WHERE workspace = ? AND id IN ({marks})", (workspace, *batch)
+            )
+            keys.update({row[0]: row[1] for row in rows})
+        return keys
 
     def list_documents(
         self, workspace: str, namespace: str | None, limit: int, after: str | None, order: Order = "desc"
@@ -181,50 +186,52 @@ class SQLiteDocumentStore:
             where.append("key < ?" if order == "desc" else "key > ?")
             args.append(cursor_key)
         direction = "DESC" if order == "desc" else "ASC"
-        rows = (
-            self.database.connection()
-            .execute(
-                f"SELECT {_DOC_COLUMNS} FROM documents WHERE {' AND '.join(where)} ORDER BY key {direction} LIMIT ?",
-                (*args, limit + 1),
-            )
-            .fetchall()
+        rows = self.database.rows(
+            f"SELECT {_DOC_COLUMNS} FROM documents WHERE {' AND '.join(where)} ORDER BY key {direction} LIMIT ?",
+            (*args, limit + 1),
         )
         return Listing([_document(r) for r in rows[:limit]], has_more=len(rows) > limit)
 
     def list_chunks(self, workspace: str, document_id: str, limit: int, after: int | None) -> Listing[StoredChunk]:
-        rows = (
-            self.database.connection()
-            .execute(
-                f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.document_key "
-                "WHERE d.workspace = ? AND d.id = ? AND c.chunk_index > ? ORDER BY c.chunk_index LIMIT ?",
-                (workspace, document_id, -1 if after is None else after, limit + 1),
-            )
-            .fetchall()
+        rows = self.database.rows(
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.document_key "
+            "WHERE d.workspace = ? AND d.id = ? AND c.chunk_index > ? ORDER BY c.chunk_index LIMIT ?",
+            (workspace, document_id, -1 if after is None else after, limit + 1),
         )
         return Listing([_stored_chunk(r) for r in rows[:limit]], has_more=len(rows) > limit)
 
-    def get_chunks(self, workspace: str, keys: Sequence[int]) -> dict[int, StoredChunk]:
-        if not keys:
-            return {}
-        marks = ",".join("?" * len(keys))
-        rows = self.database.connection().execute(
-            f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.document_key "
-            f"WHERE d.workspace = ? AND c.key IN ({marks})",
-            (workspace, *keys),
+    def get_chunks(self, workspace: str, keys: Sequence[int], namespace: str | None = None) -> dict[int, StoredChunk]:
+        scope, scope_args = (
+            ("d.workspace = ?", [workspace])
+            if namespace is None
+            else (
+                "d.workspace = ? AND d.namespace = ?",
+                [workspace, namespace],
+            )
         )
-        return {row[0]: _stored_chunk(row) for row in rows}
+        chunks: dict[int, StoredChunk] = {}
+        for batch in batched(keys):
+            marks = ",".join("?" * len(batch))
+            rows = self.database.rows(
+                f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.document_key "
+                f"WHERE {scope} AND c.key IN ({marks})",
+                (*scope_args, *batch),
+            )
+            chunks.update({row[0]: _stored_chunk(row) for row in rows})
+        return chunks
 
     def get_documents_by_id(self, workspace: str, ids: Sequence[str]) -> dict[str, Document]:
-        if not ids:
-            return {}
-        marks = ",".join("?" * len(ids))
-        rows = self.database.connection().execute(
-            f"SELECT {_DOC_COLUMNS} FROM documents WHERE workspace = ? AND id IN ({marks})", (workspace, *ids)
-        )
-        return {row["id"]: _document(row) for row in rows}
+        documents: dict[str, Document] = {}
+        for batch in batched(ids):
+            marks = ",".join("?" * len(batch))
+            rows = self.database.rows(
+                f"SELECT {_DOC_COLUMNS} FROM documents WHERE workspace = ? AND id IN ({marks})", (workspace, *batch)
+            )
+            documents.update({row["id"]: _document(row) for row in rows})
+        return documents
 
     def get_pages(self, workspace: str, document_id: str) -> list[Page]:
-        rows = self.database.connection().execute(
+        rows = self.database.rows(
             'SELECT p.number, p.label, p.start, p."end" FROM pages p JOIN documents d ON d.key = p.document_key '
             "WHERE d.workspace = ? AND d.id = ? ORDER BY p.number",
             (workspace, document_id),
@@ -232,17 +239,15 @@ class SQLiteDocumentStore:
         return [Page(*row) for row in rows]
 
     def read_content(self, workspace: str, document_id: str) -> bytes:
-        row = (
-            self.database.connection()
-            .execute("SELECT content FROM documents WHERE workspace = ? AND id = ?", (workspace, document_id))
-            .fetchone()
+        row = self.database.row(
+            "SELECT content FROM documents WHERE workspace = ? AND id = ?", (workspace, document_id)
         )
         if row is None:
             raise NotFound(f"No document {document_id!r}.")
         return bytes(row[0])
 
     def namespace_chunks(self, workspace: str, namespace: str) -> Iterator[tuple[int, list[IndexedChunk]]]:
-        rows = self.database.connection().execute(
+        rows = self.database.stream(
             "SELECT c.document_key, c.key, c.text, c.terms FROM chunks c JOIN documents d ON d.key = c.document_key "
             "WHERE d.workspace = ? AND d.namespace = ? ORDER BY c.document_key, c.chunk_index",
             (workspace, namespace),
@@ -259,7 +264,7 @@ class SQLiteDocumentStore:
             yield current, batch
 
     def namespaces(self, workspace: str) -> list[str]:
-        rows = self.database.connection().execute(
+        rows = self.database.rows(
             "SELECT DISTINCT namespace FROM documents WHERE workspace = ? ORDER BY namespace", (workspace,)
         )
         return [row[0] for row in rows]

@@ -31,10 +31,10 @@ class SQLiteKeyStore:
         if workspace is not None:
             sql += " WHERE workspace = ?"
             args = (workspace,)
-        return [ApiKey(*row) for row in self.database.connection().execute(sql + " ORDER BY created_at, id", args)]
+        return [ApiKey(*row) for row in self.database.rows(sql + " ORDER BY created_at, id", args)]
 
     def get(self, key_id: str) -> ApiKey | None:
-        row = self.database.connection().execute(f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (key_id,)).fetchone()
+        row = self.database.row(f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (key_id,))
         return ApiKey(*row) if row else None
 
     def revoke(self, key_id: str, at: int) -> None:
@@ -44,9 +44,5 @@ class SQLiteKeyStore:
         self.database.write(work)
 
     def workspace_for_hash(self, key_hash: str) -> str | None:
-        row = (
-            self.database.connection()
-            .execute("SELECT workspace FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL", (key_hash,))
-            .fetchone()
-        )
+        row = self.database.row("SELECT workspace FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL", (key_hash,))
         return row[0] if row else None

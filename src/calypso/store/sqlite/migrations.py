@@ -145,6 +145,66 @@ def m006_chunk_terms(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE chunks ADD COLUMN terms TEXT")
 
 
+def m007_keys_never_reused_and_one_copy_per_namespace(db: sqlite3.Connection) -> None:
+    """AUTOINCREMENT on document and chunk keys, and one document per (workspace, namespace, bytes).
+
+    A freed rowid was handed out again, so another process's in-memory index
+    could map an old key to someone else's new chunk. Rebuilding is the only
+    way to add AUTOINCREMENT in SQLite (foreign keys are off while migrating).
+    Duplicates an earlier race stored keep their rows, their hash tagged with
+    their key so the unique index holds.
+    """
+    _run(
+        db,
+        """
+        UPDATE documents SET sha256 = sha256 || '#' || key
+            WHERE key NOT IN (SELECT MIN(key) FROM documents GROUP BY workspace, namespace, sha256);
+        CREATE TABLE documents_new (
+            key INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            file_id TEXT NOT NULL UNIQUE,
+            workspace TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            filename TEXT NOT NULL,
+            media_type TEXT NOT NULL,
+            bytes INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            page_count INTEGER NOT NULL,
+            chunk_count INTEGER NOT NULL,
+            title TEXT,
+            source_url TEXT,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            content BLOB NOT NULL
+        );
+        INSERT INTO documents_new SELECT key, id, file_id, workspace, namespace, filename, media_type, bytes, sha256,
+            created_at, page_count, chunk_count, title, source_url, metadata, content FROM documents;
+        DROP TABLE documents;
+        ALTER TABLE documents_new RENAME TO documents;
+        CREATE INDEX documents_by_namespace ON documents (workspace, namespace, created_at, key);
+        CREATE UNIQUE INDEX documents_by_hash ON documents (workspace, namespace, sha256);
+        CREATE TABLE chunks_new (
+            key INTEGER PRIMARY KEY AUTOINCREMENT,
+            document_key INTEGER NOT NULL REFERENCES documents(key) ON DELETE CASCADE,
+            chunk_index INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            start INTEGER NOT NULL,
+            "end" INTEGER NOT NULL,
+            page_start INTEGER NOT NULL,
+            page_end INTEGER NOT NULL,
+            page_labels TEXT NOT NULL,
+            heading_path TEXT NOT NULL,
+            terms TEXT,
+            UNIQUE (document_key, chunk_index)
+        );
+        INSERT INTO chunks_new SELECT key, document_key, chunk_index, text, start, "end", page_start, page_end,
+            page_labels, heading_path, terms FROM chunks;
+        DROP TABLE chunks;
+        ALTER TABLE chunks_new RENAME TO chunks
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_documents", m001_documents),
     ("002_responses", m002_responses),
@@ -152,6 +212,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("004_keys_and_bots", m004_keys_and_bots),
     ("005_workspace_policies", m005_workspace_policies),
     ("006_chunk_terms", m006_chunk_terms),
+    ("007_keys_never_reused_and_one_copy_per_namespace", m007_keys_never_reused_and_one_copy_per_namespace),
 ]
 
 
@@ -160,16 +221,27 @@ def migrate(db: sqlite3.Connection) -> list[str]:
     db.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")
     done = {row[0] for row in db.execute("SELECT name FROM migrations")}
     applied = []
-    for name, migration in MIGRATIONS:
-        if name in done:
-            continue
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            migration(db)
-            db.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, int(time.time())))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        applied.append(name)
+    # Table rebuilds must not cascade deletes; the check below keeps references whole instead.
+    db.execute("PRAGMA foreign_keys=OFF")
+    try:
+        for name, migration in MIGRATIONS:
+            if name in done:
+                continue
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                if name in {row[0] for row in db.execute("SELECT name FROM migrations")}:
+                    db.execute("ROLLBACK")  # another process applied it while we waited for the lock
+                    continue
+                migration(db)
+                broken = db.execute("PRAGMA foreign_key_check").fetchall()
+                if broken:
+                    raise sqlite3.IntegrityError(f"migration {name} broke {len(broken)} foreign key reference(s)")
+                db.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, int(time.time())))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            applied.append(name)
+    finally:
+        db.execute("PRAGMA foreign_keys=ON")
     return applied

@@ -15,11 +15,7 @@ class SQLitePolicyStore:
         self.database = database
 
     def sources_policy(self, workspace: str) -> SourcesPolicy | None:
-        row = (
-            self.database.connection()
-            .execute("SELECT sources_policy FROM workspace_policies WHERE workspace = ?", (workspace,))
-            .fetchone()
-        )
+        row = self.database.row("SELECT sources_policy FROM workspace_policies WHERE workspace = ?", (workspace,))
         return row[0] if row else None
 
     def set_sources_policy(self, workspace: str, policy: SourcesPolicy) -> None:

@@ -34,13 +34,9 @@ class SQLiteResponseStore:
         self.database.write(work)
 
     def get(self, workspace: str, response_id: str) -> StoredResponse | None:
-        row = (
-            self.database.connection()
-            .execute(
-                "SELECT id, bot_id, body, history FROM responses WHERE workspace = ? AND id = ?",
-                (workspace, response_id),
-            )
-            .fetchone()
+        row = self.database.row(
+            "SELECT id, bot_id, body, history FROM responses WHERE workspace = ? AND id = ?",
+            (workspace, response_id),
         )
         if row is None:
             return None

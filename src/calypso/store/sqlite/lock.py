@@ -1,0 +1,45 @@
+"""One process at a time serves (or ingests into) a data directory.
+
+Each serving process keeps its own in-memory indexes, which another process's
+writes would leave stale; rather than follow them, a second process refuses to
+start and names the PID that holds the directory. (Several processes over one
+database is what the PostgreSQL backend is for.)
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+
+from calypso.errors import DataDirectoryInUse
+
+
+class ProcessLock:
+    """An exclusive ``flock`` on ``<database>.lock``, holding the owner's PID; released at close or exit."""
+
+    def __init__(self, database_path: Path) -> None:
+        self.path = Path(f"{database_path}.lock")
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise DataDirectoryInUse(
+                f"Another Calypso process (PID {holder}) is serving or ingesting into {self.path.parent}; "
+                "stop it first, send uploads to its API, or give this process its own --home (CALYPSO_HOME)."
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None

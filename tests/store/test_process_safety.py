@@ -1,0 +1,95 @@
+"""Two processes, one data directory; identical uploads racing; keys that must never come back."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from calypso.config import Settings
+from calypso.errors import DataDirectoryInUse
+from calypso.services import open_services
+from calypso.store.sqlite import SQLiteStorage
+
+
+def test_chunk_and_document_keys_are_never_reused(tmp_path: Path) -> None:
+    services = open_services(Settings(home=tmp_path))
+    store = services.storage.documents
+    first = services.documents.ingest(b"Workspace A writes about harbour cranes.", "a.txt", workspace="a").document
+    first_keys = {c.key for c in store.list_chunks("a", first.id, 100, None).items}
+    first_doc_key = store.document_key("a", first.id)
+    services.documents.delete(first.id, workspace="a")
+    second = services.documents.ingest(b"Workspace B keeps a secret about cranes.", "b.txt", workspace="b").document
+    second_keys = {c.key for c in store.list_chunks("b", second.id, 100, None).items}
+    assert min(second_keys) > max(first_keys)
+    assert store.document_key("b", second.id) > first_doc_key  # type: ignore[operator]
+    # Even asked by a stale key, workspace A never reads B's chunk.
+    assert store.get_chunks("a", sorted(first_keys | second_keys)) == {}
+    services.close()
+
+
+def test_identical_concurrent_uploads_store_one_document(tmp_path: Path) -> None:
+    services = open_services(Settings(home=tmp_path))
+    # Large enough that parsing takes a while: every upload checks for a duplicate before any commits.
+    data = "\n\n".join(f"Paragraph {i} of five identical uploads racing." for i in range(40_000)).encode()
+    results, errors = [], []
+    barrier = threading.Barrier(5)
+
+    def upload() -> None:
+        barrier.wait()
+        try:
+            results.append(services.documents.ingest(data, "same.txt", "race"))
+        except Exception as exc:  # noqa: BLE001 - asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=upload) for _ in range(5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and len(results) == 5
+    assert len({r.document.id for r in results}) == 1
+    assert sum(r.created for r in results) == 1
+    assert len(services.documents.list_documents("race", 100).items) == 1
+    services.close()
+
+
+def test_a_second_serving_process_is_refused_naming_the_holder(tmp_path: Path) -> None:
+    holder = SQLiteStorage(tmp_path / "calypso.sqlite3", exclusive=True)
+    env = {**os.environ, "CALYPSO_HOME": str(tmp_path), "CALYPSO_PORT": "0"}
+    for command in (["serve"], ["ingest", str(tmp_path / "calypso.sqlite3.lock")]):
+        done = subprocess.run(
+            [sys.executable, "-m", "calypso.cli", *command], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 1, done.stderr
+        assert f"PID {os.getpid()}" in done.stderr and str(tmp_path) in done.stderr
+    try:
+        SQLiteStorage(tmp_path / "calypso.sqlite3", exclusive=True)
+        raise AssertionError("a second exclusive open in the same process must be refused too")
+    except DataDirectoryInUse:
+        pass
+    holder.close()
+    # Released: the next process may take it.
+    SQLiteStorage(tmp_path / "calypso.sqlite3", exclusive=True).close()
+
+
+def test_read_connections_stay_bounded_across_bursts(tmp_path: Path) -> None:
+    services = open_services(Settings(home=tmp_path))
+    services.documents.ingest(b"Lighthouse lamps are inspected weekly.", "l.txt")
+
+    def burst() -> None:
+        # Fresh threads each time, as a server's worker pool replaces idle threads.
+        threads = [threading.Thread(target=services.documents.search, args=("lighthouse",)) for _ in range(40)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    burst()
+    after_first = len(os.listdir("/proc/self/fd"))
+    for _ in range(4):
+        burst()
+    assert len(os.listdir("/proc/self/fd")) <= after_first + 2
+    services.close()
