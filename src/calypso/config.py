@@ -21,6 +21,11 @@ class Settings(BaseSettings):
     port: int = Field(8080, description="Port `calypso serve` listens on.")
     default_namespace: str = Field("general", description="Namespace used when an upload or search names none.")
     max_upload_bytes: int = Field(50 * 1024 * 1024, description="Largest accepted upload or crawled page, in bytes.")
+    max_request_bytes: int = Field(
+        4 * 1024 * 1024,
+        ge=1024,
+        description="Largest accepted JSON request body, in bytes (uploads: max_upload_bytes).",
+    )
     chunk_size: int = Field(
         1000, ge=100, description="Target chunk length in characters; chunks end on sentence boundaries."
     )

@@ -9,6 +9,7 @@ from fastapi import FastAPI
 
 from calypso import __version__
 from calypso.api.auth import AuthMiddleware, auth_enabled
+from calypso.api.body_limit import BodyLimitMiddleware
 from calypso.api.errors import install_error_handlers
 from calypso.api.routes import admin, bots, chat, conversations, documents, files, models, responses, search
 from calypso.config import Settings
@@ -36,6 +37,10 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.state.auth_enabled = auth_enabled(settings)
     install_error_handlers(app)
     app.add_middleware(AuthMiddleware)
+    # Added last, so it runs first: an oversized body is refused before auth or parsing reads it.
+    app.add_middleware(
+        BodyLimitMiddleware, json_limit=settings.max_request_bytes, upload_limit=settings.max_upload_bytes
+    )
     for module in (documents, files, search, models, bots, responses, chat, conversations, admin):
         app.include_router(module.router)
 
