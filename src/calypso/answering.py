@@ -51,6 +51,8 @@ class AskRequest:
 class Retrieved:
     sources: list[Source]
     query: str | None  # None: retrieval did not run
+    # Whether markers can become citations (a knowledge base, citations enabled): renderers read it here.
+    citing: bool = True
 
 
 @dataclass
@@ -199,7 +201,7 @@ class Answerer:
         generator = self.generator(request.generator, request.generator_model)
         passages, query = await self._retrieve(request)
         sources = [Source(i, p) for i, p in enumerate(passages or [], start=1)]
-        yield Retrieved(sources, query)
+        yield Retrieved(sources, query, citing=request.knowledge_base and request.include_citations)
 
         generation = GenerationRequest(
             messages=build_messages(request.messages, passages, request.system_prompt),
