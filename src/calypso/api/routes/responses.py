@@ -120,12 +120,15 @@ def delete_response(response_id: str, request: Request, workspace: str = Depends
 async def _answer(events: AsyncIterator[AnswerEvent]) -> tuple[GroundedAnswer, str | None]:
     """The finished answer and the search query it ran (None: no retrieval)."""
     query: str | None = None
-    async for event in events:
+    answer: GroundedAnswer | None = None
+    async for event in events:  # to the end, so the stream closes itself
         if isinstance(event, Retrieved):
             query = event.query
         elif isinstance(event, Done):
-            return event.answer, query
-    raise RuntimeError("the answer stream ended without a result")
+            answer = event.answer
+    if answer is None:
+        raise RuntimeError("the answer stream ended without a result")
+    return answer, query
 
 
 async def _stream(
