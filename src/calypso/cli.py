@@ -124,10 +124,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
     import asyncio
 
     from calypso.citations.composer import MarkerEvent, TextEvent
+    from calypso.citations.events import Done
     from calypso.citations.render import render_evidence, render_numbered
     from calypso.scope import RetrievalScope, check_namespace
     from calypso.services import open_services
-    from calypso.services.answering import AskRequest, Done
+    from calypso.services.answering import AskRequest
 
     settings = _settings(args)
     services = open_services(settings)

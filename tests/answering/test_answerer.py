@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 from calypso.citations.composer import MarkerEvent, TextEvent
+from calypso.citations.events import Done, Retrieved
 from calypso.config import Settings
 from calypso.errors import InvalidRequest, UpstreamError
 from calypso.generation.extractive import NOT_FOUND
 from calypso.generation.fake_upstream import FakeUpstream, Script
 from calypso.scope import RetrievalScope
 from calypso.services import open_services
-from calypso.services.answering import Answerer, AskRequest, Done, Retrieved
+from calypso.services.answering import Answerer, AskRequest
 from calypso.services.documents import DocumentService
 
 

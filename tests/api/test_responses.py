@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import json
+import logging
+import re
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import openai
 import pytest
+from tests_support import LiveServer, free_port
 
+from calypso.api.app import create_app
 from calypso.demo import ingest_demo
+from calypso.generation import registry
+from calypso.generation.base import GenerationEvent, GenerationRequest, Generator, TextDelta
 from calypso.generation.fake_upstream import FakeUpstream, Script
 
 QUESTION = "How many days do customers have to request a full refund?"
@@ -287,6 +294,65 @@ def test_upstream_failure_mid_stream_ends_with_error_and_failed(demo_kb, openai_
         openai_client.responses.create(model="calypso-rag-agent", input=QUESTION)
 
 
+class _BreaksAfterOneToken(Generator):
+    """A backend with a bug: one token, then an exception that is not a CalypsoError."""
+
+    name = "breaks-after-one-token"
+
+    async def stream(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
+        yield TextDelta("Customers may request")
+        raise RuntimeError("secret internal detail")
+
+
+@pytest.fixture
+def breaking_generator(demo_kb, monkeypatch):
+    monkeypatch.setitem(registry._factories, _BreaksAfterOneToken.name, _BreaksAfterOneToken)
+    monkeypatch.setattr(demo_kb.settings, "generator", _BreaksAfterOneToken.name)
+
+
+def _assert_fails_cleanly(events: list, request_id: str | None) -> str:
+    """The stream started normally, then ended with error + response.failed hiding the exception; returns the id."""
+    types = [e.type for e in events]
+    assert types[:2] == ["response.created", "response.in_progress"]
+    assert "response.output_text.delta" in types and "response.completed" not in types
+    assert types[-2:] == ["error", "response.failed"]
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    error, failed = events[-2], events[-1]
+    match = re.fullmatch(r"Internal server error; see the server log \(request id (\S+)\)\.", error.message)
+    assert match, error.message
+    assert error.code == "server_error" and error.param is None
+    assert failed.response.status == "failed" and failed.response.id == events[0].response.id
+    assert failed.response.error.message == error.message and failed.response.error.code == "server_error"
+    assert not any("secret internal detail" in e.model_dump_json() for e in events)
+    if request_id is not None:
+        assert match.group(1) == request_id
+    return match.group(1)
+
+
+def test_unexpected_error_mid_stream_ends_with_error_and_failed(
+    demo_kb, breaking_generator, openai_client, caplog
+) -> None:
+    with caplog.at_level(logging.ERROR, logger="calypso.api"):
+        events = list(openai_client.responses.create(model="calypso-rag-agent", input=QUESTION, stream=True))
+    request_id = _assert_fails_cleanly(events, None)
+    (record,) = [r for r in caplog.records if request_id in r.getMessage()]
+    assert record.exc_info and isinstance(record.exc_info[1], RuntimeError)  # the traceback is in the log
+
+
+def test_stream_error_names_the_request_id_from_middleware(demo_kb, breaking_generator, settings, services) -> None:
+    app = create_app(settings, services)
+
+    @app.middleware("http")
+    async def request_id(request, call_next):
+        request.state.request_id = "req-from-middleware"
+        return await call_next(request)
+
+    with LiveServer(app, free_port()) as live:
+        client = openai.OpenAI(base_url=f"{live.url}/v1", api_key="test-key", max_retries=0)
+        events = list(client.responses.create(model="calypso-rag-agent", input=QUESTION, stream=True))
+    _assert_fails_cleanly(events, "req-from-middleware")
+
+
 def test_ungrounded_and_no_retrieval_states(demo_kb, openai_client) -> None:
     nothing = openai_client.responses.create(model="calypso-rag-agent", input="xylophone zebra quasar")
     meta = nothing.metadata["_aicore"]
@@ -296,45 +362,72 @@ def test_ungrounded_and_no_retrieval_states(demo_kb, openai_client) -> None:
 
 
 @pytest.mark.parametrize(
-    ("payload", "param"),
+    ("payload", "status", "code", "param"),
     [
-        ({"input": QUESTION, "bogus": 1}, "bogus"),
-        ({"input": ""}, "input"),
-        ({"input": []}, "input"),
-        ({"input": [{"role": "wizard", "content": "x"}]}, "input[0].role"),
-        ({"input": QUESTION, "include": ["everything"]}, "include"),
-        ({"input": QUESTION, "metadata": {"citation_compat": "weird"}}, "metadata.citation_compat"),
-        ({"input": QUESTION, "tools": [{"type": "web_search"}]}, "tools[0].type"),
+        ({"input": QUESTION, "bogus": 1}, 400, "invalid_value", "bogus"),
+        ({"input": ""}, 400, None, "input"),
+        ({"input": []}, 400, None, "input"),
+        ({"input": [{"role": "wizard", "content": "x"}]}, 400, None, "input[0].role"),
+        ({"input": QUESTION, "include": ["everything"]}, 400, None, "include"),
+        ({"input": QUESTION, "metadata": {"citation_compat": "weird"}}, 400, None, "metadata.citation_compat"),
+        ({"input": QUESTION, "tools": [{"type": "web_search"}]}, 400, None, "tools[0].type"),
         (
             {"input": QUESTION, "tools": [{"type": "file_search", "vector_store_ids": ["bad name"]}]},
+            400,
+            "invalid_namespace",
             "tools[0].vector_store_ids",
         ),
         (
             {"input": QUESTION, "tools": [{"type": "file_search", "filters": {"type": "gt", "key": "x", "value": 1}}]},
+            400,
+            None,
             "tools[0].filters",
         ),
-        ({"input": QUESTION, "temperature": 7}, "temperature"),
-        ({"input": QUESTION, "model": "no-such-bot"}, "model"),
-        ({"input": QUESTION, "previous_response_id": "resp_missing"}, "previous_response_id"),
+        ({"input": QUESTION, "temperature": 7}, 400, "invalid_value", "temperature"),
+        ({"input": QUESTION, "model": "no-such-bot"}, 404, "model_not_found", "model"),
+        ({"input": QUESTION, "previous_response_id": "resp_missing"}, 404, "not_found", "previous_response_id"),
     ],
 )
-def test_bad_requests(demo_kb, http, payload: dict, param: str) -> None:
+def test_bad_requests(demo_kb, http, payload: dict, status: int, code: str | None, param: str) -> None:
     body = {"model": "calypso-rag-agent", **payload}
     response = http.post("/v1/responses", json=body)
-    assert response.status_code in (400, 404), response.text
+    assert response.status_code == status, response.text
     error = response.json()["error"]
-    assert error["param"] == param and error["message"] and error["type"]
+    assert (error["type"], error["code"], error["param"]) == ("invalid_request_error", code, param)
+    assert error["message"]
 
 
-def test_document_filter_restricts_citations(demo_kb, openai_client, http) -> None:
+# Unfiltered, this is answered from refund_policy_2026.md; the handbook answers only its first half.
+MIXED_QUESTION = "Who must accompany visitors, and within how many days can customers request a refund?"
+
+
+@pytest.mark.parametrize("kind", ["document_id", "file_id", "or"])
+def test_document_filter_restricts_citations(demo_kb, openai_client, http, kind: str) -> None:
     documents = http.get("/v1/documents", params={"limit": 100}).json()["data"]
     handbook = next(d for d in documents if d["filename"] == "office_handbook.md")
+    filters = {
+        "document_id": {"type": "eq", "key": "document_id", "value": handbook["id"]},
+        "file_id": {"type": "eq", "key": "file_id", "value": handbook["file_id"]},
+        # An unknown file id matches nothing; it neither fails nor widens the filter.
+        "or": {
+            "type": "or",
+            "filters": [
+                {"type": "in", "key": "file_id", "value": ["file-unknown", handbook["file_id"]]},
+                {"type": "eq", "key": "document_id", "value": handbook["id"]},
+            ],
+        },
+    }[kind]
     response = openai_client.responses.create(
-        model="calypso-rag-agent",
-        input=QUESTION,
-        tools=[{"type": "file_search", "filters": {"type": "eq", "key": "document_id", "value": handbook["id"]}}],
+        model="calypso-rag-agent", input=MIXED_QUESTION, tools=[{"type": "file_search", "filters": filters}]
     )
-    assert {r.attributes["document_id"] for r in _search(response).results} <= {handbook["id"]}
+    results = _search(response).results
+    annotations = _message(response).content[0].annotations
+    assert results and annotations  # the filter narrowed the search, it did not empty it
+    assert {(r.file_id, r.attributes["document_id"]) for r in results} == {(handbook["file_id"], handbook["id"])}
+    for annotation in annotations:
+        assert annotation.type == "file_citation"
+        assert annotation.file_id == handbook["file_id"] and annotation.filename == "office_handbook.md"
+        assert annotation.model_extra["_aicore"]["document_id"] == handbook["id"]
 
 
 def test_sdk_stream_helper_accumulates_the_same_response(demo_kb, openai_client) -> None:

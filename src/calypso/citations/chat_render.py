@@ -12,29 +12,40 @@ Under a ``hidden`` sources policy every marker is removed and no source
 (quote, filename, URL) appears in content, annotations or citations.
 
 In both, the number shown in the text equals ``source_index`` in ``citations``.
-``ContentBuilder`` is the one place that turns answer events into content, used
-by the streaming path event by event and by ``render_chat`` replaying a
-finished answer, so both produce the same string and the same offsets.
+``ContentBuilder`` (citations/content.py) is the one place that turns answer
+events into content, used by the streaming path event by event and by
+``render_chat`` replaying a finished answer, so both produce the same string
+and the same offsets.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from calypso.citations.composer import MarkerEvent, TextEvent
-from calypso.citations.grounded import GroundedAnswer, MarkerPlacement, Source, grounding_status, utf16_len
+from calypso.citations.content import ContentBuilder, replay
+from calypso.citations.grounded import GroundedAnswer, Source, grounding_status, utf16_len
 from calypso.citations.links import LinkSigner, source_url
+from calypso.citations.styles import HIDDEN, NUMERIC, SOURCE, RenderStyle, style_for
 
-NUMERIC = "numeric"
-SOURCE = "source"
-HIDDEN = "hidden"  # a sources policy, not a bot style: no markers, no sources anywhere
-STYLES = (NUMERIC, SOURCE)
+if TYPE_CHECKING:
+    from calypso.citations.events import Retrieved
+
+# Importable from here, as the routes always have.
+__all__ = [
+    "ChatStreamRenderer",
+    "RenderedChat",
+    "chat_annotations",
+    "citations",
+    "finish_render",
+    "is_citing",
+    "render_chat",
+    "source_index",
+    "style_for",
+]
+
 PREVIEW_CHARS = 200  # seed 004: text_preview is the first 200 characters of the passage
-
-
-def style_for(marker_style: str, sources_hidden: bool) -> str:
-    """The rendering style: the bot's marker style, unless a policy hides sources."""
-    return HIDDEN if sources_hidden else marker_style
 
 
 def is_citing(answer: GroundedAnswer) -> bool:
@@ -42,89 +53,12 @@ def is_citing(answer: GroundedAnswer) -> bool:
     return answer.knowledge_base and answer.citations_enabled
 
 
-@dataclass
-class ContentBuilder:
-    """Turns plain-text deltas and marker placements into content deltas in one style.
-
-    Records where it inserted text into the plain answer, so segment spans
-    (offsets into the plain text) can be mapped onto the final content.
-    """
-
-    sources: list[Source]
-    style: str = NUMERIC
-    citing: bool = True
-    plain_len: int = 0
-    content_len: int = 0
-    insertions: list[tuple[int, int]] = field(default_factory=list)  # (plain position, inserted length)
-    _carry: str = ""  # the space of a removed marker, given to a valid marker right after it
-
-    def text(self, delta: str) -> str:
-        self._carry = ""
-        self.plain_len += len(delta)
-        self.content_len += len(delta)
-        return delta
-
-    def marker(self, placement: MarkerPlacement) -> str:
-        out = self._marker_text(placement)
-        if out:
-            self.insertions.append((placement.position, len(out)))
-            self.content_len += len(out)
-        return out
-
-    def _marker_text(self, placement: MarkerPlacement) -> str:
-        if self.style == SOURCE:
-            if placement.valid_numbers:
-                # Every number as written, so render() keeps seeing (and dropping) the invalid ones too.
-                return placement.leading_space + "".join(f"[Source {n}]" for n in placement.numbers)
-            return placement.leading_space + placement.raw  # seed 004: markers stay in place
-        if self.style == HIDDEN or not self.citing or not placement.valid_numbers:
-            # Removed; "days [Source 9][Source 1]" keeps its space for the "[1]" that follows.
-            self._carry = self._carry or placement.leading_space
-            return ""
-        space, self._carry = placement.leading_space or self._carry, ""
-        return space + "".join(f"[{self.sources[n - 1].display_number}]" for n in placement.valid_numbers)
-
-    def appendix(self, answer: GroundedAnswer) -> str:
-        """The numeric style's "Sources:" list of cited sources; empty in other cases."""
-        if self.style != NUMERIC or answer.citations_are_null or not answer.cited_sources:
-            return ""
-        lines = [f"[{s.display_number}] {s.passage.display_label}" for s in answer.cited_sources]
-        out = "\n\nSources:\n" + "\n".join(lines)
-        self.content_len += len(out)
-        return out
-
-    def feed(self, event: TextEvent | MarkerEvent) -> str:
-        return self.text(event.text) if isinstance(event, TextEvent) else self.marker(event.placement)
-
-    def content_start(self, plain_start: int) -> int:
-        # A marker inserted at position p sits before plain character p.
-        return plain_start + sum(n for p, n in self.insertions if p <= plain_start)
-
-    def content_end(self, plain_end: int) -> int:
-        return plain_end + sum(n for p, n in self.insertions if p < plain_end)
-
-
-def replay(answer: GroundedAnswer, builder: ContentBuilder) -> str:
-    """The content of a finished answer, built exactly as the streaming path builds it."""
-    parts: list[str] = []
-    last = 0
-    for placement in answer.markers:
-        if placement.position > last:
-            parts.append(builder.text(answer.text[last : placement.position]))
-            last = placement.position
-        parts.append(builder.marker(placement))
-    if last < len(answer.text):
-        parts.append(builder.text(answer.text[last:]))
-    parts.append(builder.appendix(answer))
-    return "".join(parts)
-
-
-def source_index(source: Source, style: str) -> int:
+def source_index(source: Source, style: RenderStyle) -> int:
     """The number a client sees in the text for this source."""
     return source.retrieval_number if style == SOURCE else source.display_number
 
 
-def annotations(
+def chat_annotations(
     answer: GroundedAnswer, builder: ContentBuilder, content: str, links: LinkSigner | None = None
 ) -> list[dict]:
     """One nested ``url_citation`` per (segment, cited source), spanning the segment in ``content``."""
@@ -132,7 +66,7 @@ def annotations(
         return []
     out = []
     for segment in answer.segments:
-        start, end = builder.content_start(segment.start), builder.content_end(segment.end)
+        start, end = builder.offsets.start(segment.start), builder.offsets.end(segment.end)
         for citation in segment.citations:
             source = answer.source(citation.retrieval_number)
             passage = source.passage
@@ -156,7 +90,7 @@ def annotations(
     return out
 
 
-def citations(answer: GroundedAnswer, style: str, links: LinkSigner | None = None) -> list[dict] | None:
+def citations(answer: GroundedAnswer, style: RenderStyle, links: LinkSigner | None = None) -> list[dict] | None:
     """Seed 004's ``citations``: null (no knowledge base, disabled, tool call) or one object per cited source.
 
     Ordered by first citation in the answer; the seed's six fields come first,
@@ -205,13 +139,13 @@ def finish_render(
     """Annotations and citations for ``content`` built by ``builder`` (streamed or replayed)."""
     return RenderedChat(
         content,
-        annotations(answer, builder, content, links),
+        chat_annotations(answer, builder, content, links),
         citations(answer, builder.style, links),
         grounding_status(answer, hidden=builder.style == HIDDEN),
     )
 
 
-def render_chat(answer: GroundedAnswer, style: str = NUMERIC, links: LinkSigner | None = None) -> RenderedChat:
+def render_chat(answer: GroundedAnswer, style: RenderStyle = NUMERIC, links: LinkSigner | None = None) -> RenderedChat:
     """The whole Chat Completions rendering of a finished answer."""
     builder = ContentBuilder(answer.sources, style, is_citing(answer))
     return finish_render(answer, builder, replay(answer, builder), links)
@@ -226,11 +160,18 @@ class ChatStreamRenderer:
     """
 
     def __init__(
-        self, sources: list[Source], style: str = NUMERIC, citing: bool = True, links: LinkSigner | None = None
+        self, sources: list[Source], style: RenderStyle = NUMERIC, citing: bool = True, links: LinkSigner | None = None
     ) -> None:
         self.builder = ContentBuilder(sources, style, citing)
         self.links = links
         self._parts: list[str] = []
+
+    @classmethod
+    def start(
+        cls, retrieved: Retrieved, style: RenderStyle = NUMERIC, links: LinkSigner | None = None
+    ) -> ChatStreamRenderer:
+        """The renderer for an answer stream, from its first event (which says whether markers cite)."""
+        return cls(retrieved.sources, style, retrieved.citing, links)
 
     def delta(self, event: TextEvent | MarkerEvent) -> str:
         out = self.builder.feed(event)

@@ -1,25 +1,15 @@
-"""Plain-text renderings of a grounded answer: numbered markers and an evidence list."""
+"""Plain-text renderings of a grounded answer, for the CLI: numbered markers and an evidence list."""
 
 from __future__ import annotations
 
+from calypso.citations.content import numbered_text as render_numbered
 from calypso.citations.grounded import GroundedAnswer
 
-
-def render_numbered(answer: GroundedAnswer) -> str:
-    """The plain answer with [n] display numbers where the model cited."""
-    out, last = [], 0
-    for marker in answer.markers:
-        if not marker.valid_numbers:
-            continue
-        out.append(answer.text[last : marker.position])
-        numbers = [answer.source(n).display_number for n in marker.valid_numbers]
-        out.append(" " + "".join(f"[{n}]" for n in numbers))
-        last = marker.position
-    out.append(answer.text[last:])
-    return "".join(out)
+__all__ = ["render_evidence", "render_numbered"]
 
 
 def render_evidence(answer: GroundedAnswer) -> str:
+    """Each (segment, cited source) with its quote and support score: what backs the answer, line by line."""
     lines = []
     for segment in answer.segments:
         for citation in segment.citations:

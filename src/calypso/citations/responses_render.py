@@ -7,14 +7,18 @@ Two text modes over one GroundedAnswer:
 * inline (seed 003, ``include=["inline_citations"]``): ``[[n]](url)`` links
   stand where the model cited, each spanned exactly by a ``url_citation``.
 
-Both streaming and non-streaming build annotations with the same functions,
-so ``response.completed`` equals the non-streaming reply.
+This module holds the pieces (annotations, links, file search results,
+``metadata._aicore``); ``responses_stream.ResponsesStreamRenderer`` puts them
+together marker by marker, and the non-streamed reply replays the finished
+answer through it, so ``response.completed`` equals the non-streamed reply.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
+from calypso.citations.content import numbered_text, sources_appendix
 from calypso.citations.grounded import (
     GroundedAnswer,
     MarkerPlacement,
@@ -25,6 +29,7 @@ from calypso.citations.grounded import (
     utf16_len,
 )
 from calypso.citations.links import LinkSigner, source_url
+from calypso.citations.offsets import OffsetMap
 
 
 @dataclass
@@ -34,6 +39,16 @@ class RenderOptions:
     legacy: bool = True  # citation_compat "legacy": duplicate the citation data under metadata._aicore
     sources_appendix: bool = True  # "Sources:" list in _aicore.display_text (legacy)
     hidden: bool = False  # a sources policy hides them: no quotes, filenames or URLs anywhere
+
+
+class LinkSpan(NamedTuple):
+    """One ``[[n]](url)`` link in the inline text and the citation it stands for."""
+
+    start: int
+    end: int
+    url: str
+    citation: SegmentCitation
+    source: Source
 
 
 def _url(source: Source, options: RenderOptions, page: int | None = None) -> str:
@@ -83,48 +98,37 @@ def file_citation(answer_text: str, segment: Segment, citation: SegmentCitation,
     }
 
 
-def url_citation(
-    link_start: int,
-    link_end: int,
-    url: str,
-    segment: Segment,
-    citation: SegmentCitation,
-    source: Source,
-    segment_start: int,
-    segment_end: int,
-    text: str,
-) -> dict:
-    """A seed-003 url_citation spanning exactly one ``[[n]](url)`` link; ``title`` is the number."""
+def url_citation(link: LinkSpan, segment: Segment, segment_start: int, segment_end: int, text: str) -> dict:
+    """A seed-003 url_citation spanning exactly one ``[[n]](url)`` link; ``title`` is the number.
+
+    ``segment_start``/``segment_end`` are the segment's offsets in the inline ``text``.
+    """
+    source = link.source
     document = source.passage.document
     return {
         "type": "url_citation",
-        "url": url,
+        "url": link.url,
         "title": str(source.display_number),
-        "start_index": link_start,
-        "end_index": link_end,
+        "start_index": link.start,
+        "end_index": link.end,
         "file_id": document.file_id,
         "filename": document.filename,
-        "_aicore": _segment_fields(segment, citation, source, segment_start, segment_end, text),
+        "_aicore": _segment_fields(segment, link.citation, source, segment_start, segment_end, text),
     }
 
 
 class InlineLinker:
-    """Builds ``[[n]](url)`` links marker by marker, tracking where they land in the inline text."""
+    """Builds ``[[n]](url)`` links marker by marker; ``offsets`` tracks where they land in the inline text."""
 
     def __init__(self, answer_sources: list[Source], options: RenderOptions) -> None:
         self.sources = answer_sources
         self.options = options
-        self.inserted: list[tuple[int, int]] = []  # (plain position, inserted length)
+        self.offsets = OffsetMap()
 
-    def shift(self, plain_offset: int, *, inclusive: bool) -> int:
-        return plain_offset + sum(
-            length
-            for position, length in self.inserted
-            if position < plain_offset or (inclusive and position == plain_offset)
-        )
-
-    def links(self, placement: MarkerPlacement, segment: Segment | None, inline_text_len: int):
-        """(text to insert, [(link_start, link_end, url, citation, source)]) for one marker."""
+    def links(
+        self, placement: MarkerPlacement, segment: Segment | None, inline_text_len: int
+    ) -> tuple[str, list[LinkSpan]]:
+        """(text to insert, one span per link) for one marker; ``inline_text_len`` is the text written so far."""
         if segment is None or not placement.valid_numbers:
             return "", []
         by_number = {c.retrieval_number: c for c in segment.citations}
@@ -139,54 +143,23 @@ class InlineLinker:
             link = f"[[{source.display_number}]]({url})"
             start = inline_text_len + len(piece)
             piece += link
-            spans.append((start, start + len(link), url, citation, source))
-        self.inserted.append((placement.position, len(piece)))
+            spans.append(LinkSpan(start, start + len(link), url, citation, source))
+        self.offsets.insert(placement.position, len(piece))
         return piece, spans
-
-
-def render_text_and_annotations(answer: GroundedAnswer, options: RenderOptions) -> tuple[str, list[dict]]:
-    if options.hidden:
-        return answer.text, []
-    if not options.inline:
-        annotations = [
-            file_citation(answer.text, segment, citation, answer.source(citation.retrieval_number))
-            for segment in answer.segments
-            for citation in segment.citations
-        ]
-        return answer.text, annotations
-    linker = InlineLinker(answer.sources, options)
-    parts: list[str] = []
-    length = 0
-    last = 0
-    pending: list[tuple] = []
-    for placement in answer.markers:
-        segment = answer.segments[placement.segment_index] if placement.segment_index is not None else None
-        chunk = answer.text[last : placement.position]
-        parts.append(chunk)
-        length += len(chunk)
-        last = placement.position
-        piece, spans = linker.links(placement, segment, length)
-        parts.append(piece)
-        length += len(piece)
-        pending += [(span, segment) for span in spans]
-    parts.append(answer.text[last:])
-    text = "".join(parts)
-    annotations = []
-    for (start, end, url, citation, source), segment in pending:
-        seg_start = linker.shift(segment.start, inclusive=True)
-        seg_end = linker.shift(segment.end, inclusive=False)
-        annotations.append(url_citation(start, end, url, segment, citation, source, seg_start, seg_end, text))
-    return text, annotations
 
 
 # -- file search results, metadata -------------------------------------------------------------
 
 
-def file_search_results(answer: GroundedAnswer, options: RenderOptions, final: bool = True) -> list[dict]:
-    """Every retrieved passage; ``final=False`` (streamed before the answer) omits what is not known yet."""
+def file_search_results(sources: list[Source], options: RenderOptions, final: bool = True) -> list[dict]:
+    """Every retrieved passage, in the order given.
+
+    Final results (``answer.by_display_number``) carry ``source_index`` and
+    ``cited``; ``final=False`` (streamed before the answer, retrieval order)
+    omits them: display numbers exist only once the answer is written.
+    """
     if options.hidden:
         return []
-    sources = answer.by_display_number if final else answer.sources
     results = []
     for source in sources:
         passage = source.passage
@@ -227,13 +200,9 @@ def all_source_urls(answer: GroundedAnswer, options: RenderOptions) -> list[str]
 
 
 def _display_text(answer: GroundedAnswer, options: RenderOptions) -> str:
-    from calypso.citations.render import render_numbered
-
-    body = render_numbered(answer)
-    cited = answer.cited_sources
-    if options.sources_appendix and cited:
-        body += "\n\nSources:\n" + "\n".join(f"[{s.display_number}] {s.passage.display_label}" for s in cited)
-    return body
+    """The text as the numeric chat style shows it: ``[n]`` markers and, unless omitted, the "Sources:" list."""
+    body = numbered_text(answer)
+    return body + sources_appendix(answer) if options.sources_appendix else body
 
 
 def aicore_metadata(answer: GroundedAnswer, options: RenderOptions) -> dict:

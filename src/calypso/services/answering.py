@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from calypso.citations.composer import AnswerComposer, MarkerEvent, TextEvent
+from calypso.citations.composer import AnswerComposer
+from calypso.citations.events import AnswerEvent, Done, Retrieved, ToolCallsEvent
 from calypso.citations.grounded import GroundedAnswer, Quote, Source
 from calypso.citations.support import SUPPORT_THRESHOLD, best_evidence
 from calypso.config import Settings
@@ -52,25 +53,6 @@ class AskRequest:
     def citing(self) -> bool:
         """Whether citations can exist in the answer (known before generation starts)."""
         return self.scope.knowledge_base and self.include_citations
-
-
-@dataclass
-class Retrieved:
-    sources: list[Source]
-    query: str | None  # None: retrieval did not run
-
-
-@dataclass
-class ToolCallsEvent:
-    calls: list[dict[str, Any]]
-
-
-@dataclass
-class Done:
-    answer: GroundedAnswer
-
-
-AnswerEvent = Retrieved | TextEvent | MarkerEvent | ToolCallsEvent | Done
 
 
 def message_text(message: dict[str, Any]) -> str:
@@ -208,7 +190,7 @@ class Answerer:
         generator = self.generator(request.generator, request.generator_model)
         passages, query = await self._retrieve(request)
         sources = [Source(i, p) for i, p in enumerate(passages or [], start=1)]
-        yield Retrieved(sources, query)
+        yield Retrieved(sources, query, citing=request.knowledge_base and request.include_citations)
 
         generation = GenerationRequest(
             messages=build_messages(request.messages, passages, request.system_prompt),

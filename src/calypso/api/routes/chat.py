@@ -22,10 +22,11 @@ from calypso.api.deps import json_object, link_signer, services
 from calypso.api.sse import sse_data, sse_response
 from calypso.citations.chat_render import ChatStreamRenderer, RenderedChat, render_chat, style_for
 from calypso.citations.composer import MarkerEvent, TextEvent
+from calypso.citations.events import AnswerEvent, Done, Retrieved, ToolCallsEvent
 from calypso.citations.grounded import GroundedAnswer
 from calypso.citations.links import LinkSigner
 from calypso.errors import CalypsoError, InvalidRequest
-from calypso.services.answering import Answerer, AnswerEvent, Done, Retrieved, ToolCallsEvent
+from calypso.services.answering import Answerer
 from calypso.services.bots import ask_request
 
 log = logging.getLogger("calypso.api.chat")

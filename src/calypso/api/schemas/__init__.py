@@ -1,0 +1,1 @@
+"""Request bodies of the HTTP surfaces, as pydantic models."""

@@ -1,0 +1,1 @@
+"""Wire requests into what the services take (``AskRequest``, render options), validated on the way."""

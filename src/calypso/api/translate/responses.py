@@ -1,0 +1,222 @@
+"""``POST /v1/responses`` into an ``AskRequest`` and render options (seed 000 + seed 003).
+
+Everything here is validation and mapping; the route passes in what needs
+storage (a file-id resolver, a stored-response loader), so this module never
+touches the knowledge base itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from calypso.api.schemas.responses import KNOWN_INCLUDES, ResponsesRequest
+from calypso.bots import Bot, bot_scope
+from calypso.citations.links import LinkSigner
+from calypso.citations.responses_render import RenderOptions
+from calypso.citations.responses_wire import ResponseEcho
+from calypso.errors import InvalidRequest
+from calypso.models import StoredResponse
+from calypso.scope import RetrievalScope, check_namespace
+from calypso.services.answering import AskRequest, message_text, validate_messages
+from calypso.services.bots import ask_request
+
+# (file_id, workspace) -> the document's id, None when the workspace has no such file.
+FileResolver = Callable[[str, str], str | None]
+# previous_response_id -> the stored response; raises NotFound naming previous_response_id.
+ResponseLoader = Callable[[str], StoredResponse]
+
+_TOOL_FIELDS = {"type", "vector_store_ids", "max_num_results", "filters", "ranking_options"}
+
+
+@dataclass
+class ResponsesTurn:
+    """One request, translated: what to ask, how to render the answer, what the reply echoes."""
+
+    ask: AskRequest
+    messages: list[dict]  # the conversation as sent, stored so a later turn can continue it
+    options: RenderOptions
+    echo: ResponseEcho
+
+
+def translate(
+    body: ResponsesRequest,
+    bot: Bot,
+    workspace: str,
+    *,
+    links: LinkSigner,
+    sources_hidden: bool,
+    resolve_file: FileResolver,
+    load_response: ResponseLoader,
+) -> ResponsesTurn:
+    """Validate ``body`` for ``bot`` and map it; raises ``InvalidRequest``/``NotFound`` naming the field."""
+    options = render_options(body, bot, links, sources_hidden)
+    scope = _scope(body, bot, workspace, resolve_file)
+    history: list[dict] = []
+    if body.previous_response_id:
+        history = list(load_response(body.previous_response_id).history)
+    messages = history + input_messages(body.input)
+    if body.instructions:
+        messages = [{"role": "system", "content": body.instructions}, *[m for m in messages if m["role"] != "system"]]
+    validate_messages(messages)
+    ask = ask_request(
+        bot,
+        messages,
+        scope=scope,
+        temperature=body.temperature,
+        max_tokens=body.max_output_tokens,
+        workspace=workspace,
+    )
+    return ResponsesTurn(ask, messages, options, echo(body))
+
+
+def input_messages(raw: str | list[dict]) -> list[dict]:
+    """``input`` as chat messages: a string is one user message; ``developer`` becomes ``system``."""
+    if isinstance(raw, str):
+        if not raw.strip():
+            raise InvalidRequest("input is empty; send the question as a string or a list of messages.", param="input")
+        return [{"role": "user", "content": raw}]
+    if not raw:
+        raise InvalidRequest("input is an empty list; send at least one user message.", param="input")
+    messages = []
+    for i, item in enumerate(raw):
+        kind = item.get("type", "message")
+        if kind != "message":
+            raise InvalidRequest(
+                f"input[{i}] has unsupported type {kind!r}; only messages are accepted.", param=f"input[{i}].type"
+            )
+        role = item.get("role")
+        if role not in ("user", "assistant", "system", "developer"):
+            raise InvalidRequest(f"input[{i}] has unknown role {role!r}.", param=f"input[{i}].role")
+        content = item.get("content")
+        if not isinstance(content, (str, list)):
+            raise InvalidRequest(
+                f"input[{i}].content must be a string or a list of parts.", param=f"input[{i}].content"
+            )
+        text = content if isinstance(content, str) else message_text({"content": content})
+        messages.append({"role": "system" if role == "developer" else role, "content": text})
+    return messages
+
+
+def filter_document_ids(filters: dict, param: str, workspace: str, resolve_file: FileResolver) -> set[str]:
+    """OpenAI attribute filters on ``document_id`` / ``file_id``: eq, in, and or-combinations of them."""
+    kind = filters.get("type")
+    if kind == "or" and isinstance(filters.get("filters"), list):
+        ids: set[str] = set()
+        for i, inner in enumerate(filters["filters"]):
+            ids |= filter_document_ids(inner, f"{param}.filters[{i}]", workspace, resolve_file)
+        return ids
+    key, value = filters.get("key"), filters.get("value")
+    if kind not in ("eq", "in") or key not in ("document_id", "file_id"):
+        raise InvalidRequest(
+            "Only filters on document_id or file_id with type eq or in (optionally combined with or) are supported.",
+            param=param,
+        )
+    raw = value if kind == "in" and isinstance(value, list) else [value]
+    values = [v for v in raw if isinstance(v, str)]
+    if len(values) != len(raw):
+        raise InvalidRequest("Filter values must be strings (ids).", param=f"{param}.value")
+    if key == "file_id":
+        # An unknown file simply matches nothing.
+        return {doc_id for doc_id in (resolve_file(file_id, workspace) for file_id in values) if doc_id is not None}
+    return set(values)
+
+
+def _scope(body: ResponsesRequest, bot: Bot, workspace: str, resolve_file: FileResolver) -> RetrievalScope:
+    """Namespaces, documents and passage count from the bot, narrowed by a file_search tool."""
+    scope = bot_scope(bot)
+    for i, tool in enumerate(body.tools or []):
+        if tool.get("type") != "file_search":
+            raise InvalidRequest(
+                f"tools[{i}] has type {tool.get('type')!r}; this server supports only file_search.",
+                param=f"tools[{i}].type",
+            )
+        unknown = set(tool) - _TOOL_FIELDS
+        if unknown:
+            raise InvalidRequest(
+                f"Unknown field {sorted(unknown)[0]!r} in tools[{i}].", param=f"tools[{i}].{sorted(unknown)[0]}"
+            )
+        stores = tool.get("vector_store_ids")
+        if stores is not None:
+            if not isinstance(stores, list) or not stores:
+                raise InvalidRequest(
+                    "vector_store_ids must be a non-empty list of namespaces.", param=f"tools[{i}].vector_store_ids"
+                )
+            namespaces = tuple(check_namespace(s, f"tools[{i}].vector_store_ids") for s in stores)
+            scope = replace(scope, namespaces=namespaces)
+        count = tool.get("max_num_results")
+        if count is not None:
+            if not isinstance(count, int) or not 1 <= count <= 50:
+                raise InvalidRequest(
+                    "max_num_results must be an integer from 1 to 50.", param=f"tools[{i}].max_num_results"
+                )
+            scope = replace(scope, passage_count=count)
+        if tool.get("filters") is not None:
+            ids = filter_document_ids(tool["filters"], f"tools[{i}].filters", workspace, resolve_file)
+            allowed = scope.document_ids
+            # A bot restricted to documents never widens beyond them.
+            scope = replace(scope, document_ids=tuple(sorted(ids if allowed is None else ids & set(allowed))))
+    return scope
+
+
+def _control(body: ResponsesRequest, key: str) -> str | None:
+    """citation_compat / sources_appendix: top level, then metadata, then metadata._aicore (seed 000)."""
+    value = getattr(body, key)
+    metadata = body.metadata or {}
+    nested = metadata.get("_aicore")
+    if not isinstance(nested, dict):
+        nested = {}
+    for candidate in (value, metadata.get(key), nested.get(key)):
+        if candidate is not None:
+            return candidate
+    return None
+
+
+def render_options(body: ResponsesRequest, bot: Bot, links: LinkSigner, sources_hidden: bool) -> RenderOptions:
+    """Inline links, compat mode and appendix from ``include``, the controls and the bot's defaults."""
+    include = set(body.include or [])
+    unknown = include - KNOWN_INCLUDES
+    if unknown:
+        raise InvalidRequest(
+            f"Unknown include value {sorted(unknown)[0]!r}; supported: {', '.join(sorted(KNOWN_INCLUDES))}.",
+            param="include",
+        )
+    compat = _control(body, "citation_compat") or "legacy"
+    appendix = _control(body, "sources_appendix") or "include"
+    if compat not in ("legacy", "native"):
+        raise InvalidRequest("citation_compat must be 'legacy' or 'native'.", param="metadata.citation_compat")
+    if appendix not in ("omit", "include"):
+        raise InvalidRequest("sources_appendix must be 'omit' or 'include'.", param="metadata.sources_appendix")
+    # Seed 003: no_inline_citations always wins.
+    inline = ("inline_citations" in include or bot.inline_citations) and "no_inline_citations" not in include
+    return RenderOptions(
+        links=links,
+        inline=inline and not sources_hidden,
+        legacy=compat == "legacy",
+        sources_appendix=appendix != "omit",
+        hidden=sources_hidden,
+    )
+
+
+def echo(body: ResponsesRequest) -> ResponseEcho:
+    """What the response object repeats of the request; metadata without the ``_aicore`` controls."""
+    return ResponseEcho(
+        instructions=body.instructions,
+        max_output_tokens=body.max_output_tokens,
+        previous_response_id=body.previous_response_id,
+        store=body.store,
+        temperature=body.temperature,
+        tool_choice=body.tool_choice or "auto",
+        tools=body.tools or [],
+        top_p=body.top_p,
+        truncation=body.truncation or "disabled",
+        user=body.user,
+        metadata={k: v for k, v in (body.metadata or {}).items() if k != "_aicore"},
+    )
+
+
+def stored_response(turn: ResponsesTurn, response: dict, raw_answer: str) -> StoredResponse:
+    """The record a later ``previous_response_id`` continues from."""
+    # The continuation keeps the model's own markers, as seed 004 advises for replayed history.
+    history = [*turn.messages, {"role": "assistant", "content": raw_answer}]
+    return StoredResponse(response["id"], response["model"], response, history)

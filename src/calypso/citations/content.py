@@ -1,0 +1,92 @@
+"""The answer text with its markers in one style, and the "Sources:" appendix.
+
+``ContentBuilder`` is the one place that turns answer events into text with
+markers (``[n]``, ``[Source N]``, or none): the Chat Completions content, the
+Responses ``display_text`` and the CLI's answer all come from it, streamed
+event by event or replayed from a finished answer (``numbered_text``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from calypso.citations.composer import MarkerEvent, TextEvent
+from calypso.citations.grounded import GroundedAnswer, MarkerPlacement, Source
+from calypso.citations.offsets import OffsetMap
+from calypso.citations.replay import answer_events
+from calypso.citations.styles import HIDDEN, NUMERIC, SOURCE, RenderStyle
+
+
+def sources_appendix(answer: GroundedAnswer) -> str:
+    """``"\\n\\nSources:\\n[1] label…"``: the cited sources by display number; "" when nothing is cited."""
+    cited = answer.cited_sources
+    if not cited:
+        return ""
+    return "\n\nSources:\n" + "\n".join(f"[{s.display_number}] {s.passage.display_label}" for s in cited)
+
+
+@dataclass
+class ContentBuilder:
+    """Turns plain-text deltas and marker placements into content deltas in one style.
+
+    ``offsets`` records where markers were inserted into the plain answer, so
+    segment spans (offsets into the plain text) can be mapped onto the content.
+    ``citing`` is False where citations cannot exist (no knowledge base, or
+    citations disabled): numeric markers are then removed.
+    """
+
+    sources: list[Source]
+    style: RenderStyle = NUMERIC
+    citing: bool = True
+    plain_len: int = 0
+    content_len: int = 0
+    offsets: OffsetMap = field(default_factory=OffsetMap)
+    _carry: str = ""  # the space of a removed marker, given to a valid marker right after it
+
+    def text(self, delta: str) -> str:
+        self._carry = ""
+        self.plain_len += len(delta)
+        self.content_len += len(delta)
+        return delta
+
+    def marker(self, placement: MarkerPlacement) -> str:
+        out = self._marker_text(placement)
+        self.offsets.insert(placement.position, len(out))
+        self.content_len += len(out)
+        return out
+
+    def _marker_text(self, placement: MarkerPlacement) -> str:
+        if self.style == SOURCE:
+            if placement.valid_numbers:
+                # Every number as written, so render() keeps seeing (and dropping) the invalid ones too.
+                return placement.leading_space + "".join(f"[Source {n}]" for n in placement.numbers)
+            return placement.leading_space + placement.raw  # seed 004: markers stay in place
+        if self.style == HIDDEN or not self.citing or not placement.valid_numbers:
+            # Removed; "days [Source 9][Source 1]" keeps its space for the "[1]" that follows.
+            self._carry = self._carry or placement.leading_space
+            return ""
+        space, self._carry = placement.leading_space or self._carry, ""
+        return space + "".join(f"[{self.sources[n - 1].display_number}]" for n in placement.valid_numbers)
+
+    def appendix(self, answer: GroundedAnswer) -> str:
+        """The numeric style's "Sources:" list of cited sources; empty in other cases."""
+        if self.style != NUMERIC or answer.citations_are_null:
+            return ""
+        out = sources_appendix(answer)
+        self.content_len += len(out)
+        return out
+
+    def feed(self, event: TextEvent | MarkerEvent) -> str:
+        return self.text(event.text) if isinstance(event, TextEvent) else self.marker(event.placement)
+
+
+def replay(answer: GroundedAnswer, builder: ContentBuilder) -> str:
+    """The content of a finished answer with its appendix, built exactly as the streaming path builds it."""
+    body = "".join(builder.feed(event) for event in answer_events(answer))
+    return body + builder.appendix(answer)
+
+
+def numbered_text(answer: GroundedAnswer) -> str:
+    """The plain answer with ``[n]`` display numbers where the model cited (no appendix)."""
+    builder = ContentBuilder(answer.sources, NUMERIC, citing=True)
+    return "".join(builder.feed(event) for event in answer_events(answer))

@@ -1,0 +1,189 @@
+"""Answer events in, Responses streaming events out; the non-streamed reply is the same renderer, replayed.
+
+``ResponsesStreamRenderer`` returns each streaming event as a dict
+``{"type": ..., **fields}`` without ``sequence_number`` or SSE framing (the
+route numbers and frames them). Event order, as OpenAI streams a
+file-search answer::
+
+    response.created, response.in_progress
+    [output_item.added (file_search_call), file_search_call.in_progress/.searching/.completed,
+     output_item.done]                                  -- when retrieval ran
+    output_item.added (message), content_part.added
+    output_text.delta … with output_text.annotation.added after the delta that closes its segment
+    output_text.done, content_part.done, output_item.done, response.completed
+    -- or, on failure at any point: error, response.failed
+
+``render_response`` replays a finished answer through the same renderer, so
+the non-streamed reply equals ``response.completed`` and inline links and
+annotations have one implementation.
+"""
+
+from __future__ import annotations
+
+from calypso.citations.composer import MarkerEvent, TextEvent
+from calypso.citations.events import AnswerEvent, Done, Retrieved
+from calypso.citations.grounded import GroundedAnswer, Source
+from calypso.citations.replay import answer_events
+from calypso.citations.responses_render import (
+    InlineLinker,
+    RenderOptions,
+    aicore_metadata,
+    all_source_urls,
+    file_citation,
+    file_search_results,
+    url_citation,
+)
+from calypso.citations.responses_wire import ResponseWire, output_text, usage
+
+
+class ResponsesStreamRenderer:
+    """One reply's streaming events, built as the answer events arrive.
+
+    Call ``opening()`` first, then ``feed(event)`` for each answer event
+    (``Retrieved`` first, ``Done`` last); after ``Done``, ``response`` is the
+    completed response object. ``failed(...)`` gives the closing events of a
+    stream that cannot finish.
+    """
+
+    def __init__(self, wire: ResponseWire, options: RenderOptions) -> None:
+        self.wire = wire
+        self.options = options
+        self.response: dict | None = None  # set by Done
+        self._query: str | None = None
+        self._sources: list[Source] = []
+        self._linker: InlineLinker | None = None
+        self._output_index = 0  # the message's index in ``output``: 1 after a file_search_call
+        self._parts: list[str] = []
+        self._length = 0
+        self._annotations: list[dict] = []
+
+    def opening(self) -> list[dict]:
+        return [
+            {"type": "response.created", "response": self.wire.skeleton("in_progress", [])},
+            {"type": "response.in_progress", "response": self.wire.skeleton("in_progress", [])},
+        ]
+
+    def feed(self, event: AnswerEvent) -> list[dict]:
+        if isinstance(event, Retrieved):
+            return self._retrieved(event.sources, event.query)
+        if isinstance(event, TextEvent):
+            return [self._delta(event.text)]
+        if isinstance(event, MarkerEvent):
+            return self._marker(event)
+        if isinstance(event, Done):
+            return self._done(event.answer)
+        return []  # tool calls: the Responses surface takes no client tools
+
+    def failed(self, code: str | None, message: str, param: str | None = None) -> list[dict]:
+        """OpenAI's ``error`` event, then ``response.failed`` carrying the error."""
+        return [
+            {"type": "error", "code": code, "message": message, "param": param},
+            {
+                "type": "response.failed",
+                "response": self.wire.skeleton("failed", [], error={"code": code, "message": message}),
+            },
+        ]
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def _item_event(self, kind: str, **fields: object) -> dict:
+        return {"type": kind, "item_id": self.wire.message_id, "output_index": self._output_index, **fields}
+
+    def _retrieved(self, sources: list[Source], query: str | None) -> list[dict]:
+        self._query, self._sources = query, sources
+        self._linker = InlineLinker(sources, self.options) if self.options.inline else None
+        out: list[dict] = []
+        if query is not None:
+            wire = self.wire
+            out.append(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": 0,
+                    "item": wire.search_item(query, "in_progress", None),
+                }
+            )
+            for phase in ("in_progress", "searching", "completed"):
+                out.append({"type": f"response.file_search_call.{phase}", "output_index": 0, "item_id": wire.search_id})
+            # Retrieval order, without display numbers: those exist once the answer is written.
+            results = file_search_results(sources, self.options, final=False)
+            out.append(
+                {
+                    "type": "response.output_item.done",
+                    "output_index": 0,
+                    "item": wire.search_item(query, "completed", results),
+                }
+            )
+            self._output_index = 1
+        out.append(
+            {
+                "type": "response.output_item.added",
+                "output_index": self._output_index,
+                "item": self.wire.message_item("", [], "in_progress"),
+            }
+        )
+        out.append(self._item_event("response.content_part.added", content_index=0, part=output_text("", [])))
+        return out
+
+    def _delta(self, text: str) -> dict:
+        self._parts.append(text)
+        self._length += len(text)
+        return self._item_event("response.output_text.delta", content_index=0, delta=text, logprobs=[])
+
+    def _annotation(self, annotation: dict) -> dict:
+        self._annotations.append(annotation)
+        index = len(self._annotations) - 1
+        return self._item_event(
+            "response.output_text.annotation.added", content_index=0, annotation_index=index, annotation=annotation
+        )
+
+    def _text(self) -> str:
+        return "".join(self._parts)
+
+    def _marker(self, event: MarkerEvent) -> list[dict]:
+        segment = event.segment
+        if segment is None or self.options.hidden:
+            return []  # a marker that cites nothing, or sources hidden: nothing to show
+        if self._linker is None:
+            text = self._text()
+            return [
+                self._annotation(file_citation(text, segment, c, self._sources[c.retrieval_number - 1]))
+                for c in event.added
+            ]
+        piece, links = self._linker.links(event.placement, segment, self._length)
+        out = [self._delta(piece)] if piece else []
+        # Later links land after this segment, so its offsets in the inline text are final now.
+        offsets, text = self._linker.offsets, self._text()
+        start, end = offsets.start(segment.start), offsets.end(segment.end)
+        out += [self._annotation(url_citation(link, segment, start, end, text)) for link in links]
+        return out
+
+    def _done(self, answer: GroundedAnswer) -> list[dict]:
+        wire, options = self.wire, self.options
+        text = self._text()
+        message = wire.message_item(text, list(self._annotations), "completed")
+        output = []
+        if answer.retrieval_ran and answer.knowledge_base:
+            results = file_search_results(answer.by_display_number, options)
+            output.append(wire.search_item(self._query, "completed", results))
+        output.append(message)
+        response = wire.skeleton("completed", output, citations=all_source_urls(answer, options))
+        response["usage"] = usage(answer)
+        response["metadata"] = {**response["metadata"], "_aicore": aicore_metadata(answer, options)}
+        self.response = response
+        return [
+            self._item_event("response.output_text.done", content_index=0, text=text, logprobs=[]),
+            self._item_event("response.content_part.done", content_index=0, part=message["content"][0]),
+            {"type": "response.output_item.done", "output_index": self._output_index, "item": message},
+            {"type": "response.completed", "response": response},
+        ]
+
+
+def render_response(answer: GroundedAnswer, query: str | None, wire: ResponseWire, options: RenderOptions) -> dict:
+    """The non-streamed reply: the finished answer replayed through the streaming renderer."""
+    renderer = ResponsesStreamRenderer(wire, options)
+    renderer.feed(Retrieved(answer.sources, query))
+    for event in answer_events(answer):
+        renderer.feed(event)
+    renderer.feed(Done(answer))
+    assert renderer.response is not None
+    return renderer.response

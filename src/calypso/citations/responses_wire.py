@@ -1,0 +1,109 @@
+"""The fixed shapes of one Responses reply: the response object, its output items, usage.
+
+``ResponseWire`` holds the ids a reply keeps from ``response.created`` to
+``response.completed`` (and in storage), and what it echoes of the request.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from calypso.citations.grounded import GroundedAnswer
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(16)}"
+
+
+@dataclass
+class ResponseEcho:
+    """The request fields a response object repeats, as OpenAI does (defaults filled in)."""
+
+    instructions: str | None = None
+    max_output_tokens: int | None = None
+    previous_response_id: str | None = None
+    store: bool = True
+    temperature: float | None = None
+    tool_choice: str | dict = "auto"
+    tools: list[dict] = field(default_factory=list)
+    top_p: float | None = None
+    truncation: str = "disabled"
+    user: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)  # the request's, without the _aicore controls
+
+
+class ResponseWire:
+    """Builds the response object and its ``file_search_call`` and ``message`` items for one reply."""
+
+    def __init__(self, model: str, echo: ResponseEcho) -> None:
+        self.model = model
+        self.echo = echo
+        self.id = new_id("resp")
+        self.search_id = new_id("fs")
+        self.message_id = new_id("msg")
+        self.created_at = int(time.time())
+
+    def skeleton(self, status: str, output: list[dict], **extra: Any) -> dict:
+        """The response object with ``usage`` null; ``extra`` keys (``error``, ``citations``) go last or replace."""
+        echo = self.echo
+        return {
+            "id": self.id,
+            "object": "response",
+            "created_at": self.created_at,
+            "status": status,
+            "error": None,
+            "incomplete_details": None,
+            "instructions": echo.instructions,
+            "max_output_tokens": echo.max_output_tokens,
+            "model": self.model,
+            "output": output,
+            "parallel_tool_calls": True,
+            "previous_response_id": echo.previous_response_id,
+            "store": echo.store,
+            "temperature": echo.temperature,
+            "text": {"format": {"type": "text"}},
+            "tool_choice": echo.tool_choice,
+            "tools": echo.tools,
+            "top_p": echo.top_p,
+            "truncation": echo.truncation,
+            "usage": None,
+            "user": echo.user,
+            "metadata": dict(echo.metadata),
+            **extra,
+        }
+
+    def search_item(self, query: str | None, status: str, results: list[dict] | None) -> dict:
+        return {
+            "id": self.search_id,
+            "type": "file_search_call",
+            "status": status,
+            "queries": [query] if query else [],
+            "results": results,
+        }
+
+    def message_item(self, text: str, annotations: list[dict], status: str) -> dict:
+        return {
+            "id": self.message_id,
+            "type": "message",
+            "role": "assistant",
+            "status": status,
+            "content": [output_text(text, annotations)],
+        }
+
+
+def output_text(text: str, annotations: list[dict]) -> dict:
+    """The message's one content part."""
+    return {"type": "output_text", "text": text, "annotations": annotations, "logprobs": []}
+
+
+def usage(answer: GroundedAnswer) -> dict:
+    return {
+        "input_tokens": answer.prompt_tokens,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": answer.completion_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": answer.prompt_tokens + answer.completion_tokens,
+    }
