@@ -10,7 +10,9 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from calypso.config import Settings, settings_table
+from pydantic import ValidationError
+
+from calypso.config import Settings, settings_problems, settings_table
 from calypso.errors import CalypsoError
 
 
@@ -250,7 +252,14 @@ def main(argv: list[str] | None = None) -> int:
         level=os.environ.get("CALYPSO_LOG_LEVEL", "INFO").upper(), format="%(levelname)s %(name)s: %(message)s"
     )
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except ValidationError as exc:
+        if exc.title != Settings.__name__:
+            raise
+        for line in settings_problems(exc):
+            print(f"error: {line}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from calypso import __version__
 from calypso.answering import Answerer
 from calypso.api.auth import AuthMiddleware, auth_enabled
 from calypso.api.errors import install_error_handlers
+from calypso.api.request_ids import RequestIdMiddleware
 from calypso.api.routes import admin, bots, chat, conversations, documents, files, models, responses, search
 from calypso.bots import BotDirectory
 from calypso.citations.links import load_secret
@@ -42,6 +43,7 @@ def create_app(settings: Settings | None = None, kb: KnowledgeBase | None = None
     app.state.kb = kb
     install_error_handlers(app)
     app.add_middleware(AuthMiddleware)
+    app.add_middleware(RequestIdMiddleware)  # added last: outermost, so every response carries x-request-id
     for module in (documents, files, search, models, bots, responses, chat, conversations, admin):
         app.include_router(module.router)
 

@@ -78,14 +78,3 @@ def sources_hidden(request: Request, workspace: str, bot_policy: str) -> bool:
     if bot_policy == "hidden":
         return True
     return PolicyStore(request.app.state.kb.store).sources_policy(workspace) == "hidden"
-
-
-async def json_object(request: Request, hint: str = "a JSON object") -> dict:
-    """The request body as a JSON object, or a 400 that says what to send."""
-    try:
-        body = json.loads(await request.body() or b"null")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidRequest(f"The request body is not valid JSON: {exc}.") from exc
-    if not isinstance(body, dict):
-        raise InvalidRequest(f"The request body must be {hint}.")
-    return body

@@ -9,7 +9,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from calypso.api.auth import current_workspace
-from calypso.api.deps import bots, json_object
+from calypso.api.deps import bots
+from calypso.api.validation import json_object
 from calypso.bots import Bot, BotDirectory
 from calypso.errors import NotFound
 

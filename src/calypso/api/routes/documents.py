@@ -7,8 +7,9 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
 from calypso.api.auth import current_workspace
-from calypso.api.deps import check_limit, check_order, knowledge_base, parse_metadata, read_upload
+from calypso.api.deps import check_limit, check_order, knowledge_base, read_upload
 from calypso.api.serialize import chunk_object, document_object, list_object
+from calypso.api.validation import form_json_object
 from calypso.ingest.crawl import fetch_page
 from calypso.knowledge import KnowledgeBase, check_namespace
 
@@ -24,7 +25,7 @@ class CrawlRequest(BaseModel):
 
 @router.post("")
 def upload_document(
-    file: UploadFile | None = File(None),
+    file: UploadFile = File(...),
     namespace: str | None = Form(None),
     metadata: str | None = Form(None),
     kb: KnowledgeBase = Depends(knowledge_base),
@@ -37,8 +38,8 @@ def upload_document(
         data,
         filename,
         namespace,
-        media_type=file.content_type if file else None,
-        metadata=parse_metadata(metadata),
+        media_type=file.content_type,
+        metadata=form_json_object(metadata, "metadata"),
         workspace=workspace,
     )
     return JSONResponse(document_object(result.document), status_code=201 if result.created else 200)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import Response
 
@@ -9,27 +11,24 @@ from calypso.api.auth import current_workspace
 from calypso.api.deps import check_limit, check_order, knowledge_base, read_upload
 from calypso.api.serialize import file_object, list_object
 from calypso.citations.links import verify
-from calypso.errors import InvalidRequest, PermissionDenied
+from calypso.errors import PermissionDenied
 from calypso.knowledge import KnowledgeBase
 
 router = APIRouter(prefix="/v1/files", tags=["files"])
 
-ACCEPTED_PURPOSES = ("assistants", "user_data")
+Purpose = Literal["assistants", "user_data"]
+ACCEPTED_PURPOSES = get_args(Purpose)
 
 
 @router.post("")
 def create_file(
-    file: UploadFile | None = File(None),
-    purpose: str | None = Form(None),
+    file: UploadFile = File(...),
+    purpose: Purpose = Form(...),
     kb: KnowledgeBase = Depends(knowledge_base),
     workspace: str = Depends(current_workspace),
 ) -> dict:
-    if purpose not in ACCEPTED_PURPOSES:
-        raise InvalidRequest(
-            f"purpose must be one of {', '.join(ACCEPTED_PURPOSES)}; got {purpose!r}.", param="purpose"
-        )
     data, filename = read_upload(file, kb.settings.max_upload_bytes)
-    result = kb.ingest(data, filename, None, media_type=file.content_type if file else None, workspace=workspace)
+    result = kb.ingest(data, filename, None, media_type=file.content_type, workspace=workspace)
     return file_object(result.document)
 
 
