@@ -9,7 +9,7 @@ from fastapi import FastAPI
 from calypso import __version__
 from calypso.answering import Answerer
 from calypso.api.auth import AuthMiddleware, auth_enabled
-from calypso.api.errors import install_error_handlers
+from calypso.api.errors import UnexpectedErrorMiddleware, install_error_handlers
 from calypso.api.request_ids import RequestIdMiddleware
 from calypso.api.routes import admin, bots, chat, conversations, documents, files, models, responses, search
 from calypso.bots import BotDirectory
@@ -42,8 +42,10 @@ def create_app(settings: Settings | None = None, kb: KnowledgeBase | None = None
     app.state.signing_secret = load_secret(settings.signing_secret, settings.home)
     app.state.kb = kb
     install_error_handlers(app)
+    # The last added is the outermost: every response, a 401 or a 500 too, carries x-request-id.
     app.add_middleware(AuthMiddleware)
-    app.add_middleware(RequestIdMiddleware)  # added last: outermost, so every response carries x-request-id
+    app.add_middleware(UnexpectedErrorMiddleware)
+    app.add_middleware(RequestIdMiddleware)
     for module in (documents, files, search, models, bots, responses, chat, conversations, admin):
         app.include_router(module.router)
 

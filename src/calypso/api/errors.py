@@ -1,8 +1,9 @@
 """One JSON error shape for every failure: OpenAI's ``{"error": {"message", "type", "param", "code"}}``.
 
 Request validation goes through ``api/validation.py``; an unexpected exception
-is logged with the request id and answered with a 500 that quotes it.
-Streams end with the same body through ``api/streaming.failure``.
+is logged once, with the request id, and answered with a 500 that quotes it
+(``UnexpectedErrorMiddleware``). Streams end with the same body through
+``api/streaming.failure``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import HTTPConnection
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from calypso.api.request_ids import HEADER, request_id
 from calypso.api.validation import invalid_request_from
@@ -76,3 +79,37 @@ def install_error_handlers(app: FastAPI) -> None:
         rid = request_id(request)
         log_unexpected(exc, rid, f"{request.method} {request.url.path}")
         return JSONResponse(internal_error(rid), status_code=500, headers={HEADER: rid})
+
+
+class UnexpectedErrorMiddleware:
+    """Answers an unexpected exception with the 500 body and logs it once, with the request id.
+
+    Starlette's last resort (the ``Exception`` handler, run by ServerErrorMiddleware)
+    re-raises after answering: the server then logs the error again without the
+    id and drops the keep-alive connection. This runs inside it and does neither.
+    A response that had already started cannot become a 500: the failure is
+    logged and the connection ends (streams report their own failures, see
+    ``api/streaming.failure``).
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watch(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        except Exception as exc:  # noqa: BLE001 - logged here, answered as the one 500 shape
+            rid = request_id(HTTPConnection(scope))
+            log_unexpected(exc, rid, f"{scope.get('method')} {scope.get('path')}")
+            if not started:
+                await JSONResponse(internal_error(rid), status_code=500)(scope, receive, send)

@@ -182,8 +182,9 @@ def _pick(errors: list[dict], body: Any) -> tuple[dict, str | None, list[dict]]:
     return chosen, param, same
 
 
-def _number(value: Any) -> str:
-    return "integer" if isinstance(value, int) and not isinstance(value, bool) else "decimal"
+def _number(limit: Any) -> str:
+    # Pydantic stores the bound in the field's type: an int bound means an integer field.
+    return "integer" if isinstance(limit, int) and not isinstance(limit, bool) else "decimal"
 
 
 def _expected_list(errors: list[dict]) -> str:
@@ -254,11 +255,12 @@ def invalid_request_from(
         return InvalidRequest(message, param=param, code="invalid_value")
     if kind in _RANGE:
         suffix, words, op, key = _RANGE[kind]
+        number = _number(ctx.get(key))
         message = (
-            f"Invalid {where}: {_number(value)} {words} value. "
+            f"Invalid {where}: {number} {words} value. "
             f"Expected a value {op} {ctx.get(key)}, but got {json.dumps(value, default=str)} instead."
         )
-        return InvalidRequest(message, param=param, code=f"{_number(value)}_{suffix}")
+        return InvalidRequest(message, param=param, code=f"{number}_{suffix}")
     if kind in _LENGTH:
         noun, suffix, bound, key = _LENGTH[kind]
         size = len(value) if isinstance(value, (str, list, tuple)) else ctx.get("actual_length")
