@@ -233,6 +233,12 @@ def test_put_with_a_bad_enum(http) -> None:
     assert "'visible' or 'hidden'" in error["message"]
 
 
+def test_query_parameters_use_the_same_translator(http) -> None:
+    response = http.get("/v1/conversations", params={"limit": "many"})
+    error = _assert_shape(response, 400, "invalid_type", "limit")
+    assert error["message"] == "Invalid type for 'limit': expected an integer, but got a string instead."
+
+
 @pytest.mark.parametrize("path", ["/v1/responses", "/v1/chat/completions"])
 @pytest.mark.parametrize(
     ("content", "headers"),

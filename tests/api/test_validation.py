@@ -133,3 +133,10 @@ def test_form_json_object() -> None:
     with pytest.raises(InvalidRequest) as listed:
         form_json_object("[1]", "metadata")
     assert (listed.value.code, listed.value.param) == ("invalid_type", "metadata")
+
+
+def test_accepted_names_only_the_top_level_fields() -> None:
+    top = _error({"items": [], "bogus": 1}, accepted=["items", "count", "name"])
+    assert top.message.endswith("(accepted: items, count, name).")
+    nested = _error({"items": [{"role": "user", "content": "x", "zz": 1}]}, accepted=["items", "count", "name"])
+    assert "accepted: items" not in nested.message and nested.param == "items[0].zz"

@@ -15,7 +15,7 @@ from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 HEADER = "x-request-id"
-_SANE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+=/-]{0,127}$")
+_SANE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+=/-]{0,127}")
 
 
 def new_request_id() -> str:
@@ -24,7 +24,7 @@ def new_request_id() -> str:
 
 def sane(value: str | None) -> bool:
     """Whether an incoming id may be reused: 1-128 visible ASCII characters from a safe set (no spaces)."""
-    return bool(value) and _SANE.match(value or "") is not None
+    return value is not None and _SANE.fullmatch(value) is not None
 
 
 def request_id(connection: HTTPConnection) -> str:

@@ -111,9 +111,9 @@ def param_path(loc: Sequence[str | int], body: Any = _MISSING, *, missing: bool 
     are pydantic's union-member labels (``"str"``, ``"list[dict[str,any]]"``), which a
     client never wrote. ``missing`` keeps the last part, the absent field's name.
     """
-    parts = list(loc)
-    if parts and parts[0] in _SOURCES:
-        parts = parts[1:]
+    if loc[:1] and loc[0] in _SOURCES and loc[0] != "body":
+        body = _MISSING  # a query, path or header parameter: the body says nothing about it
+    parts = _field_loc(loc)
     kept: list[str | int] = []
     value = body
     for n, part in enumerate(parts):
@@ -133,6 +133,12 @@ def param_path(loc: Sequence[str | int], body: Any = _MISSING, *, missing: bool 
     return out or None
 
 
+def _field_loc(loc: Sequence[str | int]) -> list[str | int]:
+    # FastAPI prefixes where the value came from: ("body", "messages", 0) is the field path ("messages", 0).
+    parts = list(loc)
+    return parts[1:] if parts[:1] and parts[0] in _SOURCES else parts
+
+
 def _has_key(value: Any, key: str) -> bool:
     return isinstance(value, Mapping) and key in value  # a JSON object, or FastAPI's FormData
 
@@ -141,7 +147,7 @@ def _model_fields_at(model: type[BaseModel] | None, loc: Sequence[str | int]) ->
     """The field names of the (nested) model that holds the last part of ``loc``, if one can be found."""
     current: Any = model
     for part in list(loc)[:-1]:
-        if isinstance(part, int) or part in _SOURCES:
+        if isinstance(part, int):
             continue
         fields = getattr(current, "model_fields", None)
         if not fields or part not in fields:
@@ -239,8 +245,9 @@ def invalid_request_from(
     where = f"'{param}'" if param else "the request body"
 
     if kind == "extra_forbidden":
-        names = list(accepted) if accepted is not None and len(error["loc"]) <= 2 else None
-        names = names or _model_fields_at(model, [p for p in error["loc"] if p not in _SOURCES])
+        field_loc = _field_loc(error["loc"])
+        names = list(accepted) if accepted is not None and len(field_loc) == 1 else None
+        names = names or _model_fields_at(model, field_loc)
         hint = f"accepted: {', '.join(names)}" if names else "see the API reference for the accepted fields"
         return InvalidRequest(f"Unknown parameter: {where}. Remove it ({hint}).", param=param, code="unknown_parameter")
     if kind == "missing":
@@ -250,7 +257,7 @@ def invalid_request_from(
         message = f"Invalid type for {where}: expected {expected}, but got {json_kind(value)} instead."
         return InvalidRequest(message, param=param, code="invalid_type")
     if kind in ("literal_error", "enum"):
-        shown = json.dumps(value, default=str)
+        shown = f"'{value}'" if isinstance(value, str) else json.dumps(value, default=str)
         message = f"Invalid value for {where}: {shown}. Supported values are: {ctx.get('expected')}."
         return InvalidRequest(message, param=param, code="invalid_value")
     if kind in _RANGE:

@@ -254,15 +254,8 @@ async def post_message(
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
     writer = ChunkWriter(message_id, bot.id, include_usage, extra={"conversation_id": conversation_id})
     citing = ask.knowledge_base and ask.include_citations
+    rid = request_id(request)
     chunks = chat_chunks(
-        events,
-        buffered,
-        writer,
-        style,
-        citing,
-        links,
-        request_id=request_id(request),
-        on_done=on_done,
-        error_prefix=NOTHING_STORED,
+        events, buffered, writer, style, citing, links, request_id=rid, on_done=on_done, error_prefix=NOTHING_STORED
     )
     return GuardedStream(sse_response(request, chunks), on_close)
