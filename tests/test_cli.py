@@ -85,3 +85,14 @@ def test_ask_prints_numbered_citations_and_evidence(tmp_path: Path, data_dir: Pa
         assert quote.startswith('"') and len(quote) > 20
     nothing = _calypso("ask", "xylophone zebra quasar", "--namespace", "math", home=home)
     assert "could not find" in nothing.stdout and "retrieval ungrounded" in nothing.stdout
+
+
+def test_an_unknown_generator_setting_is_one_line_at_start(tmp_path: Path) -> None:
+    env = {**os.environ, "CALYPSO_HOME": str(tmp_path), "CALYPSO_GENERATOR": "typo"}
+    result = subprocess.run(
+        [sys.executable, "-m", "calypso.cli", "search", "x"], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "error: CALYPSO_GENERATOR='typo': unknown generator 'typo'; use one of: auto, extractive, upstream."
+    )

@@ -10,7 +10,9 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from calypso.config import Settings, settings_table
+from pydantic import ValidationError
+
+from calypso.config import Settings, settings_problems, settings_table
 from calypso.errors import CalypsoError
 
 
@@ -272,6 +274,12 @@ def main(argv: list[str] | None = None) -> int:
     except DataDirectoryInUse as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return 1
+    except ValidationError as exc:
+        if exc.title != Settings.__name__:
+            raise
+        for line in settings_problems(exc):
+            print(f"error: {line}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -80,6 +80,17 @@ class Settings(BaseSettings):
     demo: bool = Field(False, description="Ingest the bundled demo documents into an empty knowledge base at start.")
     log_level: str = Field("info", description="Server log level.")
 
+    @field_validator("generator")
+    @classmethod
+    def _known_generator(cls, value: str) -> str:
+        # Imported here: the registry pulls in the generators (httpx, the extractive answerer).
+        from calypso.generation import registry
+
+        names = ["auto", *registry.available()]
+        if value not in names:
+            raise ValueError(f"unknown generator {value!r}; use one of: {', '.join(names)}")
+        return value
+
     @property
     def database_path(self) -> Path:
         return self.home / "calypso.sqlite3"
@@ -91,3 +102,13 @@ def settings_table() -> list[tuple[str, str, str]]:
     for name, field in Settings.model_fields.items():
         rows.append((f"CALYPSO_{name.upper()}", repr(field.default), field.description or ""))
     return rows
+
+
+def settings_problems(exc: ValidationError) -> list[str]:
+    """One line per invalid setting, named as its environment variable: what `calypso` prints at start."""
+    lines = []
+    for error in exc.errors():
+        name = "CALYPSO_" + "_".join(str(part) for part in error["loc"]).upper()
+        message = str(error["msg"]).removeprefix("Value error, ")
+        lines.append(f"{name}={error.get('input')!r}: {message}.")
+    return lines

@@ -7,7 +7,8 @@ class's HTTP status.
     CalypsoError                       500 server_error
     ├── InvalidRequest                 400 invalid_request_error
     │   ├── EmptyDocument              400 (code: empty_file)
-    │   └── InvalidNamespace           400 (code: invalid_namespace)
+    │   ├── InvalidNamespace           400 (code: invalid_namespace)
+    │   └── UnknownGenerator           400 (code: unknown_generator; also a LookupError)
     ├── AuthenticationFailed           401 authentication_error
     ├── PermissionDenied               403 permission_error
     ├── NotFound                       404 invalid_request_error (code: not_found)
@@ -52,6 +53,12 @@ class EmptyDocument(InvalidRequest):
 
 class InvalidNamespace(InvalidRequest):
     default_code = "invalid_namespace"
+
+
+class UnknownGenerator(InvalidRequest, LookupError):
+    """A generator name the registry does not have (a bot's stored generator whose plugin went away)."""
+
+    default_code = "unknown_generator"
 
 
 class AuthenticationFailed(CalypsoError):

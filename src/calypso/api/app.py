@@ -10,7 +10,8 @@ from fastapi import FastAPI
 from calypso import __version__
 from calypso.api.auth import AuthMiddleware, auth_enabled
 from calypso.api.body_limit import BodyLimitMiddleware
-from calypso.api.errors import install_error_handlers
+from calypso.api.errors import UnexpectedErrorMiddleware, install_error_handlers
+from calypso.api.request_ids import RequestIdMiddleware
 from calypso.api.routes import admin, bots, chat, conversations, documents, files, models, responses, search
 from calypso.config import Settings
 from calypso.services import Services, open_services
@@ -36,11 +37,15 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.state.services = services
     app.state.auth_enabled = auth_enabled(settings)
     install_error_handlers(app)
+    # The last added is the outermost. From the outside in: every response (a 401, 413 or 500 too)
+    # carries x-request-id; unexpected errors are logged with it; an oversized body is refused
+    # before anything reads it; then the caller is authenticated.
     app.add_middleware(AuthMiddleware)
-    # Added last, so it runs first: an oversized body is refused before auth or parsing reads it.
     app.add_middleware(
         BodyLimitMiddleware, json_limit=settings.max_request_bytes, upload_limit=settings.max_upload_bytes
     )
+    app.add_middleware(UnexpectedErrorMiddleware)
+    app.add_middleware(RequestIdMiddleware)
     for module in (documents, files, search, models, bots, responses, chat, conversations, admin):
         app.include_router(module.router)
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import json
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, Request, UploadFile
 
@@ -61,10 +60,8 @@ Keys = Annotated[KeyService, Depends(_keys)]
 Policies = Annotated[PolicyService, Depends(_policies)]
 
 
-def read_upload(upload: UploadFile | str | None, limit: int) -> tuple[bytes, str]:
-    """The uploaded bytes and filename, refusing a missing file or one over ``limit`` bytes."""
-    if upload is None or isinstance(upload, str):
-        raise InvalidRequest("No file in the request: send it as the multipart field 'file'.", param="file")
+def read_upload(upload: UploadFile, limit: int) -> tuple[bytes, str]:
+    """The uploaded bytes and filename, refusing a file over ``limit`` bytes."""
     data = upload.file.read(limit + 1)
     if len(data) > limit:
         raise PayloadTooLarge(
@@ -72,18 +69,6 @@ def read_upload(upload: UploadFile | str | None, limit: int) -> tuple[bytes, str
             param="file",
         )
     return data, upload.filename or "upload"
-
-
-def parse_metadata(raw: str | None) -> dict[str, Any] | None:
-    if raw is None or raw == "":
-        return None
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InvalidRequest(f"metadata is not valid JSON: {exc}.", param="metadata") from exc
-    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-        raise InvalidRequest("metadata must be a JSON object with string keys.", param="metadata")
-    return value
 
 
 def check_limit(limit: int) -> int:
@@ -110,14 +95,3 @@ def link_signer(request: Request) -> LinkSigner:
     """Signs source links with the server secret, for this request's public base URL."""
     found = services(request)
     return LinkSigner(found.signing_secret, public_base_url(request), found.settings.source_link_ttl_seconds)
-
-
-async def json_object(request: Request, hint: str = "a JSON object") -> dict[str, Any]:
-    """The request body as a JSON object, or a 400 that says what to send."""
-    try:
-        body = json.loads(await request.body() or b"null")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidRequest(f"The request body is not valid JSON: {exc}.") from exc
-    if not isinstance(body, dict):
-        raise InvalidRequest(f"The request body must be {hint}.")
-    return body

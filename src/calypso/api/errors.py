@@ -1,4 +1,10 @@
-"""One JSON error shape for every failure: OpenAI's ``{"error": {...}}``."""
+"""One JSON error shape for every failure: OpenAI's ``{"error": {"message", "type", "param", "code"}}``.
+
+Request validation goes through ``api/validation.py``; an unexpected exception
+is logged once, with the request id, and answered with a 500 that quotes it
+(``UnexpectedErrorMiddleware``). Streams end with the same body through
+``api/streaming.failure``.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,11 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import HTTPConnection
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from calypso.api.request_ids import HEADER, request_id
+from calypso.api.validation import invalid_request_from
 from calypso.errors import CalypsoError
 
 log = logging.getLogger("calypso.api")
@@ -18,27 +28,38 @@ def error_body(message: str, type_: str, param: str | None = None, code: str | N
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
-def _validation_param(error: dict) -> str | None:
-    # FastAPI locations look like ("body", "max_num_results") or ("query", "limit").
-    loc = [str(part) for part in error.get("loc", ())]
-    if loc and loc[0] in ("body", "query", "path", "form", "header"):
-        loc = loc[1:]
-    return ".".join(loc) or None
+def internal_error(rid: str) -> dict:
+    """The body of an unexpected failure: nothing internal, only the id to find it in the log."""
+    return error_body(f"Internal server error; see the server log (request id {rid}).", "server_error")
+
+
+def log_unexpected(exc: BaseException, rid: str, where: str) -> None:
+    log.exception("unexpected error in %s (request id %s)", where, rid, exc_info=exc)
+
+
+def log_server_error(exc: CalypsoError, rid: str, where: str) -> None:
+    """A 5xx CalypsoError (upstream down, storage failure) is ours to notice, though it says what happened."""
+    if exc.status >= 500:
+        log.warning("%s failed (request id %s): %s %s", where, rid, exc.status, exc.message)
+
+
+def _body_model(request: Request):  # type: ignore[no-untyped-def]
+    # The pydantic model of the route's JSON body, to list accepted fields in an unknown-parameter message.
+    field = getattr(request.scope.get("route"), "body_field", None)
+    return getattr(getattr(field, "field_info", None), "annotation", None)
 
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(CalypsoError)
-    async def calypso_error(_: Request, exc: CalypsoError) -> JSONResponse:
+    async def calypso_error(request: Request, exc: CalypsoError) -> JSONResponse:
+        log_server_error(exc, request_id(request), f"{request.method} {request.url.path}")
         return JSONResponse(exc.to_dict(), status_code=exc.status)
 
     @app.exception_handler(RequestValidationError)
-    async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
-        first = exc.errors()[0] if exc.errors() else {}
-        param = _validation_param(first)
-        message = first.get("msg", "Invalid request.")
-        if param:
-            message = f"Invalid value for '{param}': {message}."
-        return JSONResponse(error_body(message, "invalid_request_error", param, "invalid_value"), status_code=400)
+    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        model = _body_model(request)
+        error = invalid_request_from(exc, model=model if isinstance(model, type) else None)
+        return JSONResponse(error.to_dict(), status_code=error.status)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -53,6 +74,42 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(error_body(message, "invalid_request_error", None, code), status_code=exc.status_code)
 
     @app.exception_handler(Exception)
-    async def unexpected_error(_: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error", exc_info=exc)
-        return JSONResponse(error_body("Internal server error; see the server log.", "server_error"), status_code=500)
+    async def unexpected_error(request: Request, exc: Exception) -> JSONResponse:
+        # Starlette runs this outside every middleware: the request id header is set here.
+        rid = request_id(request)
+        log_unexpected(exc, rid, f"{request.method} {request.url.path}")
+        return JSONResponse(internal_error(rid), status_code=500, headers={HEADER: rid})
+
+
+class UnexpectedErrorMiddleware:
+    """Answers an unexpected exception with the 500 body and logs it once, with the request id.
+
+    Starlette's last resort (the ``Exception`` handler, run by ServerErrorMiddleware)
+    re-raises after answering: the server then logs the error again without the
+    id and drops the keep-alive connection. This runs inside it and does neither.
+    A response that had already started cannot become a 500: the failure is
+    logged and the connection ends (streams report their own failures, see
+    ``api/streaming.failure``).
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watch(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        except Exception as exc:  # noqa: BLE001 - logged here, answered as the one 500 shape
+            rid = request_id(HTTPConnection(scope))
+            log_unexpected(exc, rid, f"{scope.get('method')} {scope.get('path')}")
+            if not started:
+                await JSONResponse(internal_error(rid), status_code=500)(scope, receive, send)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from calypso.errors import UnknownGenerator
 from calypso.generation.base import Generator
 from calypso.generation.extractive import ExtractiveGenerator
 from calypso.generation.upstream import UpstreamConfig, UpstreamGenerator
@@ -23,11 +24,21 @@ def register(name: str, factory: Callable[..., Generator]) -> None:
     _factories[name] = factory
 
 
+def unregister(name: str) -> None:
+    """Forget a registration (tests, and extensions that unload); unknown names are ignored."""
+    _factories.pop(name, None)
+
+
 def create(name: str, **options: Any) -> Generator:
+    """A new generator; ``UnknownGenerator`` (a 400 and a ``LookupError``) when ``name`` is not registered."""
     try:
         factory = _factories[name]
     except KeyError:
-        raise LookupError(f"Unknown generator {name!r}; available: {', '.join(available()) or 'none'}.") from None
+        raise UnknownGenerator(
+            f"Unknown generator {name!r}; this server has: {', '.join(available()) or 'none'}. "
+            "Set the bot's generator to one of them, or to null for the server default "
+            "(PATCH /v1/bots/{id}), or fix CALYPSO_GENERATOR."
+        ) from None
     return factory(**options)
 
 

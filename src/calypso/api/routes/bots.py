@@ -9,7 +9,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from calypso.api.auth import Workspace
-from calypso.api.deps import Bots, json_object
+from calypso.api.deps import Bots
+from calypso.api.validation import json_object
 from calypso.bots import Bot
 from calypso.errors import NotFound
 

@@ -19,17 +19,11 @@ from pydantic import BaseModel, ConfigDict
 
 from calypso.api.auth import Workspace
 from calypso.api.deps import Conversations, check_limit, check_order, link_signer, services
-from calypso.api.routes.chat import (
-    ChunkWriter,
-    GuardedStream,
-    StreamOptions,
-    chat_chunks,
-    parse_body,
-    prime,
-    usage_object,
-)
+from calypso.api.request_ids import request_id
 from calypso.api.serialize import list_object
 from calypso.api.sse import sse_response
+from calypso.api.streaming import ChunkWriter, GuardedStream, StreamOptions, chat_chunks, prime, usage_object
+from calypso.api.validation import parse_body
 from calypso.citations.chat_render import RenderedChat, render_chat, style_for
 from calypso.citations.grounded import GroundedAnswer
 from calypso.errors import CalypsoError, InvalidRequest
@@ -236,6 +230,8 @@ async def post_message(
 
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
     writer = ChunkWriter(message_id, bot.id, include_usage, extra={"conversation_id": conversation_id})
-    citing = ask.knowledge_base and ask.include_citations
-    chunks = chat_chunks(events, buffered, writer, style, citing, links, on_done=on_done, error_prefix=NOTHING_STORED)
+    rid = request_id(request)
+    chunks = chat_chunks(
+        events, buffered, writer, style, links, request_id=rid, on_done=on_done, error_prefix=NOTHING_STORED
+    )
     return GuardedStream(sse_response(request, chunks), on_close)

@@ -9,8 +9,9 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
 from calypso.api.auth import Workspace
-from calypso.api.deps import Documents, check_limit, check_order, parse_metadata, read_upload
+from calypso.api.deps import Documents, check_limit, check_order, read_upload
 from calypso.api.serialize import chunk_object, document_object, list_object
+from calypso.api.validation import form_json_object
 from calypso.scope import check_namespace
 
 router = APIRouter(prefix="/v1/documents", tags=["documents"])
@@ -27,7 +28,7 @@ class CrawlRequest(BaseModel):
 def upload_document(
     documents: Documents,
     workspace: Workspace,
-    file: UploadFile | None = File(None),
+    file: UploadFile = File(...),
     namespace: str | None = Form(None),
     metadata: str | None = Form(None),
 ) -> JSONResponse:
@@ -38,8 +39,8 @@ def upload_document(
         data,
         filename,
         namespace,
-        media_type=file.content_type if file else None,
-        metadata=parse_metadata(metadata),
+        media_type=file.content_type,
+        metadata=form_json_object(metadata, "metadata"),
         workspace=workspace,
     )
     return JSONResponse(document_object(result.document), status_code=201 if result.created else 200)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args
 from urllib.parse import quote
 
 from fastapi import APIRouter, File, Form, Query, Request, UploadFile
@@ -11,26 +11,22 @@ from fastapi.responses import Response
 from calypso.api.auth import Workspace, current_workspace
 from calypso.api.deps import Documents, check_limit, check_order, read_upload
 from calypso.api.serialize import file_object, list_object
-from calypso.errors import InvalidRequest
 
 router = APIRouter(prefix="/v1/files", tags=["files"])
 
-ACCEPTED_PURPOSES = ("assistants", "user_data")
+Purpose = Literal["assistants", "user_data"]
+ACCEPTED_PURPOSES = get_args(Purpose)
 
 
 @router.post("")
 def create_file(
     documents: Documents,
     workspace: Workspace,
-    file: UploadFile | None = File(None),
-    purpose: str | None = Form(None),
+    file: UploadFile = File(...),
+    purpose: Purpose = Form(...),
 ) -> dict[str, Any]:
-    if purpose not in ACCEPTED_PURPOSES:
-        raise InvalidRequest(
-            f"purpose must be one of {', '.join(ACCEPTED_PURPOSES)}; got {purpose!r}.", param="purpose"
-        )
     data, filename = read_upload(file, documents.settings.max_upload_bytes)
-    result = documents.ingest(data, filename, None, media_type=file.content_type if file else None, workspace=workspace)
+    result = documents.ingest(data, filename, None, media_type=file.content_type, workspace=workspace)
     return file_object(result.document)
 
 

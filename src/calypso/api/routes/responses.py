@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -21,14 +20,16 @@ from fastapi.responses import JSONResponse, Response
 
 from calypso.api.auth import Workspace
 from calypso.api.deps import Answering, Bots, Documents, Policies, Responses, link_signer
+from calypso.api.request_ids import request_id
 from calypso.api.schemas.responses import ResponsesRequest
 from calypso.api.sse import sse_event, sse_response
+from calypso.api.streaming import failure
 from calypso.api.translate.responses import FileResolver, ResponsesTurn, stored_response, translate
 from calypso.citations.events import AnswerEvent, Done, Retrieved
 from calypso.citations.grounded import GroundedAnswer
 from calypso.citations.responses_stream import ResponsesStreamRenderer, render_response
 from calypso.citations.responses_wire import ResponseWire
-from calypso.errors import CalypsoError, NotFound
+from calypso.errors import NotFound
 from calypso.services.documents import DocumentService
 from calypso.services.responses import ResponseService
 
@@ -154,9 +155,5 @@ async def _stream(
 
 def _stream_error(request: Request, exc: Exception) -> tuple[str | None, str, str | None]:
     """(code, message, param) for a stream that failed after its 200; unexpected errors are logged, not shown."""
-    request_id = getattr(request.state, "request_id", None) or uuid.uuid4().hex
-    if isinstance(exc, CalypsoError):
-        log.warning("response stream failed (request id %s): %s", request_id, exc.message)
-        return exc.code or exc.type, exc.message, exc.param
-    log.exception("response stream failed (request id %s)", request_id, exc_info=exc)
-    return "server_error", f"Internal server error; see the server log (request id {request_id}).", None
+    error = failure(exc, request_id(request))["error"]
+    return error["code"] or error["type"], error["message"], error["param"]
