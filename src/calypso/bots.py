@@ -19,6 +19,7 @@ from pydantic_core import PydanticCustomError
 from calypso.config import Settings
 from calypso.errors import InvalidNamespace, InvalidRequest
 from calypso.scope import DEFAULT_WORKSPACE, RetrievalScope, check_namespace
+from calypso.validation import invalid_request_from
 
 DEFAULT_BOT_ID = "calypso-rag-agent"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -44,8 +45,8 @@ class BotsFileError(Exception):
 
 
 def _problem(message: str) -> PydanticCustomError:
-    # A custom error type keeps our full-sentence message as is (see _invalid).
-    return PydanticCustomError("calypso", message)
+    # A custom error keeps our full-sentence message as is; its type becomes the error code.
+    return PydanticCustomError("invalid_value", message)
 
 
 class Bot(BaseModel):
@@ -128,23 +129,6 @@ class Bot(BaseModel):
         return data
 
 
-def _param(loc: tuple) -> str | None:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or None
-
-
-def _invalid(exc: ValidationError) -> InvalidRequest:
-    error = exc.errors()[0]
-    param = _param(tuple(error["loc"]))
-    if error["type"] == "invalid_namespace":
-        return InvalidNamespace(error["msg"], param=param)
-    if error["type"] == "calypso":
-        return InvalidRequest(error["msg"], param=param, code="invalid_value")
-    return InvalidRequest(f"Invalid value for {param}: {error['msg']}.", param=param, code="invalid_value")
-
-
 def validate_bot(
     data: Mapping[str, Any], *, default_namespace: str, source: str = "api", created_at: int = 0, updated_at: int = 0
 ) -> Bot:
@@ -171,7 +155,7 @@ def validate_bot(
     try:
         bot = Bot.model_validate(values)
     except ValidationError as exc:
-        raise _invalid(exc) from exc
+        raise invalid_request_from(exc, values) from exc
     # Checked on input only: a stored bot whose plugin went away must still load (and fail when asked).
     from calypso.generation import registry
 

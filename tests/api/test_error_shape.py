@@ -114,9 +114,6 @@ JSON_CASES = [
         {"id": "x", "passage_count": "5"},
         "invalid_type",
         "passage_count",
-        marks=pytest.mark.xfail(
-            strict=True, reason="calypso/bots.py keeps its own _invalid until it calls api.validation"
-        ),
     ),
     ("/v1/bots", "bad enum", {"id": "x", "marker_style": "footnote"}, "invalid_value", "marker_style"),
     ("/v1/bots", "malformed JSON", MALFORMED, "invalid_json", None),

@@ -8,8 +8,9 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from calypso.api.validation import form_json_object, invalid_request_from, param_path
+from calypso.api.validation import form_json_object
 from calypso.errors import InvalidRequest
+from calypso.validation import invalid_request_from, param_path
 
 
 class Part(BaseModel):

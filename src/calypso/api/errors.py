@@ -18,8 +18,8 @@ from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from calypso.api.request_ids import HEADER, request_id
-from calypso.api.validation import invalid_request_from
 from calypso.errors import CalypsoError
+from calypso.validation import invalid_request_from
 
 log = logging.getLogger("calypso.api")
 
@@ -58,7 +58,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         model = _body_model(request)
-        error = invalid_request_from(exc, model=model if isinstance(model, type) else None)
+        error = invalid_request_from(list(exc.errors()), exc.body, model=model if isinstance(model, type) else None)
         return JSONResponse(error.to_dict(), status_code=error.status)
 
     @app.exception_handler(StarletteHTTPException)
