@@ -10,14 +10,17 @@ A sentence ends:
 * after ``. ! ? … ‼ ⁇ ⁈ ⁉ ؟`` (a run such as ``?!`` or ``...`` is one end), plus any
   closing quotes, brackets, superscripts and footnote markers right after it
   (``.”``, ``.)``, ``.[83]``, ``. [Source 2]``), when whitespace and then a word that
-  does not start in lower case follow. Runs of four or more dots (leaders in a table
-  of contents) never end a sentence; non-breaking spaces alone never separate two;
+  does not start in lower case follow. A lower-case word with a capital or digit in
+  it (``p53``, ``mRNA``) counts as capitalised, and after a plain word at the end of a
+  line (``by email.\nclick to copy``) any word does. Leader dots (``....``, ``. . .``)
+  never end a sentence; non-breaking spaces alone never separate two;
 * after the CJK ``。 ！ ？ ｡`` (plus closers) always, with or without a space;
 * at a blank line, always;
 * at a single line break when the next line is a list item, heading, quote or table
   row, or when the line before looks like a heading or label: shorter than 60
   characters, or ending in ``:``, or itself a list item or markdown heading. A line
-  break before a lower-case word, or after a long line, is a wrapped line.
+  break before a lower-case word, after a long line, or after a short line ending in
+  a word like ``the`` or ``and``, is a wrapped line.
 
 A full stop does not end a sentence after:
 
