@@ -19,10 +19,6 @@ class Page:
     start: int  # offset into the document text, code points
     end: int  # end exclusive
 
-    @property
-    def locator_label(self) -> str:
-        return f"p. {self.label}"
-
 
 @dataclass(frozen=True)
 class Heading:

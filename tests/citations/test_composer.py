@@ -51,6 +51,15 @@ def test_marker_after_the_period_cites_the_sentence_before() -> None:
     assert [s.text for s in answer.segments] == ["First claim here.", "Second claim here."]
 
 
+def test_segment_starts_at_the_sentence_start_not_at_an_abbreviation() -> None:
+    raw = "Refunds\nDr. Smith says refunds take 30 days, e.g. for shoes [1]. In the U.S. The fee is 2.5% [2]."
+    answer, _ = compose([raw])
+    assert [s.text for s in answer.segments] == [
+        "Dr. Smith says refunds take 30 days, e.g. for shoes",
+        "The fee is 2.5%",
+    ]
+
+
 def test_invalid_markers_are_dropped_and_never_cite() -> None:
     answer, _ = compose(["Claim one [Source 7]. Claim two [Source 1]."], k=2)
     assert answer.text == "Claim one. Claim two."
@@ -97,6 +106,8 @@ REALISTIC = [
     "Customers may request a full refund within 30 days [Source 1]. After that, store credit applies [Source 2][Source 3].\n\n"
     "- Gift cards are never refundable [2]\n- Shipping is refunded only for damage【3】.\n\nSee `[1]` in code. Done [Source 9].",
     "Short [1-3]. Then [1, 2] and [[2]](http://x/y#page=3) link.",
+    "## Refunds\nDr. Smith, e.g. in No. 5, says 30 days [1]. It began in the U.S. The fee is 2.5%【2】. "
+    "Das gilt z. B. am 3. Oktober [3]. 東京は首都です。大阪も [1].",
 ]
 
 

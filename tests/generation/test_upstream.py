@@ -121,18 +121,12 @@ def test_tool_call_fragments_are_assembled(fake: FakeUpstream) -> None:
     assert isinstance(events[2], Finish) and events[2].reason == "tool_calls" and len(events) == 3
 
 
-def test_complete_drains_the_stream(fake: FakeUpstream) -> None:
+def test_small_tokens_join_to_the_scripted_text_then_finish(fake: FakeUpstream) -> None:
     fake.script(Script.from_text("Refunds take 14 days [Source 2].", token_size=3))
-    generator = make(fake)
-
-    async def run() -> tuple:
-        try:
-            return await generator.complete(GenerationRequest(messages=MESSAGES))
-        finally:
-            await generator.aclose()
-
-    text, calls, finish = asyncio.run(run())
-    assert (text, calls, finish.reason) == ("Refunds take 14 days [Source 2].", [], "stop")
+    events = collect(make(fake))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Refunds take 14 days [Source 2]."
+    assert not any(isinstance(e, ToolCalls) for e in events)
+    assert isinstance(events[-1], Finish) and events[-1].reason == "stop"
 
 
 def test_server_errors_are_retried_then_succeed(fake: FakeUpstream) -> None:

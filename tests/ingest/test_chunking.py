@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from calypso.ingest.chunking import chunk_document, sentence_spans
+from calypso.ingest.chunking import chunk_document
 from calypso.models import Heading, Page, ParsedDocument
 
 
@@ -19,23 +19,22 @@ def _covered(text: str, chunks) -> set[int]:
     return covered
 
 
-def test_sentence_spans_are_contiguous_and_split_on_sentences() -> None:
-    text = "First sentence. Second one! Third? Yes.\n\nNew paragraph here"
-    spans = sentence_spans(text)
-    assert spans[0][0] == 0 and spans[-1][1] == len(text)
-    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
-    assert [text[s:e].strip() for s, e in spans] == [
-        "First sentence.",
-        "Second one!",
-        "Third?",
-        "Yes.",
-        "New paragraph here",
+def test_chunks_are_whole_sentences_at_exact_offsets() -> None:
+    # Every sentence is 27-40 characters and any two exceed size=40, so each chunk is exactly
+    # one sentence. A split inside a sentence would start the next chunk with its tail (it
+    # fits in overlap=26); a missed split would make a unit over 40 characters, cut at a space.
+    sentences = [
+        "Approx. three items, e.g. apples.",
+        "Dr. Smith wrote No. 5 in the U.S.",
+        "Then it cost 3.14 or 1,000.5 EUR.",
+        "It was built in the 18th century.[83]",
+        'He said "no." to Mr. Jones twice.',
+        "Mr. Jones read Fig. 3 on p. 12.",
     ]
-
-
-def test_abbreviation_like_lowercase_continuation_does_not_split() -> None:
-    spans = sentence_spans("Approx. three items, e.g. apples. Then more.")
-    assert [s for s in spans][0] != (0, 8)
+    text = " ".join(sentences[:3]) + "\n\n" + " ".join(sentences[3:])
+    chunks = chunk_document(_doc(text), size=40, overlap=26)
+    assert [(c.start, c.end) for c in chunks] == [(0, 33), (34, 67), (68, 101), (103, 140), (141, 174), (175, 206)]
+    assert [c.text for c in chunks] == sentences
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -23,9 +23,8 @@ from calypso.citations.grounded import (
     utf16_len,
 )
 from calypso.citations.markers import MarkerPiece, MarkerStream, TextPiece
+from calypso.text.sentences import last_sentence_start
 
-# Where a sentence (and so a segment) may start: after . ! ? and space, or a line break.
-_SENTENCE_BREAK = re.compile(r"[.!?。！？][\"'”’)\]]*\s+|\n\s*")
 _TRAILING_SPACE = re.compile(r"[ \t]+$")
 
 QuoteFinder = Callable[[str, Source], Quote]
@@ -149,10 +148,11 @@ class AnswerComposer:
             # Adjacent markers ("[1][2]") or a marker with nothing new before it cite the same segment.
             return len(self.segments) - 1
         floor = previous.end if previous is not None else 0
-        start = floor
-        for match in _SENTENCE_BREAK.finditer(text, floor, end):
-            if match.end() < end:
-                start = match.end()
+        # The segment is the sentence the marker follows; only text before the marker is
+        # looked at, so streamed and one-shot answers get the same segments.
+        start = last_sentence_start(text, floor, end)
+        if start is None:
+            return None
         while start < end and (text[start].isspace() or text[start] in ",;:–—"):
             start += 1  # a clause after an earlier marker starts at its first word
         if start >= end:

@@ -11,8 +11,8 @@ import re
 from collections.abc import AsyncIterator
 
 from calypso.generation.base import Finish, GenerationEvent, GenerationRequest, Generator, TextDelta, Usage
-from calypso.ingest.chunking import sentence_spans
 from calypso.retrieval.tokenize import tokenize
+from calypso.text.sentences import sentence_spans
 
 NOT_FOUND = "I could not find anything about this in the knowledge base."
 MAX_SENTENCES = 3

@@ -189,21 +189,6 @@ class UpstreamGenerator(Generator):
         for event in state.final_events():
             yield event
 
-    async def complete(self, request: GenerationRequest) -> tuple[str, list[dict], Finish]:
-        """Drain ``stream()``: the full text, the tool calls (maybe empty) and the Finish."""
-        parts: list[str] = []
-        calls: list[dict] = []
-        finish = Finish(reason="stop")
-        async with aclosing(self.stream(request)) as events:
-            async for event in events:
-                if isinstance(event, TextDelta):
-                    parts.append(event.text)
-                elif isinstance(event, ToolCalls):
-                    calls = event.calls
-                elif isinstance(event, Finish):
-                    finish = event
-        return "".join(parts), calls, finish
-
 
 class _StreamState:
     """Folds ``chat.completion.chunk`` objects into events; tool calls are assembled by index."""

@@ -8,33 +8,10 @@ together they cover every non-whitespace character of the document.
 from __future__ import annotations
 
 import bisect
-import re
 from collections.abc import Iterator
 
 from calypso.models import Chunk, Heading, Page, ParsedDocument
-
-# A sentence ends at . ! ? (optionally followed by closing quotes/brackets)
-# before whitespace and an opening capital, digit or quote; a blank line or a
-# line break before a heading/list item also ends one.
-_SENTENCE_END = re.compile(
-    r"(?<=[.!?。！？])[\"'”’)\]]*\s+(?=[\"'“‘(\[A-Z0-9À-ÖØ-Þ])"
-    r"|\n[ \t]*\n\s*"
-    r"|\n(?=[ \t]*(?:#{1,6}\s|[-*•]\s|\d{1,3}[.)]\s))"
-)
-
-
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """Contiguous (start, end) spans covering ``text``, each one sentence plus its trailing space."""
-    spans = []
-    start = 0
-    for match in _SENTENCE_END.finditer(text):
-        end = match.end()
-        if end > start:
-            spans.append((start, end))
-            start = end
-    if start < len(text):
-        spans.append((start, len(text)))
-    return spans
+from calypso.text.sentences import sentence_spans
 
 
 def _split_long(start: int, end: int, text: str, size: int) -> Iterator[tuple[int, int]]:
@@ -44,15 +21,18 @@ def _split_long(start: int, end: int, text: str, size: int) -> Iterator[tuple[in
         space = text.rfind(" ", start + size // 2, cut)
         if space > start:
             cut = space + 1
-        yield start, cut
+        yield _strip(text, start, cut)
         start = cut
+        while start < end and text[start].isspace():
+            start += 1
     yield start, end
 
 
 def _units(text: str, size: int) -> list[tuple[int, int]]:
+    """The sentences of ``text`` (whitespace-stripped spans), over-long ones cut to at most ``size`` characters."""
     units: list[tuple[int, int]] = []
     for start, end in sentence_spans(text):
-        units.extend(_split_long(start, end, text, size))
+        units.extend(unit for unit in _split_long(start, end, text, size) if unit[1] > unit[0])
     return units
 
 
@@ -100,48 +80,37 @@ def chunk_document(doc: ParsedDocument, size: int = 1000, overlap: int = 150) ->
     chunks: list[Chunk] = []
     i = 0
     while i < len(units):
-        j = i
-        length = 0
+        j = i + 1
         while j < len(units):
-            unit_len = units[j][1] - units[j][0]
+            length = units[j - 1][1] - units[i][0]
             # A heading starts a new chunk once this one has some body.
-            starts_heading = j > i and _starts_heading(text, units[j][0], heading_starts)
-            if j > i and (length + unit_len > size or (starts_heading and length >= size // 3)):
+            starts_heading = units[j][0] in heading_starts
+            if units[j][1] - units[i][0] > size or (starts_heading and length >= size // 3):
                 break
-            length += unit_len
             j += 1
-        start, end = _strip(text, units[i][0], units[j - 1][1])
-        if end > start:
-            covered = pages.span(start, end)
-            chunks.append(
-                Chunk(
-                    chunk_index=len(chunks),
-                    text=text[start:end],
-                    start=start,
-                    end=end,
-                    page_start=covered[0].number,
-                    page_end=covered[-1].number,
-                    page_labels=tuple(p.label for p in covered),
-                    heading_path=headings.path((start + end) // 2),  # the section most of it is in
-                )
+        start, end = units[i][0], units[j - 1][1]
+        covered = pages.span(start, end)
+        chunks.append(
+            Chunk(
+                chunk_index=len(chunks),
+                text=text[start:end],
+                start=start,
+                end=end,
+                page_start=covered[0].number,
+                page_end=covered[-1].number,
+                page_labels=tuple(p.label for p in covered),
+                heading_path=headings.path((start + end) // 2),  # the section most of it is in
             )
+        )
         if j >= len(units):
             break
         i = _overlap_start(units, i, j, overlap)
     return chunks
 
 
-def _starts_heading(text: str, offset: int, heading_starts: set[int]) -> bool:
-    while offset < len(text) and text[offset].isspace():
-        offset += 1
-    return offset in heading_starts
-
-
 def _overlap_start(units: list[tuple[int, int]], i: int, j: int, overlap: int) -> int:
     """First unit of the next chunk: step back from ``j`` while the carried-over text fits in ``overlap``."""
     k = j
-    carried = 0
-    while k - 1 > i and carried + (units[k - 1][1] - units[k - 1][0]) <= overlap:
+    while k - 1 > i and units[j - 1][1] - units[k - 1][0] <= overlap:
         k -= 1
-        carried += units[k][1] - units[k][0]
     return k

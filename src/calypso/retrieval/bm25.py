@@ -566,6 +566,11 @@ class BM25Index:
         """Number of live documents."""
         return len(self._docs)
 
+    @property
+    def segment_count(self) -> int:
+        """Number of compiled posting segments; merging keeps it logarithmic in the number of adds."""
+        return len(self._segs)
+
     def memory_bytes(self) -> int:
         """Approximate bytes held: numpy arrays plus vocabulary and doc-map dicts."""
         arrays = (
