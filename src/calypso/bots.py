@@ -128,7 +128,7 @@ class Bot(BaseModel):
         return data
 
 
-def _param(loc: tuple) -> str | None:
+def _param(loc: tuple[int | str, ...]) -> str | None:
     out = ""
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
