@@ -7,22 +7,36 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
 
 from pydantic import ValidationError
 
 from calypso.config import Settings, settings_problems, settings_table
 from calypso.errors import CalypsoError
 
+if TYPE_CHECKING:
+    from calypso.models import Passage
+
+
+class _Overrides(TypedDict, total=False):
+    """The settings a command line can override (the rest come from the environment)."""
+
+    home: Path
+    host: str
+    port: int
+    demo: bool
+
 
 def _settings(args: argparse.Namespace) -> Settings:
-    overrides = {}
+    overrides: _Overrides = {}
     if getattr(args, "home", None):
         overrides["home"] = Path(args.home)
-    for name in ("host", "port"):
-        if getattr(args, name, None) is not None:
-            overrides[name] = getattr(args, name)
+    if getattr(args, "host", None) is not None:
+        overrides["host"] = args.host
+    if getattr(args, "port", None) is not None:
+        overrides["port"] = args.port
     if getattr(args, "demo", False):
         overrides["demo"] = True
     return Settings(**overrides)
@@ -107,7 +121,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     services = open_services(_settings(args))
     try:
-        passages = services.documents.search(args.query, args.namespace, max_results=args.k)
+        passages: list[Passage] = services.documents.search(args.query, args.namespace, max_results=args.k)
     except CalypsoError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return 2
@@ -267,7 +281,8 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        command: Callable[[argparse.Namespace], int] = args.func  # set by each subparser's set_defaults
+        return command(args)
     except BotsFileError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -24,6 +24,8 @@ class's HTTP status.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class CalypsoError(Exception):
     """Base class: a message that says how to fix the problem, plus the OpenAI error fields."""
@@ -38,7 +40,7 @@ class CalypsoError(Exception):
         self.param = param
         self.code = code if code is not None else self.default_code
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
 
 

@@ -13,20 +13,23 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
+
+from calypso.models import Passage
 
 
 @dataclass
 class GenerationRequest:
     """An OpenAI-style chat request: ``messages`` are dicts with role/content (and tool fields)."""
 
-    messages: list[dict]
+    messages: list[dict[str, Any]]
     model: str | None = None
     temperature: float | None = None
     max_tokens: int | None = None
-    tools: list[dict] | None = None
-    tool_choice: str | dict | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
     # Retrieved passages, for backends that answer from them directly (the extractive answerer).
-    passages: list = field(default_factory=list)
+    passages: list[Passage] = field(default_factory=list)
     question: str = ""
 
 
@@ -39,7 +42,7 @@ class TextDelta:
 class ToolCalls:
     """The complete tool calls of a turn, in OpenAI's shape ``[{id, type, function: {name, arguments}}]``."""
 
-    calls: list[dict]
+    calls: list[dict[str, Any]]
 
 
 @dataclass

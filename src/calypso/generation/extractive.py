@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 
 from calypso.generation.base import Finish, GenerationEvent, GenerationRequest, Generator, TextDelta, Usage
+from calypso.models import Passage
 from calypso.retrieval.tokenize import tokenize
 from calypso.text.sentences import sentence_spans
 
@@ -31,7 +32,7 @@ def _clean(sentence: str) -> str:
     return text.lstrip("#-*• ").strip()
 
 
-def select_sentences(question: str, passages: list) -> list[tuple[int, int, str]]:
+def select_sentences(question: str, passages: list[Passage]) -> list[tuple[int, int, str]]:
     """(source number, position in passage, sentence) of the best sentences, best first."""
     query = set(tokenize(question))
     if not query:
@@ -44,7 +45,7 @@ def select_sentences(question: str, passages: list) -> list[tuple[int, int, str]
             sentence = _clean(text[start:end])
             if len(sentence) < MIN_SENTENCE_CHARS:
                 continue
-            terms = tokenize(sentence)
+            terms: Collection[str] = tokenize(sentence)
             if not terms:
                 continue
             hits = query.intersection(terms)
@@ -60,7 +61,7 @@ def select_sentences(question: str, passages: list) -> list[tuple[int, int, str]
         # Sentences far weaker than the best one are padding, not answers.
         floor = 0.6 * candidates[0][0]
         candidates = [c for c in candidates if c[0] >= floor]
-    chosen: list[tuple[float, int, int, str, set]] = []
+    chosen: list[tuple[float, int, int, str, set[str]]] = []
     total = 0
     for candidate in candidates:
         terms = candidate[4]

@@ -62,7 +62,7 @@ class Script:
     tokens: list[str] = field(default_factory=lambda: ["Hello", " from", " the", " fake", " upstream", "."])
     token_delay: float = 0.0  # seconds between tokens
     first_token_delay: float = 0.0  # seconds before the first token (after the headers)
-    tool_calls: list[dict] | None = None  # OpenAI shape, or shorthand {"name": ..., "arguments": dict | str}
+    tool_calls: list[dict[str, Any]] | None = None  # OpenAI shape, or shorthand {"name": ..., "arguments": dict | str}
     status: int = 200  # a 4xx/5xx answers OpenAI's error JSON instead of a completion
     fail_times: int | None = None  # with status >= 400: fail this many times, then succeed
     error_message: str | None = None
@@ -70,7 +70,7 @@ class Script:
     disconnect_after: int | None = None  # drop the connection after N tokens (no finish, no [DONE])
     abrupt: bool = True  # False: after disconnect_after tokens end the body politely instead of dropping
     finish_reason: str | None = None  # default: "tool_calls" when tool_calls, else "stop"
-    usage: dict | None = None  # default: rough word counts
+    usage: dict[str, Any] | None = None  # default: rough word counts
     model: str | None = None  # default: the requested model
     keepalive: bool = False  # send ": keepalive" SSE comments between chunks
 
@@ -85,7 +85,7 @@ class Script:
         return "".join(self.tokens)
 
 
-def _normalize_tool_calls(calls: list[dict] | None) -> list[dict]:
+def _normalize_tool_calls(calls: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
     normalized = []
     for i, call in enumerate(calls or []):
         function = call.get("function") or {"name": call["name"], "arguments": call.get("arguments", {})}
@@ -120,14 +120,14 @@ class _QuietAbruptClose(logging.Filter):
 class _SSEStream:
     """ASGI response streaming one script; notices a client that goes away before the end."""
 
-    def __init__(self, fake: FakeUpstream, script: Script, body: dict) -> None:
+    def __init__(self, fake: FakeUpstream, script: Script, body: dict[str, Any]) -> None:
         self.fake, self.script, self.body = fake, script, body
         self.model = script.model or body.get("model") or FAKE_MODEL
         self.id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         self.created = int(time.time())
 
-    def _chunk(self, delta: dict, finish_reason: str | None = None) -> bytes:
-        chunk = {
+    def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+        chunk: dict[str, Any] = {
             "id": self.id,
             "object": "chat.completion.chunk",
             "created": self.created,
@@ -174,7 +174,7 @@ class _SSEStream:
         finish = script.finish_reason or ("tool_calls" if calls else "stop")
         await self._send(send, self._chunk({}, finish))
         if (self.body.get("stream_options") or {}).get("include_usage"):
-            usage = {
+            usage: dict[str, Any] = {
                 "id": self.id,
                 "object": "chat.completion.chunk",
                 "created": self.created,
@@ -214,8 +214,16 @@ class _SSEStream:
             raise _AbruptClose("scripted disconnect")
 
 
-def _sse(obj: dict) -> bytes:
+def _sse(obj: dict[str, Any]) -> bytes:
     return f"data: {json.dumps(obj)}\n\n".encode()
+
+
+@dataclass
+class _Queued:
+    """A queued script and how many more times it fails (with ``fail_times``)."""
+
+    script: Script
+    failures_left: int
 
 
 class FakeUpstream:
@@ -223,10 +231,10 @@ class FakeUpstream:
 
     def __init__(self, default: Script | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
         self.default = default or Script()
-        self.requests: list[dict] = []  # request bodies, in arrival order
+        self.requests: list[Any] = []  # request bodies (parsed JSON, normally objects), in arrival order
         self.headers: list[dict[str, str]] = []  # the matching request headers (lower-case names)
         self.disconnects = 0
-        self._queue: collections.deque[list] = collections.deque()  # [script, failures left]
+        self._queue: collections.deque[_Queued] = collections.deque()
         self._lock = threading.Lock()
         self._host, self._port = host, port
         self._server: uvicorn.Server | None = None
@@ -244,7 +252,7 @@ class FakeUpstream:
         """Queue replies, consumed one request at a time (a failing script stays until it succeeds)."""
         with self._lock:
             for script in scripts:
-                self._queue.append([script, script.fail_times or 0])
+                self._queue.append(_Queued(script, script.fail_times or 0))
         return self
 
     def reset(self) -> None:
@@ -269,12 +277,12 @@ class FakeUpstream:
             if not self._queue:
                 return self.default, False
             entry = self._queue[0]
-            script, failures_left = entry
+            script = entry.script
             if script.status >= 400 and script.fail_times is None:
                 self._queue.popleft()
                 return script, True
-            if script.status >= 400 and failures_left > 0:
-                entry[1] -= 1
+            if script.status >= 400 and entry.failures_left > 0:
+                entry.failures_left -= 1
                 return script, True
             self._queue.popleft()
             return script, False
@@ -283,7 +291,7 @@ class FakeUpstream:
         with self._lock:
             self.disconnects += 1
 
-    def _usage(self, script: Script, body: dict) -> dict:
+    def _usage(self, script: Script, body: dict[str, Any]) -> dict[str, Any]:
         if script.usage is not None:
             usage = dict(script.usage)
         else:
@@ -314,9 +322,9 @@ class FakeUpstream:
             return _error(400, "'messages' is a required property.", param="messages")
         script, failing = self._next()
         if failing:
-            message = script.error_message or f"Scripted failure with status {script.status}."
+            error = script.error_message or f"Scripted failure with status {script.status}."
             headers = {"retry-after": f"{script.retry_after:g}"} if script.retry_after is not None else None
-            return _error(script.status, message, headers=headers)
+            return _error(script.status, error, headers=headers)
         if body.get("stream"):
             return _SSEStream(self, script, body)
         await asyncio.sleep(script.first_token_delay)
@@ -393,7 +401,9 @@ class FakeUpstream:
         self.stop()
 
 
-def _error(status: int, message: str, *, param: str | None = None, headers: dict | None = None) -> JSONResponse:
+def _error(
+    status: int, message: str, *, param: str | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
     kind = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
     code = "rate_limit_exceeded" if status == 429 else None
     body = {"error": {"message": message, "type": kind, "param": param, "code": code}}

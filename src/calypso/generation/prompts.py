@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from calypso.models import Passage
 
 CITING_INSTRUCTIONS = """\
@@ -29,10 +31,10 @@ def format_sources(passages: list[Passage]) -> str:
 
 
 def build_messages(
-    conversation: list[dict],
+    conversation: list[dict[str, Any]],
     passages: list[Passage] | None,
     system_prompt: str | None = None,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """The upstream messages: one system message with our instructions (and sources), then the conversation.
 
     ``passages`` None means no retrieval on this turn (no knowledge base, or a tool result came back);

@@ -24,8 +24,10 @@ import sys
 import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
 from itertools import chain
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from calypso.retrieval.tokenize import DEFAULT_ANALYZER
 
@@ -39,11 +41,20 @@ _COMPACT_MIN = 1024  # renumber rows once this many, and a quarter of them, are 
 _DIRECT_TOPK_ROWS = 1 << 15  # below this, top-k takes all positive rows (no k-th bound)
 _I64 = np.int64
 
+_Int64s = NDArray[np.int64]
+_Int32s = NDArray[np.int32]
+_Intps = NDArray[np.intp]
+# Indices into a segment's (tf, dl) pair tables: uint16, or uint32 beyond 65536 pairs (signed while being built).
+_Codes = NDArray[np.integer[Any]]
+_Floats = NDArray[np.float32]
+_Bools = NDArray[np.bool_]
+_Params = tuple[float, float, float]  # (k1, b, avgdl): the statistics an impact table was computed for
+
 # (chunk_key, text) or (chunk_key, text, terms): terms already analyzed (e.g. stored) skip tokenising.
 Chunks = Sequence[tuple[int, str] | tuple[int, str, list[str] | None]]
 
 
-class _Vocab(dict):
+class _Vocab(dict[str, int]):
     """term -> term id, assigning the next id to unseen terms (writer side only)."""
 
     def __missing__(self, term: str) -> int:
@@ -51,7 +62,7 @@ class _Vocab(dict):
         return tid
 
 
-def _codes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _codes(key: _Int64s) -> tuple[_Intps, _Codes]:
     """(sorted distinct values, index of each value); a bitmap when the range is small."""
     top = int(key.max(initial=-1)) + 1
     if top <= 1 << 24:
@@ -84,16 +95,37 @@ class _Segment:
         "terms",
     )
 
-    def __init__(self, row_start: int, **arrays: np.ndarray) -> None:
+    terms: _Intps
+    indptr: _Int64s
+    rows: _Int32s
+    codes: _Codes
+    pair_tf: _Intps
+    pair_dl: _Intps
+    fwd_ptr: _Int64s
+    fwd_terms: _Int32s
+
+    def __init__(
+        self,
+        row_start: int,
+        *,
+        terms: _Intps,
+        indptr: _Int64s,
+        rows: _Int32s,
+        codes: _Codes,
+        pair_tf: _Intps,
+        pair_dl: _Intps,
+        fwd_ptr: _Int64s,
+        fwd_terms: _Int32s,
+    ) -> None:
         self.row_start = row_start
-        self.impact: tuple[tuple[float, float, float], np.ndarray] | None = None  # see search
-        for name, value in arrays.items():
-            setattr(self, name, value)
+        self.impact: tuple[_Params, _Floats] | None = None  # see search
+        self.terms, self.indptr, self.rows, self.codes = terms, indptr, rows, codes
+        self.pair_tf, self.pair_dl, self.fwd_ptr, self.fwd_terms = pair_tf, pair_dl, fwd_ptr, fwd_terms
         self.row_stop = row_start + len(self.fwd_ptr) - 1
 
     @classmethod
     def from_forward(
-        cls, row_start: int, fwd_counts: np.ndarray, fwd_term: np.ndarray, fwd_tf: np.ndarray, row_len: np.ndarray
+        cls, row_start: int, fwd_counts: _Intps, fwd_term: _Int32s, fwd_tf: _Int32s, row_len: _Int32s
     ) -> _Segment:
         """From forward postings: for each row in turn (``fwd_counts[i]`` postings) its
         distinct term ids ascending (int32) and their tf; ``row_len`` of the same rows."""
@@ -143,7 +175,7 @@ class _Segment:
     def n_postings(self) -> int:
         return len(self.rows)
 
-    def lut(self, k1: float, b: float, avgdl: float) -> np.ndarray:
+    def lut(self, k1: float, b: float, avgdl: float) -> _Floats:
         """Per (tf, dl) pair: tf / (tf + k1*(1-b+b*dl/avgdl)), as float32."""
         tf = self.pair_tf.astype(np.float64)
         norm = k1 * (1.0 - b + b * self.pair_dl / max(avgdl, 1e-9))
@@ -151,10 +183,11 @@ class _Segment:
 
     def nbytes(self) -> int:
         impact = self.impact[1].nbytes if self.impact is not None else 0
-        return impact + sum(getattr(self, a).nbytes for a in self._ARRAYS)
+        arrays: int = sum(getattr(self, a).nbytes for a in self._ARRAYS)
+        return impact + arrays
 
 
-def _merge(segs: Sequence[_Segment], live: np.ndarray, row_map: np.ndarray | None = None) -> _Segment:
+def _merge(segs: Sequence[_Segment], live: _Bools, row_map: _Int64s | None = None) -> _Segment:
     """One segment from adjacent ones, dropping dead rows (and renumbering rows by
     ``row_map`` when given). A scatter per input, no sort: within a term, inputs' posting
     lists are concatenated in row order."""
@@ -206,11 +239,12 @@ def _merge(segs: Sequence[_Segment], live: np.ndarray, row_map: np.ndarray | Non
 
 
 # rows, codes, lut of one posting list; or rows, impacts, None once precomputed
-_Slice = tuple[np.ndarray, np.ndarray, np.ndarray | None]
+# (the middle array's dtype depends on the third item, which the type cannot express)
+_Slice = tuple[_Int32s, NDArray[Any], _Floats | None]
 _TINY = float(np.finfo(np.float32).tiny)
 
 
-def _scatter(scores: np.ndarray, plists: list[list[_Slice]], coefs: list[float]) -> None:
+def _scatter(scores: _Floats, plists: list[list[_Slice]], coefs: list[float]) -> None:
     """scores[rows] += coef * lut[codes] (or coef * impacts) over all the terms' postings.
     One add.at over concatenated postings: its per-call overhead dominates short lists."""
     items = [(sl, np.float32(c)) for pl, c in zip(plists, coefs) for sl in pl]
@@ -228,7 +262,7 @@ def _scatter(scores: np.ndarray, plists: list[list[_Slice]], coefs: list[float])
         np.add.at(scores, np.concatenate([sl[0] for sl, _ in items]), w)
 
 
-def _lookup(scores: np.ndarray, plist: list[_Slice], coef: float, cand: np.ndarray) -> None:
+def _lookup(scores: _Floats, plist: list[_Slice], coef: float, cand: _Int32s) -> None:
     """Add one term's contribution to the (sorted, distinct, int32) ``cand`` rows only:
     binary search in the ascending posting rows instead of touching every posting."""
     for rows, codes, lut in plist:
@@ -240,7 +274,7 @@ def _lookup(scores: np.ndarray, plist: list[_Slice], coef: float, cand: np.ndarr
             scores[cand[hit]] += w * np.float32(coef)
 
 
-def _kth_lower_bound(scores: np.ndarray, rows_lists: list[np.ndarray], k: int) -> float:
+def _kth_lower_bound(scores: _Floats, rows_lists: list[_Int32s], k: int) -> float:
     """A lower bound on the k-th best score: the k-th best distinct row among the given
     posting rows. A row occurs at most once per list, so the k*m best of m lists' entries
     hold at least k distinct rows. (-x partitions: numpy is slow on many equal maxima.)"""
@@ -258,9 +292,25 @@ class _Snapshot:
 
     __slots__ = ("dead", "df", "docs", "impacts", "luts", "n_live", "n_rows", "paid", "params", "row_key", "segs")
 
-    def __init__(self, **kw: object) -> None:
-        for name, value in kw.items():
-            setattr(self, name, value)
+    def __init__(
+        self,
+        *,
+        segs: tuple[_Segment, ...],
+        df: _Int64s,
+        n_live: int,
+        luts: tuple[_Floats, ...],
+        n_rows: int,
+        row_key: _Int64s,
+        dead: _Int64s | None,
+        docs: dict[int, tuple[int, int]],
+        params: _Params,
+        paid: list[int],
+        impacts: list[_Floats | None],
+    ) -> None:
+        self.segs, self.df, self.n_live, self.luts, self.n_rows = segs, df, n_live, luts, n_rows
+        self.row_key, self.dead, self.docs, self.params = row_key, dead, docs, params
+        self.paid = paid  # postings looked up through each segment's lut (mutated by searches)
+        self.impacts = impacts  # per segment: precomputed impacts, filled in by searches
 
 
 class BM25Index:
@@ -298,8 +348,8 @@ class BM25Index:
         self._total_len = 0  # sum of live rows' lengths (for avgdl)
         self._segs: list[_Segment] = []
         self._seg_stop = 0  # rows below this are compiled; pending rows follow
-        self._pending: list[np.ndarray] = []  # term-id streams of the pending rows
-        self._dead: list[np.ndarray] = []  # removed rows that are still in segments
+        self._pending: list[_Int32s] = []  # term-id streams of the pending rows
+        self._dead: list[_Int64s] = []  # removed rows that are still in segments
         self._n_dead = 0  # dead rows in the row tables (compaction trigger)
         self._snap: _Snapshot | None = None
 
@@ -506,8 +556,8 @@ class BM25Index:
             # Ski rental: once lookups through the (tf, dl) table have cost as much as
             # precomputing every posting's impact for these statistics, precompute it.
             if imp is None and snap.paid[si] > seg.n_postings:
-                snap.impacts[si] = lut.take(seg.codes)
-                seg.impact = (snap.params, snap.impacts[si])
+                impacts = snap.impacts[si] = lut.take(seg.codes)
+                seg.impact = (snap.params, impacts)
         scores = np.zeros(snap.n_rows, np.float32)
         if snap.dead is not None:
             scores[snap.dead] = -np.inf  # tombstones never reach a positive score
@@ -517,13 +567,13 @@ class BM25Index:
                 return self._top(scores, np.flatnonzero(scores > 0), k, snap.row_key)
             # Bound the k-th score from the rarest terms' rows, then select above it: a
             # dense compare is far cheaper than partitioning all N (mostly zero) scores.
-            probe: list[np.ndarray] = []
+            probe: list[_Int32s] = []
             for i in np.argsort(-coef, kind="stable").tolist():
                 probe.extend(r for r, _, _ in plists[i])
                 if sum(map(len, probe)) >= 4 * k:
                     break
             theta = _kth_lower_bound(scores, probe, k) if probe else 0.0
-            cand = np.flatnonzero(scores >= max(theta, _TINY))
+            cand: NDArray[np.integer[Any]] = np.flatnonzero(scores >= max(theta, _TINY))
         else:
             cand = self._doc_rows(snap.docs, doc_keys, snap.n_rows)
             n_post = sum(len(r) for pl in plists for r, _, _ in pl)
@@ -536,7 +586,7 @@ class BM25Index:
         return self._top(scores, cand, k, snap.row_key)
 
     @staticmethod
-    def _top(scores: np.ndarray, cand: np.ndarray, k: int, row_key: np.ndarray) -> list[tuple[int, float]]:
+    def _top(scores: _Floats, cand: NDArray[np.integer[Any]], k: int, row_key: _Int64s) -> list[tuple[int, float]]:
         vals = scores[cand]
         if len(cand) > 4 * k:  # keep every tie of the k-th value, then sort exactly
             sel = vals >= -np.partition(-vals, k - 1)[k - 1]  # (-x: fast with many ties)
@@ -545,7 +595,7 @@ class BM25Index:
         return list(zip(row_key[cand[order]].tolist(), vals[order].astype(float).tolist()))
 
     @staticmethod
-    def _doc_rows(docs: dict[int, tuple[int, int]], doc_keys: Collection[int], n_rows: int) -> np.ndarray:
+    def _doc_rows(docs: dict[int, tuple[int, int]], doc_keys: Collection[int], n_rows: int) -> _Int32s:
         # The snapshot's doc map: compaction swaps in a new dict, so row numbers match.
         spans = sorted(s for s in map(docs.get, set(doc_keys)) if s and s[0] < n_rows)
         if not spans:

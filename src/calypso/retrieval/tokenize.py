@@ -163,7 +163,7 @@ _WORD_RE = re.compile(r"\w+")
 _MAX_CACHE = 2_000_000  # bound the stem cache: number-like tokens never stop coming
 
 
-class _StemCache(dict):
+class _StemCache(dict[str, str]):
     """token -> stem ('' for stopwords), filled on first sight.
 
     A dict subclass with ``__missing__`` lets the hot loop stay in C

@@ -16,6 +16,7 @@ import io
 import os
 import zipfile
 from collections.abc import Callable
+from typing import Protocol
 
 from calypso.errors import EmptyDocument, UnsupportedMediaType
 from calypso.models import ParsedDocument
@@ -128,9 +129,16 @@ def detect_media_type(data: bytes, filename: str, media_type: str | None = None)
     )
 
 
+class _ParserModule(Protocol):
+    """What every parser module provides (for the type checker)."""
+
+    def parse(self, data: bytes, filename: str) -> ParsedDocument: ...
+
+
 def _parser_for(media_type: str) -> Callable[[bytes, str], ParsedDocument]:
     # Imported lazily: trafilatura and pypdfium2 are slow to import and only needed per type.
     short = SUPPORTED_TYPES[media_type]
+    module: _ParserModule
     if short == "pdf":
         from calypso.ingest.parsers import pdf as module
     elif short == "docx":
