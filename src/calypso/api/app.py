@@ -9,7 +9,7 @@ from fastapi import FastAPI
 
 from calypso import __version__
 from calypso.api.auth import AuthMiddleware, auth_enabled
-from calypso.api.body_limit import BodyLimitMiddleware
+from calypso.api.body_guard import BodyLimitMiddleware
 from calypso.api.errors import UnexpectedErrorMiddleware, install_error_handlers
 from calypso.api.request_ids import RequestIdMiddleware
 from calypso.api.routes import admin, bots, chat, conversations, documents, files, models, responses, search

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, StrictBool
 
 from calypso.api.errors import internal_error, log_server_error, log_unexpected
 from calypso.api.sse import sse_data
@@ -46,8 +46,8 @@ def error_event(exc: BaseException, request_id: str, prefix: str = "") -> str:
 
 class StreamOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    include_usage: bool = False
-    include_obfuscation: bool | None = None  # accepted for SDK compatibility; we never pad chunks
+    include_usage: StrictBool = False
+    include_obfuscation: StrictBool | None = None  # accepted for SDK compatibility; we never pad chunks
 
 
 def usage_object(answer: GroundedAnswer) -> dict:

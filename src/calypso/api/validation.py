@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
 
+from calypso import json_limits
 from calypso.errors import InvalidRequest
 from calypso.validation import invalid_request_from, json_kind, not_an_object, not_json
 
@@ -37,9 +38,11 @@ async def json_object(request: Request, hint: str = "a JSON object") -> dict:
     if not raw:
         raise not_json("it is empty", hint)
     try:
-        body = json.loads(raw)
+        body = json_limits.load(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise not_json(f"it is not valid JSON ({exc})", hint) from exc
+    except json_limits.UnacceptableJSON as exc:
+        raise unacceptable_json(exc) from exc
     if not isinstance(body, dict):
         raise not_an_object(body, hint)
     return body
@@ -54,18 +57,27 @@ async def parse_body(request: Request, model: type[BaseModel]) -> Any:
         raise invalid_request_from(exc, body, model=model) from exc
 
 
+def unacceptable_json(exc: json_limits.UnacceptableJSON) -> InvalidRequest:
+    """400 for a body that parses but is not JSON this server takes (depth, huge integers, bad Unicode)."""
+    where = f"'{exc.path}'" if exc.path else "the request body"
+    return InvalidRequest(f"Invalid value for {where}: {exc.reason}.", param=exc.path, code="invalid_value")
+
+
 def form_json_object(raw: str | None, param: str) -> dict | None:
     """A multipart field that holds a JSON object (``metadata``): None when absent, else the object or a 400."""
     if raw is None or raw == "":
         return None
     try:
-        value = json.loads(raw)
+        value = json_limits.load(raw)
     except json.JSONDecodeError as exc:
         raise InvalidRequest(
             f"Invalid value for '{param}': not valid JSON ({exc}); send a JSON object string.",
             param=param,
             code="invalid_json",
         ) from exc
+    except json_limits.UnacceptableJSON as exc:
+        inner = f"{param}.{exc.path}" if exc.path else param
+        raise InvalidRequest(f"Invalid value for '{inner}': {exc.reason}.", param=inner, code="invalid_value") from exc
     if not isinstance(value, dict):
         raise InvalidRequest(
             f"Invalid type for '{param}': expected a JSON object, but got {json_kind(value)} instead.",

@@ -62,9 +62,11 @@ def message_text(message: dict[str, Any]) -> str:
         return content
     if isinstance(content, list):
         return " ".join(
-            part.get("text", "")
+            part["text"]
             for part in content
-            if isinstance(part, dict) and part.get("type") in ("text", "input_text", "output_text")
+            if isinstance(part, dict)
+            and part.get("type") in ("text", "input_text", "output_text")
+            and isinstance(part.get("text"), str)
         )
     return ""
 

@@ -13,11 +13,12 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from calypso.api.auth import current_workspace
 from calypso.api.deps import link_signer, services
 from calypso.api.request_ids import request_id
+from calypso.api.schemas.content import MAX_OUTPUT_TOKENS, ContentPart
 from calypso.api.sse import sse_response
 from calypso.api.streaming import ChunkWriter, GuardedStream, StreamOptions, chat_chunks, prime, usage_object
 from calypso.api.validation import parse_body
@@ -38,14 +39,15 @@ class ChatMessage(BaseModel):
     # (refusal, annotations, citations…); seed 004: they are ignored on input.
     model_config = ConfigDict(extra="allow")
     role: Literal["system", "developer", "user", "assistant", "tool"]
-    content: str | list[dict[str, Any]] | None = None
+    content: str | list[ContentPart] | None = None
     name: str | None = None
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
 
     def forwarded(self) -> dict:
         """The fields the model needs; markers in earlier assistant content stay in place."""
-        message: dict[str, Any] = {"role": self.role, "content": self.content}
+        content = [part.wire() for part in self.content] if isinstance(self.content, list) else self.content
+        message: dict[str, Any] = {"role": self.role, "content": content}
         for key in ("name", "tool_calls", "tool_call_id"):
             if getattr(self, key) is not None:
                 message[key] = getattr(self, key)
@@ -56,18 +58,18 @@ class ChatCompletionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     model: str
     messages: list[ChatMessage]
-    stream: bool = False
+    stream: StrictBool = False
     stream_options: StreamOptions | None = None
     n: int | None = None
     temperature: float | None = Field(None, ge=0, le=2)
-    max_tokens: int | None = Field(None, ge=1)
-    max_completion_tokens: int | None = Field(None, ge=1)
+    max_tokens: int | None = Field(None, ge=1, le=MAX_OUTPUT_TOKENS)
+    max_completion_tokens: int | None = Field(None, ge=1, le=MAX_OUTPUT_TOKENS)
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     metadata: dict[str, str] | None = None
     # Accepted and ignored: they change nothing about a grounded answer.
     user: str | None = None
-    store: bool | None = None
+    store: StrictBool | None = None
     service_tier: str | None = None
     safety_identifier: str | None = None
     prompt_cache_key: str | None = None

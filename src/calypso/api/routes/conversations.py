@@ -15,11 +15,12 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, StrictBool
 
 from calypso.api.auth import Workspace
 from calypso.api.deps import Conversations, check_limit, check_order, link_signer, services
 from calypso.api.request_ids import request_id
+from calypso.api.schemas.content import ContentPart
 from calypso.api.serialize import list_object
 from calypso.api.sse import sse_response
 from calypso.api.streaming import ChunkWriter, GuardedStream, StreamOptions, chat_chunks, prime, usage_object
@@ -47,8 +48,8 @@ class CreateConversation(BaseModel):
 class PostMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
     role: Literal["user"] = "user"
-    content: str | list[dict[str, Any]]
-    stream: bool = False
+    content: str | list[ContentPart]
+    stream: StrictBool = False
     stream_options: StreamOptions | None = None
 
 
@@ -176,7 +177,8 @@ async def post_message(
     body: PostMessage = await parse_body(request, PostMessage)
     if body.stream_options is not None and not body.stream:
         raise InvalidRequest("stream_options is only allowed when stream is true.", param="stream_options")
-    question = body.content if isinstance(body.content, str) else message_text({"content": body.content})
+    content = body.content
+    question = content if isinstance(content, str) else message_text({"content": [p.wire() for p in content]})
     if not question.strip():
         raise InvalidRequest("content is empty; send the user's message.", param="content")
     conversation = await asyncio.to_thread(store.get, conversation_id, workspace)

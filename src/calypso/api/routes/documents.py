@@ -77,7 +77,7 @@ def list_chunks(
     documents: Documents,
     workspace: Workspace,
     limit: int = Query(100),
-    after: int | None = None,
+    after: int | None = Query(None, ge=-1, le=2**62),
 ) -> dict[str, Any]:
     """Chunks in `chunk_index` order; page with `after` = the last `chunk_index` seen."""
     page = documents.chunks(document_id, check_limit(limit), after, workspace=workspace)

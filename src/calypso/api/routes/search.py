@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from calypso.api.auth import Workspace
 from calypso.api.deps import Documents
 from calypso.api.serialize import passage_object
+from calypso.bots import MAX_DOCUMENT_IDS
 
 router = APIRouter(prefix="/v1", tags=["search"])
 
@@ -17,7 +18,7 @@ class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     query: str = Field(min_length=1)
     namespace: str | None = None
-    document_ids: list[str] | None = None
+    document_ids: list[str] | None = Field(None, max_length=MAX_DOCUMENT_IDS)
     max_num_results: int = Field(10, ge=1, le=100)
 
 

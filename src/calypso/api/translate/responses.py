@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from calypso.api.schemas.content import check_parts
 from calypso.api.schemas.responses import KNOWN_INCLUDES, ResponsesRequest
 from calypso.bots import Bot, bot_scope
 from calypso.citations.links import LinkSigner
@@ -93,13 +94,22 @@ def input_messages(raw: str | list[dict]) -> list[dict]:
             raise InvalidRequest(
                 f"input[{i}].content must be a string or a list of parts.", param=f"input[{i}].content"
             )
+        if isinstance(content, list):
+            check_parts(content, f"input[{i}].content")
         text = content if isinstance(content, str) else message_text({"content": content})
         messages.append({"role": "system" if role == "developer" else role, "content": text})
     return messages
 
 
-def filter_document_ids(filters: dict, param: str, workspace: str, resolve_file: FileResolver) -> set[str]:
+def filter_document_ids(filters: object, param: str, workspace: str, resolve_file: FileResolver) -> set[str]:
     """OpenAI attribute filters on ``document_id`` / ``file_id``: eq, in, and or-combinations of them."""
+    if not isinstance(filters, dict):
+        raise InvalidRequest(
+            f"Invalid type for '{param}': expected a filter object such as "
+            '{"type": "eq", "key": "file_id", "value": "file-…"}.',
+            param=param,
+            code="invalid_type",
+        )
     kind = filters.get("type")
     if kind == "or" and isinstance(filters.get("filters"), list):
         ids: set[str] = set()
