@@ -21,6 +21,11 @@ class Settings(BaseSettings):
     port: int = Field(8080, description="Port `calypso serve` listens on.")
     default_namespace: str = Field("general", description="Namespace used when an upload or search names none.")
     max_upload_bytes: int = Field(50 * 1024 * 1024, description="Largest accepted upload or crawled page, in bytes.")
+    max_history_chars: int = Field(
+        400_000,
+        ge=1000,
+        description="Longest conversation (previous_response_id history plus input) a Responses request may carry.",
+    )
     max_request_bytes: int = Field(
         4 * 1024 * 1024,
         ge=1024,

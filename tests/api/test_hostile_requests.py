@@ -112,3 +112,20 @@ def test_non_ascii_authorization_header_is_401(tmp_path: Path) -> None:
         response = conn.getresponse()
         body = json.loads(response.read())
         assert response.status == 401 and body["error"]["type"] == "authentication_error"
+
+
+def test_history_has_a_limit_and_auto_truncation_drops_the_oldest_turns(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home", max_history_chars=3000)
+    with LiveServer(create_app(settings), free_port()) as server:
+        url = f"{server.url}/v1/responses"
+        first = httpx.post(url, json={"input": "alpha " * 300}, timeout=30).json()  # 1,800 characters
+        follow = {"input": "beta " * 300, "previous_response_id": first["id"]}  # 1,800 more: over 3,000
+        refused = httpx.post(url, json=follow, timeout=30)
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["error"]["code"] == "context_length_exceeded"
+        kept = httpx.post(url, json={**follow, "truncation": "auto"}, timeout=30)
+        assert kept.status_code == 200, kept.text
+        stored = httpx.get(f"{url}/{kept.json()['id']}", timeout=10)
+        assert stored.status_code == 200
+        too_long = httpx.post(url, json={"input": "gamma " * 1000, "truncation": "auto"}, timeout=30)
+        assert too_long.status_code == 400 and too_long.json()["error"]["code"] == "context_length_exceeded"

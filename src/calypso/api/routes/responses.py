@@ -83,6 +83,7 @@ async def create_response(
         sources_hidden=policies.sources_hidden(workspace, bot.sources_policy),
         resolve_file=_file_resolver(documents),
         load_response=lambda response_id: responses.get(response_id, workspace, "previous_response_id"),
+        max_history_chars=documents.settings.max_history_chars,
     )
     wire = ResponseWire(bot.id, turn.echo)
     save = _saver(responses, turn, workspace, body.previous_response_id) if body.store else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from calypso.api.schemas.content import check_parts
 from calypso.api.schemas.responses import KNOWN_INCLUDES, ResponsesRequest
@@ -49,6 +50,7 @@ def translate(
     sources_hidden: bool,
     resolve_file: FileResolver,
     load_response: ResponseLoader,
+    max_history_chars: int,
 ) -> ResponsesTurn:
     """Validate ``body`` for ``bot`` and map it; raises ``InvalidRequest``/``NotFound`` naming the field."""
     options = render_options(body, bot, links, sources_hidden)
@@ -59,6 +61,7 @@ def translate(
     messages = history + input_messages(body.input)
     if body.instructions:
         messages = [{"role": "system", "content": body.instructions}, *[m for m in messages if m["role"] != "system"]]
+    messages = fit_history(messages, max_history_chars, truncate=body.truncation == "auto")
     validate_messages(messages)
     ask = ask_request(
         bot,
@@ -69,6 +72,41 @@ def translate(
         workspace=workspace,
     )
     return ResponsesTurn(ask, messages, options, echo(body))
+
+
+def _chars(message: dict[str, Any]) -> int:
+    content = message.get("content")
+    return len(content) if isinstance(content, str) else len(str(content))
+
+
+def fit_history(messages: list[dict[str, Any]], limit: int, *, truncate: bool) -> list[dict[str, Any]]:
+    """The conversation within ``limit`` characters: with ``truncation: "auto"`` the oldest turns are
+    dropped (system messages and the newest message stay), as OpenAI does; otherwise a 400."""
+    total = sum(_chars(m) for m in messages)
+    if total <= limit:
+        return messages
+    if not truncate:
+        raise InvalidRequest(
+            f"The conversation is {total:,} characters long; the limit is {limit:,} (setting "
+            'CALYPSO_MAX_HISTORY_CHARS). Send truncation: "auto" to drop the oldest turns, or start a new one.',
+            param="input",
+            code="context_length_exceeded",
+        )
+    kept = list(messages)
+    droppable = [i for i, m in enumerate(kept[:-1]) if m["role"] != "system"]
+    for index in droppable:  # oldest first
+        if total <= limit:
+            break
+        total -= _chars(kept[index])
+        kept[index] = {}
+    kept = [m for m in kept if m]
+    if total > limit:
+        raise InvalidRequest(
+            f"The newest message alone is over the {limit:,}-character limit (setting CALYPSO_MAX_HISTORY_CHARS).",
+            param="input",
+            code="context_length_exceeded",
+        )
+    return kept
 
 
 def input_messages(raw: str | list[dict]) -> list[dict]:
