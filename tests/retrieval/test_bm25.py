@@ -172,7 +172,7 @@ def test_docs_without_chunks_survive_compaction(monkeypatch: pytest.MonkeyPatch)
     for d in range(1, 15):
         idx.remove(d)
     assert {k for k, _ in idx.search("refund", k=50)} == {d * 10 for d in range(15, 20)}
-    assert idx.doc_count == 7 and len(idx) == 5 and idx._n_dead == 0  # compacted
+    assert idx.doc_count == 7 and len(idx) == 5 and idx.dead_rows == 0  # compacted
     idx.remove(0)
     idx.remove(99)
     assert idx.doc_count == 5 and idx.search("refund order 17")[0][0] == 170

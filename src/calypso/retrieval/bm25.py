@@ -617,6 +617,11 @@ class BM25Index:
         return len(self._docs)
 
     @property
+    def dead_rows(self) -> int:
+        """Removed chunks still occupying rows until the next compaction."""
+        return self._n_dead
+
+    @property
     def segment_count(self) -> int:
         """Number of compiled posting segments; merging keeps it logarithmic in the number of adds."""
         return len(self._segs)
