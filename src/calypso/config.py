@@ -21,6 +21,13 @@ class Settings(BaseSettings):
     port: int = Field(8080, description="Port `calypso serve` listens on.")
     default_namespace: str = Field("general", description="Namespace used when an upload or search names none.")
     max_upload_bytes: int = Field(50 * 1024 * 1024, description="Largest accepted upload or crawled page, in bytes.")
+    parse_processes: int = Field(
+        2, ge=0, description="Child processes that parse uploads (0: parse inside the server, no time or memory cap)."
+    )
+    parse_timeout_seconds: float = Field(60.0, gt=0, description="Longest a single document may take to parse.")
+    parse_memory_bytes: int = Field(
+        2 * 1024**3, ge=64 * 1024**2, description="Address space a parsing child may use before the upload is refused."
+    )
     max_history_chars: int = Field(
         400_000,
         ge=1000,

@@ -40,6 +40,10 @@ class CalypsoError(Exception):
         self.param = param
         self.code = code if code is not None else self.default_code
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keeps param and code across processes (errors raised while parsing in a child come back pickled).
+        return (_rebuild, (type(self), self.message, self.param, self.code))
+
     def to_dict(self) -> dict[str, Any]:
         return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
 
@@ -123,3 +127,7 @@ class DataDirectoryInUse(StorageError):
     """Another process serves or ingests into this data directory (raised at start, never over HTTP)."""
 
     default_code = "data_directory_in_use"
+
+
+def _rebuild(cls: type[CalypsoError], message: str, param: str | None, code: str | None) -> CalypsoError:
+    return cls(message, param=param, code=code)

@@ -20,8 +20,9 @@ from calypso.config import Settings
 from calypso.errors import EmptyDocument, InvalidRequest, NotFound, PayloadTooLarge, PermissionDenied
 from calypso.ingest.chunking import chunk_document
 from calypso.ingest.crawl import fetch_page
+from calypso.ingest.isolation import parse_isolated
 from calypso.ingest.parsers import parse_document
-from calypso.models import Document, IndexedChunk, Listing, Order, Page, Passage, StoredChunk
+from calypso.models import Document, IndexedChunk, Listing, Order, Page, ParsedDocument, Passage, StoredChunk
 from calypso.retrieval.bm25 import BM25Index
 from calypso.retrieval.tokenize import decode_terms, encode_terms, tokenize_many
 from calypso.scope import DEFAULT_WORKSPACE, check_namespace
@@ -75,7 +76,7 @@ class DocumentService:
         if existing is not None:
             return IngestResult(existing, created=False)
 
-        parsed, detected_type = parse_document(data, filename, media_type)
+        parsed, detected_type = self._parse(data, filename, media_type)
         chunks = chunk_document(parsed, self.settings.chunk_size, self.settings.chunk_overlap)
         if not chunks:
             raise EmptyDocument(f"{filename} contains no text to index.", param="file")
@@ -130,6 +131,19 @@ class DocumentService:
         if document is None:
             raise NotFound(f"No file with id {file_id!r}.", param="file_id")
         return document
+
+    def _parse(self, data: bytes, filename: str, media_type: str | None) -> tuple[ParsedDocument, str]:
+        settings = self.settings
+        if settings.parse_processes == 0:
+            return parse_document(data, filename, media_type)
+        return parse_isolated(
+            data,
+            filename,
+            media_type,
+            timeout=settings.parse_timeout_seconds,
+            memory_bytes=settings.parse_memory_bytes,
+            processes=settings.parse_processes,
+        )
 
     def crawl(
         self,

@@ -1,0 +1,154 @@
+"""Parse untrusted files in child processes, each with a time budget and a memory cap.
+
+A parser bug or a hostile file (a decompression bomb, a pathological layout)
+must not stall or exhaust the server: in a child process it costs at most
+``timeout`` seconds and ``memory_bytes`` of address space, and then the child is
+killed and replaced. Children are plain ``python -m calypso.ingest.parse_worker``
+processes (no copy of the server's threads or locks, no re-import of the
+caller's main module), started on first use and reused one document at a time,
+so one hostile upload never takes down a parse running beside it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+import queue
+import select
+import struct
+import subprocess
+import sys
+import threading
+import time
+from typing import IO, Any
+
+from calypso.errors import CalypsoError, UnprocessableDocument
+from calypso.models import ParsedDocument
+
+_HEADER = struct.Struct("!Q")
+
+
+def write_message(stream: IO[bytes], value: Any) -> None:
+    payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(payload)) + payload)
+    stream.flush()
+
+
+def read_message(stream: IO[bytes]) -> Any:
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        raise EOFError("the other side closed the pipe")
+    (size,) = _HEADER.unpack(header)
+    return pickle.loads(stream.read(size))
+
+
+class _Child:
+    """One worker process; ``parse`` sends one document and waits at most ``timeout`` for the answer."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "calypso.ingest.parse_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+        )
+
+    def _read_exactly(self, size: int, deadline: float) -> bytes:
+        assert self.process.stdout is not None
+        fd = self.process.stdout.fileno()
+        chunks: list[bytes] = []
+        while size:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                raise TimeoutError
+            chunk = os.read(fd, min(size, 1 << 20))
+            if not chunk:
+                raise EOFError("the parser process ended")
+            chunks.append(chunk)
+            size -= len(chunk)
+        return b"".join(chunks)
+
+    def parse(self, request: tuple[Any, ...], timeout: float) -> Any:
+        assert self.process.stdin is not None
+        write_message(self.process.stdin, request)
+        deadline = time.monotonic() + timeout
+        (size,) = _HEADER.unpack(self._read_exactly(_HEADER.size, deadline))
+        return pickle.loads(self._read_exactly(size, deadline))
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+class ParserPool:
+    """At most ``processes`` children; a child that overruns or dies is killed and replaced."""
+
+    def __init__(self, processes: int) -> None:
+        self._size = processes
+        self._idle: queue.Queue[_Child] = queue.Queue()
+        self._created = 0
+        self._lock = threading.Lock()
+
+    def _take(self) -> _Child:
+        with self._lock:
+            if self._idle.empty() and self._created < self._size:
+                self._created += 1
+                return _Child()
+        return self._idle.get()
+
+    def parse(
+        self, data: bytes, filename: str, media_type: str | None, *, timeout: float, memory_bytes: int
+    ) -> tuple[ParsedDocument, str]:
+        child = self._take()  # waiting for a free child does not count against the budget
+        try:
+            outcome = child.parse((data, filename, media_type, memory_bytes), timeout)
+        except TimeoutError:
+            child.kill()
+            child = _Child()
+            raise UnprocessableDocument(
+                f"Parsing {filename!r} took longer than {timeout:g} s (setting CALYPSO_PARSE_TIMEOUT_SECONDS); "
+                "the file may be malformed or built to be slow. Split it, or raise the limit if it is genuine.",
+                param="file",
+                code="parse_timeout",
+            ) from None
+        except (EOFError, OSError, pickle.UnpicklingError) as exc:
+            child.kill()
+            child = _Child()
+            raise UnprocessableDocument(
+                f"The parser stopped while reading {filename!r} ({exc}); the file is probably corrupt.",
+                param="file",
+            ) from None
+        finally:
+            self._idle.put(child)
+        if isinstance(outcome, CalypsoError):
+            raise outcome
+        if isinstance(outcome, BaseException):
+            raise CalypsoError(f"Parsing {filename!r} failed unexpectedly: {outcome!r}") from outcome
+        parsed: tuple[ParsedDocument, str] = outcome
+        return parsed
+
+    def close(self) -> None:
+        while not self._idle.empty():
+            self._idle.get().kill()
+
+
+_shared: dict[int, ParserPool] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_pool(processes: int) -> ParserPool:
+    """One pool per process (and size), started lazily, its children killed at exit."""
+    with _shared_lock:
+        pool = _shared.get(processes)
+        if pool is None:
+            pool = _shared[processes] = ParserPool(processes)
+            atexit.register(pool.close)
+        return pool
+
+
+def parse_isolated(
+    data: bytes, filename: str, media_type: str | None, *, timeout: float, memory_bytes: int, processes: int
+) -> tuple[ParsedDocument, str]:
+    """``parse_document`` in a child process, within ``timeout`` seconds and ``memory_bytes``."""
+    return shared_pool(processes).parse(data, filename, media_type, timeout=timeout, memory_bytes=memory_bytes)

@@ -1,0 +1,55 @@
+"""A parsing child (``python -m calypso.ingest.parse_worker``): documents in on stdin, results out.
+
+Each request is ``(data, filename, media_type, memory_bytes)``; the answer is
+``(ParsedDocument, media_type)`` or the exception raised. The address-space
+cap applies to each parse; stray prints from libraries go to stderr, never
+into the protocol stream.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+
+from calypso.errors import PayloadTooLarge
+
+
+def _serve() -> None:
+    from calypso.ingest.isolation import read_message, write_message
+    from calypso.ingest.parsers import parse_document
+
+    requests = os.fdopen(os.dup(0), "rb")
+    answers = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # anything a library prints lands in stderr
+    sys.stdout = sys.stderr
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    while True:
+        try:
+            data, filename, media_type, memory_bytes = read_message(requests)
+        except EOFError:
+            return
+        soft = memory_bytes if hard == resource.RLIM_INFINITY else min(memory_bytes, hard)
+        outcome: object
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+            outcome = parse_document(data, filename, media_type)
+        except MemoryError:
+            outcome = PayloadTooLarge(
+                f"Parsing {filename!r} needs more than {memory_bytes:,} bytes of memory (setting "
+                "CALYPSO_PARSE_MEMORY_BYTES); split the file or raise the limit.",
+                param="file",
+                code="document_too_large",
+            )
+        except Exception as exc:  # noqa: BLE001 - sent back to the server, which decides
+            outcome = exc
+        finally:
+            resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+        try:
+            write_message(answers, outcome)
+        except Exception as exc:  # noqa: BLE001 - an exception that cannot be pickled
+            write_message(answers, RuntimeError(repr(exc)))
+
+
+if __name__ == "__main__":
+    _serve()
