@@ -92,7 +92,7 @@ async def _error(error: CalypsoError, scope: Scope, receive: Receive, send: Send
 
 
 def _is_json(scope: Scope) -> bool:
-    content_type = dict(scope.get("headers") or []).get(b"content-type", b"")
+    content_type: bytes = dict(scope.get("headers") or []).get(b"content-type", b"")
     return content_type.split(b";")[0].strip().lower() == b"application/json"
 
 
