@@ -17,7 +17,8 @@ class's HTTP status.
     ├── UnsupportedMediaType           415 invalid_request_error (code: unsupported_file_type)
     ├── UnprocessableDocument          422 invalid_request_error (code: unprocessable_document)
     ├── UpstreamError                  502 upstream_error
-    │   └── UpstreamTimeout            504 upstream_error (code: timeout)
+    │   ├── UpstreamTimeout            504 upstream_error (code: timeout)
+    │   └── UpstreamBusy               503 upstream_error (code: too_many_concurrent_requests)
     └── StorageError                   500 server_error
         └── DataDirectoryInUse         at start: another process holds the data directory
 """
@@ -116,6 +117,13 @@ class UpstreamError(CalypsoError):
 class UpstreamTimeout(UpstreamError):
     status = 504
     default_code = "timeout"
+
+
+class UpstreamBusy(UpstreamError):
+    """Every connection to the model server is in use; the request waited and gave up."""
+
+    status = 503
+    default_code = "too_many_concurrent_requests"
 
 
 class StorageError(CalypsoError):

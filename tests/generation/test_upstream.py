@@ -236,3 +236,25 @@ def test_registry_builds_upstream(fake: FakeUpstream) -> None:
     assert registry.create("upstream", config=config).name == "upstream:cfg"
     with pytest.raises(LookupError, match="upstream"):
         registry.create("no-such-backend")
+
+
+def test_all_connections_busy_is_said_as_such_not_as_a_silent_upstream(fake: FakeUpstream) -> None:
+    """Two slow streams hold both connections; the third waits its pool timeout, then hears why."""
+    fake.script(*[Script(tokens=["tok"] * 20, token_delay=0.05) for _ in range(3)])
+    generator = make(fake, max_connections=2, pool_timeout_seconds=0.2, timeout_seconds=5)
+
+    async def one() -> list:
+        return [event async for event in generator.stream(GenerationRequest(messages=MESSAGES))]
+
+    async def run() -> list:
+        results = await asyncio.gather(one(), one(), one(), return_exceptions=True)
+        await generator.aclose()
+        return results
+
+    results = asyncio.run(run())
+    failures = [r for r in results if isinstance(r, BaseException)]
+    assert len(failures) == 1, results
+    error = failures[0]
+    assert isinstance(error, UpstreamError) and error.status == 503
+    assert error.code == "too_many_concurrent_requests" and "CALYPSO_LLM_MAX_CONNECTIONS" in error.message
+    assert sum(1 for r in results if isinstance(r, list) and isinstance(r[-1], Finish)) == 2

@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 
-from calypso.errors import UpstreamError, UpstreamTimeout
+from calypso.errors import UpstreamBusy, UpstreamError, UpstreamTimeout
 from calypso.generation.base import (
     Finish,
     GenerationEvent,
@@ -47,6 +47,8 @@ class UpstreamConfig:
     model: str = ""
     timeout_seconds: float = 60.0  # longest wait for any read: the first token or the next one
     connect_timeout_seconds: float = 10.0
+    max_connections: int = 256  # concurrent requests to the model server
+    pool_timeout_seconds: float = 30.0  # longest wait for a free connection when all are busy
     max_retries: int = 2
     backoff_base_seconds: float = 0.5  # waits 0.5 s, 1 s, 2 s … between attempts
     backoff_max_seconds: float = 8.0
@@ -77,8 +79,14 @@ class UpstreamGenerator(Generator):
         # An AsyncClient's pooled connections belong to one event loop; make a fresh one for a new loop.
         loop = asyncio.get_running_loop()
         if self._client is None or (self._owns_client and self._client_loop is not loop):
-            timeout = httpx.Timeout(self.config.timeout_seconds, connect=self.config.connect_timeout_seconds)
-            self._client = httpx.AsyncClient(timeout=timeout)
+            config = self.config
+            timeout = httpx.Timeout(
+                config.timeout_seconds, connect=config.connect_timeout_seconds, pool=config.pool_timeout_seconds
+            )
+            limits = httpx.Limits(
+                max_connections=config.max_connections, max_keepalive_connections=min(32, config.max_connections)
+            )
+            self._client = httpx.AsyncClient(timeout=timeout, limits=limits)
             self._client_loop = loop
         return self._client
 
@@ -154,6 +162,13 @@ class UpstreamGenerator(Generator):
                     finished = state.finish_reason is not None
         except (_Transient, UpstreamError):
             raise
+        except httpx.PoolTimeout:
+            # Waiting for one of our own connections is not the model being slow: say what happened.
+            raise UpstreamBusy(
+                f"Too many concurrent requests to the model server: all {self.config.max_connections} connections "
+                f"(CALYPSO_LLM_MAX_CONNECTIONS) stayed busy for {self.config.pool_timeout_seconds:g} s "
+                "(CALYPSO_LLM_POOL_TIMEOUT_SECONDS). Retry shortly, or raise the limit if the model server can take it."
+            ) from None
         except httpx.ConnectTimeout:
             raise _Transient(
                 UpstreamTimeout(

@@ -124,6 +124,8 @@ class Answerer:
                 api_key=s.llm_api_key,
                 model=model or s.llm_model or "",
                 timeout_seconds=s.llm_timeout_seconds,
+                max_connections=s.llm_max_connections,
+                pool_timeout_seconds=s.llm_pool_timeout_seconds,
                 max_retries=s.llm_max_retries,
             ),
         )
