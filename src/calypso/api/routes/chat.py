@@ -43,7 +43,7 @@ class ChatMessage(BaseModel):
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
 
-    def forwarded(self) -> dict:
+    def forwarded(self) -> dict[str, Any]:
         """The fields the model needs; markers in earlier assistant content stay in place."""
         message: dict[str, Any] = {"role": self.role, "content": self.content}
         for key in ("name", "tool_calls", "tool_call_id"):
@@ -98,7 +98,7 @@ class ChatCompletionRequest(BaseModel):
 # -- responses -------------------------------------------------------------------------------
 
 
-def message_object(answer: GroundedAnswer, rendered: RenderedChat) -> dict:
+def message_object(answer: GroundedAnswer, rendered: RenderedChat) -> dict[str, Any]:
     """The assistant message: ``citations`` is always present (seed 004), ``tool_calls`` null when none."""
     return {
         "role": "assistant",
@@ -111,7 +111,7 @@ def message_object(answer: GroundedAnswer, rendered: RenderedChat) -> dict:
     }
 
 
-def completion_object(completion_id: str, model: str, answer: GroundedAnswer, rendered: RenderedChat) -> dict:
+def completion_object(completion_id: str, model: str, answer: GroundedAnswer, rendered: RenderedChat) -> dict[str, Any]:
     return {
         "id": completion_id,
         "object": "chat.completion",

@@ -21,7 +21,7 @@ class ResponsesRequest(BaseModel):
     input: str | list[dict[str, Any]]
     instructions: str | None = None
     tools: list[dict[str, Any]] | None = None
-    tool_choice: str | dict | None = None
+    tool_choice: str | dict[str, Any] | None = None
     include: list[str] | None = None
     metadata: dict[str, Any] | None = None
     citation_compat: Literal["legacy", "native"] | None = None  # also read from metadata (and metadata._aicore)

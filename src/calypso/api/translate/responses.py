@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from calypso.api.schemas.responses import KNOWN_INCLUDES, ResponsesRequest
 from calypso.bots import Bot, bot_scope
@@ -34,7 +35,7 @@ class ResponsesTurn:
     """One request, translated: what to ask, how to render the answer, what the reply echoes."""
 
     ask: AskRequest
-    messages: list[dict]  # the conversation as sent, stored so a later turn can continue it
+    messages: list[dict[str, Any]]  # the conversation as sent, stored so a later turn can continue it
     options: RenderOptions
     echo: ResponseEcho
 
@@ -52,7 +53,7 @@ def translate(
     """Validate ``body`` for ``bot`` and map it; raises ``InvalidRequest``/``NotFound`` naming the field."""
     options = render_options(body, bot, links, sources_hidden)
     scope = _scope(body, bot, workspace, resolve_file)
-    history: list[dict] = []
+    history: list[dict[str, Any]] = []
     if body.previous_response_id:
         history = list(load_response(body.previous_response_id).history)
     messages = history + input_messages(body.input)
@@ -70,7 +71,7 @@ def translate(
     return ResponsesTurn(ask, messages, options, echo(body))
 
 
-def input_messages(raw: str | list[dict]) -> list[dict]:
+def input_messages(raw: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``input`` as chat messages: a string is one user message; ``developer`` becomes ``system``."""
     if isinstance(raw, str):
         if not raw.strip():
@@ -98,7 +99,7 @@ def input_messages(raw: str | list[dict]) -> list[dict]:
     return messages
 
 
-def filter_document_ids(filters: dict, param: str, workspace: str, resolve_file: FileResolver) -> set[str]:
+def filter_document_ids(filters: dict[str, Any], param: str, workspace: str, resolve_file: FileResolver) -> set[str]:
     """OpenAI attribute filters on ``document_id`` / ``file_id``: eq, in, and or-combinations of them."""
     kind = filters.get("type")
     if kind == "or" and isinstance(filters.get("filters"), list):
@@ -159,8 +160,11 @@ def _scope(body: ResponsesRequest, bot: Bot, workspace: str, resolve_file: FileR
     return scope
 
 
-def _control(body: ResponsesRequest, key: str) -> str | None:
-    """citation_compat / sources_appendix: top level, then metadata, then metadata._aicore (seed 000)."""
+def _control(body: ResponsesRequest, key: str) -> object:
+    """citation_compat / sources_appendix: top level, then metadata, then metadata._aicore (seed 000).
+
+    A value from metadata is whatever the client sent; ``render_options`` checks it.
+    """
     value = getattr(body, key)
     metadata = body.metadata or {}
     nested = metadata.get("_aicore")
@@ -215,7 +219,7 @@ def echo(body: ResponsesRequest) -> ResponseEcho:
     )
 
 
-def stored_response(turn: ResponsesTurn, response: dict, raw_answer: str) -> StoredResponse:
+def stored_response(turn: ResponsesTurn, response: dict[str, Any], raw_answer: str) -> StoredResponse:
     """The record a later ``previous_response_id`` continues from."""
     # The continuation keeps the model's own markers, as seed 004 advises for replayed history.
     history = [*turn.messages, {"role": "assistant", "content": raw_answer}]
