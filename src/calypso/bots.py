@@ -16,8 +16,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
+from calypso.citations.styles import MarkerStyle
 from calypso.config import Settings
 from calypso.errors import InvalidNamespace, InvalidRequest
+from calypso.models import SourcesPolicy
 from calypso.scope import DEFAULT_WORKSPACE, RetrievalScope, check_namespace
 from calypso.validation import invalid_request_from
 
@@ -59,9 +61,9 @@ class Bot(BaseModel):
     document_ids: tuple[StrictStr, ...] | None = None  # None: the whole namespace
     passage_count: Annotated[StrictInt, Field(ge=1, le=50)] = 5
     include_citations: StrictBool = True
-    marker_style: Literal["numeric", "source"] = "numeric"  # chat: [n] + Sources appendix, or [Source N]
+    marker_style: MarkerStyle = "numeric"  # chat: [n] + Sources appendix, or [Source N]
     inline_citations: StrictBool = False  # responses: [[n]](url) links by default
-    sources_policy: Literal["visible", "hidden"] = "visible"
+    sources_policy: SourcesPolicy = "visible"
     system_prompt: StrictStr | None = Field(None, max_length=MAX_SYSTEM_PROMPT)
     generator: StrictStr | None = None  # a generator registry name; None: the configured default
     generator_options: dict[str, Any] = Field(default_factory=dict)  # temperature, max_tokens, model, …

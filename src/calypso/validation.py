@@ -163,7 +163,9 @@ def _inner_model(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
-def _pick(errors: list[dict], body: Any) -> tuple[dict, str | None, list[dict]]:
+def _pick(
+    errors: Sequence[Mapping[str, Any]], body: Any
+) -> tuple[Mapping[str, Any], str | None, list[Mapping[str, Any]]]:
     """The error to report, its param, and the errors at the same param (a union's failed branches)."""
     chosen = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     param = param_path(chosen["loc"], body, missing=chosen["type"] == "missing")
@@ -188,7 +190,7 @@ def _number(limit: Any) -> str:
     return "integer" if isinstance(limit, int) and not isinstance(limit, bool) else "decimal"
 
 
-def _expected_list(errors: list[dict]) -> str:
+def _expected_list(errors: Sequence[Mapping[str, Any]]) -> str:
     kinds = list(dict.fromkeys(_EXPECTED[e["type"]] for e in errors if e["type"] in _EXPECTED))
     return kinds[0] if len(kinds) == 1 else "one of " + ", ".join(kinds[:-1]) + " or " + kinds[-1]
 
@@ -199,7 +201,7 @@ def _sentence(text: str) -> str:
 
 
 def invalid_request_from(
-    exc: ValidationError | Sequence[dict[str, Any]],
+    exc: ValidationError | Sequence[Mapping[str, Any]],
     body: Any = _MISSING,
     *,
     model: type[BaseModel] | None = None,
@@ -210,6 +212,7 @@ def invalid_request_from(
     ``body`` is the decoded input that was validated; it lets ``param`` skip pydantic's union labels. ``model`` or
     ``accepted`` (field names) let an unknown-parameter message list what is accepted.
     """
+    errors: Sequence[Mapping[str, Any]]  # pydantic's ErrorDetails, or FastAPI's plain dicts
     if isinstance(exc, ValidationError):
         errors = exc.errors()
     else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from pathlib import Path
 
 import httpx
@@ -149,7 +149,7 @@ class Boom(Generator):
     def __init__(self, early: bool = False) -> None:
         self.early = early
 
-    async def stream(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
+    async def stream(self, request: GenerationRequest) -> AsyncGenerator[GenerationEvent, None]:
         if self.early:
             raise RuntimeError("kaboom: internal detail before the first token")
         yield TextDelta("Partial answer ")

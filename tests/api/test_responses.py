@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 
 import httpx
@@ -297,7 +297,7 @@ class _BreaksAfterOneToken(Generator):
 
     name = "breaks-after-one-token"
 
-    async def stream(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
+    async def stream(self, request: GenerationRequest) -> AsyncGenerator[GenerationEvent, None]:
         yield TextDelta("Customers may request")
         raise RuntimeError("secret internal detail")
 

@@ -12,6 +12,7 @@ from calypso.config import Settings
 from calypso.errors import DataDirectoryInUse
 from calypso.services import open_services
 from calypso.store.sqlite import SQLiteStorage
+from calypso.store.sqlite.database import MAX_IDLE_READERS
 
 
 def test_chunk_and_document_keys_are_never_reused(tmp_path: Path) -> None:
@@ -75,6 +76,18 @@ def test_a_second_serving_process_is_refused_naming_the_holder(tmp_path: Path) -
     SQLiteStorage(tmp_path / "calypso.sqlite3", exclusive=True).close()
 
 
+def _open_database_files(home: Path) -> int:
+    """File descriptors this process holds on the data directory's database files (the db, -wal, -shm)."""
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue  # closed meanwhile
+        count += target.startswith(str(home))
+    return count
+
+
 def test_read_connections_stay_bounded_across_bursts(tmp_path: Path) -> None:
     services = open_services(Settings(home=tmp_path))
     services.documents.ingest(b"Lighthouse lamps are inspected weekly.", "l.txt")
@@ -87,9 +100,11 @@ def test_read_connections_stay_bounded_across_bursts(tmp_path: Path) -> None:
         for thread in threads:
             thread.join()
 
-    burst()
-    after_first = len(os.listdir("/proc/self/fd"))
-    for _ in range(4):
+    # Each open connection holds the database file, its WAL and its shared-memory index.
+    bound = (MAX_IDLE_READERS + 1) * 3
+    for _ in range(5):
         burst()
-    assert len(os.listdir("/proc/self/fd")) <= after_first + 2
+        # A connection per thread would add about 40 connections per burst.
+        assert _open_database_files(tmp_path) <= bound
     services.close()
+    assert _open_database_files(tmp_path) == 0

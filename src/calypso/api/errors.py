@@ -9,10 +9,12 @@ is logged once, with the request id, and answered with a 500 that quotes it
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -24,11 +26,11 @@ from calypso.validation import invalid_request_from
 log = logging.getLogger("calypso.api")
 
 
-def error_body(message: str, type_: str, param: str | None = None, code: str | None = None) -> dict:
+def error_body(message: str, type_: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
-def internal_error(rid: str) -> dict:
+def internal_error(rid: str) -> dict[str, Any]:
     """The body of an unexpected failure: nothing internal, only the id to find it in the log."""
     return error_body(f"Internal server error; see the server log (request id {rid}).", "server_error")
 
@@ -43,10 +45,11 @@ def log_server_error(exc: CalypsoError, rid: str, where: str) -> None:
         log.warning("%s failed (request id %s): %s %s", where, rid, exc.status, exc.message)
 
 
-def _body_model(request: Request):  # type: ignore[no-untyped-def]
+def _body_model(request: Request) -> type[BaseModel] | None:
     # The pydantic model of the route's JSON body, to list accepted fields in an unknown-parameter message.
     field = getattr(request.scope.get("route"), "body_field", None)
-    return getattr(getattr(field, "field_info", None), "annotation", None)
+    annotation = getattr(getattr(field, "field_info", None), "annotation", None)
+    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -57,8 +60,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        model = _body_model(request)
-        error = invalid_request_from(list(exc.errors()), exc.body, model=model if isinstance(model, type) else None)
+        error = invalid_request_from(list(exc.errors()), exc.body, model=_body_model(request))
         return JSONResponse(error.to_dict(), status_code=error.status)
 
     @app.exception_handler(StarletteHTTPException)

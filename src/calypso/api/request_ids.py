@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from typing import Any
 
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -29,10 +30,11 @@ def sane(value: str | None) -> bool:
 
 def request_id(connection: HTTPConnection) -> str:
     """This request's id (set by ``RequestIdMiddleware``; a fresh one outside it, e.g. in a bare test app)."""
-    state = connection.scope.setdefault("state", {})
+    state: dict[str, Any] = connection.scope.setdefault("state", {})
     if "request_id" not in state:
         state["request_id"] = new_request_id()
-    return state["request_id"]
+    rid: str = state["request_id"]  # only ever set to a str, here or by RequestIdMiddleware
+    return rid
 
 
 class RequestIdMiddleware:

@@ -8,11 +8,12 @@ chunk; Responses: ``error`` + ``response.failed``). SSE framing is in ``api/sse.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, StrictBool
+from starlette.types import Receive, Scope, Send
 
 from calypso.api.errors import internal_error, log_server_error, log_unexpected
 from calypso.api.sse import sse_data
@@ -21,10 +22,11 @@ from calypso.citations.composer import MarkerEvent, TextEvent
 from calypso.citations.events import AnswerEvent, Done, Retrieved, ToolCallsEvent
 from calypso.citations.grounded import GroundedAnswer
 from calypso.citations.links import LinkSigner
+from calypso.citations.styles import RenderStyle
 from calypso.errors import CalypsoError
 
 
-def failure(exc: BaseException, request_id: str) -> dict:
+def failure(exc: BaseException, request_id: str) -> dict[str, Any]:
     """The OpenAI error body ``{"error": {message, type, param, code}}`` a failed stream ends with.
 
     A ``CalypsoError`` says what went wrong; anything else is logged with its
@@ -50,7 +52,7 @@ class StreamOptions(BaseModel):
     include_obfuscation: StrictBool | None = None  # accepted for SDK compatibility; we never pad chunks
 
 
-def usage_object(answer: GroundedAnswer) -> dict:
+def usage_object(answer: GroundedAnswer) -> dict[str, int]:
     return {
         "prompt_tokens": answer.prompt_tokens,
         "completion_tokens": answer.completion_tokens,
@@ -61,12 +63,12 @@ def usage_object(answer: GroundedAnswer) -> dict:
 class ChunkWriter:
     """``chat.completion.chunk`` payloads as OpenAI sends them (``usage: null`` on each when usage is asked)."""
 
-    def __init__(self, chunk_id: str, model: str, include_usage: bool, extra: dict | None = None) -> None:
+    def __init__(self, chunk_id: str, model: str, include_usage: bool, extra: dict[str, Any] | None = None) -> None:
         self.id, self.model, self.include_usage = chunk_id, model, include_usage
         self.created = int(time.time())
         self.extra = extra or {}
 
-    def _payload(self, choices: list[dict]) -> dict[str, Any]:
+    def _payload(self, choices: list[dict[str, Any]]) -> dict[str, Any]:
         return {
             "id": self.id,
             "object": "chat.completion.chunk",
@@ -77,7 +79,7 @@ class ChunkWriter:
             **self.extra,
         }
 
-    def chunk(self, delta: dict, finish_reason: str | None = None) -> str:
+    def chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> str:
         payload = self._payload([{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}])
         if self.include_usage:
             payload["usage"] = None
@@ -87,7 +89,7 @@ class ChunkWriter:
         return sse_data({**self._payload([]), "usage": usage_object(answer)})
 
 
-async def prime(events: AsyncIterator[AnswerEvent]) -> list[AnswerEvent]:
+async def prime(events: AsyncGenerator[AnswerEvent, None]) -> list[AnswerEvent]:
     """Run the answer up to its first output, so bad requests and an upstream that fails
     before its first token are ordinary HTTP errors instead of errors inside a 200 stream."""
     buffered: list[AnswerEvent] = []
@@ -106,16 +108,16 @@ OnDone = Callable[[GroundedAnswer, RenderedChat], Awaitable[None]]
 
 
 async def chat_chunks(
-    events: AsyncIterator[AnswerEvent],
+    events: AsyncGenerator[AnswerEvent, None],
     buffered: list[AnswerEvent],
     writer: ChunkWriter,
-    style: str,
+    style: RenderStyle,
     links: LinkSigner,
     *,
     request_id: str,
     on_done: OnDone | None = None,
     error_prefix: str = "",
-) -> AsyncIterator[str]:
+) -> AsyncGenerator[str, None]:
     """The SSE body: role chunk, content deltas, [appendix], annotations chunk, finish chunk
     (with ``citations``), usage chunk, ``[DONE]``. ``on_done`` runs before the finish chunk
     (the conversations API stores the turn there); if it fails, the client gets the error instead.
@@ -176,7 +178,7 @@ class GuardedStream(StreamingResponse):
         self.__dict__.update(base.__dict__)
         self._on_close = on_close
 
-    async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             await super().__call__(scope, receive, send)
         finally:

@@ -30,7 +30,7 @@ def _is_json_content_type(value: str | None) -> bool:
     return message.get_content_maintype() == "application" and (subtype == "json" or subtype.endswith("+json"))
 
 
-async def json_object(request: Request, hint: str = "a JSON object") -> dict:
+async def json_object(request: Request, hint: str = "a JSON object") -> dict[str, Any]:
     """The request body as a JSON object, or a 400 that says what to send."""
     raw = await request.body()
     if not _is_json_content_type(request.headers.get("content-type")):
@@ -63,7 +63,7 @@ def unacceptable_json(exc: json_limits.UnacceptableJSON) -> InvalidRequest:
     return InvalidRequest(f"Invalid value for {where}: {exc.reason}.", param=exc.path, code="invalid_value")
 
 
-def form_json_object(raw: str | None, param: str) -> dict | None:
+def form_json_object(raw: str | None, param: str) -> dict[str, Any] | None:
     """A multipart field that holds a JSON object (``metadata``): None when absent, else the object or a 400."""
     if raw is None or raw == "":
         return None

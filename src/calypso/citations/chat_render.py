@@ -21,7 +21,7 @@ and the same offsets.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from calypso.citations.composer import MarkerEvent, TextEvent
 from calypso.citations.content import ContentBuilder, replay
@@ -60,7 +60,7 @@ def source_index(source: Source, style: RenderStyle) -> int:
 
 def chat_annotations(
     answer: GroundedAnswer, builder: ContentBuilder, content: str, links: LinkSigner | None = None
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """One nested ``url_citation`` per (segment, cited source), spanning the segment in ``content``."""
     if answer.citations_are_null or builder.style == HIDDEN:
         return []
@@ -90,7 +90,9 @@ def chat_annotations(
     return out
 
 
-def citations(answer: GroundedAnswer, style: RenderStyle, links: LinkSigner | None = None) -> list[dict] | None:
+def citations(
+    answer: GroundedAnswer, style: RenderStyle, links: LinkSigner | None = None
+) -> list[dict[str, Any]] | None:
     """Seed 004's ``citations``: null (no knowledge base, disabled, tool call) or one object per cited source.
 
     Ordered by first citation in the answer; the seed's six fields come first,
@@ -128,9 +130,9 @@ def citations(answer: GroundedAnswer, style: RenderStyle, links: LinkSigner | No
 @dataclass
 class RenderedChat:
     content: str
-    annotations: list[dict]
-    citations: list[dict] | None
-    grounding: dict = field(default_factory=dict)  # the _aicore status block (grounded_sources_state…)
+    annotations: list[dict[str, Any]]
+    citations: list[dict[str, Any]] | None
+    grounding: dict[str, Any] = field(default_factory=dict)  # the _aicore status block (grounded_sources_state…)
 
 
 def finish_render(

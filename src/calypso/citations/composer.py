@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from calypso.citations.grounded import (
     GroundedAnswer,
@@ -105,6 +106,7 @@ class AnswerComposer:
         kept: list[int] = []
         newly: list[Source] = []
         added: list[SegmentCitation] = []
+        segment: Segment | None  # the segment the marker cites: None when it cites nothing
         if segment_index is not None:
             segment = self.segments[segment_index]
             for number in valid:
@@ -170,8 +172,20 @@ class AnswerComposer:
         return len(self.segments) - 1
 
     # -- result ------------------------------------------------------------
-    def finish(self, **fields) -> GroundedAnswer:
-        """The grounded answer; call after ``flush()``. ``fields`` fill the remaining GroundedAnswer fields."""
+    def finish(
+        self,
+        *,
+        generator: str = "",
+        model: str | None = None,
+        knowledge_base: bool = True,
+        citations_enabled: bool = True,
+        retrieval_ran: bool = True,
+        finish_reason: str = "stop",
+        tool_calls: list[dict[str, Any]] | None = None,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+    ) -> GroundedAnswer:
+        """The grounded answer; call after ``flush()``. The keywords fill the remaining GroundedAnswer fields."""
         for source in self.sources:
             if not source.cited:
                 source.display_number = self.next_display
@@ -182,5 +196,13 @@ class AnswerComposer:
             sources=self.sources,
             segments=self.segments,
             markers=self.placements,
-            **fields,
+            generator=generator,
+            model=model,
+            knowledge_base=knowledge_base,
+            citations_enabled=citations_enabled,
+            retrieval_ran=retrieval_ran,
+            finish_reason=finish_reason,
+            tool_calls=tool_calls,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
         )

@@ -10,6 +10,7 @@ fields give the same positions in UTF-16 code units for JavaScript clients.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from calypso.models import Passage
 
@@ -88,7 +89,7 @@ class GroundedAnswer:
     citations_enabled: bool = True
     retrieval_ran: bool = True  # False on a turn after a tool result
     finish_reason: str = "stop"
-    tool_calls: list[dict] | None = None
+    tool_calls: list[dict[str, Any]] | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -133,7 +134,7 @@ def grounded_sources_state(answer: GroundedAnswer, hidden: bool = False) -> str:
     return "hidden" if hidden else "available"
 
 
-def grounding_status(answer: GroundedAnswer, hidden: bool = False) -> dict:
+def grounding_status(answer: GroundedAnswer, hidden: bool = False) -> dict[str, Any]:
     """The compact status block every dialect carries (seed 000's keys)."""
     state = grounded_sources_state(answer, hidden)
     return {

@@ -16,7 +16,7 @@ answer through it, so ``response.completed`` equals the non-streamed reply.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from calypso.citations.content import numbered_text, sources_appendix
 from calypso.citations.grounded import (
@@ -60,7 +60,7 @@ def _url(source: Source, options: RenderOptions, page: int | None = None) -> str
 
 def _segment_fields(
     segment: Segment, citation: SegmentCitation, source: Source, start: int, end: int, text: str
-) -> dict:
+) -> dict[str, Any]:
     quote = citation.quote
     return {
         "segment_start": start,
@@ -81,7 +81,7 @@ def _segment_fields(
     }
 
 
-def file_citation(answer_text: str, segment: Segment, citation: SegmentCitation, source: Source) -> dict:
+def file_citation(answer_text: str, segment: Segment, citation: SegmentCitation, source: Source) -> dict[str, Any]:
     """A seed-000 file_citation: flat OpenAI fields, the legacy nested object, and ``_aicore`` segment fields."""
     document = source.passage.document
     return {
@@ -98,7 +98,7 @@ def file_citation(answer_text: str, segment: Segment, citation: SegmentCitation,
     }
 
 
-def url_citation(link: LinkSpan, segment: Segment, segment_start: int, segment_end: int, text: str) -> dict:
+def url_citation(link: LinkSpan, segment: Segment, segment_start: int, segment_end: int, text: str) -> dict[str, Any]:
     """A seed-003 url_citation spanning exactly one ``[[n]](url)`` link; ``title`` is the number.
 
     ``segment_start``/``segment_end`` are the segment's offsets in the inline ``text``.
@@ -151,7 +151,7 @@ class InlineLinker:
 # -- file search results, metadata -------------------------------------------------------------
 
 
-def file_search_results(sources: list[Source], options: RenderOptions, final: bool = True) -> list[dict]:
+def file_search_results(sources: list[Source], options: RenderOptions, final: bool = True) -> list[dict[str, Any]]:
     """Every retrieved passage, in the order given.
 
     Final results (``answer.by_display_number``) carry ``source_index`` and
@@ -163,7 +163,7 @@ def file_search_results(sources: list[Source], options: RenderOptions, final: bo
     results = []
     for source in sources:
         passage = source.passage
-        attributes: dict = {
+        attributes: dict[str, Any] = {
             "label": passage.display_label,
             "page_number": passage.chunk.page_start,
             "page_label": passage.page_label,
@@ -205,7 +205,7 @@ def _display_text(answer: GroundedAnswer, options: RenderOptions) -> str:
     return body + sources_appendix(answer) if options.sources_appendix else body
 
 
-def aicore_metadata(answer: GroundedAnswer, options: RenderOptions) -> dict:
+def aicore_metadata(answer: GroundedAnswer, options: RenderOptions) -> dict[str, Any]:
     meta = grounding_status(answer, options.hidden)
     state = meta["grounded_sources_state"]
     if not options.legacy:

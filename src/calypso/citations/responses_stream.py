@@ -20,6 +20,8 @@ annotations have one implementation.
 
 from __future__ import annotations
 
+from typing import Any
+
 from calypso.citations.composer import MarkerEvent, TextEvent
 from calypso.citations.events import AnswerEvent, Done, Retrieved
 from calypso.citations.grounded import GroundedAnswer, Source
@@ -48,22 +50,22 @@ class ResponsesStreamRenderer:
     def __init__(self, wire: ResponseWire, options: RenderOptions) -> None:
         self.wire = wire
         self.options = options
-        self.response: dict | None = None  # set by Done
+        self.response: dict[str, Any] | None = None  # set by Done
         self._query: str | None = None
         self._sources: list[Source] = []
         self._linker: InlineLinker | None = None
         self._output_index = 0  # the message's index in ``output``: 1 after a file_search_call
         self._parts: list[str] = []
         self._length = 0
-        self._annotations: list[dict] = []
+        self._annotations: list[dict[str, Any]] = []
 
-    def opening(self) -> list[dict]:
+    def opening(self) -> list[dict[str, Any]]:
         return [
             {"type": "response.created", "response": self.wire.skeleton("in_progress", [])},
             {"type": "response.in_progress", "response": self.wire.skeleton("in_progress", [])},
         ]
 
-    def feed(self, event: AnswerEvent) -> list[dict]:
+    def feed(self, event: AnswerEvent) -> list[dict[str, Any]]:
         if isinstance(event, Retrieved):
             return self._retrieved(event.sources, event.query)
         if isinstance(event, TextEvent):
@@ -74,7 +76,7 @@ class ResponsesStreamRenderer:
             return self._done(event.answer)
         return []  # tool calls: the Responses surface takes no client tools
 
-    def failed(self, code: str | None, message: str, param: str | None = None) -> list[dict]:
+    def failed(self, code: str | None, message: str, param: str | None = None) -> list[dict[str, Any]]:
         """OpenAI's ``error`` event, then ``response.failed`` carrying the error."""
         return [
             {"type": "error", "code": code, "message": message, "param": param},
@@ -86,13 +88,13 @@ class ResponsesStreamRenderer:
 
     # -- events ---------------------------------------------------------------------------------
 
-    def _item_event(self, kind: str, **fields: object) -> dict:
+    def _item_event(self, kind: str, **fields: object) -> dict[str, Any]:
         return {"type": kind, "item_id": self.wire.message_id, "output_index": self._output_index, **fields}
 
-    def _retrieved(self, sources: list[Source], query: str | None) -> list[dict]:
+    def _retrieved(self, sources: list[Source], query: str | None) -> list[dict[str, Any]]:
         self._query, self._sources = query, sources
         self._linker = InlineLinker(sources, self.options) if self.options.inline else None
-        out: list[dict] = []
+        out: list[dict[str, Any]] = []
         if query is not None:
             wire = self.wire
             out.append(
@@ -124,12 +126,12 @@ class ResponsesStreamRenderer:
         out.append(self._item_event("response.content_part.added", content_index=0, part=output_text("", [])))
         return out
 
-    def _delta(self, text: str) -> dict:
+    def _delta(self, text: str) -> dict[str, Any]:
         self._parts.append(text)
         self._length += len(text)
         return self._item_event("response.output_text.delta", content_index=0, delta=text, logprobs=[])
 
-    def _annotation(self, annotation: dict) -> dict:
+    def _annotation(self, annotation: dict[str, Any]) -> dict[str, Any]:
         self._annotations.append(annotation)
         index = len(self._annotations) - 1
         return self._item_event(
@@ -139,7 +141,7 @@ class ResponsesStreamRenderer:
     def _text(self) -> str:
         return "".join(self._parts)
 
-    def _marker(self, event: MarkerEvent) -> list[dict]:
+    def _marker(self, event: MarkerEvent) -> list[dict[str, Any]]:
         segment = event.segment
         if segment is None or self.options.hidden:
             return []  # a marker that cites nothing, or sources hidden: nothing to show
@@ -157,7 +159,7 @@ class ResponsesStreamRenderer:
         out += [self._annotation(url_citation(link, segment, start, end, text)) for link in links]
         return out
 
-    def _done(self, answer: GroundedAnswer) -> list[dict]:
+    def _done(self, answer: GroundedAnswer) -> list[dict[str, Any]]:
         wire, options = self.wire, self.options
         text = self._text()
         message = wire.message_item(text, list(self._annotations), "completed")
@@ -178,7 +180,9 @@ class ResponsesStreamRenderer:
         ]
 
 
-def render_response(answer: GroundedAnswer, query: str | None, wire: ResponseWire, options: RenderOptions) -> dict:
+def render_response(
+    answer: GroundedAnswer, query: str | None, wire: ResponseWire, options: RenderOptions
+) -> dict[str, Any]:
     """The non-streamed reply: the finished answer replayed through the streaming renderer."""
     renderer = ResponsesStreamRenderer(wire, options)
     renderer.feed(Retrieved(answer.sources, query))

@@ -27,8 +27,8 @@ class ResponseEcho:
     previous_response_id: str | None = None
     store: bool = True
     temperature: float | None = None
-    tool_choice: str | dict = "auto"
-    tools: list[dict] = field(default_factory=list)
+    tool_choice: str | dict[str, Any] = "auto"
+    tools: list[dict[str, Any]] = field(default_factory=list)
     top_p: float | None = None
     truncation: str = "disabled"
     user: str | None = None
@@ -46,7 +46,7 @@ class ResponseWire:
         self.message_id = new_id("msg")
         self.created_at = int(time.time())
 
-    def skeleton(self, status: str, output: list[dict], **extra: Any) -> dict:
+    def skeleton(self, status: str, output: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
         """The response object with ``usage`` null; ``extra`` keys (``error``, ``citations``) go last or replace."""
         echo = self.echo
         return {
@@ -75,7 +75,7 @@ class ResponseWire:
             **extra,
         }
 
-    def search_item(self, query: str | None, status: str, results: list[dict] | None) -> dict:
+    def search_item(self, query: str | None, status: str, results: list[dict[str, Any]] | None) -> dict[str, Any]:
         return {
             "id": self.search_id,
             "type": "file_search_call",
@@ -84,7 +84,7 @@ class ResponseWire:
             "results": results,
         }
 
-    def message_item(self, text: str, annotations: list[dict], status: str) -> dict:
+    def message_item(self, text: str, annotations: list[dict[str, Any]], status: str) -> dict[str, Any]:
         return {
             "id": self.message_id,
             "type": "message",
@@ -94,12 +94,12 @@ class ResponseWire:
         }
 
 
-def output_text(text: str, annotations: list[dict]) -> dict:
+def output_text(text: str, annotations: list[dict[str, Any]]) -> dict[str, Any]:
     """The message's one content part."""
     return {"type": "output_text", "text": text, "annotations": annotations, "logprobs": []}
 
 
-def usage(answer: GroundedAnswer) -> dict:
+def usage(answer: GroundedAnswer) -> dict[str, Any]:
     return {
         "input_tokens": answer.prompt_tokens,
         "input_tokens_details": {"cached_tokens": 0},

@@ -11,7 +11,7 @@ request. Backends register in ``calypso.generation.registry``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,5 +69,8 @@ class Generator(ABC):
     name: str = "generator"
 
     @abstractmethod
-    def stream(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
-        """Yield TextDelta… [ToolCalls] Finish; raise UpstreamError on failure."""
+    def stream(self, request: GenerationRequest) -> AsyncGenerator[GenerationEvent, None]:
+        """Yield TextDelta… [ToolCalls] Finish; raise UpstreamError on failure.
+
+        Implement it as an ``async def`` with ``yield``: callers ``aclose()`` the stream to stop it early.
+        """

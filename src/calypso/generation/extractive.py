@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncGenerator, Collection
 
 from calypso.generation.base import Finish, GenerationEvent, GenerationRequest, Generator, TextDelta, Usage
 from calypso.models import Passage
@@ -83,7 +83,7 @@ class ExtractiveGenerator(Generator):
     def __init__(self, words_per_token: int = 1) -> None:
         self.words_per_token = words_per_token
 
-    async def stream(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
+    async def stream(self, request: GenerationRequest) -> AsyncGenerator[GenerationEvent, None]:
         picked = select_sentences(request.question, request.passages)
         if not picked:
             text = NOT_FOUND

@@ -19,7 +19,7 @@ import asyncio
 import email.utils
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -112,9 +112,9 @@ class UpstreamGenerator(Generator):
         return payload
 
     def _backoff(self, attempt: int) -> float:
-        return min(self.config.backoff_base_seconds * 2**attempt, self.config.backoff_max_seconds)
+        return min(self.config.backoff_base_seconds * 2.0**attempt, self.config.backoff_max_seconds)
 
-    async def stream(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
+    async def stream(self, request: GenerationRequest) -> AsyncGenerator[GenerationEvent, None]:
         payload = self._payload(request)
         attempt = 0
         while True:
@@ -133,7 +133,7 @@ class UpstreamGenerator(Generator):
                 await asyncio.sleep(delay)
                 attempt += 1
 
-    async def _attempt(self, payload: dict[str, Any]) -> AsyncIterator[GenerationEvent]:
+    async def _attempt(self, payload: dict[str, Any]) -> AsyncGenerator[GenerationEvent, None]:
         """One HTTP request. Raises _Transient for retriable failures before the first yield."""
         yielded = False
         finished = False  # a finish_reason arrived: the answer is complete even if the tail is lost
@@ -213,7 +213,7 @@ class _StreamState:
         self.usage = Usage()
         self.model: str | None = None
         self.done = False
-        self.tool_calls: dict[int, dict] = {}
+        self.tool_calls: dict[int, dict[str, Any]] = {}
 
     def feed(self, chunk: Any) -> list[GenerationEvent]:
         if not isinstance(chunk, dict):
@@ -238,7 +238,7 @@ class _StreamState:
                 self.finish_reason = choice["finish_reason"]
         return events
 
-    def _add_tool_fragment(self, fragment: dict) -> None:
+    def _add_tool_fragment(self, fragment: dict[str, Any]) -> None:
         call = self.tool_calls.setdefault(
             fragment.get("index", len(self.tool_calls)),
             {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
@@ -324,7 +324,7 @@ def _events_from_completion(body: Any) -> list[GenerationEvent]:
     return state.feed(chunk) + state.final_events()
 
 
-def _usage(raw: dict) -> Usage:
+def _usage(raw: dict[str, Any]) -> Usage:
     return Usage(
         prompt_tokens=int(raw.get("prompt_tokens") or 0), completion_tokens=int(raw.get("completion_tokens") or 0)
     )

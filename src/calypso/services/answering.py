@@ -9,7 +9,7 @@ The API dialects only render these events.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -189,7 +189,7 @@ class Answerer:
 
         return await asyncio.to_thread(search), query
 
-    async def stream(self, request: AskRequest) -> AsyncIterator[AnswerEvent]:
+    async def stream(self, request: AskRequest) -> AsyncGenerator[AnswerEvent, None]:
         validate_messages(request.messages)
         generator = self.generator(request.generator, request.generator_model)
         passages, query = await self._retrieve(request)

@@ -44,7 +44,7 @@ class ChatMessage(BaseModel):
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
 
-    def forwarded(self) -> dict:
+    def forwarded(self) -> dict[str, Any]:
         """The fields the model needs; markers in earlier assistant content stay in place."""
         content = [part.wire() for part in self.content] if isinstance(self.content, list) else self.content
         message: dict[str, Any] = {"role": self.role, "content": content}
@@ -100,7 +100,7 @@ class ChatCompletionRequest(BaseModel):
 # -- responses -------------------------------------------------------------------------------
 
 
-def message_object(answer: GroundedAnswer, rendered: RenderedChat) -> dict:
+def message_object(answer: GroundedAnswer, rendered: RenderedChat) -> dict[str, Any]:
     """The assistant message: ``citations`` is always present (seed 004), ``tool_calls`` null when none."""
     return {
         "role": "assistant",
@@ -113,7 +113,7 @@ def message_object(answer: GroundedAnswer, rendered: RenderedChat) -> dict:
     }
 
 
-def completion_object(completion_id: str, model: str, answer: GroundedAnswer, rendered: RenderedChat) -> dict:
+def completion_object(completion_id: str, model: str, answer: GroundedAnswer, rendered: RenderedChat) -> dict[str, Any]:
     return {
         "id": completion_id,
         "object": "chat.completion",

@@ -53,7 +53,7 @@ class PostMessage(BaseModel):
     stream_options: StreamOptions | None = None
 
 
-def conversation_object(conversation: Conversation) -> dict:
+def conversation_object(conversation: Conversation) -> dict[str, Any]:
     return {
         "id": conversation.id,
         "object": "conversation",
@@ -64,7 +64,7 @@ def conversation_object(conversation: Conversation) -> dict:
     }
 
 
-def message_object(conversation_id: str, message: StoredMessage) -> dict:
+def message_object(conversation_id: str, message: StoredMessage) -> dict[str, Any]:
     """A stored message; ``citations`` is always present and always null on user messages."""
     out: dict[str, Any] = {
         "id": message.id,
@@ -83,7 +83,7 @@ def message_object(conversation_id: str, message: StoredMessage) -> dict:
     return out
 
 
-def _history(messages: list[StoredMessage]) -> list[dict]:
+def _history(messages: list[StoredMessage]) -> list[dict[str, Any]]:
     # Earlier answers go back to the model as plain text: their old numbers would
     # otherwise clash with this turn's freshly numbered [Source N] passages.
     return [
@@ -110,7 +110,9 @@ def _nothing_stored(exc: CalypsoError) -> CalypsoError:
     return failed
 
 
-def _turn_messages(question: str, answer: GroundedAnswer, rendered: RenderedChat, message_id: str) -> tuple:
+def _turn_messages(
+    question: str, answer: GroundedAnswer, rendered: RenderedChat, message_id: str
+) -> tuple[StoredMessage, StoredMessage]:
     user = new_message("user", question)
     assistant = new_message(
         "assistant",
@@ -147,13 +149,13 @@ def list_conversations(
     limit: int = Query(20),
     after: str | None = None,
     order: str = "desc",
-) -> dict:
+) -> dict[str, Any]:
     page = store.list_conversations(check_limit(limit), after, check_order(order), workspace)
     return list_object([conversation_object(c) for c in page.items], page.has_more)
 
 
 @router.get("/{conversation_id}")
-def get_conversation(conversation_id: str, store: Conversations, workspace: Workspace) -> dict:
+def get_conversation(conversation_id: str, store: Conversations, workspace: Workspace) -> dict[str, Any]:
     """The conversation with all its messages in order."""
     conversation = store.get(conversation_id, workspace)
     messages = store.messages(conversation_id, workspace)
@@ -161,7 +163,7 @@ def get_conversation(conversation_id: str, store: Conversations, workspace: Work
 
 
 @router.delete("/{conversation_id}")
-def delete_conversation(conversation_id: str, store: Conversations, workspace: Workspace) -> dict:
+def delete_conversation(conversation_id: str, store: Conversations, workspace: Workspace) -> dict[str, Any]:
     store.delete(conversation_id, workspace)
     return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
 
@@ -189,7 +191,7 @@ async def post_message(
     style = style_for(bot.marker_style, found.policies.sources_hidden(workspace, bot.sources_policy))
     message_id = f"msg_{uuid.uuid4().hex}"
 
-    async def store_turn(answer: GroundedAnswer, rendered: RenderedChat) -> dict:
+    async def store_turn(answer: GroundedAnswer, rendered: RenderedChat) -> dict[str, Any]:
         turn = _turn_messages(question, answer, rendered, message_id)
         await asyncio.to_thread(lambda: store.add_turn(conversation_id, *turn, workspace=workspace))
         return {

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -36,7 +36,7 @@ from calypso.services.responses import ResponseService
 router = APIRouter(prefix="/v1", tags=["responses"])
 log = logging.getLogger("calypso.api")
 
-SaveReply = Callable[[dict, GroundedAnswer], Awaitable[None]]
+SaveReply = Callable[[dict[str, Any], GroundedAnswer], Awaitable[None]]
 
 
 # -- what the translation needs from the services ----------------------------------------------
@@ -111,7 +111,7 @@ def delete_response(response_id: str, responses: Responses, workspace: Workspace
 # -- answering, streaming -----------------------------------------------------------------------
 
 
-async def _answer(events: AsyncIterator[AnswerEvent]) -> tuple[GroundedAnswer, str | None]:
+async def _answer(events: AsyncGenerator[AnswerEvent, None]) -> tuple[GroundedAnswer, str | None]:
     """The finished answer and the search query it ran (None: no retrieval)."""
     query: str | None = None
     answer: GroundedAnswer | None = None
@@ -127,14 +127,14 @@ async def _answer(events: AsyncIterator[AnswerEvent]) -> tuple[GroundedAnswer, s
 
 async def _stream(
     request: Request,
-    events: AsyncIterator[AnswerEvent],
+    events: AsyncGenerator[AnswerEvent, None],
     renderer: ResponsesStreamRenderer,
     save: SaveReply | None,
-) -> AsyncIterator[str]:
+) -> AsyncGenerator[str, None]:
     """The SSE body: the renderer's events numbered from 0; any failure ends it with error + response.failed."""
     sequence = itertools.count()
 
-    def frame(event: dict) -> str:
+    def frame(event: dict[str, Any]) -> str:
         kind = event["type"]
         return sse_event(kind, {"type": kind, "sequence_number": next(sequence), **event})
 
@@ -151,7 +151,7 @@ async def _stream(
         for out in renderer.failed(*_stream_error(request, exc)):
             yield frame(out)
     finally:
-        await events.aclose()  # type: ignore[attr-defined]  # stops the upstream if the client went away
+        await events.aclose()  # stops the upstream if the client went away
 
 
 def _stream_error(request: Request, exc: Exception) -> tuple[str | None, str, str | None]:

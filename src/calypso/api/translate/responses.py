@@ -36,7 +36,7 @@ class ResponsesTurn:
     """One request, translated: what to ask, how to render the answer, what the reply echoes."""
 
     ask: AskRequest
-    messages: list[dict]  # the conversation as sent, stored so a later turn can continue it
+    messages: list[dict[str, Any]]  # the conversation as sent, stored so a later turn can continue it
     options: RenderOptions
     echo: ResponseEcho
 
@@ -55,7 +55,7 @@ def translate(
     """Validate ``body`` for ``bot`` and map it; raises ``InvalidRequest``/``NotFound`` naming the field."""
     options = render_options(body, bot, links, sources_hidden)
     scope = _scope(body, bot, workspace, resolve_file)
-    history: list[dict] = []
+    history: list[dict[str, Any]] = []
     if body.previous_response_id:
         history = list(load_response(body.previous_response_id).history)
     messages = history + input_messages(body.input)
@@ -109,7 +109,7 @@ def fit_history(messages: list[dict[str, Any]], limit: int, *, truncate: bool) -
     return kept
 
 
-def input_messages(raw: str | list[dict]) -> list[dict]:
+def input_messages(raw: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``input`` as chat messages: a string is one user message; ``developer`` becomes ``system``."""
     if isinstance(raw, str):
         if not raw.strip():
@@ -207,8 +207,11 @@ def _scope(body: ResponsesRequest, bot: Bot, workspace: str, resolve_file: FileR
     return scope
 
 
-def _control(body: ResponsesRequest, key: str) -> str | None:
-    """citation_compat / sources_appendix: top level, then metadata, then metadata._aicore (seed 000)."""
+def _control(body: ResponsesRequest, key: str) -> object:
+    """citation_compat / sources_appendix: top level, then metadata, then metadata._aicore (seed 000).
+
+    A value from metadata is whatever the client sent; ``render_options`` checks it.
+    """
     value = getattr(body, key)
     metadata = body.metadata or {}
     nested = metadata.get("_aicore")
@@ -263,7 +266,7 @@ def echo(body: ResponsesRequest) -> ResponseEcho:
     )
 
 
-def stored_response(turn: ResponsesTurn, response: dict, raw_answer: str) -> StoredResponse:
+def stored_response(turn: ResponsesTurn, response: dict[str, Any], raw_answer: str) -> StoredResponse:
     """The record a later ``previous_response_id`` continues from."""
     # The continuation keeps the model's own markers, as seed 004 advises for replayed history.
     history = [*turn.messages, {"role": "assistant", "content": raw_answer}]
