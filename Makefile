@@ -20,4 +20,8 @@ test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; fi; exit $$rc
 
-.PHONY: install serve test
+# The type checker over src/ (strict on citations, store and services; see pyproject.toml).
+typecheck: install
+	$(BIN)/mypy
+
+.PHONY: install serve test typecheck
