@@ -24,14 +24,15 @@ logger = logging.getLogger(__name__)
 # Inline tags trafilatura leaves in markdown (footnote markers): keep their text, drop the tags.
 _INLINE_TAGS = re.compile(r"</?(?:sup|sub)>")
 _ESCAPED_BRACKET = re.compile(r"\\([\[\]])")
-_TRAILING_SPACE = re.compile(r"[ \t]+$", re.M)
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
 
 def _tidy(text: str) -> str:
     text = _INLINE_TAGS.sub("", text)
     text = _ESCAPED_BRACKET.sub(r"\1", text)  # "\[1\]" -> "[1]": citation markers read as users saw them
-    text = _TRAILING_SPACE.sub("", text)
+    # Per line rstrip, not re.sub(r"[ \t]+$", re.M): that retries at every space of a run, which is
+    # quadratic (a 200 KB <pre> of spaces took minutes).
+    text = "\n".join(line.rstrip(" \t") for line in text.split("\n"))
     return _BLANK_RUNS.sub("\n\n", text).strip("\n")
 
 
