@@ -7,6 +7,7 @@ from fastapi.responses import Response
 
 from calypso.api.auth import current_workspace
 from calypso.api.deps import check_limit, check_order, knowledge_base, read_upload
+from calypso.api.file_headers import user_file_headers
 from calypso.api.serialize import file_object, list_object
 from calypso.citations.links import verify
 from calypso.errors import InvalidRequest, PermissionDenied
@@ -81,8 +82,7 @@ def file_content(
     else:
         doc = kb.get_by_file_id(file_id, current_workspace(request))
     content = kb.store.read_content(doc.workspace, doc.id)
-    disposition = f"inline; filename*=UTF-8''{_quote(doc.filename)}"
-    return Response(content, media_type=doc.media_type, headers={"Content-Disposition": disposition})
+    return Response(content, media_type=doc.media_type, headers=user_file_headers(doc.filename, doc.media_type))
 
 
 @router.delete("/{file_id}")
