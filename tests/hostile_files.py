@@ -170,6 +170,48 @@ def pdf_many_pages(pages: int) -> bytes:
     return _pdf(objects)
 
 
+def pdf_blank_image(megabytes: int) -> bytes:
+    """A one-page PDF with a line of text over a blank grey image of ``megabytes`` MB (it compresses 1000:1).
+
+    Scans with blank pages look like this: a legitimate image that must not be taken for a bomb.
+    """
+    side = 1024 * int(megabytes**0.5)  # rows of 1 KB: side x side bytes is about ``megabytes`` MB
+    deflate, _crc, adler, _size = _repeated_deflate(b"", b"\xff" * (side * 1024), side // 1024)
+    image = b"\x78\xda" + deflate + struct.pack(">I", adler)
+    content = b"q 612 0 0 792 0 0 cm /Im1 Do Q BT /F1 12 Tf 72 720 Td (Scanned page) Tj ET"
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> /XObject << /Im1 6 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceGray /BitsPerComponent 8 "
+        b"/Filter /FlateDecode /Length %d >>\nstream\n" % (side, side, len(image)) + image + b"\nendstream",
+    ]
+    return _pdf(objects)
+
+
+def docx_lying_member(megabytes: int) -> bytes:
+    """A DOCX whose word/document.xml declares 100 bytes but inflates to ``megabytes`` MB.
+
+    Its CRC matches the first 100 bytes, so zipfile, which stops at the declared size, sees nothing wrong.
+    """
+    head = _W + b"<w:p><w:r><w:t>Liar</w:t></w:r></w:p></w:body></w:document>"
+    deflate, _crc, _adler, _size = _repeated_deflate(head, b" " * _CHUNK, megabytes)
+    return _docx_with((deflate, zlib.crc32(head[:100]), 100))
+
+
+def docx_many_members(count: int) -> bytes:
+    """The template DOCX plus ``count`` empty extra zip members."""
+    members = [
+        (name, content, zipfile.ZIP_STORED, zlib.crc32(content), len(content))
+        for name, content in _template_docx().items()
+    ]
+    members += [(f"customXml/extra{i}.bin", b"", zipfile.ZIP_STORED, 0, 0) for i in range(count)]
+    return _zip(members)
+
+
 def _pdf(objects: list[bytes]) -> bytes:
     out = bytearray(b"%PDF-1.7\n")
     offsets = []

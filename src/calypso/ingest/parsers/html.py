@@ -16,6 +16,7 @@ import lxml.html
 import trafilatura
 from lxml import etree
 
+from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits
 from calypso.ingest.parsers.markdown import atx_headings
 from calypso.models import Page, ParsedDocument
 
@@ -107,7 +108,8 @@ def _body_text(tree: etree._Element) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def parse(data: bytes, filename: str) -> ParsedDocument:
+def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocument:
+    # Text size is bounded by the upload size; parse_document checks max_document_chars.
     tree = _load(data)
     if tree is None:  # parse_document turns the empty text into EmptyDocument
         return ParsedDocument(text="", pages=[Page(number=1, label="1", start=0, end=0)])

@@ -12,6 +12,7 @@ import re
 
 import yaml
 
+from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits
 from calypso.ingest.parsers.text import decode_text
 from calypso.models import Heading, Page, ParsedDocument
 
@@ -92,7 +93,8 @@ def split_front_matter(text: str) -> tuple[dict, str]:
     return _json_safe(data), text[match.end() :]  # type: ignore[return-value]
 
 
-def parse(data: bytes, filename: str) -> ParsedDocument:
+def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocument:
+    # Text size is bounded by the upload size; parse_document checks max_document_chars.
     metadata, body = split_front_matter(decode_text(data, filename))
     text = body.strip("\n")
     headings = atx_headings(text)
