@@ -156,6 +156,25 @@ def pdf_flate_bomb(megabytes: int, text: str = "Hello bomb") -> bytes:
     return _pdf(objects)
 
 
+def pdf_hex_flate_bomb(megabytes: int) -> bytes:
+    """``pdf_flate_bomb`` with its stream hex-encoded first (/Filter [/ASCIIHexDecode /FlateDecode]).
+
+    No zlib header shows in the file, so only a memory cap around PDFium stops this one.
+    """
+    head = b"BT /F1 12 Tf 72 720 Td (Hello hex bomb) Tj ET\n"
+    deflate, _crc, adler, _size = _repeated_deflate(head, b" " * _CHUNK, megabytes)
+    stream = (b"\x78\xda" + deflate + struct.pack(">I", adler)).hex().encode() + b">"
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d /Filter [/ASCIIHexDecode /FlateDecode] >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    return _pdf(objects)
+
+
 def pdf_many_pages(pages: int) -> bytes:
     """A PDF of ``pages`` pages that all share one tiny content stream (about 40 bytes per page)."""
     kids = b" ".join(b"%d 0 R" % (5 + i) for i in range(pages))

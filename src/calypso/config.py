@@ -41,6 +41,11 @@ class Settings(BaseSettings):
         ge=1,
         description="Most XML elements (paragraphs, runs, cells...) a DOCX may hold; counted before parsing.",
     )
+    max_parse_memory_bytes: int = Field(
+        1024 * 1024 * 1024,
+        ge=0,
+        description="Memory (address space) a PDF parse may use: PDFs are parsed in a child process capped at this; 0: in the server process, uncapped.",
+    )
     chunk_size: int = Field(
         1000, ge=100, description="Target chunk length in characters; chunks end on sentence boundaries."
     )

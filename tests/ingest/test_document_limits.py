@@ -143,3 +143,33 @@ def test_real_documents_pass_the_default_limits(relative: str) -> None:
     data = (eval_data_dir() / "ingestion-docs" / relative).read_bytes()
     parsed, _ = parse_document(data, relative.rsplit("/", 1)[-1], limits=ParseLimits.from_settings(Settings()))
     assert parsed.text
+
+
+# -- PDFs the stream check cannot see: the capped worker process ----------------------------------
+
+
+def test_pdf_bomb_behind_another_filter_costs_only_the_worker() -> None:
+    # Hex-encoded first, so no zlib header shows: PDFium used to inflate it in the server (2 GB).
+    verdict, peak = _refusal("pdf_hex_flate_bomb(1000)", "hex.pdf")
+    assert verdict == "UnprocessableDocument 422 parse_memory"
+    assert peak < 400  # the server process; the worker died at its own 1 GB cap
+
+
+def test_worker_restarts_after_a_crash_and_keeps_error_details() -> None:
+    limits = ParseLimits(max_parse_memory_bytes=512 << 20)
+    with pytest.raises(UnprocessableDocument) as info:
+        parse_document(hostile_files.pdf_hex_flate_bomb(400), "hex.pdf", limits=limits)
+    assert info.value.code == "parse_memory" and "CALYPSO_MAX_PARSE_MEMORY_BYTES" in info.value.message
+    parsed, _ = parse_document(hostile_files.pdf_many_pages(3), "after.pdf", limits=limits)
+    assert len(parsed.pages) == 3
+    with pytest.raises(PayloadTooLarge) as info:  # raised in the worker, param and code intact
+        parse_document(hostile_files.pdf_many_pages(30), "pages.pdf", limits=ParseLimits(max_document_pages=10))
+    assert (info.value.param, info.value.code) == ("file", "too_many_pages")
+
+
+def test_zero_memory_cap_parses_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    from calypso.ingest.parsers import pdf
+
+    monkeypatch.setattr(pdf, "run_capped", lambda *a, **k: pytest.fail("no worker wanted"))
+    parsed, _ = parse_document(hostile_files.pdf_many_pages(2), "two.pdf", limits=ParseLimits(max_parse_memory_bytes=0))
+    assert len(parsed.pages) == 2

@@ -16,6 +16,7 @@ import pypdfium2.raw as pdfium_c
 from calypso.errors import UnprocessableDocument
 from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits, too_large
 from calypso.ingest.parsers.bombs import check_flate_streams
+from calypso.ingest.worker import run_capped
 from calypso.models import Page, ParsedDocument
 
 SEPARATOR = "\n\n"
@@ -77,6 +78,25 @@ def _label(pdf: pdfium.PdfDocument, index: int) -> str:
 
 def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocument:
     check_flate_streams(data, filename, limits)  # PDFium inflates a whole stream at once: refuse bombs first
+    if not limits.max_parse_memory_bytes:
+        return _parse(data, filename, limits)
+    # What the stream check cannot see (encrypted PDFs, other filters) is bounded by the child's memory cap.
+    return run_capped(
+        _parse, (data, filename, limits), limits.max_parse_memory_bytes, lambda: _crashed(filename, limits)
+    )
+
+
+def _crashed(filename: str, limits: ParseLimits) -> UnprocessableDocument:
+    return UnprocessableDocument(
+        f"Reading the PDF {filename!r} needed more than {limits.max_parse_memory_bytes:,} bytes of memory "
+        "(setting CALYPSO_MAX_PARSE_MEMORY_BYTES), or crashed the PDF reader: it may be a decompression bomb or "
+        "damaged. Re-export or repair the PDF and upload it again.",
+        param="file",
+        code="parse_memory",
+    )
+
+
+def _parse(data: bytes, filename: str, limits: ParseLimits) -> ParsedDocument:
     with _LOCK:
         try:
             pdf = pdfium.PdfDocument(data)
