@@ -35,6 +35,17 @@ CASES: dict[str, str] = {
         "from calypso.citations.composer import AnswerComposer\n"
         'c = AnswerComposer([], None); c.feed("Answer" + " " * 60_000 + "done."); c.flush(); result = "composed"'
     ),
+    "composer-20k-markers": (
+        "from calypso.citations.composer import AnswerComposer\n"
+        "from calypso.citations.grounded import Quote, Source\n"
+        "from calypso.models import Chunk, Document, Passage\n"
+        'doc = Document("d", "file-d", "default", "general", "a.txt", "text/plain", 1, "h", 0, 1, 1)\n'
+        'source = Source(1, Passage(doc, Chunk(0, "passage", 0, 7, 1, 1, ("1",)), 1.0))\n'
+        'quote = Quote("passage", 0, 7, 0, 7, 1, "1", 0.9, True)\n'
+        "c = AnswerComposer([source], lambda segment, source: quote)\n"
+        'for i in range(20_000): c.feed(f"Claim number {i} is here [1]. ")\n'
+        'c.flush(); result = f"{len(c.finish().segments)} segments"'
+    ),
     "chunk-1m-whitespace": (
         "from calypso.ingest.chunking import chunk_document\n"
         "from calypso.models import Page, ParsedDocument\n"
