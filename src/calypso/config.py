@@ -38,6 +38,31 @@ class Settings(BaseSettings):
         ge=1024,
         description="Largest accepted JSON request body, in bytes (uploads: max_upload_bytes).",
     )
+    # What one document may expand into while parsing (413/422 past these): each bounds parser memory.
+    max_document_chars: int = Field(
+        20_000_000, ge=1, description="Most characters of text one document may yield (about 20,000 pages)."
+    )
+    max_document_pages: int = Field(10_000, ge=1, description="Most pages a PDF may have; checked before reading any.")
+    max_uncompressed_bytes: int = Field(
+        256 * 1024 * 1024,
+        ge=1,
+        description="Most bytes compressed content may expand to: a DOCX's zip members together, or one PDF stream.",
+    )
+    max_compression_ratio: int = Field(
+        200,
+        ge=1,
+        description="Largest expansion ratio of a DOCX zip member or PDF stream over 1 MB (real files: under 50; bombs: ~1000).",
+    )
+    max_docx_elements: int = Field(
+        1_000_000,
+        ge=1,
+        description="Most XML elements (paragraphs, runs, cells...) a DOCX may hold; counted before parsing.",
+    )
+    max_parse_memory_bytes: int = Field(
+        1024 * 1024 * 1024,
+        ge=0,
+        description="Memory (address space) a PDF parse may use: PDFs are parsed in a child process capped at this; 0: in the server process, uncapped.",
+    )
     chunk_size: int = Field(
         1000, ge=100, description="Target chunk length in characters; chunks end on sentence boundaries."
     )

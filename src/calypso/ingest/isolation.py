@@ -24,6 +24,7 @@ import time
 from typing import IO, Any
 
 from calypso.errors import CalypsoError, UnprocessableDocument
+from calypso.ingest.limits import ParseLimits
 from calypso.models import ParsedDocument
 
 _HEADER = struct.Struct("!Q")
@@ -98,11 +99,18 @@ class ParserPool:
         return self._idle.get()
 
     def parse(
-        self, data: bytes, filename: str, media_type: str | None, *, timeout: float, memory_bytes: int
+        self,
+        data: bytes,
+        filename: str,
+        media_type: str | None,
+        limits: ParseLimits | None = None,
+        *,
+        timeout: float,
+        memory_bytes: int,
     ) -> tuple[ParsedDocument, str]:
         child = self._take()  # waiting for a free child does not count against the budget
         try:
-            outcome = child.parse((data, filename, media_type, memory_bytes), timeout)
+            outcome = child.parse((data, filename, media_type, limits, memory_bytes), timeout)
         except TimeoutError:
             child.kill()
             child = _Child()
@@ -148,7 +156,14 @@ def shared_pool(processes: int) -> ParserPool:
 
 
 def parse_isolated(
-    data: bytes, filename: str, media_type: str | None, *, timeout: float, memory_bytes: int, processes: int
+    data: bytes,
+    filename: str,
+    media_type: str | None,
+    limits: ParseLimits | None = None,
+    *,
+    timeout: float,
+    memory_bytes: int,
+    processes: int,
 ) -> tuple[ParsedDocument, str]:
     """``parse_document`` in a child process, within ``timeout`` seconds and ``memory_bytes``."""
-    return shared_pool(processes).parse(data, filename, media_type, timeout=timeout, memory_bytes=memory_bytes)
+    return shared_pool(processes).parse(data, filename, media_type, limits, timeout=timeout, memory_bytes=memory_bytes)

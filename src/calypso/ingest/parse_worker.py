@@ -1,6 +1,6 @@
 """A parsing child (``python -m calypso.ingest.parse_worker``): documents in on stdin, results out.
 
-Each request is ``(data, filename, media_type, memory_bytes)``; the answer is
+Each request is ``(data, filename, media_type, limits, memory_bytes)``; the answer is
 ``(ParsedDocument, media_type)`` or the exception raised. The address-space
 cap applies to each parse; stray prints from libraries go to stderr, never
 into the protocol stream.
@@ -26,14 +26,14 @@ def _serve() -> None:
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     while True:
         try:
-            data, filename, media_type, memory_bytes = read_message(requests)
+            data, filename, media_type, limits, memory_bytes = read_message(requests)
         except EOFError:
             return
         soft = memory_bytes if hard == resource.RLIM_INFINITY else min(memory_bytes, hard)
         outcome: object
         try:
             resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-            outcome = parse_document(data, filename, media_type)
+            outcome = parse_document(data, filename, media_type, limits)
         except MemoryError:
             outcome = PayloadTooLarge(
                 f"Parsing {filename!r} needs more than {memory_bytes:,} bytes of memory (setting "

@@ -21,6 +21,7 @@ from calypso.errors import EmptyDocument, InvalidRequest, NotFound, PayloadTooLa
 from calypso.ingest.chunking import chunk_document
 from calypso.ingest.crawl import fetch_page
 from calypso.ingest.isolation import parse_isolated
+from calypso.ingest.limits import ParseLimits
 from calypso.ingest.parsers import parse_document
 from calypso.models import Document, IndexedChunk, Listing, Order, Page, ParsedDocument, Passage, StoredChunk
 from calypso.retrieval.bm25 import BM25Index
@@ -134,12 +135,14 @@ class DocumentService:
 
     def _parse(self, data: bytes, filename: str, media_type: str | None) -> tuple[ParsedDocument, str]:
         settings = self.settings
+        limits = ParseLimits.from_settings(settings)
         if settings.parse_processes == 0:
-            return parse_document(data, filename, media_type)
+            return parse_document(data, filename, media_type, limits)
         return parse_isolated(
             data,
             filename,
             media_type,
+            limits,
             timeout=settings.parse_timeout_seconds,
             memory_bytes=settings.parse_memory_bytes,
             processes=settings.parse_processes,

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from typing import Any, Literal, get_args
-from urllib.parse import quote
 
 from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 from fastapi.responses import Response
 
 from calypso.api.auth import Workspace, current_workspace
 from calypso.api.deps import Documents, check_limit, check_order, read_upload
+from calypso.api.file_headers import user_file_headers
 from calypso.api.serialize import file_object, list_object
 
 router = APIRouter(prefix="/v1/files", tags=["files"])
@@ -63,10 +63,8 @@ def file_content(
         document = documents.signed_file(file_id, expires, signature)
     else:
         document = documents.get_by_file_id(file_id, current_workspace(request))
-    disposition = f"inline; filename*=UTF-8''{_quote(document.filename)}"
-    return Response(
-        documents.content(document), media_type=document.media_type, headers={"Content-Disposition": disposition}
-    )
+    headers = user_file_headers(document.filename, document.media_type)
+    return Response(documents.content(document), media_type=document.media_type, headers=headers)
 
 
 @router.delete("/{file_id}")
@@ -74,7 +72,3 @@ def delete_file(file_id: str, documents: Documents, workspace: Workspace) -> dic
     document = documents.get_by_file_id(file_id, workspace)
     documents.delete(document.id, workspace)
     return {"id": file_id, "object": "file", "deleted": True}
-
-
-def _quote(name: str) -> str:
-    return quote(name.rsplit("/", 1)[-1] or "file", safe="")

@@ -1,7 +1,8 @@
 """Document parsers: detect a file's type and turn its bytes into a ``ParsedDocument``.
 
-Every parser is a pure function ``parse(data: bytes, filename: str) -> ParsedDocument``
-that touches neither disk nor network.
+Every parser is a pure function ``parse(data: bytes, filename: str, limits: ParseLimits) -> ParsedDocument``
+that touches neither disk nor network. ``limits`` bounds what a document may expand into (PDF and
+DOCX check them before and while expanding; see ``calypso.ingest.limits``).
 
 Page convention (shared by all parsers): ``pages`` cover ``text`` contiguously.
 ``pages[0].start == 0``, ``pages[-1].end == len(text)`` and each page starts where the
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from calypso.errors import EmptyDocument, UnsupportedMediaType
+from calypso.ingest.limits import DEFAULT_LIMITS, MAX_ZIP_MEMBERS, ParseLimits
 from calypso.models import ParsedDocument
 
 PDF = "application/pdf"
@@ -86,6 +88,8 @@ def _sniff(data: bytes) -> str | None:
     if b"%PDF-" in head[:1024]:
         return PDF
     if head.startswith(b"PK\x03\x04"):
+        if data.count(b"PK\x01\x02") > MAX_ZIP_MEMBERS:  # central directory entries: not a Word document
+            return None
         try:
             with zipfile.ZipFile(io.BytesIO(data)) as zf:
                 if "word/document.xml" in zf.namelist():
@@ -132,10 +136,10 @@ def detect_media_type(data: bytes, filename: str, media_type: str | None = None)
 class _ParserModule(Protocol):
     """What every parser module provides (for the type checker)."""
 
-    def parse(self, data: bytes, filename: str) -> ParsedDocument: ...
+    def parse(self, data: bytes, filename: str, limits: ParseLimits) -> ParsedDocument: ...
 
 
-def _parser_for(media_type: str) -> Callable[[bytes, str], ParsedDocument]:
+def _parser_for(media_type: str) -> Callable[[bytes, str, ParseLimits], ParsedDocument]:
     # Imported lazily: trafilatura and pypdfium2 are slow to import and only needed per type.
     short = SUPPORTED_TYPES[media_type]
     module: _ParserModule
@@ -152,17 +156,23 @@ def _parser_for(media_type: str) -> Callable[[bytes, str], ParsedDocument]:
     return module.parse
 
 
-def parse_document(data: bytes, filename: str, media_type: str | None = None) -> tuple[ParsedDocument, str]:
+def parse_document(
+    data: bytes, filename: str, media_type: str | None = None, limits: ParseLimits | None = None
+) -> tuple[ParsedDocument, str]:
     """Detect the type of ``data``, parse it and return ``(parsed, media_type)``.
 
-    Raises ``EmptyDocument`` (no bytes / no text), ``UnsupportedMediaType`` and
-    ``UnprocessableDocument`` (corrupt, encrypted or undecodable input).
+    Raises ``EmptyDocument`` (no bytes / no text), ``UnsupportedMediaType``,
+    ``UnprocessableDocument`` (corrupt, encrypted or undecodable input, decompression bombs) and
+    ``PayloadTooLarge`` (past one of ``limits``: pages, characters, uncompressed size, DOCX elements;
+    defaults: the settings' defaults).
     """
+    limits = limits or DEFAULT_LIMITS
     if not data.strip():
         size = f"{len(data)} bytes" + (" of whitespace" if data else "")
         raise EmptyDocument(f"The file {filename!r} is empty ({size}); upload a file with content.", param="file")
     detected = detect_media_type(data, filename, media_type)
-    parsed = _parser_for(detected)(data, filename)
+    parsed = _parser_for(detected)(data, filename, limits)
+    limits.check_chars(len(parsed.text), filename)  # PDF and DOCX stop early; text formats are checked here
     if not parsed.text.strip():
         hint = (
             " It may be a scanned document (images only): run OCR on it and upload the result."
@@ -173,4 +183,4 @@ def parse_document(data: bytes, filename: str, media_type: str | None = None) ->
     return parsed, detected
 
 
-__all__ = ["SUPPORTED_TYPES", "EXTENSIONS", "describe_supported", "detect_media_type", "parse_document"]
+__all__ = ["SUPPORTED_TYPES", "EXTENSIONS", "ParseLimits", "describe_supported", "detect_media_type", "parse_document"]

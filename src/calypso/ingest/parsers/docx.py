@@ -17,6 +17,8 @@ import docx
 from lxml import etree
 
 from calypso.errors import UnprocessableDocument
+from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits
+from calypso.ingest.parsers.bombs import check_zip_package
 from calypso.models import Heading, Page, ParsedDocument
 
 _W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
@@ -155,7 +157,8 @@ class _Builder:
         self.add(text)
 
 
-def parse(data: bytes, filename: str) -> ParsedDocument:
+def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocument:
+    check_zip_package(data, filename, limits)  # python-docx reads and parses every part whole: refuse bombs first
     try:
         document = docx.Document(io.BytesIO(data))
     # python-docx raises many exception types for broken packages (BadZipFile, KeyError,

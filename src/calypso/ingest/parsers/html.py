@@ -16,6 +16,7 @@ import lxml.html
 import trafilatura
 from lxml import etree
 
+from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits
 from calypso.ingest.parsers.markdown import atx_headings
 from calypso.models import Page, ParsedDocument
 
@@ -24,14 +25,15 @@ logger = logging.getLogger(__name__)
 # Inline tags trafilatura leaves in markdown (footnote markers): keep their text, drop the tags.
 _INLINE_TAGS = re.compile(r"</?(?:sup|sub)>")
 _ESCAPED_BRACKET = re.compile(r"\\([\[\]])")
-_TRAILING_SPACE = re.compile(r"[ \t]+$", re.M)
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
 
 def _tidy(text: str) -> str:
     text = _INLINE_TAGS.sub("", text)
     text = _ESCAPED_BRACKET.sub(r"\1", text)  # "\[1\]" -> "[1]": citation markers read as users saw them
-    text = _TRAILING_SPACE.sub("", text)
+    # Per line rstrip, not re.sub(r"[ \t]+$", re.M): that retries at every space of a run, which is
+    # quadratic (a 200 KB <pre> of spaces took minutes).
+    text = "\n".join(line.rstrip(" \t") for line in text.split("\n"))
     return _BLANK_RUNS.sub("\n\n", text).strip("\n")
 
 
@@ -106,7 +108,8 @@ def _body_text(tree: etree._Element) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def parse(data: bytes, filename: str) -> ParsedDocument:
+def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocument:
+    # Text size is bounded by the upload size; parse_document checks max_document_chars.
     tree = _load(data)
     if tree is None:  # parse_document turns the empty text into EmptyDocument
         return ParsedDocument(text="", pages=[Page(number=1, label="1", start=0, end=0)])

@@ -14,6 +14,9 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from calypso.errors import UnprocessableDocument
+from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits, too_large
+from calypso.ingest.parsers.bombs import check_flate_streams
+from calypso.ingest.worker import run_capped
 from calypso.models import Page, ParsedDocument
 
 SEPARATOR = "\n\n"
@@ -47,17 +50,19 @@ def _load_error(exc: pdfium.PdfiumError, filename: str) -> UnprocessableDocument
     return UnprocessableDocument(message, param="file")
 
 
-def _page_text(pdf: pdfium.PdfDocument, index: int) -> str:
+def _page_text(pdf: pdfium.PdfDocument, index: int, limits: ParseLimits, used: int, filename: str) -> str:
     page = pdf[index]
     try:
         textpage = page.get_textpage()
         try:
+            # Checked before the text is copied out: ``used`` characters are already extracted.
+            limits.check_chars(used + textpage.count_chars(), filename)
             raw = textpage.get_text_range()
         finally:
             textpage.close()
     finally:
         page.close()
-    text = raw.replace("\r\n", "\n").replace("\r", "\n")
+    text: str = raw.replace("\r\n", "\n").replace("\r", "\n")
     for marker in _DROP:
         text = text.replace(marker, "")
     return text.rstrip()
@@ -71,7 +76,27 @@ def _label(pdf: pdfium.PdfDocument, index: int) -> str:
     return label.strip() or str(index + 1)
 
 
-def parse(data: bytes, filename: str) -> ParsedDocument:
+def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocument:
+    check_flate_streams(data, filename, limits)  # PDFium inflates a whole stream at once: refuse bombs first
+    if not limits.max_parse_memory_bytes:
+        return _parse(data, filename, limits)
+    # What the stream check cannot see (encrypted PDFs, other filters) is bounded by the child's memory cap.
+    return run_capped(
+        _parse, (data, filename, limits), limits.max_parse_memory_bytes, lambda: _crashed(filename, limits)
+    )
+
+
+def _crashed(filename: str, limits: ParseLimits) -> UnprocessableDocument:
+    return UnprocessableDocument(
+        f"Reading the PDF {filename!r} needed more than {limits.max_parse_memory_bytes:,} bytes of memory "
+        "(setting CALYPSO_MAX_PARSE_MEMORY_BYTES), or crashed the PDF reader: it may be a decompression bomb or "
+        "damaged. Re-export or repair the PDF and upload it again.",
+        param="file",
+        code="parse_memory",
+    )
+
+
+def _parse(data: bytes, filename: str, limits: ParseLimits) -> ParsedDocument:
     with _LOCK:
         try:
             pdf = pdfium.PdfDocument(data)
@@ -79,11 +104,15 @@ def parse(data: bytes, filename: str) -> ParsedDocument:
             raise _load_error(exc, filename) from exc
         texts: list[str] = []
         labels: list[str] = []
+        used = 0
         try:
             count = len(pdf)
+            if count > limits.max_document_pages:
+                raise too_large(f"{filename!r} has {count:,} pages", limits, "max_document_pages", "too_many_pages")
             for index in range(count):
-                texts.append(_page_text(pdf, index))
+                texts.append(_page_text(pdf, index, limits, used, filename))
                 labels.append(_label(pdf, index))
+                used += len(texts[-1]) + len(SEPARATOR)
             meta = pdf.get_metadata_dict(skip_empty=True)
         except pdfium.PdfiumError as exc:
             raise UnprocessableDocument(

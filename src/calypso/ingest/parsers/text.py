@@ -9,6 +9,7 @@ import codecs
 import re
 
 from calypso.errors import UnprocessableDocument, UnsupportedMediaType
+from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits
 from calypso.models import Page, ParsedDocument
 
 # C0 controls other than tab, newline, form feed and carriage return: plenty of them means binary.
@@ -68,6 +69,7 @@ def decode_text(data: bytes, filename: str = "file") -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def parse(data: bytes, filename: str) -> ParsedDocument:
+def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocument:
+    # Text size is bounded by the upload size; parse_document checks max_document_chars.
     text = decode_text(data, filename).strip("\n")
     return ParsedDocument(text=text, pages=[Page(number=1, label="1", start=0, end=len(text))])

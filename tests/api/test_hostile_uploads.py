@@ -1,0 +1,45 @@
+"""Hostile uploads through the API: a clear 413/422 naming the limit, and nothing stored."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import hostile_files
+import httpx
+import pytest
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "status", "code", "setting"),
+    [
+        (
+            "bomb.docx",
+            partial(hostile_files.docx_zip_bomb, 300),
+            413,
+            "uncompressed_too_large",
+            "CALYPSO_MAX_UNCOMPRESSED_BYTES",
+        ),
+        (
+            "bomb.pdf",
+            partial(hostile_files.pdf_flate_bomb, 100),
+            422,
+            "compression_ratio",
+            "CALYPSO_MAX_COMPRESSION_RATIO",
+        ),
+        (
+            "pages.pdf",
+            partial(hostile_files.pdf_many_pages, 10_001),
+            413,
+            "too_many_pages",
+            "CALYPSO_MAX_DOCUMENT_PAGES",
+        ),
+    ],
+)
+def test_hostile_upload_is_refused_with_the_limit_named(
+    http: httpx.Client, name: str, make, status: int, code: str, setting: str
+) -> None:
+    response = http.post("/v1/documents", files={"file": (name, make())})
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["code"] == code and error["param"] == "file" and setting in error["message"]
+    assert http.get("/v1/documents").json()["data"] == []
