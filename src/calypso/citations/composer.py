@@ -9,6 +9,7 @@ both produce the same answer.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -49,12 +50,16 @@ class AnswerComposer:
         self.markers = MarkerStream()
         self.plain: list[str] = []
         self.plain_len = 0
+        # Where each plain piece starts, in code points and in UTF-16 units: a marker then reads only
+        # the text since the previous segment, not the whole answer (linear in the answer's length).
+        self._piece_starts: list[int] = []
+        self._piece_utf16_starts: list[int] = []
+        self._utf16_len = 0
         self.raw: list[str] = []
         self.held_space = ""
         self.segments: list[Segment] = []
         self.placements: list[MarkerPlacement] = []
         self.next_display = 1
-        self._text_cache = ""
 
     # -- feeding -----------------------------------------------------------
     def feed(self, delta: str) -> list[TextEvent | MarkerEvent]:
@@ -84,14 +89,22 @@ class AnswerComposer:
         return events
 
     def _emit_text(self, text: str) -> TextEvent:
+        self._piece_starts.append(self.plain_len)
+        self._piece_utf16_starts.append(self._utf16_len)
         self.plain.append(text)
         self.plain_len += len(text)
+        self._utf16_len += utf16_len(text)
         return TextEvent(text)
 
+    def _window(self, floor: int) -> tuple[int, int, str]:
+        """(start, UTF-16 start, text) of the plain text from the piece holding ``floor`` to the end."""
+        if not self.plain:
+            return 0, 0, ""
+        k = max(0, bisect.bisect_right(self._piece_starts, floor) - 1)
+        return self._piece_starts[k], self._piece_utf16_starts[k], "".join(self.plain[k:])
+
     def _plain_text(self) -> str:
-        if len(self._text_cache) != self.plain_len:
-            self._text_cache = "".join(self.plain)
-        return self._text_cache
+        return "".join(self.plain)
 
     # -- markers and segments ----------------------------------------------
     def _place_marker(self, piece: MarkerPiece) -> MarkerEvent:
@@ -140,30 +153,30 @@ class AnswerComposer:
 
     def _segment_for(self, position: int) -> int | None:
         """Index of the segment a marker at ``position`` cites, creating it if needed."""
-        text = self._plain_text()
-        end = len(text[:position].rstrip())
         previous = self.segments[-1] if self.segments else None
+        floor = previous.end if previous is not None else 0
+        base, base_utf16, window = self._window(floor)  # markers stand at the end: position == plain_len
+        end = base + len(window[: position - base].rstrip())
         if previous is not None and end <= previous.end:
             # Adjacent markers ("[1][2]") or a marker with nothing new before it cite the same segment.
             return len(self.segments) - 1
-        floor = previous.end if previous is not None else 0
         # The segment is the sentence the marker follows; only text before the marker is
         # looked at, so streamed and one-shot answers get the same segments.
-        start = last_sentence_start(text, floor, end)
-        if start is None:
+        relative = last_sentence_start(window, floor - base, end - base)
+        if relative is None:
             return None
-        while start < end and (text[start].isspace() or text[start] in ",;:–—"):
+        start = base + relative
+        while start < end and (window[start - base].isspace() or window[start - base] in ",;:–—"):
             start += 1  # a clause after an earlier marker starts at its first word
         if start >= end:
             return None
-        body = text[start:end]
         self.segments.append(
             Segment(
                 start=start,
                 end=end,
-                text=body,
-                start_utf16=utf16_len(text[:start]),
-                end_utf16=utf16_len(text[:end]),
+                text=window[start - base : end - base],
+                start_utf16=base_utf16 + utf16_len(window[: start - base]),
+                end_utf16=base_utf16 + utf16_len(window[: end - base]),
             )
         )
         return len(self.segments) - 1
