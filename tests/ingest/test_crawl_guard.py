@@ -205,3 +205,21 @@ def test_malformed_urls_are_invalid_requests(url: str) -> None:
     with pytest.raises(InvalidRequest) as info:
         fetch_page(url, timeout=1.0, max_bytes=1000, allow_private=True)
     assert info.value.param == "url" and info.value.status == 400
+
+
+def test_a_resolver_that_never_answers_is_cut_at_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The system resolver has no timeout of its own; a hung DNS server stands behind this one.
+    released = threading.Event()
+
+    def hung_resolver(*args: object, **kwargs: object) -> list:
+        released.wait(10)
+        return []
+
+    monkeypatch.setattr(socket, "getaddrinfo", hung_resolver)
+    try:
+        # Waiting out the resolver would end in "no address" (an UpstreamError), not the deadline.
+        with pytest.raises(UpstreamTimeout) as info:
+            fetch_page("http://calypso-test.invalid/", timeout=0.5, max_bytes=10_000, allow_private=True)
+        assert info.value.param == "url" and "CALYPSO_CRAWL_TIMEOUT_SECONDS" in info.value.message
+    finally:
+        released.set()

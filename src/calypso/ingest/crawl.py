@@ -11,6 +11,7 @@ Two guards sit below httpx, in the network backend, so no path around them exist
 
 from __future__ import annotations
 
+import concurrent.futures
 import ipaddress
 import socket
 import ssl
@@ -113,6 +114,9 @@ def _check_host_name(url: str, host: str) -> None:
         )
 
 
+_RESOLVERS = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="crawl-dns")
+
+
 class _Deadline:
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
@@ -180,8 +184,13 @@ class _GuardedBackend(httpcore.NetworkBackend):
         raise error or httpcore.ConnectError(f"no address to connect to for {host}")
 
     def _addresses(self, host: str, port: int) -> list[str]:
+        # getaddrinfo has no timeout of its own: resolve in a helper thread, within the fetch's deadline.
+        pending = _RESOLVERS.submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
         try:
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            infos = pending.result(self._deadline.timeout(None, httpcore.ConnectTimeout))
+        except concurrent.futures.TimeoutError:
+            pending.cancel()
+            raise httpcore.ConnectTimeout(f"resolving {host} took longer than the fetch's deadline") from None
         except (socket.gaierror, UnicodeError) as exc:
             raise InvalidRequest(f"Cannot resolve host {host!r}: {exc}.", param="url") from exc
         addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
