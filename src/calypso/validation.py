@@ -210,6 +210,7 @@ def invalid_request_from(
     ``body`` is the decoded input that was validated; it lets ``param`` skip pydantic's union labels. ``model`` or
     ``accepted`` (field names) let an unknown-parameter message list what is accepted.
     """
+    errors: list[dict[str, Any]]
     if isinstance(exc, ValidationError):
         # A model validated directly: its locations are field paths. Prefixed as FastAPI's are, so that a field
         # named like a source ("query", "path") is not taken for one and dropped from ``param``.

@@ -92,3 +92,11 @@ def test_links_lead_from_creation_to_use() -> None:
         "operationId": "get_bot_v1_bots__bot_id__get",
         "parameters": {"bot_id": "$response.body#/id"},
     }
+
+
+def test_streams_and_file_content_declare_their_media_types() -> None:
+    paths = document()["paths"]
+    for path in ("/v1/responses", "/v1/chat/completions", "/v1/conversations/{conversation_id}/messages"):
+        assert set(paths[path]["post"]["responses"]["200"]["content"]) == {"application/json", "text/event-stream"}
+        assert "streamed" in paths[path]["post"]["requestBody"]["content"]["application/json"]["examples"]
+    assert set(paths["/v1/files/{file_id}/content"]["get"]["responses"]["200"]["content"]) == {"*/*"}

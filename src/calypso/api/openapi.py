@@ -14,11 +14,18 @@ document once:
   for bodies, 500 everywhere, 401 when API keys are required) plus the
   per-operation facts in ``_EXTRA`` (409 bots, 415/422 uploads, 502/504 when
   answering or crawling, 201 on creation);
-* hand-read bodies get their pydantic model's schema (``_HAND_READ``).
+* hand-read bodies get their pydantic model's schema (``_HAND_READ``), and the
+  answering ones named examples, plain and streamed (``_EXAMPLES``); streams
+  are declared as ``text/event-stream``, a file's content as any media type;
+* links lead from what a POST creates to the operations that take its id
+  (``_LINKS``), for clients and for schemathesis' stateful tests;
+* with API keys on (or an admin key set), the bearer security schemes.
 
 Adding a route that reads its body by hand or returns another status means a
 line in the tables below; ``tests/api/test_openapi.py`` checks that every
-POST, PUT and PATCH declares a body.
+POST, PUT and PATCH declares a body and that the tables name real operations,
+and ``tests/api/test_property_based.py`` that the server returns only what is
+declared.
 """
 
 from __future__ import annotations
@@ -92,21 +99,35 @@ def _bot_fields(required: list[str]) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
-# Bodies routes read with ``parse_body`` / ``json_object``: (schema name, pydantic model or JSON schema, example).
-_HAND_READ: dict[tuple[str, str], tuple[str, type[BaseModel] | dict[str, Any], dict[str, Any]]] = {
-    ("post", "/v1/chat/completions"): (
-        "ChatCompletionRequest",
-        ChatCompletionRequest,
-        {"model": DEFAULT_BOT_ID, "messages": [{"role": "user", "content": "What is the refund policy?"}]},
-    ),
-    ("post", "/v1/conversations"): ("CreateConversation", CreateConversation, {"model": DEFAULT_BOT_ID}),
-    ("post", "/v1/conversations/{conversation_id}/messages"): (
-        "PostMessage",
-        PostMessage,
-        {"content": "What is the refund policy?"},
-    ),
-    ("post", "/v1/bots"): ("CreateBot", _bot_fields(["id"]), {"id": "support", "passage_count": 3}),
-    ("patch", "/v1/bots/{bot_id}"): ("UpdateBot", _bot_fields([]), {"marker_style": "source"}),
+# Bodies routes read with ``parse_body`` / ``json_object``: the schema name and its pydantic model or JSON schema.
+_HAND_READ: dict[tuple[str, str], tuple[str, type[BaseModel] | dict[str, Any]]] = {
+    ("post", "/v1/chat/completions"): ("ChatCompletionRequest", ChatCompletionRequest),
+    ("post", "/v1/conversations"): ("CreateConversation", CreateConversation),
+    ("post", "/v1/conversations/{conversation_id}/messages"): ("PostMessage", PostMessage),
+    ("post", "/v1/bots"): ("CreateBot", _bot_fields(["id"])),
+    ("patch", "/v1/bots/{bot_id}"): ("UpdateBot", _bot_fields([])),
+}
+
+_QUESTION = "What is the refund policy?"
+_CHAT = {"model": DEFAULT_BOT_ID, "messages": [{"role": "user", "content": _QUESTION}]}
+# Request body examples, by name (the answering ones plain and streamed).
+_EXAMPLES: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
+    ("post", "/v1/responses"): {
+        "question": {"model": DEFAULT_BOT_ID, "input": _QUESTION},
+        "streamed": {"model": DEFAULT_BOT_ID, "input": _QUESTION, "stream": True, "include": ["inline_citations"]},
+    },
+    ("post", "/v1/chat/completions"): {
+        "question": _CHAT,
+        "streamed": {**_CHAT, "stream": True, "stream_options": {"include_usage": True}},
+    },
+    ("post", "/v1/conversations"): {"default bot": {"model": DEFAULT_BOT_ID}},
+    ("post", "/v1/conversations/{conversation_id}/messages"): {
+        "question": {"content": _QUESTION},
+        "streamed": {"content": [{"type": "text", "text": _QUESTION}], "stream": True},
+    },
+    ("post", "/v1/search"): {"query": {"query": "refund policy", "max_num_results": 3}},
+    ("post", "/v1/bots"): {"bot": {"id": "support", "passage_count": 3, "marker_style": "source"}},
+    ("patch", "/v1/bots/{bot_id}"): {"change": {"inline_citations": True}},
 }
 
 # OpenAPI links: what a created object's id opens (clients and stateful tests follow them).
@@ -146,11 +167,6 @@ _LINKS: list[tuple[tuple[str, str, str], tuple[str, str], str, str]] = [
     ),
     (("post", "/v1/admin/keys", "201"), ("delete", "/v1/admin/keys/{key_id}"), "key_id", _ID),
 ]
-
-_EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
-    ("post", "/v1/responses"): {"model": DEFAULT_BOT_ID, "input": "What is the refund policy?"},
-    ("post", "/v1/search"): {"query": "refund policy", "max_num_results": 3},
-}
 
 
 def error_response_schema() -> dict[str, Any]:
@@ -215,35 +231,21 @@ def _error_response(status: int) -> dict[str, Any]:
 
 
 def declare(schema: dict[str, Any], *, auth: bool, admin_key: bool) -> dict[str, Any]:
-    """A copy of FastAPI's document with the server's real bodies, statuses and error shape."""
+    """A copy of FastAPI's document with the server's real bodies, statuses, error shape and links.
+
+    ``auth``: API keys are required on /v1 (401s, the APIKey scheme); ``admin_key``: one is set (401s, AdminKey).
+    """
     schema = copy.deepcopy(schema)
     components = schema.setdefault("components", {}).setdefault("schemas", {})
     components[ERROR_SCHEMA] = error_response_schema()
-    for name, model, _example in _HAND_READ.values():
+    for name, model in _HAND_READ.values():
         _add_model(components, name, model)
     for path, item in schema.get("paths", {}).items():
         for method, operation in item.items():
-            key = (method, path)
-            responses: dict[str, Any] = operation.setdefault("responses", {})
-            responses.pop("422", None)  # FastAPI's HTTPValidationError: we answer 400 in OpenAI's shape
-            if key in _HAND_READ:
-                name, _model, example = _HAND_READ[key]
-                operation["requestBody"] = {
-                    "required": True,
-                    "content": {"application/json": {"schema": {"$ref": _REF.format(model=name)}, "example": example}},
-                }
-            elif key in _EXAMPLES:
-                operation["requestBody"]["content"]["application/json"]["example"] = _EXAMPLES[key]
-            if 201 in _EXTRA.get(key, ()):
-                success = responses.pop("200", None) if key in _NO_200 else responses.get("200")
-                responses["201"] = copy.deepcopy(success) or {"description": "Created"}
-                responses["201"]["description"] = "Created"
-            if key in _STREAMING:
-                responses["200"].setdefault("content", {})["text/event-stream"] = {
-                    "schema": {"type": "string", "description": "Server-sent events, with `stream: true`."}
-                }
+            _bodies(method, path, operation)
+            _successes(method, path, operation["responses"])
             for status in sorted(_error_statuses(method, path, operation, auth, admin_key)):
-                responses[str(status)] = _error_response(status)
+                operation["responses"][str(status)] = _error_response(status)
             if path.startswith("/v1/admin/"):
                 if admin_key:
                     operation["security"] = [{"AdminKey": []}]
@@ -256,10 +258,37 @@ def declare(schema: dict[str, Any], *, auth: bool, admin_key: bool) -> dict[str,
         "APIKey": {"type": "http", "scheme": "bearer", "description": "A workspace API key."},
         "AdminKey": {"type": "http", "scheme": "bearer", "description": "The admin key (CALYPSO_ADMIN_KEY)."},
     }
-    used = {name for name, on in (("APIKey", auth), ("AdminKey", admin_key)) if on}
+    used = [name for name, on in (("APIKey", auth), ("AdminKey", admin_key)) if on]
     if used:
-        schema["components"]["securitySchemes"] = {name: schemes[name] for name in sorted(used)}
+        schema["components"]["securitySchemes"] = {name: schemes[name] for name in used}
     return schema
+
+
+def _bodies(method: str, path: str, operation: dict[str, Any]) -> None:
+    key = (method, path)
+    if key in _HAND_READ:
+        name, _model = _HAND_READ[key]
+        operation["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": _REF.format(model=name)}}},
+        }
+    if key in _EXAMPLES:
+        examples = {name: {"value": value} for name, value in _EXAMPLES[key].items()}
+        operation["requestBody"]["content"]["application/json"]["examples"] = examples
+
+
+def _successes(method: str, path: str, responses: dict[str, Any]) -> None:
+    key = (method, path)
+    responses.pop("422", None)  # FastAPI's HTTPValidationError: we answer 400 in OpenAI's shape
+    if 201 in _EXTRA.get(key, ()):
+        success = responses.pop("200", None) if key in _NO_200 else responses.get("200")
+        responses["201"] = {**copy.deepcopy(success or {}), "description": "Created"}
+    if key == ("get", "/v1/files/{file_id}/content"):
+        binary = {"type": "string", "format": "binary", "description": "The file as uploaded, with its media type."}
+        responses["200"]["content"] = {"*/*": {"schema": binary}}
+    if key in _STREAMING:
+        events = {"type": "string", "description": "Server-sent events, with `stream: true`."}
+        responses["200"].setdefault("content", {})["text/event-stream"] = {"schema": events}
 
 
 def _link(schema: dict[str, Any]) -> None:
