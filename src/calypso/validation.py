@@ -125,7 +125,7 @@ def param_path(loc: Sequence[str | int], body: Any = _MISSING, *, missing: bool 
     out = ""
     for part in kept:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or None
+    return out if kept else None  # an empty key ("") is still a name
 
 
 def _field_loc(loc: Sequence[str | int]) -> list[str | int]:
@@ -214,7 +214,9 @@ def invalid_request_from(
     """
     errors: Sequence[Mapping[str, Any]]  # pydantic's ErrorDetails, or FastAPI's plain dicts
     if isinstance(exc, ValidationError):
-        errors = exc.errors()
+        # A model validated directly: its locations are field paths. Prefixed as FastAPI's are, so that a field
+        # named like a source ("query", "path") is not taken for one and dropped from ``param``.
+        errors = [{**e, "loc": ("body", *e["loc"])} for e in exc.errors()]
     else:
         errors = list(exc)
     if not errors:
@@ -235,7 +237,7 @@ def invalid_request_from(
     kind = error["type"]
     ctx = error.get("ctx") or {}
     value = error.get("input")
-    where = f"'{param}'" if param else "the request body"
+    where = f"'{param}'" if param is not None else "the request body"
 
     if kind == "extra_forbidden":
         field_loc = _field_loc(error["loc"])

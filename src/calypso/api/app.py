@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from calypso import __version__
+from calypso.api import openapi
 from calypso.api.auth import AuthMiddleware, auth_enabled
 from calypso.api.body_guard import BodyLimitMiddleware
 from calypso.api.errors import UnexpectedErrorMiddleware, install_error_handlers
@@ -37,6 +38,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.state.services = services
     app.state.auth_enabled = auth_enabled(settings)
     install_error_handlers(app)
+    openapi.install(app, settings)  # the statuses and bodies the server really has
     # The last added is the outermost. From the outside in: every response (a 401, 413 or 500 too)
     # carries x-request-id; unexpected errors are logged with it; an oversized body is refused
     # before anything reads it; then the caller is authenticated.

@@ -101,5 +101,6 @@ def require_admin(request: Request) -> None:
         if request.app.state.auth_enabled:
             raise PermissionDenied("The admin API is disabled: set CALYPSO_ADMIN_KEY to enable it.")
         return
-    if not hmac.compare_digest(_bearer(request), admin_key):
+    # As bytes: compare_digest refuses non-ASCII str. Headers are decoded as Latin-1: encoding back gives the bytes sent.
+    if not hmac.compare_digest(_bearer(request).encode("latin-1"), admin_key.encode()):
         raise AuthenticationFailed("This route needs the admin key (CALYPSO_ADMIN_KEY).")

@@ -37,8 +37,8 @@ def signature(secret: bytes, file_id: str, workspace: str, expires: int) -> str:
 
 
 def verify(secret: bytes, file_id: str, workspace: str, expires: int, given: str, now: float | None = None) -> bool:
-    if expires < (now if now is not None else time.time()):
-        return False
+    if expires < (now if now is not None else time.time()) or not given.isascii():
+        return False  # a signature is hex: anything else is tampered (and compare_digest refuses non-ASCII str)
     return hmac.compare_digest(signature(secret, file_id, workspace, expires), given)
 
 

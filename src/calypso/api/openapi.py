@@ -1,0 +1,314 @@
+"""The OpenAPI document as the server really behaves: its error shape, its statuses, every JSON body.
+
+FastAPI's generated document knows only what the route signatures say: a 422
+``HTTPValidationError`` on every operation with parameters (we answer 400 in
+OpenAI's shape instead), no other error, and no body for the routes that read
+theirs with ``parse_body`` (chat completions, conversations, bots). ``install``
+replaces ``app.openapi`` with a version that post-processes the generated
+document once:
+
+* ``ErrorResponse`` (OpenAI's ``{"error": {"message", "type", "param", "code"}}``)
+  is the body of every error status;
+* FastAPI's 422 goes; each operation gets the statuses it can return, by rule
+  (400 for parameters and bodies, 404 for path ids and ``after`` cursors, 413
+  for bodies, 500 everywhere, 401 when API keys are required) plus the
+  per-operation facts in ``_EXTRA`` (409 bots, 415/422 uploads, 502/504 when
+  answering or crawling, 201 on creation);
+* hand-read bodies get their pydantic model's schema (``_HAND_READ``), and the
+  answering ones named examples, plain and streamed (``_EXAMPLES``); streams
+  are declared as ``text/event-stream``, a file's content as any media type;
+* links lead from what a POST creates to the operations that take its id
+  (``_LINKS``), for clients and for schemathesis' stateful tests;
+* with API keys on (or an admin key set), the bearer security schemes.
+
+Adding a route that reads its body by hand or returns another status means a
+line in the tables below; ``tests/api/test_openapi.py`` checks that every
+POST, PUT and PATCH declares a body and that the tables name real operations,
+and ``tests/api/test_property_based.py`` that the server returns only what is
+declared.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from fastapi import FastAPI
+from pydantic import BaseModel
+
+from calypso.api.auth import auth_enabled
+from calypso.api.routes.chat import ChatCompletionRequest
+from calypso.api.routes.conversations import CreateConversation, PostMessage
+from calypso.bots import _ID as BOT_ID
+from calypso.bots import CONFIG_FIELDS, DEFAULT_BOT_ID, Bot
+from calypso.config import Settings
+
+ERROR_SCHEMA = "ErrorResponse"
+_REF = "#/components/schemas/{model}"
+
+_DESCRIPTIONS = {
+    400: "Invalid request: malformed JSON, a wrong or unknown parameter (`param` names it).",
+    401: "Missing, malformed, unknown or revoked API key.",
+    403: "Not allowed: the admin API is disabled, or a signed link is invalid or expired.",
+    404: "Not found: an unknown id (`param` names it).",
+    409: "Conflict: the bot id is taken, or the bot is read-only (declared in the bots file or built in).",
+    413: "The request body or uploaded file is over the size limit.",
+    415: "Unsupported file type.",
+    422: "The file could not be read (corrupt, encrypted or undecodable).",
+    500: "Unexpected server error; the message quotes the request id to find it in the log.",
+    502: "The upstream (model or crawled site) failed.",
+    504: "The upstream (model or crawled site) timed out.",
+}
+
+_ANSWERING = {502, 504}
+# Per operation: statuses beyond the rules, and success statuses the route signature does not say.
+_EXTRA: dict[tuple[str, str], set[int]] = {
+    ("post", "/v1/responses"): {404, *_ANSWERING},  # model, previous_response_id
+    ("post", "/v1/chat/completions"): {404, *_ANSWERING},  # model
+    ("post", "/v1/conversations"): {201, 404},  # model / bot
+    ("post", "/v1/conversations/{conversation_id}/messages"): _ANSWERING,
+    ("post", "/v1/documents"): {201, 415, 422},  # 201 new, 200 the same bytes again
+    ("post", "/v1/files"): {415, 422},
+    ("post", "/v1/documents/crawl"): {201, 415, 422, *_ANSWERING},
+    ("get", "/v1/files/{file_id}/content"): {403},  # a signed link that does not verify
+    ("get", "/v1/admin/workspaces/{workspace}/policy"): {400},  # an invalid workspace name
+    ("post", "/v1/bots"): {409},
+    ("patch", "/v1/bots/{bot_id}"): {409},
+    ("delete", "/v1/bots/{bot_id}"): {409},
+    ("post", "/v1/admin/keys"): {201},
+}
+# Per operation: statuses the rules in ``_error_statuses`` would wrongly add.
+_NEVER: dict[tuple[str, str], set[int]] = {
+    ("get", "/v1/admin/keys"): {400},  # any workspace name filters (an unknown one lists nothing)
+    ("get", "/v1/admin/workspaces/{workspace}/policy"): {404},  # a workspace is a name, not a stored id
+    ("put", "/v1/admin/workspaces/{workspace}/policy"): {404},
+}
+_NO_200 = {("post", "/v1/conversations"), ("post", "/v1/admin/keys")}  # these answer 201 only
+_STREAMING = {
+    ("post", "/v1/responses"),
+    ("post", "/v1/chat/completions"),
+    ("post", "/v1/conversations/{conversation_id}/messages"),
+}
+
+
+def _bot_fields(required: list[str]) -> dict[str, Any]:
+    """The fields a client sends to create (``id`` required) or change a bot, from the Bot model."""
+    schema = Bot.model_json_schema(ref_template=_REF)
+    properties = {name: schema["properties"][name] for name in ("id", *CONFIG_FIELDS)}
+    properties["id"] = {**properties["id"], "pattern": BOT_ID.pattern}
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+# Bodies routes read with ``parse_body`` / ``json_object``: the schema name and its pydantic model or JSON schema.
+_HAND_READ: dict[tuple[str, str], tuple[str, type[BaseModel] | dict[str, Any]]] = {
+    ("post", "/v1/chat/completions"): ("ChatCompletionRequest", ChatCompletionRequest),
+    ("post", "/v1/conversations"): ("CreateConversation", CreateConversation),
+    ("post", "/v1/conversations/{conversation_id}/messages"): ("PostMessage", PostMessage),
+    ("post", "/v1/bots"): ("CreateBot", _bot_fields(["id"])),
+    ("patch", "/v1/bots/{bot_id}"): ("UpdateBot", _bot_fields([])),
+}
+
+_QUESTION = "What is the refund policy?"
+_CHAT = {"model": DEFAULT_BOT_ID, "messages": [{"role": "user", "content": _QUESTION}]}
+# Request body examples, by name (the answering ones plain and streamed).
+_EXAMPLES: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
+    ("post", "/v1/responses"): {
+        "question": {"model": DEFAULT_BOT_ID, "input": _QUESTION},
+        "streamed": {"model": DEFAULT_BOT_ID, "input": _QUESTION, "stream": True, "include": ["inline_citations"]},
+    },
+    ("post", "/v1/chat/completions"): {
+        "question": _CHAT,
+        "streamed": {**_CHAT, "stream": True, "stream_options": {"include_usage": True}},
+    },
+    ("post", "/v1/conversations"): {"default bot": {"model": DEFAULT_BOT_ID}},
+    ("post", "/v1/conversations/{conversation_id}/messages"): {
+        "question": {"content": _QUESTION},
+        "streamed": {"content": [{"type": "text", "text": _QUESTION}], "stream": True},
+    },
+    ("post", "/v1/search"): {"query": {"query": "refund policy", "max_num_results": 3}},
+    ("post", "/v1/bots"): {"bot": {"id": "support", "passage_count": 3, "marker_style": "source"}},
+    ("patch", "/v1/bots/{bot_id}"): {"change": {"inline_citations": True}},
+}
+
+# OpenAPI links: what a created object's id opens (clients and stateful tests follow them).
+_ID = "$response.body#/id"
+_LINKS: list[tuple[tuple[str, str, str], tuple[str, str], str, str]] = [
+    # (source method, path, status), (target method, path), target path parameter, value
+    *((("post", "/v1/bots", "201"), (m, "/v1/bots/{bot_id}"), "bot_id", _ID) for m in ("get", "patch", "delete")),
+    (("post", "/v1/bots", "201"), ("get", "/v1/models/{model_id}"), "model_id", _ID),
+    *(
+        (("post", "/v1/conversations", "201"), (m, p), "conversation_id", _ID)
+        for m, p in (
+            ("get", "/v1/conversations/{conversation_id}"),
+            ("delete", "/v1/conversations/{conversation_id}"),
+            ("post", "/v1/conversations/{conversation_id}/messages"),
+        )
+    ),
+    *(
+        (("post", "/v1/documents", status), (m, p), "document_id", _ID)
+        for status in ("200", "201")
+        for m, p in (
+            ("get", "/v1/documents/{document_id}"),
+            ("get", "/v1/documents/{document_id}/chunks"),
+            ("delete", "/v1/documents/{document_id}"),
+        )
+    ),
+    *(
+        (("post", "/v1/files", "200"), (m, p), "file_id", _ID)
+        for m, p in (
+            ("get", "/v1/files/{file_id}"),
+            ("get", "/v1/files/{file_id}/content"),
+            ("delete", "/v1/files/{file_id}"),
+        )
+    ),
+    *(
+        (("post", "/v1/responses", "200"), (m, "/v1/responses/{response_id}"), "response_id", _ID)
+        for m in ("get", "delete")
+    ),
+    (("post", "/v1/admin/keys", "201"), ("delete", "/v1/admin/keys/{key_id}"), "key_id", _ID),
+]
+
+
+def error_response_schema() -> dict[str, Any]:
+    """OpenAI's error body, as every error status carries it."""
+    nullable = {"type": ["string", "null"]}
+    return {
+        "title": ERROR_SCHEMA,
+        "type": "object",
+        "required": ["error"],
+        "properties": {
+            "error": {
+                "type": "object",
+                "required": ["message", "type", "param", "code"],
+                "properties": {
+                    "message": {"type": "string"},
+                    "type": {"type": "string"},
+                    "param": nullable,
+                    "code": nullable,
+                },
+            }
+        },
+    }
+
+
+def _add_model(components: dict[str, Any], name: str, model: type[BaseModel] | dict[str, Any]) -> None:
+    if isinstance(model, dict):
+        components[name] = model
+        return
+    schema = model.model_json_schema(ref_template=_REF)
+    for inner, definition in schema.pop("$defs", {}).items():
+        components.setdefault(inner, definition)
+    components[name] = schema
+
+
+def _error_statuses(method: str, path: str, operation: dict[str, Any], auth: bool, admin_key: bool) -> set[int]:
+    parameters = operation.get("parameters", [])
+    has_body = "requestBody" in operation
+    statuses = {500, *(s for s in _EXTRA.get((method, path), ()) if s >= 400)}
+    if has_body or any(p["in"] == "query" for p in parameters):
+        statuses.add(400)  # FastAPI's typed parameters and bodies, and the routes' own checks
+    if has_body:
+        statuses.add(413)
+    if any(p["in"] == "path" for p in parameters) or any(
+        p["in"] == "query" and p["name"] == "after" for p in parameters
+    ):
+        statuses.add(404)  # an unknown id, or an unknown cursor
+    if path.startswith("/v1/admin/"):
+        if admin_key:
+            statuses.add(401)
+        elif auth:
+            statuses.add(403)
+    elif path.startswith("/v1/") and auth:
+        statuses.add(401)
+    return statuses - _NEVER.get((method, path), set())
+
+
+def _error_response(status: int) -> dict[str, Any]:
+    return {
+        "description": _DESCRIPTIONS[status],
+        "content": {"application/json": {"schema": {"$ref": _REF.format(model=ERROR_SCHEMA)}}},
+    }
+
+
+def declare(schema: dict[str, Any], *, auth: bool, admin_key: bool) -> dict[str, Any]:
+    """A copy of FastAPI's document with the server's real bodies, statuses, error shape and links.
+
+    ``auth``: API keys are required on /v1 (401s, the APIKey scheme); ``admin_key``: one is set (401s, AdminKey).
+    """
+    schema = copy.deepcopy(schema)
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    components[ERROR_SCHEMA] = error_response_schema()
+    for name, model in _HAND_READ.values():
+        _add_model(components, name, model)
+    for path, item in schema.get("paths", {}).items():
+        for method, operation in item.items():
+            _bodies(method, path, operation)
+            _successes(method, path, operation["responses"])
+            for status in sorted(_error_statuses(method, path, operation, auth, admin_key)):
+                operation["responses"][str(status)] = _error_response(status)
+            if path.startswith("/v1/admin/"):
+                if admin_key:
+                    operation["security"] = [{"AdminKey": []}]
+            elif path.startswith("/v1/") and auth:
+                operation["security"] = [{"APIKey": []}]
+    _link(schema)
+    for unused in ("HTTPValidationError", "ValidationError"):
+        components.pop(unused, None)
+    schemes = {
+        "APIKey": {"type": "http", "scheme": "bearer", "description": "A workspace API key."},
+        "AdminKey": {"type": "http", "scheme": "bearer", "description": "The admin key (CALYPSO_ADMIN_KEY)."},
+    }
+    used = [name for name, on in (("APIKey", auth), ("AdminKey", admin_key)) if on]
+    if used:
+        schema["components"]["securitySchemes"] = {name: schemes[name] for name in used}
+    return schema
+
+
+def _bodies(method: str, path: str, operation: dict[str, Any]) -> None:
+    key = (method, path)
+    if key in _HAND_READ:
+        name, _model = _HAND_READ[key]
+        operation["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": _REF.format(model=name)}}},
+        }
+    if key in _EXAMPLES:
+        examples = {name: {"value": value} for name, value in _EXAMPLES[key].items()}
+        operation["requestBody"]["content"]["application/json"]["examples"] = examples
+
+
+def _successes(method: str, path: str, responses: dict[str, Any]) -> None:
+    key = (method, path)
+    responses.pop("422", None)  # FastAPI's HTTPValidationError: we answer 400 in OpenAI's shape
+    if 201 in _EXTRA.get(key, ()):
+        success = responses.pop("200", None) if key in _NO_200 else responses.get("200")
+        responses["201"] = {**copy.deepcopy(success or {}), "description": "Created"}
+    if key == ("get", "/v1/files/{file_id}/content"):
+        binary = {"type": "string", "format": "binary", "description": "The file as uploaded, with its media type."}
+        responses["200"]["content"] = {"*/*": {"schema": binary}}
+    if key in _STREAMING:
+        events = {"type": "string", "description": "Server-sent events, with `stream: true`."}
+        responses["200"].setdefault("content", {})["text/event-stream"] = {"schema": events}
+
+
+def _link(schema: dict[str, Any]) -> None:
+    paths = schema.get("paths", {})
+    for (method, path, status), (target_method, target_path), parameter, value in _LINKS:
+        target = paths[target_path][target_method]
+        # FastAPI's operationId is the route function's name, then the path and method: get_bot_v1_bots_…
+        name = "".join(part.capitalize() for part in target["operationId"].split("_v1_")[0].split("_"))
+        links = paths[path][method]["responses"][status].setdefault("links", {})
+        links[name] = {"operationId": target["operationId"], "parameters": {parameter: value}}
+
+
+def install(app: FastAPI, settings: Settings) -> None:
+    """Serve ``declare``'s document at /openapi.json (built once, on first request)."""
+    generate = app.openapi
+    auth, admin_key = auth_enabled(settings), bool(settings.admin_key)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = declare(generate(), auth=auth, admin_key=admin_key)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

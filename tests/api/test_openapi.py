@@ -1,0 +1,102 @@
+"""The OpenAPI document says what the server does: bodies, statuses, the OpenAI error shape."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from calypso.api import openapi
+from calypso.api.app import create_app
+from calypso.config import Settings
+
+ERROR_REF = {"$ref": "#/components/schemas/ErrorResponse"}
+
+
+def document(**settings: Any) -> dict[str, Any]:
+    return create_app(Settings(home=Path("unused"), **settings)).openapi()
+
+
+def operations(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [(method, path, op) for path, item in doc["paths"].items() for method, op in item.items()]
+
+
+def test_every_body_is_declared_and_every_error_is_openai_shaped() -> None:
+    doc = document()
+    assert "HTTPValidationError" not in doc["components"]["schemas"]
+    for method, path, op in operations(doc):
+        where = f"{method.upper()} {path}"
+        if method in ("post", "put", "patch"):
+            assert "requestBody" in op, where
+        assert "422" not in op["responses"] or path in ("/v1/documents", "/v1/files", "/v1/documents/crawl"), where
+        assert "500" in op["responses"], where
+        for status, response in op["responses"].items():
+            if int(status) >= 400:
+                assert response["content"]["application/json"]["schema"] == ERROR_REF, (where, status)
+        assert "401" not in op["responses"], where  # loopback: no keys
+
+
+def test_hand_read_bodies_carry_their_models() -> None:
+    doc = document()
+    schemas = doc["components"]["schemas"]
+    chat = doc["paths"]["/v1/chat/completions"]["post"]["requestBody"]["content"]["application/json"]
+    assert chat["schema"] == {"$ref": "#/components/schemas/ChatCompletionRequest"}
+    assert set(schemas["ChatCompletionRequest"]["required"]) == {"model", "messages"}
+    assert "ChatMessage" in schemas and "ContentPart" in schemas
+    assert schemas["CreateBot"]["required"] == ["id"] and schemas["UpdateBot"]["required"] == []
+    assert schemas["CreateBot"]["additionalProperties"] is False
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "statuses"),
+    [
+        ("post", "/v1/responses", {"200", "400", "404", "413", "500", "502", "504"}),
+        ("post", "/v1/chat/completions", {"200", "400", "404", "413", "500", "502", "504"}),
+        ("post", "/v1/conversations", {"201", "400", "404", "413", "500"}),
+        ("post", "/v1/documents", {"200", "201", "400", "413", "415", "422", "500"}),
+        ("post", "/v1/bots", {"201", "400", "409", "413", "500"}),
+        ("delete", "/v1/bots/{bot_id}", {"200", "404", "409", "500"}),
+        ("get", "/v1/files/{file_id}/content", {"200", "400", "403", "404", "500"}),
+        ("get", "/v1/admin/workspaces/{workspace}/policy", {"200", "400", "500"}),
+        ("get", "/v1/models", {"200", "500"}),
+        ("post", "/v1/admin/keys", {"201", "400", "413", "500"}),
+    ],
+)
+def test_statuses(method: str, path: str, statuses: set[str]) -> None:
+    assert set(document()["paths"][path][method]["responses"]) == statuses
+
+
+def test_with_keys_on_every_v1_operation_declares_401_and_its_scheme() -> None:
+    doc = document(auth="on", admin_key="k")
+    assert set(doc["components"]["securitySchemes"]) == {"APIKey", "AdminKey"}
+    for method, path, op in operations(doc):
+        if path.startswith("/v1/"):
+            assert "401" in op["responses"], (method, path)
+            assert op["security"] == [{"AdminKey" if path.startswith("/v1/admin/") else "APIKey": []}]
+    no_admin_key = document(auth="on")
+    assert "403" in no_admin_key["paths"]["/v1/admin/keys"]["get"]["responses"]
+
+
+def test_the_tables_name_real_operations() -> None:
+    doc = document()
+    known = {(method, path) for method, path, _ in operations(doc)}
+    for table in (openapi._EXTRA, openapi._NEVER, openapi._HAND_READ, openapi._EXAMPLES):
+        assert set(table) <= known
+    assert {key[:2] for key, *_ in openapi._LINKS} <= known
+
+
+def test_links_lead_from_creation_to_use() -> None:
+    links = document()["paths"]["/v1/bots"]["post"]["responses"]["201"]["links"]
+    assert links["GetBot"] == {
+        "operationId": "get_bot_v1_bots__bot_id__get",
+        "parameters": {"bot_id": "$response.body#/id"},
+    }
+
+
+def test_streams_and_file_content_declare_their_media_types() -> None:
+    paths = document()["paths"]
+    for path in ("/v1/responses", "/v1/chat/completions", "/v1/conversations/{conversation_id}/messages"):
+        assert set(paths[path]["post"]["responses"]["200"]["content"]) == {"application/json", "text/event-stream"}
+        assert "streamed" in paths[path]["post"]["requestBody"]["content"]["application/json"]["examples"]
+    assert set(paths["/v1/files/{file_id}/content"]["get"]["responses"]["200"]["content"]) == {"*/*"}
