@@ -24,7 +24,6 @@ from calypso.config import Settings
 from calypso.services import Services, open_services
 from calypso.services.documents import DocumentService
 
-
 BACKENDS = ("sqlite", "postgres")
 BOTH_BACKENDS = ("tests/store/", "tests/api/test_documents_api.py", "tests/api/test_auth_and_isolation.py")
 SESSION_BACKEND = os.environ.get("CALYPSO_TEST_BACKEND", "sqlite")
@@ -93,7 +92,7 @@ def data_dir() -> Path:
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
+def settings(tmp_path: Path, database_url: str) -> Settings:
     return Settings(home=tmp_path / "home", crawl_allow_private=True, chunk_size=800, chunk_overlap=120)
 
 
