@@ -1,18 +1,89 @@
-"""Shared fixtures: an isolated data directory, a knowledge base, a live server on loopback."""
+"""Shared fixtures: an isolated data directory (and database), a knowledge base, a live server on loopback.
+
+Backends: tests in ``BOTH_BACKENDS`` run once on SQLite and once on PostgreSQL
+(a pgserver instance the session starts itself, a fresh database per test);
+``@pytest.mark.backends("sqlite")`` keeps a test to the backends it names.
+Everything else runs on SQLite, or on PostgreSQL with ``CALYPSO_TEST_BACKEND=postgres``.
+The switch is the environment: ``CALYPSO_DATABASE_URL`` is set for the test
+(and for module-scoped fixtures), so every ``Settings()`` a test builds uses it.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from tests_support import LiveServer, eval_data_dir, free_port
+from postgres_support import PgServer, start_pg_server
+from tests_support import REPO, LiveServer, eval_data_dir, free_port
 
 from calypso.api.app import create_app
 from calypso.config import Settings
 from calypso.services import Services, open_services
 from calypso.services.documents import DocumentService
+
+BACKENDS = ("sqlite", "postgres")
+BOTH_BACKENDS = ("tests/store/", "tests/api/test_documents_api.py", "tests/api/test_auth_and_isolation.py")
+SESSION_BACKEND = os.environ.get("CALYPSO_TEST_BACKEND", "sqlite")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "backends(*names): run this test only on these storage backends")
+    # pgserver finds its lock directory through platformdirs, which warns when XDG_RUNTIME_DIR is unset.
+    config.addinivalue_line("filterwarnings", "ignore:XDG_RUNTIME_DIR is not set")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    path = Path(str(metafunc.definition.fspath)).resolve().relative_to(REPO).as_posix()
+    if "backend" not in metafunc.fixturenames or not path.startswith(BOTH_BACKENDS):
+        return
+    if any(m.name == "parametrize" and "backend" in m.args[0] for m in metafunc.definition.iter_markers()):
+        return
+    marker = metafunc.definition.get_closest_marker("backends")
+    metafunc.parametrize("backend", marker.args if marker else BACKENDS, indirect=True)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    server = start_pg_server()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest) -> str:
+    """The storage backend this test runs on."""
+    return str(getattr(request, "param", SESSION_BACKEND))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _module_database(request: pytest.FixtureRequest) -> Iterator[None]:
+    # Under CALYPSO_TEST_BACKEND=postgres, module-scoped servers get a database of their own too.
+    if SESSION_BACKEND != "postgres":
+        yield
+        return
+    server: PgServer = request.getfixturevalue("pg_server")
+    url = server.create_database()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CALYPSO_DATABASE_URL", url)
+        yield
+    server.drop_database(url)
+
+
+@pytest.fixture(autouse=True)
+def database_url(backend: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The test's PostgreSQL database (fresh, dropped afterwards), or "" on SQLite."""
+    if backend != "postgres":
+        monkeypatch.delenv("CALYPSO_DATABASE_URL", raising=False)
+        yield ""
+        return
+    server: PgServer = request.getfixturevalue("pg_server")
+    url = server.create_database()
+    monkeypatch.setenv("CALYPSO_DATABASE_URL", url)
+    yield url
+    server.drop_database(url)
 
 
 @pytest.fixture
@@ -21,7 +92,7 @@ def data_dir() -> Path:
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
+def settings(tmp_path: Path, database_url: str) -> Settings:
     return Settings(home=tmp_path / "home", crawl_allow_private=True, chunk_size=800, chunk_overlap=120)
 
 

@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         level=os.environ.get("CALYPSO_LOG_LEVEL", "INFO").upper(), format="%(levelname)s %(name)s: %(message)s"
     )
     from calypso.bots import BotsFileError
-    from calypso.errors import DataDirectoryInUse
+    from calypso.errors import StorageError
 
     args = build_parser().parse_args(argv)
     try:
@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     except BotsFileError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    except DataDirectoryInUse as exc:
+    except StorageError as exc:  # at start: data directory in use, database unreachable, a failed migration
         print(f"error: {exc.message}", file=sys.stderr)
         return 1
     except ValidationError as exc:

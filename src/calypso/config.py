@@ -17,6 +17,11 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CALYPSO_", extra="ignore")
 
     home: Path = Field(Path(".calypso"), description="Data directory: the SQLite file and uploaded files live here.")
+    database_url: str = Field(
+        "",
+        description="PostgreSQL URL (postgresql://user:password@host:5432/db) for many processes over one database; "
+        "empty: the embedded SQLite file in the data directory.",
+    )
     host: str = Field("127.0.0.1", description="Address `calypso serve` binds to.")
     port: int = Field(8080, description="Port `calypso serve` listens on.")
     default_namespace: str = Field("general", description="Namespace used when an upload or search names none.")
@@ -134,6 +139,14 @@ class Settings(BaseSettings):
             raise ValueError(f"unknown generator {value!r}; use one of: {', '.join(names)}")
         return value
 
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_url(cls, value: str) -> str:
+        value = value.strip()
+        if value and not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("expected a postgresql://user:password@host:5432/database URL, or empty for SQLite")
+        return value
+
     @property
     def database_path(self) -> Path:
         return self.home / "calypso.sqlite3"
@@ -153,5 +166,8 @@ def settings_problems(exc: ValidationError) -> list[str]:
     for error in exc.errors():
         name = "CALYPSO_" + "_".join(str(part) for part in error["loc"]).upper()
         message = str(error["msg"]).removeprefix("Value error, ")
+        if name == "CALYPSO_DATABASE_URL":  # it may hold a password: never echoed
+            lines.append(f"{name}: {message}.")
+            continue
         lines.append(f"{name}={error.get('input')!r}: {message}.")
     return lines

@@ -20,6 +20,7 @@ class's HTTP status.
     │   ├── UpstreamTimeout            504 upstream_error (code: timeout)
     │   └── UpstreamBusy               503 upstream_error (code: too_many_concurrent_requests)
     └── StorageError                   500 server_error
+        ├── StoreUnavailable           503 server_error (code: database_unavailable; Retry-After)
         └── DataDirectoryInUse         at start: another process holds the data directory
 """
 
@@ -34,6 +35,7 @@ class CalypsoError(Exception):
     status: int = 500
     type: str = "server_error"
     default_code: str | None = None
+    retry_after_seconds: int | None = None  # sent as Retry-After: the condition is expected to pass
 
     def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
         super().__init__(message)
@@ -129,6 +131,14 @@ class UpstreamBusy(UpstreamError):
 class StorageError(CalypsoError):
     status = 500
     type = "server_error"
+
+
+class StoreUnavailable(StorageError):
+    """The database cannot be reached (at start, or a connection lost mid-request); nothing was half-written."""
+
+    status = 503
+    default_code = "database_unavailable"
+    retry_after_seconds = 2
 
 
 class DataDirectoryInUse(StorageError):

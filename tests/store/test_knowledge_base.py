@@ -1,11 +1,11 @@
-"""The knowledge base over a real SQLite file: all-or-nothing ingestion, deletes, filters."""
+"""The knowledge base over a real database (SQLite file, PostgreSQL): all-or-nothing ingestion, deletes, filters."""
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 
 import pytest
+from postgres_support import RawDatabase
 
 from calypso.errors import StorageError, UnprocessableDocument
 from calypso.services import open_services
@@ -16,19 +16,16 @@ TEXT = "\n\n".join(f"Paragraph {i} explains how the harbour crane number {i} is 
 def test_failure_midway_leaves_no_half_document(kb, settings) -> None:
     kb.ingest(b"The first document mentions a harbour crane once.", "first.txt")
     assert len(kb.search("harbour crane")) == 1
-    # A real SQLite failure on the fourth chunk insert, inside the document's transaction.
-    db = sqlite3.connect(settings.database_path)
-    db.execute(
-        "CREATE TRIGGER boom BEFORE INSERT ON chunks WHEN NEW.chunk_index = 3 BEGIN SELECT RAISE(ABORT, 'disk on fire'); END"
-    )
-    db.commit()
+    # A real database failure on the fourth chunk insert, inside the document's transaction.
+    db = RawDatabase.of(settings)
+    db.fail_chunk_insert(3)
     with pytest.raises(StorageError):
         kb.ingest(TEXT.encode(), "second.txt")
-    db.execute("DROP TRIGGER boom")
-    db.commit()
+    db.heal()
     assert [d.filename for d in kb.list_documents(None, 10, order="asc").items] == ["first.txt"]
-    assert db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == 1
-    assert db.execute("SELECT COUNT(*) FROM pages").fetchone()[0] == 1
+    assert db.scalar("SELECT COUNT(*) FROM chunks") == 1
+    assert db.scalar("SELECT COUNT(*) FROM pages") == 1
+    db.close()
     assert [p.document.filename for p in kb.search("harbour crane inspected", max_results=50)] == ["first.txt"]
     # And the same bytes can be ingested once the fault is gone.
     assert kb.ingest(TEXT.encode(), "second.txt").created
@@ -91,14 +88,12 @@ def test_concurrent_ingest_and_search(kb) -> None:
 
 
 def test_index_loads_from_stored_terms_and_tolerates_stale_ones(settings) -> None:
-    import sqlite3 as sq
-
     first = open_services(settings)
     doc = first.documents.ingest(TEXT.encode(), "cranes.txt", "port").document
     expected = [(p.chunk.chunk_index, round(p.score, 6)) for p in first.documents.search("crane number 7", "port")]
     first.close()
-    db = sq.connect(settings.database_path)
-    stored = db.execute("SELECT terms FROM chunks LIMIT 1").fetchone()[0]
+    db = RawDatabase.of(settings)
+    stored = db.scalar("SELECT terms FROM chunks LIMIT 1")
     assert stored.startswith("a1 ") and "crane" in stored.split()
     # A restart builds the index from stored terms and ranks identically.
     second = open_services(settings)
@@ -109,7 +104,7 @@ def test_index_loads_from_stored_terms_and_tolerates_stale_ones(settings) -> Non
     # Terms from another analyzer version (or none) are re-derived from the text.
     db.execute("UPDATE chunks SET terms = 'old-version crane'")
     db.execute("UPDATE chunks SET terms = NULL WHERE chunk_index = 0")
-    db.commit()
+    db.close()
     third = open_services(settings)
     assert [
         (p.chunk.chunk_index, round(p.score, 6)) for p in third.documents.search("crane number 7", "port")

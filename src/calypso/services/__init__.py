@@ -6,6 +6,7 @@ API routes and CLI commands.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from calypso.citations.links import load_secret
@@ -17,6 +18,8 @@ from calypso.services.documents import DocumentService
 from calypso.services.keys import KeyService, PolicyService
 from calypso.services.responses import ResponseService
 from calypso.store.base import Storage
+
+log = logging.getLogger("calypso.services")
 
 
 @dataclass
@@ -43,11 +46,24 @@ class Services:
 
 
 def open_storage(settings: Settings, *, exclusive: bool = False) -> Storage:
-    """The configured storage backend (today: the embedded SQLite file).
+    """The configured storage backend: PostgreSQL when ``database_url`` is set, else the embedded SQLite file.
 
-    ``exclusive``: this process keeps indexes and writes documents (serve, ingest); a second such
-    process on the same data directory is refused with DataDirectoryInUse.
+    ``exclusive``: this process keeps indexes and writes documents (serve, ingest). On SQLite a
+    second such process on the same data directory is refused with DataDirectoryInUse. On
+    PostgreSQL several processes are the point, so nothing is locked, but each process's
+    in-memory index does not yet follow the others' writes (see ``calypso.store.postgres``).
+    Raises StoreUnavailable when PostgreSQL cannot be reached.
     """
+    if settings.database_url:
+        from calypso.store.postgres import PostgresStorage
+
+        storage = PostgresStorage(settings.database_url)
+        if exclusive:
+            log.warning(
+                "PostgreSQL backend: this process's search index does not see documents that other Calypso "
+                "processes add or delete until it restarts (the change feed that fixes this is not built yet)."
+            )
+        return storage
     from calypso.store.sqlite import SQLiteStorage
 
     return SQLiteStorage(settings.database_path, exclusive=exclusive)

@@ -1,0 +1,52 @@
+"""The PostgreSQL backend: every entity store over one database, for many processes.
+
+Through psycopg 3 and a connection pool; the schema is migrated on open (safe
+when several processes start at once, see ``migrations``), with the
+``vector`` extension (pgvector) created by the first migration.
+
+Several API processes may share the database: that is the point of this
+backend, so there is no data-directory lock (``exclusive`` means nothing
+here). One limitation remains in this version: each process keeps its own
+in-memory BM25 index per namespace, built from the database on first use and
+updated only by that process's own uploads and deletes. A document another
+process adds is not found by this one's searches until it restarts, and one
+another process deletes stays in this one's index (its passages are no
+longer returned, since chunks are fetched from the database, but it still
+takes a place in the ranking). A change feed that keeps every process's
+index current is the next step; until then, send all writes for a namespace
+to one process or restart the others after bulk ingestion.
+"""
+
+from __future__ import annotations
+
+from calypso.store.base import BotStore, ConversationStore, DocumentStore, KeyStore, PolicyStore, ResponseStore
+from calypso.store.postgres.bots import PostgresBotStore
+from calypso.store.postgres.conversations import PostgresConversationStore
+from calypso.store.postgres.database import Database, redact_url
+from calypso.store.postgres.documents import PostgresDocumentStore
+from calypso.store.postgres.keys import PostgresKeyStore
+from calypso.store.postgres.policies import PostgresPolicyStore
+from calypso.store.postgres.responses import PostgresResponseStore
+
+
+class PostgresStorage:
+    """``calypso.store.base.Storage`` on one PostgreSQL database (migrated on open).
+
+    Raises StoreUnavailable, naming the URL without its password, when the database cannot be reached.
+    ``max_size``: pooled connections at most; ``timeout``: seconds a request waits for one.
+    """
+
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10, timeout: float = 5.0) -> None:
+        self.database = Database(url, min_size=min_size, max_size=max_size, timeout=timeout)
+        self.documents: DocumentStore = PostgresDocumentStore(self.database)
+        self.bots: BotStore = PostgresBotStore(self.database)
+        self.conversations: ConversationStore = PostgresConversationStore(self.database)
+        self.responses: ResponseStore = PostgresResponseStore(self.database)
+        self.keys: KeyStore = PostgresKeyStore(self.database)
+        self.policies: PolicyStore = PostgresPolicyStore(self.database)
+
+    def close(self) -> None:
+        self.database.close()
+
+
+__all__ = ["PostgresStorage", "redact_url"]

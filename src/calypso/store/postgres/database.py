@@ -1,0 +1,168 @@
+"""One PostgreSQL database behind a psycopg 3 connection pool: reads, transactions, errors translated.
+
+Every unit of work borrows a pooled connection (autocommit) and each write runs
+inside one transaction, so it lands whole or not at all, also when the
+connection drops halfway (the server rolls back what it never committed).
+psycopg's OperationalError (connection refused or lost, server shutting down,
+no pooled connection in time) becomes ``StoreUnavailable`` (503 with
+Retry-After); any other database error ``StorageError``. The pool checks a
+connection before handing it out and reconnects in the background, so it
+recovers by itself when the database comes back. Only the classes of this
+package touch connections.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import ConnectionPool
+
+from calypso.errors import StorageError, StoreUnavailable
+from calypso.store.postgres.migrations import migrate
+
+T = TypeVar("T")
+Row = tuple[Any, ...]
+Connection = psycopg.Connection[Row]
+Params = Sequence[object]
+
+log = logging.getLogger("calypso.store.postgres")
+
+STREAM_BATCH = 2000  # rows a server-side cursor fetches per round trip
+
+
+def text(value: str) -> str:
+    """PostgreSQL text cannot hold NUL; U+FFFD stands in for it, one code point for one, so offsets still hold."""
+    return value.replace("\x00", "\ufffd")
+
+
+def redact_url(url: str) -> str:
+    """The URL with its password (in the authority or a ``password=`` parameter) shown as ``***``."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    userinfo, at, hostport = netloc.rpartition("@")
+    if at:
+        user, colon, password = userinfo.partition(":")
+        if colon and password:
+            netloc = f"{user}:***@{hostport}"
+    query = re.sub(r"(?i)(^|&)(password=)[^&]*", r"\1\2***", parts.query)
+    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
+
+
+def _password(url: str) -> str | None:
+    try:
+        return conninfo_to_dict(url).get("password")  # type: ignore[return-value]
+    except psycopg.Error:
+        return None
+
+
+def one_line(exc: BaseException, url: str = "") -> str:
+    """An exception's message on one line, never quoting the URL's password."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    password = _password(url) if url else None
+    return text.replace(password, "***") if password else text
+
+
+class Database:
+    """A migrated PostgreSQL database and its pool; raises StoreUnavailable when it cannot be reached at open.
+
+    ``timeout``: how long a request waits for a pooled connection before StoreUnavailable;
+    ``reconnect_timeout``: how long the pool retries a lost connection with backoff before
+    it gives up and starts afresh on the next request (this bounds recovery after an outage).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 10,
+        timeout: float = 5.0,
+        reconnect_timeout: float = 10.0,
+        connect_timeout: int = 5,
+    ) -> None:
+        self.url = url
+        self.display_url = redact_url(url)
+        try:
+            given = conninfo_to_dict(url)
+        except psycopg.Error as exc:
+            raise StorageError(
+                f"CALYPSO_DATABASE_URL is not a valid PostgreSQL URL ({self.display_url}): {one_line(exc, url)}"
+            ) from exc
+        kwargs: dict[str, Any] = {"autocommit": True}
+        if "connect_timeout" not in given:
+            kwargs["connect_timeout"] = connect_timeout
+        try:
+            with psycopg.connect(url, **kwargs) as conn:
+                self.applied = migrate(conn)
+        except psycopg.OperationalError as exc:
+            raise self._unreachable(exc) from exc
+        except psycopg.Error as exc:
+            raise StorageError(f"Migrating PostgreSQL at {self.display_url} failed: {one_line(exc, url)}") from exc
+        self.pool: ConnectionPool[Connection] = ConnectionPool(
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            kwargs=kwargs,
+            open=False,
+            check=ConnectionPool.check_connection,
+            timeout=timeout,
+            reconnect_timeout=reconnect_timeout,
+            name="calypso",
+        )
+        try:
+            self.pool.open(wait=True, timeout=max(timeout, float(connect_timeout)))
+        except psycopg.OperationalError as exc:
+            self.pool.close()
+            raise self._unreachable(exc) from exc
+
+    def _unreachable(self, exc: psycopg.Error) -> StoreUnavailable:
+        return StoreUnavailable(
+            f"Cannot reach PostgreSQL at {self.display_url}: {one_line(exc, self.url)} "
+            "(start the database, or fix CALYPSO_DATABASE_URL)."
+        )
+
+    def _translate(self, exc: psycopg.Error) -> StorageError:
+        detail = one_line(exc, self.url)
+        if isinstance(exc, psycopg.OperationalError):
+            log.warning("PostgreSQL at %s unavailable: %s", self.display_url, detail)
+            return StoreUnavailable("The database is unavailable; nothing was changed. Retry in a few seconds.")
+        return StorageError(f"The database refused the operation: {detail}")
+
+    @contextmanager
+    def connection(self) -> Iterator[Connection]:
+        """A pooled connection in autocommit mode; psycopg errors come out translated."""
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except psycopg.Error as exc:
+            raise self._translate(exc) from exc
+
+    def rows(self, sql: str, params: Params = ()) -> list[Row]:
+        with self.connection() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def row(self, sql: str, params: Params = ()) -> Row | None:
+        with self.connection() as conn:
+            return conn.execute(sql, params).fetchone()
+
+    def stream(self, sql: str, params: Params = ()) -> Iterator[Row]:
+        """Rows through a server-side cursor, ``STREAM_BATCH`` at a time, so a large scan never loads at once."""
+        with self.connection() as conn, conn.transaction(), conn.cursor(name="calypso_stream") as cursor:
+            cursor.itersize = STREAM_BATCH
+            cursor.execute(sql, params)
+            yield from cursor
+
+    def write(self, work: Callable[[Connection], T]) -> T:
+        """Run ``work(conn)`` inside one transaction: committed when it returns, rolled back when it raises."""
+        with self.connection() as conn, conn.transaction():
+            return work(conn)
+
+    def close(self) -> None:
+        self.pool.close()

@@ -1,0 +1,274 @@
+"""Documents, pages, chunks and original bytes in PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from psycopg.types.json import Json
+
+from calypso.errors import NotFound
+from calypso.models import Chunk, Document, IndexedChunk, Listing, Order, Page, StoredChunk
+from calypso.store.base import DuplicateContent
+from calypso.store.postgres.database import Connection, Database, Row, text
+
+_DOC_COLUMNS = (
+    "key, id, file_id, workspace, namespace, filename, media_type, bytes, sha256, created_at, "
+    "page_count, chunk_count, title, source_url, metadata"
+)
+_CHUNK_COLUMNS = (
+    'c.key, d.id, c.chunk_index, c.text, c.start, c."end", c.page_start, c.page_end, c.page_labels, c.heading_path'
+)
+
+
+def _optional_text(value: str | None) -> str | None:
+    return None if value is None else text(value)
+
+
+def _document(row: Row) -> Document:
+    _key, doc_id, file_id, workspace, namespace, filename, media_type, size, sha256, created_at = row[:10]
+    page_count, chunk_count, title, source_url, metadata = row[10:]
+    return Document(
+        id=doc_id,
+        file_id=file_id,
+        workspace=workspace,
+        namespace=namespace,
+        filename=filename,
+        media_type=media_type,
+        bytes=size,
+        sha256=sha256,
+        created_at=created_at,
+        page_count=page_count,
+        chunk_count=chunk_count,
+        title=title,
+        source_url=source_url,
+        metadata=metadata,
+    )
+
+
+def _stored_chunk(row: Row) -> StoredChunk:
+    key, document_id, index, chunk_text, start, end, page_start, page_end, labels, path = row
+    chunk = Chunk(index, chunk_text, start, end, page_start, page_end, tuple(labels), tuple(path))
+    return StoredChunk(key=key, document_id=document_id, chunk=chunk)
+
+
+class PostgresDocumentStore:
+    """``calypso.store.base.DocumentStore`` on PostgreSQL."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    # -- writes ------------------------------------------------------------
+    def add_document(
+        self,
+        doc: Document,
+        pages: Sequence[Page],
+        chunks: Sequence[Chunk],
+        content: bytes,
+        terms: Sequence[str | None] | None = None,
+    ) -> tuple[int, list[int]]:
+        stored_terms = list(terms) if terms is not None else [None] * len(chunks)
+        if len(stored_terms) != len(chunks):
+            raise ValueError(f"{len(stored_terms)} terms for {len(chunks)} chunks")
+
+        def work(db: Connection) -> tuple[int, list[int]]:
+            key = self._insert_document(db, doc)
+            db.execute("INSERT INTO document_contents (document_key, content) VALUES (%s, %s)", (key, content))
+            with db.cursor().copy('COPY pages (document_key, number, label, start, "end") FROM STDIN') as copy:
+                for p in pages:
+                    copy.write_row((key, p.number, text(p.label), p.start, p.end))
+            with db.cursor().copy(
+                'COPY chunks (document_key, chunk_index, text, start, "end", page_start, page_end, page_labels, '
+                "heading_path, terms) FROM STDIN"
+            ) as copy:
+                for c, chunk_terms in zip(chunks, stored_terms, strict=True):
+                    copy.write_row(
+                        (
+                            key,
+                            c.chunk_index,
+                            text(c.text),
+                            c.start,
+                            c.end,
+                            c.page_start,
+                            c.page_end,
+                            [text(label) for label in c.page_labels],
+                            [text(heading) for heading in c.heading_path],
+                            chunk_terms,
+                        )
+                    )
+            rows = db.execute("SELECT key FROM chunks WHERE document_key = %s ORDER BY chunk_index", (key,))
+            return key, [row[0] for row in rows]
+
+        return self.database.write(work)
+
+    @staticmethod
+    def _insert_document(db: Connection, doc: Document) -> int:
+        """The new document's key; DuplicateContent when the namespace holds these bytes, even if they just landed."""
+        while True:
+            # ON CONFLICT waits for a concurrent insert of the same bytes to commit or roll back, then decides.
+            row = db.execute(
+                "INSERT INTO documents (id, file_id, workspace, namespace, filename, media_type, bytes, sha256, "
+                "created_at, page_count, chunk_count, title, source_url, metadata) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT (workspace, namespace, sha256) DO NOTHING RETURNING key",
+                (
+                    doc.id,
+                    doc.file_id,
+                    doc.workspace,
+                    doc.namespace,
+                    text(doc.filename),
+                    doc.media_type,
+                    doc.bytes,
+                    doc.sha256,
+                    doc.created_at,
+                    doc.page_count,
+                    doc.chunk_count,
+                    _optional_text(doc.title),
+                    _optional_text(doc.source_url),
+                    Json(doc.metadata),
+                ),
+            ).fetchone()
+            if row is not None:
+                key: int = row[0]
+                return key
+            # A new statement sees the winner's committed row (READ COMMITTED).
+            existing = db.execute(
+                f"SELECT {_DOC_COLUMNS} FROM documents WHERE workspace = %s AND namespace = %s AND sha256 = %s",
+                (doc.workspace, doc.namespace, doc.sha256),
+            ).fetchone()
+            if existing is not None:
+                raise DuplicateContent(_document(existing))
+            # The other copy was deleted in between: try again.
+
+    def delete_document(self, workspace: str, document_id: str) -> Document | None:
+        # Pages, chunks and bytes go with it (ON DELETE CASCADE), in the same statement.
+        row = self.database.write(
+            lambda db: db.execute(
+                f"DELETE FROM documents WHERE workspace = %s AND id = %s RETURNING {_DOC_COLUMNS}",
+                (workspace, document_id),
+            ).fetchone()
+        )
+        return _document(row) if row else None
+
+    # -- reads -------------------------------------------------------------
+    def _one_document(self, where: str, args: tuple[object, ...]) -> Document | None:
+        row = self.database.row(f"SELECT {_DOC_COLUMNS} FROM documents WHERE {where}", args)
+        return _document(row) if row else None
+
+    def find_duplicate(self, workspace: str, namespace: str, sha256: str) -> Document | None:
+        return self._one_document("workspace = %s AND namespace = %s AND sha256 = %s", (workspace, namespace, sha256))
+
+    def get_document(self, workspace: str, document_id: str) -> Document | None:
+        return self._one_document("workspace = %s AND id = %s", (workspace, document_id))
+
+    def get_document_by_file_id(self, workspace: str, file_id: str) -> Document | None:
+        return self._one_document("workspace = %s AND file_id = %s", (workspace, file_id))
+
+    def find_file(self, file_id: str) -> Document | None:
+        """A file in any workspace: only for signed links, whose signature names the workspace."""
+        return self._one_document("file_id = %s", (file_id,))
+
+    def document_key(self, workspace: str, document_id: str) -> int | None:
+        row = self.database.row("SELECT key FROM documents WHERE workspace = %s AND id = %s", (workspace, document_id))
+        return row[0] if row else None
+
+    def document_keys(self, workspace: str, document_ids: Sequence[str]) -> dict[str, int]:
+        rows = self.database.rows(
+            "SELECT id, key FROM documents WHERE workspace = %s AND id = ANY(%s::text[])",
+            (workspace, list(document_ids)),
+        )
+        return {row[0]: row[1] for row in rows}
+
+    def list_documents(
+        self, workspace: str, namespace: str | None, limit: int, after: str | None, order: Order = "desc"
+    ) -> Listing[Document]:
+        where = ["workspace = %s"]
+        args: list[object] = [workspace]
+        if namespace is not None:
+            where.append("namespace = %s")
+            args.append(namespace)
+        if after is not None:
+            cursor_key = self.document_key(workspace, after)
+            if cursor_key is None:
+                raise NotFound(
+                    f"No document {after!r} to page after; pass an id from the previous page.", param="after"
+                )
+            where.append("key < %s" if order == "desc" else "key > %s")
+            args.append(cursor_key)
+        direction = "DESC" if order == "desc" else "ASC"
+        rows = self.database.rows(
+            f"SELECT {_DOC_COLUMNS} FROM documents WHERE {' AND '.join(where)} ORDER BY key {direction} LIMIT %s",
+            (*args, limit + 1),
+        )
+        return Listing([_document(r) for r in rows[:limit]], has_more=len(rows) > limit)
+
+    def list_chunks(self, workspace: str, document_id: str, limit: int, after: int | None) -> Listing[StoredChunk]:
+        rows = self.database.rows(
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.document_key "
+            "WHERE d.workspace = %s AND d.id = %s AND c.chunk_index > %s ORDER BY c.chunk_index LIMIT %s",
+            (workspace, document_id, -1 if after is None else after, limit + 1),
+        )
+        return Listing([_stored_chunk(r) for r in rows[:limit]], has_more=len(rows) > limit)
+
+    def get_chunks(self, workspace: str, keys: Sequence[int], namespace: str | None = None) -> dict[int, StoredChunk]:
+        scope, args = (
+            ("d.workspace = %s", [workspace])
+            if namespace is None
+            else (
+                "d.workspace = %s AND d.namespace = %s",
+                [workspace, namespace],
+            )
+        )
+        rows = self.database.rows(
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.document_key "
+            f"WHERE {scope} AND c.key = ANY(%s::bigint[])",
+            (*args, list(keys)),
+        )
+        return {row[0]: _stored_chunk(row) for row in rows}
+
+    def get_documents_by_id(self, workspace: str, ids: Sequence[str]) -> dict[str, Document]:
+        rows = self.database.rows(
+            f"SELECT {_DOC_COLUMNS} FROM documents WHERE workspace = %s AND id = ANY(%s::text[])",
+            (workspace, list(ids)),
+        )
+        return {row[1]: _document(row) for row in rows}
+
+    def get_pages(self, workspace: str, document_id: str) -> list[Page]:
+        rows = self.database.rows(
+            'SELECT p.number, p.label, p.start, p."end" FROM pages p JOIN documents d ON d.key = p.document_key '
+            "WHERE d.workspace = %s AND d.id = %s ORDER BY p.number",
+            (workspace, document_id),
+        )
+        return [Page(*row) for row in rows]
+
+    def read_content(self, workspace: str, document_id: str) -> bytes:
+        row = self.database.row(
+            "SELECT c.content FROM document_contents c JOIN documents d ON d.key = c.document_key "
+            "WHERE d.workspace = %s AND d.id = %s",
+            (workspace, document_id),
+        )
+        if row is None:
+            raise NotFound(f"No document {document_id!r}.")
+        return bytes(row[0])
+
+    def namespace_chunks(self, workspace: str, namespace: str) -> Iterator[tuple[int, list[IndexedChunk]]]:
+        rows = self.database.stream(
+            "SELECT c.document_key, c.key, c.text, c.terms FROM chunks c JOIN documents d ON d.key = c.document_key "
+            "WHERE d.workspace = %s AND d.namespace = %s ORDER BY c.document_key, c.chunk_index",
+            (workspace, namespace),
+        )
+        current: int | None = None
+        batch: list[IndexedChunk] = []
+        for doc_key, key, chunk_text, terms in rows:
+            if doc_key != current:
+                if current is not None:
+                    yield current, batch
+                current, batch = doc_key, []
+            batch.append(IndexedChunk(key, chunk_text, terms))
+        if current is not None:
+            yield current, batch
+
+    def namespaces(self, workspace: str) -> list[str]:
+        rows = self.database.rows(
+            "SELECT DISTINCT namespace FROM documents WHERE workspace = %s ORDER BY namespace", (workspace,)
+        )
+        return [row[0] for row in rows]

@@ -1,0 +1,205 @@
+"""PostgreSQL schema migrations: named, ordered functions recorded in a table.
+
+Safe when several processes start at once: each migration runs in its own
+transaction that first takes a transaction-level advisory lock
+(``pg_advisory_xact_lock``, scoped to this database) and re-reads the table,
+so exactly one process applies it and the others find it recorded. A failed
+migration rolls back whole (PostgreSQL's DDL is transactional), nothing
+recorded.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+from psycopg import errors, sql
+
+from calypso.errors import StorageError
+
+Connection = psycopg.Connection[tuple[Any, ...]]
+Migration = Callable[[Connection], None]
+
+# Any constant will do, as long as every Calypso process uses the same one: b"calypso\0" as a bigint.
+MIGRATION_LOCK = int.from_bytes(b"calypso\0", "big", signed=True)
+
+
+def require_extension(db: Connection, name: str) -> None:
+    """Create an extension the schema needs, or fail saying which one and how to get it."""
+    if db.execute("SELECT 1 FROM pg_available_extensions WHERE name = %s", (name,)).fetchone() is None:
+        raise StorageError(
+            f"This PostgreSQL server has no {name!r} extension, which Calypso needs (pgvector for '{name}'); "
+            "install it on the database server (e.g. the postgresql-16-pgvector package, or the pgvector Docker "
+            "image) and start again."
+        )
+    try:
+        db.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(name)))
+    except errors.InsufficientPrivilege as exc:
+        raise StorageError(
+            f"Calypso's database user may not create the {name!r} extension; have a superuser run "
+            f'CREATE EXTENSION "{name}"; in this database once, then start again.'
+        ) from exc
+
+
+def m001_vector_extension(db: Connection) -> None:
+    require_extension(db, "vector")
+
+
+def m002_documents(db: Connection) -> None:
+    # Keys are identities: a sequence never hands a value out twice, even after deletes or rollbacks,
+    # so another process's in-memory index can never map an old key to someone else's new chunk.
+    db.execute(
+        """
+        CREATE TABLE documents (
+            key BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            file_id TEXT NOT NULL UNIQUE,
+            workspace TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            filename TEXT NOT NULL,
+            media_type TEXT NOT NULL,
+            bytes BIGINT NOT NULL,
+            sha256 TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            page_count INTEGER NOT NULL,
+            chunk_count INTEGER NOT NULL,
+            title TEXT,
+            source_url TEXT,
+            metadata JSON NOT NULL DEFAULT '{}'
+        );
+        CREATE UNIQUE INDEX documents_one_copy_per_namespace ON documents (workspace, namespace, sha256);
+        CREATE INDEX documents_by_namespace ON documents (workspace, namespace, key);
+        CREATE INDEX documents_by_workspace ON documents (workspace, key);
+        CREATE TABLE document_contents (
+            document_key BIGINT PRIMARY KEY REFERENCES documents (key) ON DELETE CASCADE,
+            content BYTEA NOT NULL
+        );
+        CREATE TABLE pages (
+            document_key BIGINT NOT NULL REFERENCES documents (key) ON DELETE CASCADE,
+            number INTEGER NOT NULL,
+            label TEXT NOT NULL,
+            start INTEGER NOT NULL,
+            "end" INTEGER NOT NULL,
+            PRIMARY KEY (document_key, number)
+        );
+        CREATE TABLE chunks (
+            key BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            document_key BIGINT NOT NULL REFERENCES documents (key) ON DELETE CASCADE,
+            chunk_index INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            start INTEGER NOT NULL,
+            "end" INTEGER NOT NULL,
+            page_start INTEGER NOT NULL,
+            page_end INTEGER NOT NULL,
+            page_labels TEXT[] NOT NULL,
+            heading_path TEXT[] NOT NULL,
+            terms TEXT,
+            UNIQUE (document_key, chunk_index)
+        )
+        """
+    )
+
+
+def m003_responses(db: Connection) -> None:
+    db.execute(
+        """
+        CREATE TABLE responses (
+            id TEXT PRIMARY KEY,
+            workspace TEXT NOT NULL,
+            bot_id TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            previous_response_id TEXT,
+            body JSON NOT NULL,
+            history JSON NOT NULL
+        )
+        """
+    )
+
+
+def m004_conversations(db: Connection) -> None:
+    db.execute(
+        """
+        CREATE TABLE conversations (
+            key BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            workspace TEXT NOT NULL,
+            bot_id TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            metadata JSON NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX conversations_by_workspace ON conversations (workspace, key);
+        CREATE TABLE conversation_messages (
+            key BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            conversation_key BIGINT NOT NULL REFERENCES conversations (key) ON DELETE CASCADE,
+            role TEXT NOT NULL,
+            content TEXT,
+            citations JSON,
+            extra JSON NOT NULL DEFAULT '{}',
+            created_at BIGINT NOT NULL
+        );
+        CREATE INDEX conversation_messages_in_order ON conversation_messages (conversation_key, key)
+        """
+    )
+
+
+def m005_keys_bots_and_policies(db: Connection) -> None:
+    db.execute(
+        """
+        CREATE TABLE api_keys (
+            id TEXT PRIMARY KEY,
+            workspace TEXT NOT NULL,
+            name TEXT NOT NULL DEFAULT '',
+            key_hash TEXT NOT NULL UNIQUE,
+            prefix TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            revoked_at BIGINT
+        );
+        CREATE INDEX api_keys_by_workspace ON api_keys (workspace, created_at);
+        CREATE TABLE bots (
+            workspace TEXT NOT NULL,
+            id TEXT NOT NULL,
+            config JSON NOT NULL,
+            created_at BIGINT NOT NULL,
+            updated_at BIGINT NOT NULL,
+            PRIMARY KEY (workspace, id)
+        );
+        CREATE TABLE workspace_policies (workspace TEXT PRIMARY KEY, sources_policy TEXT NOT NULL)
+        """
+    )
+
+
+MIGRATIONS: list[tuple[str, Migration]] = [
+    ("001_vector_extension", m001_vector_extension),
+    ("002_documents", m002_documents),
+    ("003_responses", m003_responses),
+    ("004_conversations", m004_conversations),
+    ("005_keys_bots_and_policies", m005_keys_bots_and_policies),
+]
+
+
+def _applied(db: Connection) -> set[str]:
+    return {row[0] for row in db.execute("SELECT name FROM migrations")}
+
+
+def migrate(db: Connection) -> list[str]:
+    """Apply every migration not yet recorded, each once however many processes race; return the names applied."""
+    with db.transaction():
+        # Under the lock: two concurrent CREATE TABLE IF NOT EXISTS can still collide in the catalog.
+        db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        db.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)")
+        done = _applied(db)
+    applied = []
+    for name, migration in MIGRATIONS:
+        if name in done:
+            continue
+        with db.transaction():
+            db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            if name in _applied(db):
+                continue  # another process applied it while we waited for the lock
+            migration(db)
+            db.execute("INSERT INTO migrations (name, applied_at) VALUES (%s, %s)", (name, int(time.time())))
+        applied.append(name)
+    return applied

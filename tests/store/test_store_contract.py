@@ -1,0 +1,269 @@
+"""The storage contract (store/base.py), run on every backend: the same tests, the same answers."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+from postgres_support import RawDatabase
+
+from calypso.config import Settings
+from calypso.errors import NotFound, StorageError
+from calypso.models import ApiKey, Chunk, Conversation, Document, IndexedChunk, Page, StoredMessage, StoredResponse
+from calypso.services import open_storage
+from calypso.store.base import DuplicateContent, Storage
+
+
+def _document(doc_id: str = "d1", namespace: str = "general", sha: str = "abc", workspace: str = "default") -> Document:
+    return Document(
+        id=doc_id,
+        file_id=f"file-{doc_id}",
+        workspace=workspace,
+        namespace=namespace,
+        filename="a.txt",
+        media_type="text/plain",
+        bytes=5,
+        sha256=sha,
+        created_at=1,
+        page_count=1,
+        chunk_count=2,
+        metadata={"z": 1, "a": [1, "two"]},
+    )
+
+
+CHUNKS = [Chunk(0, "hello", 0, 5, 1, 1, ("1",)), Chunk(1, "world", 6, 11, 1, 1, ("1",), ("H",))]
+
+
+@pytest.fixture
+def settings(tmp_path, database_url: str) -> Settings:
+    return Settings(home=tmp_path)
+
+
+@pytest.fixture
+def storage(settings: Settings) -> Iterator[Storage]:
+    opened = open_storage(settings)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def raw(settings: Settings) -> Iterator[RawDatabase]:
+    db = RawDatabase.of(settings)
+    yield db
+    db.close()
+
+
+def test_add_read_delete_round_trip(storage: Storage) -> None:
+    store = storage.documents
+    key, chunk_keys = store.add_document(_document(), [Page(1, "1", 0, 11)], CHUNKS, b"hello\x00world", ["a1 x", None])
+    assert len(chunk_keys) == 2
+    doc = store.get_document("default", "d1")
+    assert doc is not None and doc.filename == "a.txt" and doc.metadata == {"z": 1, "a": [1, "two"]}
+    assert list(doc.metadata) == ["z", "a"]  # key order kept, as the client sent it
+    assert store.get_document("other-workspace", "d1") is None
+    assert store.get_document_by_file_id("default", "file-d1") == doc
+    assert store.get_document_by_file_id("other-workspace", "file-d1") is None
+    assert store.find_file("file-d1") == doc
+    assert store.find_duplicate("default", "general", "abc") == doc
+    assert store.find_duplicate("default", "elsewhere", "abc") is None
+    assert store.document_key("default", "d1") == key and store.document_key("other-workspace", "d1") is None
+    assert store.document_keys("default", ["d1", "nope"]) == {"d1": key}
+    assert store.namespaces("default") == ["general"] and store.namespaces("other-workspace") == []
+    assert [c.chunk.text for c in store.list_chunks("default", "d1", 10, None).items] == ["hello", "world"]
+    assert [c.chunk.text for c in store.list_chunks("default", "d1", 10, 0).items] == ["world"]
+    assert store.list_chunks("other-workspace", "d1", 10, None).items == []
+    assert store.get_chunks("default", chunk_keys)[chunk_keys[1]].chunk == CHUNKS[1]
+    assert store.get_chunks("default", chunk_keys, "general").keys() == set(chunk_keys)
+    assert store.get_chunks("default", chunk_keys, "elsewhere") == {}
+    assert store.get_chunks("other-workspace", chunk_keys) == {}  # scoped in the query, whatever keys are asked
+    assert store.get_chunks("default", []) == {}
+    assert store.get_documents_by_id("default", ["d1"]) == {"d1": doc}
+    assert store.get_documents_by_id("other-workspace", ["d1"]) == {}
+    assert store.get_pages("default", "d1") == [Page(1, "1", 0, 11)] and store.get_pages("other-workspace", "d1") == []
+    assert store.read_content("default", "d1") == b"hello\x00world"
+    with pytest.raises(NotFound):
+        store.read_content("other-workspace", "d1")
+    assert list(store.namespace_chunks("default", "general")) == [
+        (key, [IndexedChunk(chunk_keys[0], "hello", "a1 x"), IndexedChunk(chunk_keys[1], "world", None)])
+    ]
+    assert list(store.namespace_chunks("other-workspace", "general")) == []
+    assert store.delete_document("other-workspace", "d1") is None
+    deleted = store.delete_document("default", "d1")
+    assert deleted is not None and deleted.id == "d1"
+    assert store.delete_document("default", "d1") is None
+    assert store.get_document("default", "d1") is None
+    assert store.get_chunks("default", chunk_keys) == {}
+    assert list(store.namespace_chunks("default", "general")) == []
+
+
+def test_duplicate_bytes_are_refused_naming_the_existing_document(storage: Storage) -> None:
+    store = storage.documents
+    store.add_document(_document(), [Page(1, "1", 0, 11)], CHUNKS, b"x")
+    with pytest.raises(DuplicateContent) as refused:
+        store.add_document(_document("d2"), [Page(1, "1", 0, 11)], CHUNKS, b"x")
+    assert refused.value.existing.id == "d1"
+    assert store.get_document("default", "d2") is None
+    # The same bytes in another namespace or workspace are another document.
+    store.add_document(_document("d3", namespace="other"), [], CHUNKS, b"x")
+    store.add_document(_document("d4", workspace="w2"), [], CHUNKS, b"x")
+
+
+def test_concurrent_identical_adds_store_one_document(storage: Storage) -> None:
+    # Straight at the store (no service lock in between): the database itself must decide.
+    barrier, outcomes = threading.Barrier(6), []
+
+    def add(n: int) -> None:
+        barrier.wait()
+        try:
+            storage.documents.add_document(_document(f"race{n}", sha="same"), [Page(1, "1", 0, 11)], CHUNKS, b"x")
+            outcomes.append(f"race{n}")
+        except DuplicateContent as duplicate:
+            outcomes.append(f"duplicate of {duplicate.existing.id}")
+
+    threads = [threading.Thread(target=add, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    winners = [o for o in outcomes if not o.startswith("duplicate")]
+    assert len(winners) == 1 and outcomes.count(f"duplicate of {winners[0]}") == 5
+    assert [d.id for d in storage.documents.list_documents("default", None, 10, None, "asc").items] == winners
+
+
+def test_failed_insert_leaves_nothing_behind(storage: Storage, raw: RawDatabase) -> None:
+    store = storage.documents
+    store.add_document(_document(), [Page(1, "1", 0, 11)], CHUNKS, b"x")
+    # Two chunks with the same index violate UNIQUE midway through: nothing of the second attempt may remain.
+    duplicate_chunks = [Chunk(0, "a", 0, 1, 1, 1, ("1",)), Chunk(0, "b", 0, 1, 1, 1, ("1",))]
+    with pytest.raises(StorageError):
+        store.add_document(_document("d2", sha="zzz"), [Page(1, "1", 0, 1)], duplicate_chunks, b"y")
+    assert store.get_document("default", "d2") is None
+    assert raw.scalar("SELECT COUNT(*) FROM chunks") == 2
+    assert raw.scalar("SELECT COUNT(*) FROM documents") == 1
+    assert raw.scalar("SELECT COUNT(*) FROM pages") == 1
+
+
+def test_migrations_run_once_in_order(settings: Settings, raw: RawDatabase) -> None:
+    open_storage(settings).close()
+    open_storage(settings).close()
+    if raw.postgres:
+        from calypso.store.postgres.migrations import MIGRATIONS
+    else:
+        from calypso.store.sqlite.migrations import MIGRATIONS  # type: ignore[assignment]
+    names = [row[0] for row in raw.execute("SELECT name FROM migrations ORDER BY applied_at, name")]
+    assert names == [name for name, _ in MIGRATIONS]  # each applied once, in order
+    assert len(names) == len(set(names)) >= 5
+
+
+def test_listing_pages_by_cursor(storage: Storage) -> None:
+    store = storage.documents
+    for i in range(5):
+        store.add_document(_document(f"d{i}", sha=f"s{i}"), [Page(1, "1", 0, 5)], CHUNKS[:1], b"x")
+    first = store.list_documents("default", "general", 2, None, "asc")
+    assert [d.id for d in first.items] == ["d0", "d1"] and first.has_more
+    rest = store.list_documents("default", "general", 10, "d1", "asc")
+    assert [d.id for d in rest.items] == ["d2", "d3", "d4"] and not rest.has_more
+    assert [d.id for d in store.list_documents("default", None, 2, None, "desc").items] == ["d4", "d3"]
+    assert store.list_documents("other-workspace", None, 10, None, "asc").items == []
+    with pytest.raises(NotFound):
+        store.list_documents("other-workspace", None, 10, "d1", "asc")
+
+
+def test_bots(storage: Storage) -> None:
+    bots = storage.bots
+    created = bots.insert("w1", "helper", {"id": "helper", "namespace": "a"})
+    assert created is not None and created.config == {"id": "helper", "namespace": "a"}
+    assert bots.insert("w1", "helper", {"id": "helper"}) is None  # taken
+    assert bots.insert("w2", "helper", {"id": "helper", "namespace": "b"}) is not None
+    assert bots.get("w1", "helper").config["namespace"] == "a"  # type: ignore[union-attr]
+    assert bots.get("w3", "helper") is None
+    assert [b.id for b in bots.list_bots("w1")] == ["helper"] and bots.list_bots("w3") == []
+    assert sorted(bots.keys()) == [("w1", "helper"), ("w2", "helper")]
+    updated = bots.update("w1", "helper", lambda config: {**(config or {}), "namespace": "c"})
+    assert updated.config == {"id": "helper", "namespace": "c"} and updated.created_at == created.created_at
+    made = bots.update("w1", "new", lambda config: {"id": "new", "was": config})
+    assert made.config == {"id": "new", "was": None}
+
+    def refuse(config: object) -> dict:
+        raise ValueError("refused")
+
+    with pytest.raises(ValueError):
+        bots.update("w1", "helper", refuse)
+    assert bots.get("w1", "helper").config["namespace"] == "c"  # type: ignore[union-attr]
+    assert bots.delete("w1", "helper") and not bots.delete("w1", "helper")
+    assert bots.get("w2", "helper") is not None
+
+
+def test_concurrent_bot_updates_lose_none(storage: Storage) -> None:
+    storage.bots.insert("w", "counter", {"n": 0})
+    barrier = threading.Barrier(4)
+
+    def bump() -> None:
+        barrier.wait()
+        for _ in range(10):
+            storage.bots.update("w", "counter", lambda config: {"n": (config or {"n": 0})["n"] + 1})
+
+    threads = [threading.Thread(target=bump) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert storage.bots.get("w", "counter").config == {"n": 40}  # type: ignore[union-attr]
+
+
+def test_conversations(storage: Storage) -> None:
+    conversations = storage.conversations
+    for i in range(3):
+        conversations.create(Conversation(f"c{i}", "w1", "bot", 10 + i, {"i": i}))
+    assert conversations.get("w1", "c1") == Conversation("c1", "w1", "bot", 11, {"i": 1})
+    assert conversations.get("w2", "c1") is None
+    page = conversations.list_conversations("w1", 2, None, "desc")
+    assert [c.id for c in page.items] == ["c2", "c1"] and page.has_more
+    assert [c.id for c in conversations.list_conversations("w1", 5, "c1", "desc").items] == ["c0"]
+    assert conversations.list_conversations("w2", 5, None, "asc").items == []
+    with pytest.raises(NotFound):
+        conversations.list_conversations("w2", 5, "c1", "asc")
+    user = StoredMessage("m1", "user", "Where?\x00", None, 20)
+    answer = StoredMessage("m2", "assistant", "There [1].", [{"source_index": 1}], 21, {"finish_reason": "stop"})
+    assert conversations.add_turn("w1", "c0", [user, answer])
+    assert not conversations.add_turn("w2", "c0", [replace(user, id="m3")])  # another workspace's: gone
+    stored = conversations.messages("w1", "c0")
+    assert [m.id for m in stored] == ["m1", "m2"] and stored[1] == answer
+    assert stored[0].content in ("Where?\x00", "Where?\ufffd")  # PostgreSQL text holds no NUL
+    assert conversations.messages("w2", "c0") == []
+    assert not conversations.delete("w2", "c0")
+    assert conversations.delete("w1", "c0") and conversations.get("w1", "c0") is None
+    assert conversations.messages("w1", "c0") == []
+    assert not conversations.add_turn("w1", "c0", [replace(user, id="m4")])
+
+
+def test_responses_keys_and_policies(storage: Storage) -> None:
+    responses = storage.responses
+    first = StoredResponse("resp_1", "bot", {"id": "resp_1", "created_at": 5, "output": []}, [{"role": "user"}])
+    responses.save("w1", first, None)
+    assert responses.get("w1", "resp_1") == first and responses.get("w2", "resp_1") is None
+    second = replace(first, body={"id": "resp_1", "created_at": 6})
+    responses.save("w1", second, "resp_0")  # insert or replace by id
+    assert responses.get("w1", "resp_1") == second
+    assert not responses.delete("w2", "resp_1") and responses.delete("w1", "resp_1")
+    assert responses.get("w1", "resp_1") is None
+
+    keys = storage.keys
+    keys.insert(ApiKey("key_a", "w1", "laptop", "cal-abc", 1, None), "hash-a")
+    keys.insert(ApiKey("key_b", "w2", "", "cal-def", 2, None), "hash-b")
+    assert [k.id for k in keys.list_keys(None)] == ["key_a", "key_b"]
+    assert [k.id for k in keys.list_keys("w2")] == ["key_b"]
+    assert keys.workspace_for_hash("hash-a") == "w1" and keys.workspace_for_hash("nope") is None
+    keys.revoke("key_a", 100)
+    keys.revoke("key_a", 200)
+    assert keys.get("key_a").revoked_at == 100  # type: ignore[union-attr]
+    assert keys.workspace_for_hash("hash-a") is None and keys.get("key_zz") is None
+
+    policies = storage.policies
+    assert policies.sources_policy("w1") is None
+    policies.set_sources_policy("w1", "hidden")
+    policies.set_sources_policy("w1", "visible")
+    policies.set_sources_policy("w2", "hidden")
+    assert policies.sources_policy("w1") == "visible" and policies.sources_policy("w2") == "hidden"
