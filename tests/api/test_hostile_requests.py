@@ -129,3 +129,22 @@ def test_history_has_a_limit_and_auto_truncation_drops_the_oldest_turns(tmp_path
         assert stored.status_code == 200
         too_long = httpx.post(url, json={"input": "gamma " * 1000, "truncation": "auto"}, timeout=30)
         assert too_long.status_code == 400 and too_long.json()["error"]["code"] == "context_length_exceeded"
+
+
+def test_chat_history_over_the_limit_is_400_and_conversations_show_only_the_newest_turns(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home", max_history_chars=3000)
+    with LiveServer(create_app(settings), free_port()) as server:
+        long = [{"role": "user", "content": "alpha " * 300}, {"role": "assistant", "content": "beta " * 300}]
+        body = {"model": "calypso-rag-agent", "messages": [*long, {"role": "user", "content": "gamma " * 100}]}
+        refused = httpx.post(f"{server.url}/v1/chat/completions", json=body, timeout=30)
+        assert refused.status_code == 400, refused.text
+        error = refused.json()["error"]
+        assert error["code"] == "context_length_exceeded" and error["param"] == "messages"
+
+        conversation = httpx.post(f"{server.url}/v1/conversations", json={}, timeout=10).json()["id"]
+        url = f"{server.url}/v1/conversations/{conversation}/messages"
+        for word in ("alpha", "beta", "gamma", "delta"):  # four turns of 1,200+ characters each: over 3,000
+            turn = httpx.post(url, json={"content": f"{word} " * 200}, timeout=30)
+            assert turn.status_code == 200, turn.text
+        stored = httpx.get(f"{server.url}/v1/conversations/{conversation}", timeout=10).json()["messages"]
+        assert len(stored) == 8  # every turn is kept; only the model's view is trimmed

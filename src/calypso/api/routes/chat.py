@@ -21,6 +21,7 @@ from calypso.api.request_ids import request_id
 from calypso.api.schemas.content import MAX_OUTPUT_TOKENS, ContentPart
 from calypso.api.sse import sse_response
 from calypso.api.streaming import ChunkWriter, GuardedStream, StreamOptions, chat_chunks, prime, usage_object
+from calypso.api.translate.responses import fit_history
 from calypso.api.validation import parse_body
 from calypso.citations.chat_render import RenderedChat, render_chat, style_for
 from calypso.citations.grounded import GroundedAnswer
@@ -144,9 +145,13 @@ async def create_chat_completion(request: Request) -> Any:
     found = services(request)
     bot = found.bots.get(body.model, workspace=workspace)
     answerer: Answerer = found.answering
+    # The client sends the whole conversation: past the limit it is refused, as OpenAI refuses a too-long context.
+    messages = fit_history(
+        [m.forwarded() for m in body.messages], found.settings.max_history_chars, truncate=False, param="messages"
+    )
     ask = ask_request(
         bot,
-        [m.forwarded() for m in body.messages],
+        messages,
         workspace=workspace,
         temperature=body.temperature,
         max_tokens=body.max_completion_tokens or body.max_tokens,

@@ -24,6 +24,7 @@ from calypso.api.schemas.content import ContentPart
 from calypso.api.serialize import list_object
 from calypso.api.sse import sse_response
 from calypso.api.streaming import ChunkWriter, GuardedStream, StreamOptions, chat_chunks, prime, usage_object
+from calypso.api.translate.responses import fit_history
 from calypso.api.validation import parse_body
 from calypso.citations.chat_render import RenderedChat, render_chat, style_for
 from calypso.citations.grounded import GroundedAnswer
@@ -205,7 +206,12 @@ async def post_message(
     await held.lock.acquire()
     try:
         history = await asyncio.to_thread(store.messages, conversation_id, workspace)
-        ask = ask_request(bot, [*_history(history), {"role": "user", "content": question}], workspace=workspace)
+        # The stored conversation stays whole; only what the model is shown drops its oldest turns.
+        limit = found.settings.max_history_chars
+        shown = fit_history(
+            [*_history(history), {"role": "user", "content": question}], limit, truncate=True, param="content"
+        )
+        ask = ask_request(bot, shown, workspace=workspace)
         if not body.stream:
             try:
                 answer = await answerer.answer(ask)

@@ -79,7 +79,9 @@ def _chars(message: dict[str, Any]) -> int:
     return len(content) if isinstance(content, str) else len(str(content))
 
 
-def fit_history(messages: list[dict[str, Any]], limit: int, *, truncate: bool) -> list[dict[str, Any]]:
+def fit_history(
+    messages: list[dict[str, Any]], limit: int, *, truncate: bool, param: str = "input"
+) -> list[dict[str, Any]]:
     """The conversation within ``limit`` characters: with ``truncation: "auto"`` the oldest turns are
     dropped (system messages and the newest message stay), as OpenAI does; otherwise a 400."""
     total = sum(_chars(m) for m in messages)
@@ -89,7 +91,7 @@ def fit_history(messages: list[dict[str, Any]], limit: int, *, truncate: bool) -
         raise InvalidRequest(
             f"The conversation is {total:,} characters long; the limit is {limit:,} (setting "
             'CALYPSO_MAX_HISTORY_CHARS). Send truncation: "auto" to drop the oldest turns, or start a new one.',
-            param="input",
+            param=param,
             code="context_length_exceeded",
         )
     kept = list(messages)
@@ -103,7 +105,7 @@ def fit_history(messages: list[dict[str, Any]], limit: int, *, truncate: bool) -
     if total > limit:
         raise InvalidRequest(
             f"The newest message alone is over the {limit:,}-character limit (setting CALYPSO_MAX_HISTORY_CHARS).",
-            param="input",
+            param=param,
             code="context_length_exceeded",
         )
     return kept
