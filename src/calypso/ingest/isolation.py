@@ -16,32 +16,16 @@ import os
 import pickle
 import queue
 import select
-import struct
 import subprocess
 import sys
 import threading
 import time
-from typing import IO, Any
+from typing import Any
 
 from calypso.errors import CalypsoError, UnprocessableDocument
 from calypso.ingest.limits import ParseLimits
+from calypso.ingest.worker import HEADER, send_message
 from calypso.models import ParsedDocument
-
-_HEADER = struct.Struct("!Q")
-
-
-def write_message(stream: IO[bytes], value: Any) -> None:
-    payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_HEADER.pack(len(payload)) + payload)
-    stream.flush()
-
-
-def read_message(stream: IO[bytes]) -> Any:
-    header = stream.read(_HEADER.size)
-    if len(header) < _HEADER.size:
-        raise EOFError("the other side closed the pipe")
-    (size,) = _HEADER.unpack(header)
-    return pickle.loads(stream.read(size))
 
 
 class _Child:
@@ -72,9 +56,9 @@ class _Child:
 
     def parse(self, request: tuple[Any, ...], timeout: float) -> Any:
         assert self.process.stdin is not None
-        write_message(self.process.stdin, request)
+        send_message(self.process.stdin, request)
         deadline = time.monotonic() + timeout
-        (size,) = _HEADER.unpack(self._read_exactly(_HEADER.size, deadline))
+        (size,) = HEADER.unpack(self._read_exactly(HEADER.size, deadline))
         return pickle.loads(self._read_exactly(size, deadline))
 
     def kill(self) -> None:

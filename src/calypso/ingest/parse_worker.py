@@ -16,8 +16,8 @@ from calypso.errors import PayloadTooLarge
 
 
 def _serve() -> None:
-    from calypso.ingest.isolation import read_message, write_message
     from calypso.ingest.parsers import parse_document
+    from calypso.ingest.worker import receive_message, send_message
 
     requests = os.fdopen(os.dup(0), "rb")
     answers = os.fdopen(os.dup(1), "wb")
@@ -26,7 +26,7 @@ def _serve() -> None:
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     while True:
         try:
-            data, filename, media_type, limits, memory_bytes = read_message(requests)
+            data, filename, media_type, limits, memory_bytes = receive_message(requests)
         except EOFError:
             return
         soft = memory_bytes if hard == resource.RLIM_INFINITY else min(memory_bytes, hard)
@@ -46,9 +46,9 @@ def _serve() -> None:
         finally:
             resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
         try:
-            write_message(answers, outcome)
+            send_message(answers, outcome)
         except Exception as exc:  # noqa: BLE001 - an exception that cannot be pickled
-            write_message(answers, RuntimeError(repr(exc)))
+            send_message(answers, RuntimeError(repr(exc)))
 
 
 if __name__ == "__main__":

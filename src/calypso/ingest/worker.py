@@ -26,20 +26,20 @@ from typing import IO, Any, TypeVar
 from calypso.errors import CalypsoError
 
 T = TypeVar("T")
-_HEADER = struct.Struct("<Q")
+HEADER = struct.Struct("<Q")  # length prefix of each pickled message
 
 
-def _send(stream: IO[bytes], value: Any) -> None:
+def send_message(stream: IO[bytes], value: Any) -> None:
     payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_HEADER.pack(len(payload)) + payload)
+    stream.write(HEADER.pack(len(payload)) + payload)
     stream.flush()
 
 
-def _receive(stream: IO[bytes]) -> Any:
-    header = stream.read(_HEADER.size)
-    if len(header) < _HEADER.size:
+def receive_message(stream: IO[bytes]) -> Any:
+    header = stream.read(HEADER.size)
+    if len(header) < HEADER.size:
         raise EOFError("the worker process ended")
-    (size,) = _HEADER.unpack(header)
+    (size,) = HEADER.unpack(header)
     payload = stream.read(size)
     if len(payload) < size:
         raise EOFError("the worker process ended mid-answer")
@@ -70,10 +70,10 @@ def _serve(memory_bytes: int) -> None:
     os.dup2(2, 1)  # anything else printed (by C libraries too) goes to stderr, not into the answers
     while True:
         try:
-            module, name, args = _receive(requests)
+            module, name, args = receive_message(requests)
         except EOFError:
             return
-        _send(answers, _call(module, name, args))
+        send_message(answers, _call(module, name, args))
 
 
 class _Worker:
@@ -88,8 +88,8 @@ class _Worker:
 
     def call(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, Any]:
         assert self.process.stdin is not None and self.process.stdout is not None
-        _send(self.process.stdin, (fn.__module__, fn.__qualname__, args))
-        answer: tuple[Any, Any] = _receive(self.process.stdout)
+        send_message(self.process.stdin, (fn.__module__, fn.__qualname__, args))
+        answer: tuple[Any, Any] = receive_message(self.process.stdout)
         return answer
 
     def stop(self) -> None:
