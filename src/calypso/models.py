@@ -127,6 +127,17 @@ class IndexedChunk:
 
 
 @dataclass(frozen=True)
+class DocumentChange:
+    """One entry of the document change feed: a document became searchable, or went away."""
+
+    seq: int  # feed position; seq order is commit order
+    workspace: str
+    namespace: str
+    document_key: int
+    kind: Literal["added", "deleted"]
+
+
+@dataclass(frozen=True)
 class StoredBot:
     workspace: str
     id: str

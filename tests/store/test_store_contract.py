@@ -11,7 +11,17 @@ from postgres_support import RawDatabase
 
 from calypso.config import Settings
 from calypso.errors import NotFound, StorageError
-from calypso.models import ApiKey, Chunk, Conversation, Document, IndexedChunk, Page, StoredMessage, StoredResponse
+from calypso.models import (
+    ApiKey,
+    Chunk,
+    Conversation,
+    Document,
+    DocumentChange,
+    IndexedChunk,
+    Page,
+    StoredMessage,
+    StoredResponse,
+)
 from calypso.services import open_storage
 from calypso.store.base import DuplicateContent, Storage
 
@@ -143,6 +153,66 @@ def test_failed_insert_leaves_nothing_behind(storage: Storage, raw: RawDatabase)
     assert raw.scalar("SELECT COUNT(*) FROM chunks") == 2
     assert raw.scalar("SELECT COUNT(*) FROM documents") == 1
     assert raw.scalar("SELECT COUNT(*) FROM pages") == 1
+
+
+def test_change_feed_records_adds_and_deletes_in_commit_order(storage: Storage) -> None:
+    store = storage.documents
+    start = store.change_position()
+    key1, chunk_keys = store.add_document(_document("d1"), [Page(1, "1", 0, 11)], CHUNKS, b"1", ["a1 x", None])
+    key2, _ = store.add_document(_document("d2", namespace="other", sha="2", workspace="w2"), [], CHUNKS, b"2")
+    with pytest.raises(DuplicateContent):  # a refused write leaves no trace in the feed
+        store.add_document(_document("d3"), [], CHUNKS, b"1")
+    store.delete_document("default", "d1")
+    assert store.delete_document("default", "d1") is None  # nothing deleted, nothing recorded
+    changes = store.changes_since(start)
+    assert [(c.workspace, c.namespace, c.document_key, c.kind) for c in changes] == [
+        ("default", "general", key1, "added"),
+        ("w2", "other", key2, "added"),
+        ("default", "general", key1, "deleted"),
+    ]
+    assert [c.seq for c in changes] == sorted(c.seq for c in changes) and changes[0].seq > start
+    assert store.change_position() == changes[-1].seq
+    assert store.changes_since(changes[0].seq, limit=1) == [changes[1]]
+    assert store.changes_since(changes[-1].seq) == []
+    assert isinstance(changes[0], DocumentChange)
+    assert store.document_chunks(key2) == [
+        IndexedChunk(k, c.text, None)
+        for k, c in zip([c.key for c in store.list_chunks("w2", "d2", 10, None).items], CHUNKS, strict=True)
+    ]
+    assert store.document_chunks(key1) == []  # deleted: gone
+    del chunk_keys
+
+
+def test_concurrent_writers_never_let_a_reader_skip_a_change(storage: Storage) -> None:
+    # Writers race; a reader follows the feed the whole time. Whatever it saw last, it must later see
+    # every other change: seq order is commit order, so no change commits behind a position already read.
+    store, stop, seen = storage.documents, threading.Event(), []
+    start = store.change_position()
+
+    def follow() -> None:
+        position = start
+        while not stop.is_set():
+            for change in store.changes_since(position):
+                seen.append(change.seq)
+                position = change.seq
+
+    def write(n: int) -> None:
+        for i in range(8):
+            store.add_document(_document(f"w{n}-{i}", sha=f"{n}-{i}"), [], CHUNKS, b"x")
+
+    reader = threading.Thread(target=follow)
+    reader.start()
+    writers = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+    for thread in writers:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    stop.set()
+    reader.join()
+    everything = [c.seq for c in store.changes_since(start)]
+    assert len(everything) == 32
+    final = [c.seq for c in store.changes_since(seen[-1] if seen else start)]
+    assert seen + final == everything
 
 
 def test_migrations_run_once_in_order(settings: Settings, raw: RawDatabase) -> None:

@@ -7,7 +7,7 @@ about meaning (the services do) and know nothing of how text is analysed
 (retrieval hands in opaque ``terms``).
 
 Implementations live side by side: ``calypso.store.sqlite`` (the embedded
-default). A backend provides every Protocol below and a ``Storage`` bundle.
+default) and ``calypso.store.postgres``. A backend provides every Protocol below and a ``Storage`` bundle.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from calypso.models import (
     Chunk,
     Conversation,
     Document,
+    DocumentChange,
     IndexedChunk,
     Listing,
     Order,
@@ -114,6 +115,25 @@ class DocumentStore(Protocol):
 
     def namespace_chunks(self, workspace: str, namespace: str) -> Iterator[tuple[int, list[IndexedChunk]]]:
         """(document key, its chunks in order) for every document of a namespace: what an index is built from."""
+        ...
+
+    def document_chunks(self, document_key: int) -> list[IndexedChunk]:
+        """One document's chunks in order (empty when it is gone): what an index adds for an ``added`` change."""
+        ...
+
+    # -- the change feed: how every process's indexes follow writes made elsewhere --
+    def change_position(self) -> int:
+        """The ``seq`` of the newest change in the feed (0 when it is empty)."""
+        ...
+
+    def changes_since(self, seq: int, limit: int = 1000) -> list[DocumentChange]:
+        """Changes after ``seq``, oldest first, at most ``limit``.
+
+        ``add_document`` and ``delete_document`` append to the feed in their own
+        transaction, and seq order is commit order: a reader that has seen
+        change N has seen every change committed before it, so following the
+        feed from a position never skips one.
+        """
         ...
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 
 from psycopg.types.json import Json
 
 from calypso.errors import NotFound
-from calypso.models import Chunk, Document, IndexedChunk, Listing, Order, Page, StoredChunk
+from calypso.models import Chunk, Document, DocumentChange, IndexedChunk, Listing, Order, Page, StoredChunk
 from calypso.store.base import DuplicateContent
 from calypso.store.postgres.database import Connection, Database, Row, text
 
@@ -18,6 +19,22 @@ _DOC_COLUMNS = (
 _CHUNK_COLUMNS = (
     'c.key, d.id, c.chunk_index, c.text, c.start, c."end", c.page_start, c.page_end, c.page_labels, c.heading_path'
 )
+
+
+# Held from a change's insert to its commit, so feed seqs commit in order (a reader never skips one that
+# commits late). Only the last statement of a write takes it: the wait is a commit, not an upload.
+FEED_LOCK = int.from_bytes(b"calyfeed", "big", signed=True)
+# Other processes LISTEN on this channel to follow the feed without polling hard.
+FEED_CHANNEL = "calypso_document_changes"
+
+
+def _record_change(db: Connection, workspace: str, namespace: str, document_key: int, kind: str) -> None:
+    db.execute("SELECT pg_advisory_xact_lock(%s)", (FEED_LOCK,))
+    db.execute(
+        "INSERT INTO document_changes (workspace, namespace, document_key, kind, at) VALUES (%s, %s, %s, %s, %s)",
+        (workspace, namespace, document_key, kind, int(time.time())),
+    )
+    db.execute(f"NOTIFY {FEED_CHANNEL}")  # delivered at commit, and only if it commits
 
 
 def _optional_text(value: str | None) -> str | None:
@@ -96,7 +113,9 @@ class PostgresDocumentStore:
                         )
                     )
             rows = db.execute("SELECT key FROM chunks WHERE document_key = %s ORDER BY chunk_index", (key,))
-            return key, [row[0] for row in rows]
+            chunk_keys = [row[0] for row in rows]
+            _record_change(db, doc.workspace, doc.namespace, key, "added")
+            return key, chunk_keys
 
         return self.database.write(work)
 
@@ -140,13 +159,17 @@ class PostgresDocumentStore:
             # The other copy was deleted in between: try again.
 
     def delete_document(self, workspace: str, document_id: str) -> Document | None:
-        # Pages, chunks and bytes go with it (ON DELETE CASCADE), in the same statement.
-        row = self.database.write(
-            lambda db: db.execute(
+        def work(db: Connection) -> Row | None:
+            # Pages, chunks and bytes go with it (ON DELETE CASCADE), in the same statement.
+            row = db.execute(
                 f"DELETE FROM documents WHERE workspace = %s AND id = %s RETURNING {_DOC_COLUMNS}",
                 (workspace, document_id),
             ).fetchone()
-        )
+            if row is not None:
+                _record_change(db, workspace, row[4], row[0], "deleted")
+            return row
+
+        row = self.database.write(work)
         return _document(row) if row else None
 
     # -- reads -------------------------------------------------------------
@@ -266,6 +289,24 @@ class PostgresDocumentStore:
             batch.append(IndexedChunk(key, chunk_text, terms))
         if current is not None:
             yield current, batch
+
+    def document_chunks(self, document_key: int) -> list[IndexedChunk]:
+        rows = self.database.rows(
+            "SELECT key, text, terms FROM chunks WHERE document_key = %s ORDER BY chunk_index", (document_key,)
+        )
+        return [IndexedChunk(key, chunk_text, terms) for key, chunk_text, terms in rows]
+
+    def change_position(self) -> int:
+        row = self.database.row("SELECT MAX(seq) FROM document_changes")
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def changes_since(self, seq: int, limit: int = 1000) -> list[DocumentChange]:
+        rows = self.database.rows(
+            "SELECT seq, workspace, namespace, document_key, kind FROM document_changes WHERE seq > %s "
+            "ORDER BY seq LIMIT %s",
+            (seq, limit),
+        )
+        return [DocumentChange(*row) for row in rows]
 
     def namespaces(self, workspace: str) -> list[str]:
         rows = self.database.rows(

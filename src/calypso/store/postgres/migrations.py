@@ -171,12 +171,29 @@ def m005_keys_bots_and_policies(db: Connection) -> None:
     )
 
 
+def m006_document_changes(db: Connection) -> None:
+    # The change feed (DocumentStore.changes_since); writers serialise on FEED_LOCK so seq order is commit order.
+    db.execute(
+        """
+        CREATE TABLE document_changes (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            workspace TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            document_key BIGINT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('added', 'deleted')),
+            at BIGINT NOT NULL
+        )
+        """
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_vector_extension", m001_vector_extension),
     ("002_documents", m002_documents),
     ("003_responses", m003_responses),
     ("004_conversations", m004_conversations),
     ("005_keys_bots_and_policies", m005_keys_bots_and_policies),
+    ("006_document_changes", m006_document_changes),
 ]
 
 

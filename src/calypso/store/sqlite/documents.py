@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from calypso.errors import NotFound
-from calypso.models import Chunk, Document, IndexedChunk, Listing, Order, Page, StoredChunk
+from calypso.models import Chunk, Document, DocumentChange, IndexedChunk, Listing, Order, Page, StoredChunk
 from calypso.store.base import DuplicateContent
 from calypso.store.sqlite.database import Database, batched
 
@@ -37,6 +38,14 @@ def _document(row: sqlite3.Row) -> Document:
         title=row["title"],
         source_url=row["source_url"],
         metadata=json.loads(row["metadata"]),
+    )
+
+
+def _record_change(db: sqlite3.Connection, workspace: str, namespace: str, document_key: int, kind: str) -> None:
+    # One writer at a time, so AUTOINCREMENT order is commit order.
+    db.execute(
+        "INSERT INTO document_changes (workspace, namespace, document_key, kind, at) VALUES (?, ?, ?, ?, ?)",
+        (workspace, namespace, document_key, kind, int(time.time())),
     )
 
 
@@ -121,6 +130,7 @@ class SQLiteDocumentStore:
             chunk_keys = [
                 r[0] for r in db.execute("SELECT key FROM chunks WHERE document_key = ? ORDER BY chunk_index", (key,))
             ]
+            _record_change(db, doc.workspace, doc.namespace, key, "added")
             return key, chunk_keys
 
         return self.database.write(work)
@@ -133,6 +143,7 @@ class SQLiteDocumentStore:
             if row is None:
                 return None
             db.execute("DELETE FROM documents WHERE key = ?", (row["key"],))
+            _record_change(db, workspace, row["namespace"], row["key"], "deleted")
             return _document(row)
 
         return self.database.write(work)
@@ -262,6 +273,24 @@ class SQLiteDocumentStore:
             batch.append(IndexedChunk(key, text, terms))
         if current is not None:
             yield current, batch
+
+    def document_chunks(self, document_key: int) -> list[IndexedChunk]:
+        rows = self.database.rows(
+            "SELECT key, text, terms FROM chunks WHERE document_key = ? ORDER BY chunk_index", (document_key,)
+        )
+        return [IndexedChunk(key, text, terms) for key, text, terms in rows]
+
+    def change_position(self) -> int:
+        row = self.database.row("SELECT MAX(seq) FROM document_changes")
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def changes_since(self, seq: int, limit: int = 1000) -> list[DocumentChange]:
+        rows = self.database.rows(
+            "SELECT seq, workspace, namespace, document_key, kind FROM document_changes WHERE seq > ? "
+            "ORDER BY seq LIMIT ?",
+            (seq, limit),
+        )
+        return [DocumentChange(*tuple(row)) for row in rows]
 
     def namespaces(self, workspace: str) -> list[str]:
         rows = self.database.rows(

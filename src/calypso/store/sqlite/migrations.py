@@ -205,6 +205,23 @@ def m007_keys_never_reused_and_one_copy_per_namespace(db: sqlite3.Connection) ->
     )
 
 
+def m008_document_changes(db: sqlite3.Connection) -> None:
+    # The change feed (DocumentStore.changes_since): AUTOINCREMENT, so a seq is never handed out twice.
+    _run(
+        db,
+        """
+        CREATE TABLE document_changes (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            workspace TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            document_key INTEGER NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('added', 'deleted')),
+            at INTEGER NOT NULL
+        )
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_documents", m001_documents),
     ("002_responses", m002_responses),
@@ -213,6 +230,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("005_workspace_policies", m005_workspace_policies),
     ("006_chunk_terms", m006_chunk_terms),
     ("007_keys_never_reused_and_one_copy_per_namespace", m007_keys_never_reused_and_one_copy_per_namespace),
+    ("008_document_changes", m008_document_changes),
 ]
 
 
