@@ -22,6 +22,13 @@ class Settings(BaseSettings):
         description="PostgreSQL URL (postgresql://user:password@host:5432/db) for many processes over one database; "
         "empty: the embedded SQLite file in the data directory.",
     )
+    database_pool_size: int = Field(
+        10,
+        ge=1,
+        le=1000,
+        description="PostgreSQL connections each process may hold at most (requests, workers and the change-feed "
+        "listener share them); size the server's max_connections for every process.",
+    )
     host: str = Field("127.0.0.1", description="Address `calypso serve` binds to.")
     port: int = Field(8080, description="Port `calypso serve` listens on.")
     default_namespace: str = Field("general", description="Namespace used when an upload or search names none.")

@@ -88,6 +88,15 @@ def test_a_bad_url_setting_is_refused_without_echoing_it(tmp_path: Path) -> None
     assert done.returncode == 2 and "CALYPSO_DATABASE_URL" in done.stderr and "hunter2" not in done.stderr
 
 
+def test_pool_size_setting_bounds_the_connections_a_process_holds(tmp_path: Path, database_url: str) -> None:
+    services = open_services(Settings(home=tmp_path, database_pool_size=3))
+    try:
+        pool = services.storage.documents.database.pool  # type: ignore[attr-defined]
+        assert pool.max_size == 3
+    finally:
+        services.close()
+
+
 def test_processes_starting_at_once_apply_each_migration_exactly_once(database_url: str) -> None:
     script = (
         "import sys; from calypso.store.postgres import PostgresStorage; "

@@ -57,7 +57,7 @@ def open_storage(settings: Settings, *, exclusive: bool = False) -> Storage:
     if settings.database_url:
         from calypso.store.postgres import PostgresStorage
 
-        storage = PostgresStorage(settings.database_url)
+        storage = PostgresStorage(settings.database_url, max_size=settings.database_pool_size)
         if exclusive:
             log.warning(
                 "PostgreSQL backend: this process's search index does not see documents that other Calypso "
