@@ -28,10 +28,12 @@ def test_ingest_reports_ingested_duplicate_and_refused(tmp_path: Path, data_dir:
     assert "ingested  " in out and "notes.md" in out and "federal-register-2020-17221.pdf" in out
     assert "refused   " in out and "empty.txt" in out and "empty" in out.lower()
     assert "program.exe" in out and "supported" in out.lower()
-    assert "2 ingested or already present, 2 refused" in out
+    assert "2 completed, 0 duplicates, 2 failed;" in out and " passages in " in out
+
+    assert "federal-register-2020-17221.pdf  [" in result.stderr and " passages" in result.stderr  # progress
 
     again = _calypso("ingest", str(folder / "notes.md"), "--namespace", "ops", home=tmp_path / "home")
-    assert "duplicate" in again.stdout
+    assert "duplicate" in again.stdout and "0 completed, 1 duplicates, 0 failed" in again.stdout
 
     found = _calypso("search", "lighthouse keeper", "--namespace", "ops", home=tmp_path / "home")
     assert found.returncode == 0, found.stderr
@@ -96,3 +98,13 @@ def test_an_unknown_generator_setting_is_one_line_at_start(tmp_path: Path) -> No
     assert result.stderr.strip() == (
         "error: CALYPSO_GENERATOR='typo': unknown generator 'typo'; use one of: auto, extractive, upstream."
     )
+
+
+def test_ingest_no_wait_submits_and_worker_needs_postgres(tmp_path: Path) -> None:
+    note = tmp_path / "note.md"
+    note.write_text("# Note\n\nThe ferry leaves at noon.\n")
+    submitted = _calypso("ingest", "--no-wait", str(note), home=tmp_path / "home")
+    assert submitted.returncode == 0, submitted.stderr
+    assert "submitted " in submitted.stdout and "1 submitted" in submitted.stdout
+    worker = _calypso("worker", home=tmp_path / "home")
+    assert worker.returncode == 1 and "needs PostgreSQL" in worker.stderr

@@ -57,6 +57,36 @@ class LiveServer:
         self.thread.join(timeout=10)
 
 
+# -- ingestion jobs: uploads answer at once; these wait for the job to end -----------------------
+
+WAIT = {"wait": "true"}  # query parameters of an upload that answers only when ingestion ended
+ENDED = ("completed", "failed", "cancelled")
+
+
+def wait_for_document(http, document_id: str, timeout: float = 60) -> dict:
+    """GET the document until its ingestion ended; its JSON."""
+    deadline = time.monotonic() + timeout
+    while True:
+        doc = http.get(f"/v1/documents/{document_id}").json()
+        if doc.get("status") in ENDED:
+            return doc
+        if time.monotonic() > deadline:
+            raise AssertionError(f"document {document_id} still {doc.get('status')} after {timeout}s")
+        time.sleep(0.05)
+
+
+def wait_for_file(client, file_id: str, timeout: float = 60):
+    """``files.retrieve`` (openai SDK) until the file is processed or failed: the SDK cannot ask to wait."""
+    deadline = time.monotonic() + timeout
+    while True:
+        file = client.files.retrieve(file_id)
+        if file.status != "uploaded":
+            return file
+        if time.monotonic() > deadline:
+            raise AssertionError(f"file {file_id} still uploaded after {timeout}s")
+        time.sleep(0.05)
+
+
 # -- seed 004's render(), copied verbatim (its "Rendering citations" section) ---------------------
 
 MARKER = re.compile(r"\[Source (\d+)\]")

@@ -1,4 +1,4 @@
-"""The `calypso` command: serve, ingest, search, settings. Thin: it calls the modules."""
+"""The `calypso` command: serve, ingest, worker, search, ask, keys, settings. Thin: it calls the modules."""
 
 from __future__ import annotations
 
@@ -86,34 +86,89 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
+    from calypso.cli_progress import FileProgress, IngestSummary
     from calypso.services import open_services
 
     services = open_services(_settings(args), exclusive=True)
     documents = services.documents
     files = list(_files(args.paths))
-    refused = 0
+    summary = IngestSummary()
     try:
-        with tqdm(files, unit="file", disable=len(files) < 3 or not sys.stderr.isatty(), file=sys.stderr) as bar:
-            for path in bar:
-                bar.set_postfix_str(path.name[-40:])
-                try:
-                    result = documents.ingest(path.read_bytes(), path.name, args.namespace)
-                except (CalypsoError, OSError) as exc:
-                    refused += 1
-                    tqdm.write(f"refused   {path}: {getattr(exc, 'message', exc)}")
-                    continue
-                doc = result.document
-                state = "ingested " if result.created else "duplicate"
-                tqdm.write(
-                    f"{state} {path} -> {doc.id} ({doc.page_count} pages, {doc.chunk_count} passages, "
-                    f"namespace {doc.namespace})"
+        for path in files:
+            # Waiting (the default) runs each file's job right here, its progress drawn on stderr.
+            progress = None if args.no_wait else FileProgress(path.name, sys.stderr)
+            try:
+                result = documents.ingest(
+                    path.read_bytes(),
+                    path.name,
+                    args.namespace,
+                    wait=not args.no_wait,
+                    on_progress=progress.update if progress else None,
                 )
+            except (CalypsoError, OSError) as exc:
+                summary.failed += 1
+                print(f"refused   {path}: {getattr(exc, 'message', exc)}")
+                continue
+            finally:
+                if progress is not None:
+                    progress.close()
+            doc = result.document
+            if not result.created:
+                summary.duplicates += 1
+                state = "duplicate"
+            elif doc.status == "in_progress":
+                summary.submitted += 1
+                print(f"submitted {path} -> {doc.id} (namespace {doc.namespace})")
+                continue
+            else:
+                summary.completed += 1
+                summary.pages += doc.page_count
+                summary.passages += doc.chunk_count
+                state = "ingested "
+            print(
+                f"{state} {path} -> {doc.id} ({doc.page_count} pages, {doc.chunk_count} passages, "
+                f"namespace {doc.namespace})",
+                flush=True,
+            )
     finally:
         services.close()
-    print(f"{len(files) - refused} ingested or already present, {refused} refused")
-    return 1 if refused and refused == len(files) else 0
+    print(summary.line())
+    return 1 if summary.failed and summary.failed == len(files) else 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    import signal
+    import time
+
+    from calypso.services import open_services
+    from calypso.services.ingest_worker import IngestWorkers
+
+    settings = _settings(args)
+    if not settings.database_url:
+        # SQLite has one writing process per data directory (its lock): there, `calypso serve` is the worker.
+        print(
+            "error: `calypso worker` needs PostgreSQL (set CALYPSO_DATABASE_URL). On the embedded SQLite "
+            "backend `calypso serve` runs the ingestion workers itself (CALYPSO_INGEST_WORKERS).",
+            file=sys.stderr,
+        )
+        return 1
+    services = open_services(settings)
+    count = args.threads or max(settings.ingest_workers, 1)
+    workers = IngestWorkers(services.documents, count, role="worker")
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    workers.start()
+    print(f"calypso worker: {count} thread(s) ingesting; stop with SIGTERM or Ctrl-C", flush=True)
+    try:
+        while not stop.wait(0.5):  # a timed wait, so the main thread runs the signal handlers promptly
+            time.sleep(0)
+    finally:
+        # A running job finishes, or is released at its next batch for another worker to take.
+        workers.stop(settings.job_lease_seconds)
+        services.close()
+    print("calypso worker: stopped", flush=True)
+    return 0
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -239,7 +294,16 @@ def build_parser() -> argparse.ArgumentParser:
     ingest = with_home(sub.add_parser("ingest", help="ingest files and folders"))
     ingest.add_argument("paths", nargs="+")
     ingest.add_argument("--namespace", default=None, help="namespace (default: general)")
+    ingest.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="only submit the files (workers of `calypso serve` or `calypso worker` finish them)",
+    )
     ingest.set_defaults(func=cmd_ingest)
+
+    worker = with_home(sub.add_parser("worker", help="run ingestion workers until stopped (PostgreSQL only)"))
+    worker.add_argument("--threads", type=int, default=None, help="worker threads (default: CALYPSO_INGEST_WORKERS)")
+    worker.set_defaults(func=cmd_worker)
 
     search = with_home(sub.add_parser("search", help="print the top passages for a query"))
     search.add_argument("query")

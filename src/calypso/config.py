@@ -40,6 +40,19 @@ class Settings(BaseSettings):
     parse_memory_bytes: int = Field(
         2 * 1024**3, ge=64 * 1024**2, description="Address space a parsing child may use before the upload is refused."
     )
+    ingest_workers: int = Field(
+        1,
+        ge=0,
+        description="Ingestion worker threads inside `calypso serve` (0: only separate `calypso worker` processes, "
+        "PostgreSQL only).",
+    )
+    job_lease_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="How long a worker holds an ingestion job without renewing it (it renews every third of this); "
+        "a worker that dies leaves its job to another after this long.",
+    )
+    job_poll_seconds: float = Field(1.0, gt=0, description="How often an idle ingestion worker looks for new jobs.")
     max_history_chars: int = Field(
         400_000,
         ge=1000,

@@ -8,6 +8,8 @@ from typing import Any, Generic, Literal, TypeVar
 T = TypeVar("T")
 Order = Literal["asc", "desc"]  # of a cursor listing
 SourcesPolicy = Literal["visible", "hidden"]  # hidden: answers show no sources (grounding state "hidden")
+# OpenAI's vector store file statuses: an upload is in_progress until its ingestion job ends.
+DocumentStatus = Literal["in_progress", "completed", "failed", "cancelled"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,10 @@ class Document:
     title: str | None = None
     source_url: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    status: DocumentStatus = "completed"
+    # When failed: {"code": unsupported_file|invalid_file|server_error, "message": ...}; the store may keep
+    # more keys (the original error's class, code and param, so `wait` can raise it again).
+    last_error: dict[str, Any] | None = None
 
 
 @dataclass
@@ -135,6 +141,18 @@ class DocumentChange:
     namespace: str
     document_key: int
     kind: Literal["added", "deleted"]
+
+
+@dataclass
+class IngestJob:
+    """An ingestion job: the document it builds (with its key) and how far it got."""
+
+    document: Document
+    document_key: int
+    attempts: int  # claims so far, the current one included
+    lease_owner: str | None  # the worker holding it, or None while queued
+    pages_parsed: int = 0
+    passages_written: int = 0
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import openai
 import pytest
-from tests_support import LiveServer, free_port
+from tests_support import WAIT, LiveServer, free_port
 
 from calypso.api.app import create_app
 from calypso.citations.links import signature
@@ -52,9 +52,9 @@ def two_workspaces(secured, data_dir: Path):
     key_b, _ = _key(live.url, "globex")
     a, b = _client(live.url, key_a), _client(live.url, key_b)
     refund = Path(__file__).resolve().parents[2] / "src/calypso/demo/refund_policy_2026.md"
-    doc = a.post("/v1/documents", files={"file": (refund.name, refund.read_bytes())}).json()
+    doc = a.post("/v1/documents", files={"file": (refund.name, refund.read_bytes())}, params=WAIT).json()
     pdf = data_dir / "ingestion-docs/pdf/federal-register-2020-17221.pdf"
-    pdf_doc = a.post("/v1/documents", files={"file": (pdf.name, pdf.read_bytes())}).json()
+    pdf_doc = a.post("/v1/documents", files={"file": (pdf.name, pdf.read_bytes())}, params=WAIT).json()
     response = a.post("/v1/responses", json={"input": QUESTION, "include": ["inline_citations"]}).json()
     conversation = a.post("/v1/conversations", json={}).json()
     bot = a.post("/v1/bots", json={"id": "acme-bot", "namespace": "general"})

@@ -17,7 +17,7 @@ from calypso.bots import Bot
 from calypso.generation.fake_upstream import FakeUpstream, Script
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests_support import MARKER, LiveServer, render, served_knowledge_base
+from tests_support import MARKER, WAIT, LiveServer, render, served_knowledge_base
 
 
 @pytest.fixture(scope="module")
@@ -228,6 +228,7 @@ def test_concurrent_posts_are_serialised(http: httpx.Client, fake: FakeUpstream,
 def test_answers_keep_document_id_after_the_document_is_deleted(http: httpx.Client) -> None:
     upload = http.post(
         "/v1/documents",
+        params=WAIT,
         data={"namespace": "scratch"},
         files={
             "file": ("lighthouse.md", b"# Lighthouse\n\nThe lighthouse keeper lights the lamp at dusk every evening.\n")

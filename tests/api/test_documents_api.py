@@ -10,12 +10,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from tests_support import WAIT, LiveServer, free_port, wait_for_document
 
 
 def _upload(http: httpx.Client, path: Path, namespace: str | None = None, **extra) -> httpx.Response:
     data = {"namespace": namespace} if namespace else {}
     data.update(extra)
-    return http.post("/v1/documents", files={"file": (path.name, path.read_bytes())}, data=data)
+    return http.post("/v1/documents", files={"file": (path.name, path.read_bytes())}, data=data, params=WAIT)
 
 
 def _assert_error(response: httpx.Response, status: int, param: str | None = None) -> dict:
@@ -122,7 +123,7 @@ def test_empty_upload(http: httpx.Client) -> None:
 
 
 def test_whitespace_only_upload(http: httpx.Client) -> None:
-    _assert_error(http.post("/v1/documents", files={"file": ("blank.md", b"  \n\n \t ")}), 400, "file")
+    _assert_error(http.post("/v1/documents", files={"file": ("blank.md", b"  \n\n \t ")}, params=WAIT), 400, "file")
     assert _document_count(http) == 0
 
 
@@ -132,7 +133,7 @@ def test_missing_file_field(http: httpx.Client) -> None:
 
 def test_truncated_pdf(http: httpx.Client, data_dir: Path) -> None:
     data = (data_dir / "ingestion-docs/pdf/ALCE-paper-2305.14627v1.pdf").read_bytes()
-    response = http.post("/v1/documents", files={"file": ("cut.pdf", data[: len(data) // 3])})
+    response = http.post("/v1/documents", files={"file": ("cut.pdf", data[: len(data) // 3])}, params=WAIT)
     assert response.status_code in (400, 422)
     _assert_error(response, response.status_code, "file")
     assert _document_count(http) == 0
@@ -177,6 +178,86 @@ def test_search_validation(http: httpx.Client) -> None:
 def test_unknown_route_and_method(http: httpx.Client) -> None:
     _assert_error(http.get("/v1/nowhere"), 404)
     _assert_error(http.put("/v1/search"), 405)
+
+
+# -- ingestion jobs: uploads answer at once --------------------------------------------------------
+
+
+@pytest.fixture
+def idle_http(settings, services) -> Iterator[httpx.Client]:
+    """A server without ingestion workers: its uploads stay in_progress until a test moves them."""
+    from calypso.api.app import create_app
+
+    quiet = settings.model_copy(update={"ingest_workers": 0})
+    with LiveServer(create_app(quiet, services), free_port()) as live, httpx.Client(base_url=live.url) as client:
+        yield client
+
+
+TIDE = b"High tide in the harbour is at 06:14. The harbour master posts changes on the noticeboard."
+
+
+def test_upload_answers_in_progress_then_completes_and_is_searchable(http: httpx.Client) -> None:
+    response = http.post("/v1/documents", files={"file": ("tide.txt", TIDE)}, data={"namespace": "tides"})
+    assert response.status_code == 201, response.text
+    queued = response.json()
+    assert queued["status"] == "in_progress" and queued["last_error"] is None
+    assert set(queued["progress"]) == {"pages_parsed", "passages_written"}
+    done = wait_for_document(http, queued["id"])
+    assert done["status"] == "completed" and done["progress"] is None and done["last_error"] is None
+    assert done["chunk_count"] == 1 and done["page_count"] == 1
+    hits = http.post("/v1/search", json={"query": "harbour master", "namespace": "tides"}).json()["data"]
+    assert [h["attributes"]["document_id"] for h in hits] == [queued["id"]]
+    again = http.post("/v1/documents", files={"file": ("tide.txt", TIDE)}, data={"namespace": "tides"})
+    assert again.status_code == 200 and again.json()["id"] == queued["id"]  # the same bytes: the same document
+
+
+def test_a_corrupt_upload_ends_failed_listed_and_deletable(http: httpx.Client, data_dir: Path) -> None:
+    data = (data_dir / "ingestion-docs/pdf/ALCE-paper-2305.14627v1.pdf").read_bytes()[:5000]
+    queued = http.post("/v1/documents", files={"file": ("cut.pdf", data)}).json()
+    assert queued["status"] == "in_progress"
+    failed = wait_for_document(http, queued["id"])
+    assert failed["status"] == "failed" and failed["progress"] is None
+    assert failed["last_error"]["code"] == "invalid_file" and "cut.pdf" in failed["last_error"]["message"]
+    assert set(failed["last_error"]) == {"code", "message"}
+    assert http.get(f"/v1/documents/{queued['id']}/chunks").json()["data"] == []
+    listed = http.get("/v1/documents").json()["data"]
+    assert [(d["id"], d["status"]) for d in listed] == [(queued["id"], "failed")]
+    assert http.delete(f"/v1/documents/{queued['id']}").json()["deleted"] is True
+    assert http.get("/v1/documents").json()["data"] == []
+    empty = http.post("/v1/documents", files={"file": ("blank.md", b"   \n")}).json()
+    assert wait_for_document(http, empty["id"])["last_error"]["code"] == "invalid_file"
+
+
+def test_an_unknown_type_is_refused_at_once_without_wait(http: httpx.Client) -> None:
+    # Detectable from the bytes and name alone, so no job is made for it.
+    response = http.post("/v1/documents", files={"file": ("tool.exe", b"MZ\x90\x00\x03\x00\x00\x00" * 50)})
+    _assert_error(response, 415, "file")
+    assert _document_count(http) == 0
+
+
+def test_cancel_and_delete_in_progress_documents(idle_http: httpx.Client, services) -> None:
+    queued = idle_http.post("/v1/documents", files={"file": ("tide.txt", TIDE)}).json()
+    assert queued["progress"] == {"pages_parsed": 0, "passages_written": 0}
+    # Progress as a worker reports it.
+    key = services.storage.documents.document_key("default", queued["id"])
+    assert services.storage.jobs.claim("test-worker", 30) is not None
+    assert services.storage.jobs.report_progress(key, "test-worker", 3, 7)
+    seen = idle_http.get(f"/v1/documents/{queued['id']}").json()
+    assert seen["status"] == "in_progress" and seen["progress"] == {"pages_parsed": 3, "passages_written": 7}
+    assert idle_http.get("/v1/documents").json()["data"][0]["progress"] == seen["progress"]
+
+    cancelled = idle_http.post(f"/v1/documents/{queued['id']}/cancel")
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    assert cancelled.json()["progress"] is None
+    error = _assert_error(idle_http.post(f"/v1/documents/{queued['id']}/cancel"), 409, "document_id")
+    assert error["code"] == "document_not_in_progress" and "cancelled" in error["message"]
+    _assert_error(idle_http.post("/v1/documents/nope/cancel"), 404, "document_id")
+    # A later upload of the same bytes replaces the cancelled copy.
+    fresh = idle_http.post("/v1/documents", files={"file": ("tide.txt", TIDE)})
+    assert fresh.status_code == 201 and fresh.json()["id"] != queued["id"]
+    assert idle_http.get(f"/v1/documents/{queued['id']}").status_code == 404
+    assert idle_http.delete(f"/v1/documents/{fresh.json()['id']}").json()["deleted"] is True
+    assert _document_count(idle_http) == 0
 
 
 # -- crawl ---------------------------------------------------------------------------------------
@@ -228,14 +309,14 @@ def site() -> Iterator[str]:
 
 
 def test_crawl_stores_page_with_url_as_filename(http: httpx.Client, site: str) -> None:
-    response = http.post("/v1/documents/crawl", json={"url": f"{site}/redirect", "namespace": "web"})
+    response = http.post("/v1/documents/crawl", json={"url": f"{site}/redirect", "namespace": "web"}, params=WAIT)
     assert response.status_code == 201, response.text
     doc = response.json()
     assert doc["filename"] == f"{site}/article" and doc["source_url"] == f"{site}/article"
     hits = http.post("/v1/search", json={"query": "when is high tide", "namespace": "web"}).json()["data"]
     assert hits and hits[0]["filename"] == f"{site}/article"
     assert "Home | About" not in hits[0]["content"][0]["text"]
-    plain = http.post("/v1/documents/crawl", json={"url": f"{site}/plain"}).json()
+    plain = http.post("/v1/documents/crawl", json={"url": f"{site}/plain"}, params=WAIT).json()
     assert plain["media_type"] == "text/plain"
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import openai
 import pytest
+from tests_support import wait_for_file
 
 
 def test_files_round_trip_through_the_sdk(openai_client, http, data_dir: Path) -> None:
@@ -14,7 +15,8 @@ def test_files_round_trip_through_the_sdk(openai_client, http, data_dir: Path) -
         created = openai_client.files.create(file=handle, purpose="assistants")
     assert created.id.startswith("file-") and created.object == "file"
     assert created.filename == "word_sample.docx" and created.bytes == path.stat().st_size
-    assert created.purpose == "assistants" and created.status == "processed"
+    assert created.purpose == "assistants" and created.status == "uploaded"  # answered at once
+    assert wait_for_file(openai_client, created.id).status == "processed"
 
     # A file is a document in the default namespace.
     document_id = created.model_extra["document_id"]
@@ -42,3 +44,12 @@ def test_files_errors_through_the_sdk(openai_client) -> None:
     with pytest.raises(openai.NotFoundError):
         openai_client.files.content("file-doesnotexist")
     assert list(openai_client.files.list()) == []
+
+
+def test_a_file_that_cannot_be_read_ends_in_error_with_details(openai_client) -> None:
+    created = openai_client.files.create(
+        file=("broken.pdf", b"%PDF-1.7\n" + b"\x00garbage" * 100), purpose="assistants"
+    )
+    assert created.status == "uploaded"
+    failed = wait_for_file(openai_client, created.id)
+    assert failed.status == "error" and "broken.pdf" in failed.status_details

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests_support import LiveServer, free_port
+from tests_support import WAIT, LiveServer, free_port
 
 from calypso.api.app import create_app
 from calypso.config import Settings
@@ -96,7 +96,7 @@ def test_upload_metadata_too_deep_or_too_big_is_400(live: LiveServer) -> None:
 
 
 def test_chunk_cursor_beyond_64_bits_is_400(live: LiveServer) -> None:
-    doc = httpx.post(f"{live.url}/v1/documents", files={"file": ("a.txt", b"Some text here.")}).json()
+    doc = httpx.post(f"{live.url}/v1/documents", files={"file": ("a.txt", b"Some text here.")}, params=WAIT).json()
     for after in ("99999999999999999999999", "-99999999999999999999"):
         response = httpx.get(f"{live.url}/v1/documents/{doc['id']}/chunks", params={"after": after})
         assert response.status_code == 400 and response.json()["error"]["param"] == "after", response.text

@@ -7,6 +7,7 @@ from functools import partial
 import hostile_files
 import httpx
 import pytest
+from tests_support import WAIT
 
 
 @pytest.mark.parametrize(
@@ -38,7 +39,7 @@ import pytest
 def test_hostile_upload_is_refused_with_the_limit_named(
     http: httpx.Client, name: str, make, status: int, code: str, setting: str
 ) -> None:
-    response = http.post("/v1/documents", files={"file": (name, make())})
+    response = http.post("/v1/documents", files={"file": (name, make())}, params=WAIT)
     assert response.status_code == status, response.text
     error = response.json()["error"]
     assert error["code"] == code and error["param"] == "file" and setting in error["message"]

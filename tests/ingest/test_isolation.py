@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests_support import LiveServer, eval_data_dir, free_port
+from tests_support import WAIT, LiveServer, eval_data_dir, free_port
 
 from calypso.api.app import create_app
 from calypso.config import Settings
@@ -61,7 +61,7 @@ def test_over_budget_upload_is_422_stores_nothing_and_does_not_stall_the_server(
 
         prober = threading.Thread(target=probe)
         prober.start()
-        response = httpx.post(f"{server.url}/v1/documents", files={"file": ("geo.pdf", pdf)}, timeout=60)
+        response = httpx.post(f"{server.url}/v1/documents", files={"file": ("geo.pdf", pdf)}, params=WAIT, timeout=60)
         prober.join()
         assert response.status_code == 422, response.text
         assert response.json()["error"]["code"] == "parse_timeout"

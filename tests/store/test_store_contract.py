@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -23,7 +24,7 @@ from calypso.models import (
     StoredResponse,
 )
 from calypso.services import open_storage
-from calypso.store.base import DuplicateContent, Storage
+from calypso.store.base import MAX_JOB_ATTEMPTS, DuplicateContent, Storage
 
 
 def _document(doc_id: str = "d1", namespace: str = "general", sha: str = "abc", workspace: str = "default") -> Document:
@@ -225,6 +226,169 @@ def test_migrations_run_once_in_order(settings: Settings, raw: RawDatabase) -> N
     names = [row[0] for row in raw.execute("SELECT name FROM migrations ORDER BY applied_at, name")]
     assert names == [name for name, _ in MIGRATIONS]  # each applied once, in order
     assert len(names) == len(set(names)) >= 5
+
+
+# -- ingestion jobs (JobStore) ---------------------------------------------------------------------
+
+PAGES = [Page(1, "1", 0, 11)]
+TERMS: list[str | None] = ["a1 x", None]
+
+
+def _submit(storage: Storage, doc_id: str = "j1", sha: str = "jobsha") -> int:
+    storage.jobs.submit(_document(doc_id, sha=sha), b"raw bytes")
+    key = storage.documents.document_key("default", doc_id)
+    assert key is not None
+    return key
+
+
+def test_submit_stores_an_in_progress_document_with_its_bytes_and_a_queued_job(storage: Storage) -> None:
+    start = storage.documents.change_position()
+    stored = storage.jobs.submit(_document("j1", sha="s"), b"raw bytes")
+    assert (stored.status, stored.page_count, stored.chunk_count, stored.last_error) == ("in_progress", 0, 0, None)
+    doc = storage.documents.get_document("default", "j1")
+    assert doc == stored
+    assert [d.id for d in storage.documents.list_documents("default", None, 10, None, "asc").items] == ["j1"]
+    assert storage.documents.read_content("default", "j1") == b"raw bytes"
+    job = storage.jobs.jobs("default", ["j1", "nope"])["j1"]
+    assert (job.attempts, job.lease_owner, job.pages_parsed, job.passages_written) == (0, None, 0, 0)
+    assert storage.jobs.jobs("other-workspace", ["j1"]) == {}
+    with pytest.raises(DuplicateContent) as refused:  # in progress counts as present
+        storage.jobs.submit(_document("j2", sha="s"), b"raw bytes")
+    assert refused.value.existing.id == "j1"
+    assert storage.documents.changes_since(start) == []  # not searchable yet
+
+
+def test_claim_progress_and_complete(storage: Storage) -> None:
+    key = _submit(storage)
+    start = storage.documents.change_position()
+    job = storage.jobs.claim("w1", 30)
+    assert job is not None and job.document_key == key and job.document.id == "j1"
+    assert (job.attempts, job.lease_owner) == (1, "w1")
+    assert storage.jobs.claim("w2", 30) is None  # leased: nobody else gets it
+    assert storage.jobs.claim_document(key, "w2", 30) is None
+    assert storage.jobs.renew(key, "w1", 30) and not storage.jobs.renew(key, "w2", 30)
+    assert storage.jobs.report_progress(key, "w1", 1, 2) and not storage.jobs.report_progress(key, "w2", 9, 9)
+    seen = storage.jobs.jobs("default", ["j1"])["j1"]
+    assert (seen.pages_parsed, seen.passages_written, seen.lease_owner) == (1, 2, "w1")
+
+    assert storage.jobs.complete(key, "w2", replace(job.document, title="T"), PAGES, CHUNKS, TERMS) is None
+    chunk_keys = storage.jobs.complete(
+        key, "w1", replace(job.document, title="T", media_type="text/x"), PAGES, CHUNKS, TERMS
+    )
+    assert chunk_keys is not None and len(chunk_keys) == 2
+    doc = storage.documents.get_document("default", "j1")
+    assert doc is not None
+    assert (doc.status, doc.page_count, doc.chunk_count, doc.title, doc.media_type) == (
+        "completed",
+        1,
+        2,
+        "T",
+        "text/x",
+    )
+    assert [c.chunk.text for c in storage.documents.list_chunks("default", "j1", 10, None).items] == ["hello", "world"]
+    assert storage.jobs.jobs("default", ["j1"]) == {}
+    assert [(c.document_key, c.kind) for c in storage.documents.changes_since(start)] == [(key, "added")]
+    assert storage.jobs.claim("w1", 30) is None
+    assert storage.jobs.complete(key, "w1", job.document, PAGES, CHUNKS, TERMS) is None  # ended: nothing twice
+
+
+def test_two_claimers_racing_for_one_job_exactly_one_wins(storage: Storage) -> None:
+    key = _submit(storage)
+    barrier, won = threading.Barrier(4), []
+
+    def claim(n: int) -> None:
+        barrier.wait()
+        job = storage.jobs.claim(f"w{n}", 30)
+        if job is not None:
+            won.append(job.lease_owner)
+
+    threads = [threading.Thread(target=claim, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(won) == 1
+    assert storage.jobs.jobs("default", ["j1"])["j1"].lease_owner == won[0]
+    assert storage.jobs.claim_document(key, "late", 30) is None
+
+
+def test_an_expired_lease_is_claimed_again_and_the_old_worker_writes_nothing(
+    storage: Storage, raw: RawDatabase
+) -> None:
+    key = _submit(storage)
+    first = storage.jobs.claim("dead", 0.2)
+    assert first is not None
+    time.sleep(0.4)
+    second = storage.jobs.claim("alive", 30)
+    assert second is not None and second.document_key == key and second.attempts == 2
+    assert not storage.jobs.renew(key, "dead", 30)
+    assert not storage.jobs.report_progress(key, "dead", 5, 5)
+    assert storage.jobs.complete(key, "dead", first.document, PAGES, CHUNKS, TERMS) is None
+    assert not storage.jobs.fail(key, "dead", {"code": "server_error", "message": "x"})
+    assert raw.scalar("SELECT COUNT(*) FROM chunks") == 0 and raw.scalar("SELECT COUNT(*) FROM pages") == 0
+    assert storage.jobs.complete(key, "alive", second.document, PAGES, CHUNKS, TERMS) is not None
+    assert raw.scalar("SELECT COUNT(*) FROM chunks") == 2
+
+
+def test_release_gives_the_job_back_without_counting_the_attempt(storage: Storage) -> None:
+    key = _submit(storage)
+    assert storage.jobs.claim("w1", 30) is not None
+    storage.jobs.release(key, "w1")
+    again = storage.jobs.claim_document(key, "w2", 30)
+    assert again is not None and again.attempts == 1 and again.lease_owner == "w2"
+
+
+def test_a_job_that_keeps_killing_workers_fails_with_server_error(storage: Storage) -> None:
+    _submit(storage)
+    for attempt in range(1, MAX_JOB_ATTEMPTS + 1):
+        job = storage.jobs.claim(f"w{attempt}", 0.05)
+        assert job is not None and job.attempts == attempt
+        time.sleep(0.15)
+    assert storage.jobs.claim("last", 30) is None
+    doc = storage.documents.get_document("default", "j1")
+    assert doc is not None and doc.status == "failed"
+    assert doc.last_error is not None and doc.last_error["code"] == "server_error"
+    assert storage.jobs.jobs("default", ["j1"]) == {}
+
+
+def test_fail_keeps_the_document_failed_and_a_new_upload_replaces_it(storage: Storage) -> None:
+    key = _submit(storage)
+    assert storage.jobs.claim("w1", 30) is not None
+    error = {"code": "invalid_file", "message": "corrupt", "error_code": "unprocessable_document"}
+    assert storage.jobs.fail(key, "w1", error)
+    doc = storage.documents.get_document("default", "j1")
+    assert doc is not None and doc.status == "failed" and doc.last_error == error
+    assert storage.jobs.jobs("default", ["j1"]) == {} and storage.jobs.claim("w1", 30) is None
+    storage.jobs.submit(_document("j2", sha="jobsha"), b"raw bytes")  # same bytes: the failed copy goes
+    assert storage.documents.get_document("default", "j1") is None
+    replaced = storage.documents.get_document("default", "j2")
+    assert replaced is not None and replaced.status == "in_progress"
+
+
+def test_cancel_ends_the_job_and_a_later_complete_writes_nothing(storage: Storage, raw: RawDatabase) -> None:
+    key = _submit(storage)
+    job = storage.jobs.claim("w1", 30)
+    assert job is not None
+    assert storage.jobs.cancel("other-workspace", "j1") is None
+    cancelled = storage.jobs.cancel("default", "j1")
+    assert cancelled is not None and cancelled.status == "cancelled"
+    assert storage.jobs.complete(key, "w1", job.document, PAGES, CHUNKS, TERMS) is None
+    assert raw.scalar("SELECT COUNT(*) FROM chunks") == 0
+    assert storage.jobs.cancel("default", "j1") is None  # ended already
+    doc = storage.documents.get_document("default", "j1")
+    assert doc is not None and doc.status == "cancelled"
+    storage.documents.add_document(_document("done", sha="other"), PAGES, CHUNKS, b"z")
+    assert storage.jobs.cancel("default", "done") is None  # a completed document has nothing to cancel
+
+
+def test_deleting_an_in_progress_document_drops_its_job(storage: Storage, raw: RawDatabase) -> None:
+    key = _submit(storage)
+    job = storage.jobs.claim("w1", 30)
+    assert job is not None
+    assert storage.documents.delete_document("default", "j1") is not None
+    assert raw.scalar("SELECT COUNT(*) FROM ingest_jobs") == 0
+    assert storage.jobs.complete(key, "w1", job.document, PAGES, CHUNKS, TERMS) is None
+    assert raw.scalar("SELECT COUNT(*) FROM chunks") == 0 and raw.scalar("SELECT COUNT(*) FROM documents") == 0
 
 
 def test_listing_pages_by_cursor(storage: Storage) -> None:

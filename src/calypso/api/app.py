@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -16,6 +17,7 @@ from calypso.api.request_ids import RequestIdMiddleware
 from calypso.api.routes import admin, bots, chat, conversations, documents, files, models, responses, search
 from calypso.config import Settings
 from calypso.services import Services, open_services
+from calypso.services.ingest_worker import IngestWorkers
 
 
 def create_app(settings: Settings | None = None, services: Services | None = None) -> FastAPI:
@@ -26,9 +28,13 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = services is None
         app.state.services = open_services(settings) if owned else services
+        # Uploads return at once; these threads finish their jobs (and any left by a process that died).
+        workers = IngestWorkers(app.state.services.documents, settings.ingest_workers, role="serve")
+        workers.start()
         try:
             yield
         finally:
+            await asyncio.to_thread(workers.stop, settings.job_lease_seconds)
             # Upstream connections belong to this server's event loop, whoever owns the services.
             await app.state.services.answering.aclose()
             if owned:

@@ -51,7 +51,8 @@ _DESCRIPTIONS = {
     401: "Missing, malformed, unknown or revoked API key.",
     403: "Not allowed: the admin API is disabled, or a signed link is invalid or expired.",
     404: "Not found: an unknown id (`param` names it).",
-    409: "Conflict: the bot id is taken, or the bot is read-only (declared in the bots file or built in).",
+    409: "Conflict: the bot id is taken, the bot is read-only (declared in the bots file or built in), "
+    "or the document's ingestion already ended (cancel).",
     413: "The request body or uploaded file is over the size limit.",
     415: "Unsupported file type.",
     422: "The file could not be read (corrupt, encrypted or undecodable).",
@@ -67,7 +68,8 @@ _EXTRA: dict[tuple[str, str], set[int]] = {
     ("post", "/v1/chat/completions"): {404, *_ANSWERING},  # model
     ("post", "/v1/conversations"): {201, 404},  # model / bot
     ("post", "/v1/conversations/{conversation_id}/messages"): _ANSWERING,
-    ("post", "/v1/documents"): {201, 415, 422},  # 201 new, 200 the same bytes again
+    ("post", "/v1/documents"): {201, 415, 422},  # 201 new, 200 the same bytes again; 422 with wait=true
+    ("post", "/v1/documents/{document_id}/cancel"): {409},  # its ingestion already ended
     ("post", "/v1/files"): {415, 422},
     ("post", "/v1/documents/crawl"): {201, 415, 422, *_ANSWERING},
     ("get", "/v1/files/{file_id}/content"): {403},  # a signed link that does not verify
@@ -150,6 +152,7 @@ _LINKS: list[tuple[tuple[str, str, str], tuple[str, str], str, str]] = [
         for m, p in (
             ("get", "/v1/documents/{document_id}"),
             ("get", "/v1/documents/{document_id}/chunks"),
+            ("post", "/v1/documents/{document_id}/cancel"),
             ("delete", "/v1/documents/{document_id}"),
         )
     ),

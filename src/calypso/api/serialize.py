@@ -4,10 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from calypso.models import Document, Passage, StoredChunk
+from calypso.models import Document, IngestJob, Passage, StoredChunk
+
+# OpenAI's FileObject status for each document status.
+_FILE_STATUS = {"in_progress": "uploaded", "completed": "processed", "failed": "error", "cancelled": "error"}
 
 
-def document_object(doc: Document) -> dict[str, Any]:
+def _last_error(doc: Document) -> dict[str, Any] | None:
+    # Only OpenAI's two fields: the store keeps more (the original error, for callers that waited).
+    error = doc.last_error
+    return {"code": error.get("code"), "message": error.get("message")} if error else None
+
+
+def document_object(doc: Document, job: IngestJob | None = None) -> dict[str, Any]:
+    """A document; ``job`` (its ingestion job, if in progress) gives ``progress``."""
+    progress = None
+    if doc.status == "in_progress":
+        progress = {
+            "pages_parsed": job.pages_parsed if job else 0,
+            "passages_written": job.passages_written if job else 0,
+        }
     return {
         "id": doc.id,
         "object": "document",
@@ -21,7 +37,9 @@ def document_object(doc: Document) -> dict[str, Any]:
         "page_count": doc.page_count,
         "chunk_count": doc.chunk_count,
         "source_url": doc.source_url,
-        "status": "ready",
+        "status": doc.status,
+        "last_error": _last_error(doc),
+        "progress": progress,
         "created_at": doc.created_at,
         "metadata": doc.metadata,
     }
@@ -36,8 +54,10 @@ def file_object(doc: Document) -> dict[str, Any]:
         "created_at": doc.created_at,
         "filename": doc.filename,
         "purpose": "assistants",
-        "status": "processed",
-        "status_details": None,
+        "status": _FILE_STATUS[doc.status],
+        "status_details": (doc.last_error or {}).get("message")
+        if doc.status == "failed"
+        else ("Ingestion was cancelled." if doc.status == "cancelled" else None),
         "expires_at": None,
         "document_id": doc.id,
         "namespace": doc.namespace,

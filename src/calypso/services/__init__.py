@@ -73,7 +73,7 @@ def open_services(settings: Settings, storage: Storage | None = None, *, exclusi
     """Every service over one storage; raises BotsFileError when the bots file is invalid."""
     storage = storage if storage is not None else open_storage(settings, exclusive=exclusive)
     secret = load_secret(settings.signing_secret, settings.home)
-    documents = DocumentService(settings, storage.documents, secret)
+    documents = DocumentService(settings, storage.documents, secret, storage.jobs)
     return Services(
         settings=settings,
         storage=storage,

@@ -1,12 +1,15 @@
 """The documents service: ingest, read, list, delete documents and search their passages.
 
-The API and the CLI both call it. It owns one in-memory BM25 index per
+The API and the CLI both call it. An upload becomes an ``in_progress`` document with an ingestion
+job (``submit``) that a worker (``services/ingest_worker.py``) finishes; ``ingest(wait=True)`` runs
+or follows the job to its end. It owns one in-memory BM25 index per
 (workspace, namespace), built lazily from the store and kept up to date as
 documents come and go through this process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 import time
@@ -17,17 +20,36 @@ from typing import Any
 
 from calypso.citations.links import verify
 from calypso.config import Settings
-from calypso.errors import EmptyDocument, InvalidRequest, NotFound, PayloadTooLarge, PermissionDenied
-from calypso.ingest.chunking import chunk_document
+from calypso.errors import (
+    CalypsoError,
+    Conflict,
+    EmptyDocument,
+    InvalidRequest,
+    NotFound,
+    PayloadTooLarge,
+    PermissionDenied,
+)
 from calypso.ingest.crawl import fetch_page
 from calypso.ingest.isolation import parse_isolated
 from calypso.ingest.limits import ParseLimits
-from calypso.ingest.parsers import parse_document
-from calypso.models import Document, IndexedChunk, Listing, Order, Page, ParsedDocument, Passage, StoredChunk
+from calypso.ingest.parsers import detect_media_type, parse_document
+from calypso.models import (
+    Chunk,
+    Document,
+    IndexedChunk,
+    IngestJob,
+    Listing,
+    Order,
+    Page,
+    ParsedDocument,
+    Passage,
+    StoredChunk,
+)
 from calypso.retrieval.bm25 import BM25Index
-from calypso.retrieval.tokenize import decode_terms, encode_terms, tokenize_many
+from calypso.retrieval.tokenize import decode_terms, encode_terms
 from calypso.scope import DEFAULT_WORKSPACE, check_namespace
-from calypso.store.base import DocumentStore, DuplicateContent
+from calypso.services.ingest_worker import Progress, error_from_record, run_job, worker_id
+from calypso.store.base import DocumentStore, DuplicateContent, JobStore
 
 
 @dataclass
@@ -41,15 +63,17 @@ def _index_rows(chunks: list[IndexedChunk]) -> list[tuple[int, str, list[str] | 
 
 
 class DocumentService:
-    def __init__(self, settings: Settings, store: DocumentStore, signing_secret: bytes) -> None:
+    def __init__(self, settings: Settings, store: DocumentStore, signing_secret: bytes, jobs: JobStore) -> None:
         self.settings = settings
         self.store = store
+        self.jobs = jobs
+        self.jobs_waiting = threading.Event()  # set on submit: wakes this process's idle workers
         self._signing_secret = signing_secret
         self._indexes: dict[tuple[str, str], BM25Index] = {}
         self._index_lock = threading.RLock()
 
     # -- ingestion ---------------------------------------------------------
-    def ingest(
+    def submit(
         self,
         data: bytes,
         filename: str,
@@ -59,8 +83,13 @@ class DocumentService:
         metadata: dict[str, Any] | None = None,
         source_url: str | None = None,
         workspace: str = DEFAULT_WORKSPACE,
+        wake_workers: bool = True,
     ) -> IngestResult:
-        """Parse, chunk and store one document; all or nothing."""
+        """Check an upload cheaply and store it as an ``in_progress`` document with its ingestion job.
+
+        Refuses at once what needs no parsing to refuse (namespace, empty, too large, unknown type);
+        the same bytes already in the namespace (in progress or completed) return that document.
+        """
         namespace = check_namespace(namespace or self.settings.default_namespace)
         if not data:
             raise EmptyDocument(
@@ -72,15 +101,7 @@ class DocumentService:
                 "(setting CALYPSO_MAX_UPLOAD_BYTES).",
                 param="file",
             )
-        sha256 = hashlib.sha256(data).hexdigest()
-        existing = self.store.find_duplicate(workspace, namespace, sha256)
-        if existing is not None:
-            return IngestResult(existing, created=False)
-
-        parsed, detected_type = self._parse(data, filename, media_type)
-        chunks = chunk_document(parsed, self.settings.chunk_size, self.settings.chunk_overlap)
-        if not chunks:
-            raise EmptyDocument(f"{filename} contains no text to index.", param="file")
+        detected_type = detect_media_type(data, filename, media_type)  # magic bytes and names: no parsing
         doc_uuid = uuid.uuid4()
         document = Document(
             id=str(doc_uuid),
@@ -90,25 +111,133 @@ class DocumentService:
             filename=filename,
             media_type=detected_type,
             bytes=len(data),
-            sha256=sha256,
+            sha256=hashlib.sha256(data).hexdigest(),
             created_at=int(time.time()),
-            page_count=len(parsed.pages),
-            chunk_count=len(chunks),
-            title=parsed.title,
+            page_count=0,
+            chunk_count=0,
             source_url=source_url,
-            metadata={**parsed.metadata, **(metadata or {})} if metadata or parsed.metadata else {},
+            metadata=dict(metadata or {}),
+            status="in_progress",
         )
-        terms = tokenize_many(c.text for c in chunks)  # analyzed once: stored, and indexed from the store
+        try:
+            stored = self.jobs.submit(document, data)
+        except DuplicateContent as duplicate:  # already here, or landed meanwhile (a concurrent upload)
+            return IngestResult(duplicate.existing, created=False)
+        if wake_workers:
+            self.jobs_waiting.set()
+        return IngestResult(stored, created=True)
+
+    def ingest(
+        self,
+        data: bytes,
+        filename: str,
+        namespace: str | None = None,
+        *,
+        media_type: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        source_url: str | None = None,
+        workspace: str = DEFAULT_WORKSPACE,
+        wait: bool = True,
+        on_progress: Progress | None = None,
+    ) -> IngestResult:
+        """Submit one document; with ``wait``, return only when its job ended: all or nothing.
+
+        Waiting runs the job in this thread when it can claim it, else polls until another worker ends
+        it. A failed job's document is deleted and its error raised, as if parsed right here.
+        """
+        result = self.submit(
+            data,
+            filename,
+            namespace,
+            media_type=media_type,
+            metadata=metadata,
+            source_url=source_url,
+            workspace=workspace,
+            wake_workers=not wait,
+        )
+        if not wait or result.document.status != "in_progress":
+            return result
+        return self._wait(result, on_progress)
+
+    def _wait(self, result: IngestResult, on_progress: Progress | None) -> IngestResult:
+        doc = result.document
+        key = self.store.document_key(doc.workspace, doc.id)
+        owner = worker_id("inline")
+        job = self.jobs.claim_document(key, owner, self.settings.job_lease_seconds) if key is not None else None
+        if job is not None:
+            try:
+                outcome = run_job(self, job, owner, on_progress=on_progress)
+            except CalypsoError:  # the store failed: a waiting caller is promised nothing half-stored
+                if result.created:
+                    with contextlib.suppress(CalypsoError):  # still down: the job is retried after its lease
+                        self.delete(doc.id, doc.workspace)
+                raise
+            if outcome.document is not None:
+                return IngestResult(outcome.document, result.created)
+            if outcome.error is not None:
+                if result.created:
+                    self.delete(doc.id, doc.workspace)
+                raise outcome.error
+        # Another worker holds the job (or took it from us): follow the document until it ends.
+        delay = 0.02
+        while True:
+            current = self.store.get_document(doc.workspace, doc.id)
+            if current is None:
+                raise NotFound(f"Document {doc.id} was deleted while it was being ingested.", param="document_id")
+            if current.status == "completed":
+                return IngestResult(current, result.created)
+            if current.status == "failed":
+                if result.created:
+                    self.delete(doc.id, doc.workspace)
+                raise error_from_record(current.last_error)
+            if current.status == "cancelled":
+                raise Conflict(f"The ingestion of {doc.filename!r} was cancelled.", param="document_id")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.25)
+
+    def complete_job(
+        self,
+        document_key: int,
+        owner: str,
+        document: Document,
+        pages: Sequence[Page],
+        chunks: Sequence[Chunk],
+        terms: list[list[str]],
+    ) -> list[int] | None:
+        """Store a finished job (None: the worker lost it, nothing written) and add it to a loaded index."""
         stored_terms = [encode_terms(t) for t in terms]
         with self._index_lock:
-            try:
-                doc_key, chunk_keys = self.store.add_document(document, parsed.pages, chunks, data, stored_terms)
-            except DuplicateContent as duplicate:  # the same bytes landed meanwhile (a concurrent upload)
-                return IngestResult(duplicate.existing, created=False)
-            index = self._indexes.get((workspace, namespace))
+            chunk_keys = self.jobs.complete(document_key, owner, document, pages, chunks, stored_terms)
+            if chunk_keys is None:
+                return None
+            index = self._indexes.get((document.workspace, document.namespace))
             if index is not None:
-                index.add(doc_key, list(zip(chunk_keys, (c.text for c in chunks), terms, strict=True)))
-        return IngestResult(document, created=True)
+                index.add(document_key, list(zip(chunk_keys, (c.text for c in chunks), terms, strict=True)))
+        return chunk_keys
+
+    def cancel(self, document_id: str, workspace: str = DEFAULT_WORKSPACE) -> Document:
+        """Cancel an in-progress document; Conflict (409) when it already ended."""
+        cancelled = self.jobs.cancel(workspace, document_id)
+        if cancelled is not None:
+            return cancelled
+        current = self.get(document_id, workspace)
+        raise Conflict(
+            f"Document {document_id} is {current.status}; only an in_progress document can be cancelled "
+            "(delete it instead).",
+            param="document_id",
+            code="document_not_in_progress",
+        )
+
+    def jobs_of(self, documents: Sequence[Document]) -> dict[str, IngestJob]:
+        """The live jobs (with progress) of those documents that are in progress, by document id."""
+        by_workspace: dict[str, list[str]] = {}
+        for doc in documents:
+            if doc.status == "in_progress":
+                by_workspace.setdefault(doc.workspace, []).append(doc.id)
+        found: dict[str, IngestJob] = {}
+        for workspace, ids in by_workspace.items():
+            found.update(self.jobs.jobs(workspace, ids))
+        return found
 
     def delete(self, document_id: str, workspace: str = DEFAULT_WORKSPACE) -> Document:
         with self._index_lock:
@@ -133,7 +262,8 @@ class DocumentService:
             raise NotFound(f"No file with id {file_id!r}.", param="file_id")
         return document
 
-    def _parse(self, data: bytes, filename: str, media_type: str | None) -> tuple[ParsedDocument, str]:
+    def parse(self, data: bytes, filename: str, media_type: str | None) -> tuple[ParsedDocument, str]:
+        """Parse in child processes (``parse_processes``), under the parse limits; ``(parsed, media type)``."""
         settings = self.settings
         limits = ParseLimits.from_settings(settings)
         if settings.parse_processes == 0:
@@ -155,6 +285,7 @@ class DocumentService:
         *,
         metadata: dict[str, Any] | None = None,
         workspace: str = DEFAULT_WORKSPACE,
+        wait: bool = True,
     ) -> IngestResult:
         """Fetch one http(s) page (refusing private addresses unless allowed) and ingest it under its URL."""
         namespace = check_namespace(namespace or self.settings.default_namespace)
@@ -172,6 +303,7 @@ class DocumentService:
             metadata=metadata,
             source_url=page.url,
             workspace=workspace,
+            wait=wait,
         )
 
     # -- reads -------------------------------------------------------------

@@ -22,6 +22,7 @@ from calypso.models import (
     Document,
     DocumentChange,
     IndexedChunk,
+    IngestJob,
     Listing,
     Order,
     Page,
@@ -34,7 +35,7 @@ from calypso.models import (
 
 
 class DuplicateContent(Exception):
-    """``add_document`` found the same bytes already in the namespace; nothing was written."""
+    """``add_document`` or ``JobStore.submit`` found the same bytes already in the namespace; nothing was written."""
 
     def __init__(self, existing: Document) -> None:
         super().__init__(f"document {existing.id} holds the same bytes")
@@ -134,6 +135,87 @@ class DocumentStore(Protocol):
         change N has seen every change committed before it, so following the
         feed from a position never skips one.
         """
+        ...
+
+
+MAX_JOB_ATTEMPTS = 3  # a job claimed this often without ending keeps killing workers: it fails instead
+
+
+class JobStore(Protocol):
+    """Ingestion jobs: an upload is stored at once as an ``in_progress`` document with its bytes and a job;
+    any worker of any process claims the job under a lease, parses, and completes it in one transaction.
+
+    Leases are how a dead worker's job comes back: a worker holds a job until ``lease_expires_at`` and
+    ``renew``s it while it works; once the lease expires, ``claim`` hands the job to another worker. Every
+    write a worker makes after claiming names the worker and is refused (writes nothing) once the lease is
+    someone else's or the job is gone (cancelled, deleted, ended). A job claimed ``MAX_JOB_ATTEMPTS`` times
+    without ending fails with ``server_error`` at the next claim instead of being handed out again.
+    """
+
+    def submit(self, doc: Document, content: bytes) -> Document:
+        """Store ``doc`` as ``in_progress`` (no pages or chunks yet) with its bytes and a queued job, atomically.
+
+        Raises DuplicateContent when the namespace already holds these bytes in a document that is
+        in_progress or completed; a failed or cancelled copy is deleted in the same transaction and replaced.
+        Returns the document as stored.
+        """
+        ...
+
+    def claim(self, worker_id: str, lease_seconds: float) -> IngestJob | None:
+        """The oldest job that is queued or whose lease expired, now leased to ``worker_id``; None when there is none.
+
+        Two claimers never get the same job while its lease lives (PostgreSQL: ``FOR UPDATE SKIP LOCKED``;
+        SQLite: its single writer). Each claim counts one attempt.
+        """
+        ...
+
+    def claim_document(self, document_key: int, worker_id: str, lease_seconds: float) -> IngestJob | None:
+        """Claim this one job (by the same rule as ``claim``); None when it is gone or someone holds a live lease."""
+        ...
+
+    def renew(self, document_key: int, worker_id: str, lease_seconds: float) -> bool:
+        """Extend the lease (a heartbeat); False when the lease is no longer this worker's: stop working on it."""
+        ...
+
+    def release(self, document_key: int, worker_id: str) -> None:
+        """Give a claimed job back (a worker stopping gracefully) without counting the attempt."""
+        ...
+
+    def report_progress(self, document_key: int, worker_id: str, pages_parsed: int, passages_written: int) -> bool:
+        """Record how far the job got; False (nothing written) when the lease is no longer this worker's."""
+        ...
+
+    def complete(
+        self,
+        document_key: int,
+        worker_id: str,
+        doc: Document,
+        pages: Sequence[Page],
+        chunks: Sequence[Chunk],
+        terms: Sequence[str | None],
+    ) -> list[int] | None:
+        """Finish a job in one transaction: pages, chunks (with terms), the document row (counts, title,
+        metadata, media type from ``doc``; status completed), the job row gone and an ``added`` change.
+
+        Returns the chunk keys in chunk order, or None, having written nothing, when the worker no longer
+        holds the job (another worker claimed it after the lease expired, or it was cancelled or deleted).
+        """
+        ...
+
+    def fail(self, document_key: int, worker_id: str, error: dict[str, Any]) -> bool:
+        """Mark the document failed with ``last_error = error`` and drop the job; False (nothing written)
+        when the worker no longer holds the job."""
+        ...
+
+    def cancel(self, workspace: str, document_id: str) -> Document | None:
+        """Cancel an in-progress document: status cancelled, job gone (a later ``complete`` writes nothing).
+
+        Returns the cancelled document, or None when the workspace has no in-progress document with this id.
+        """
+        ...
+
+    def jobs(self, workspace: str, document_ids: Sequence[str]) -> dict[str, IngestJob]:
+        """The live jobs of those documents (by document id) with their progress and lease owner."""
         ...
 
 
@@ -237,6 +319,7 @@ class Storage(Protocol):
     """Every entity store of one backend, over one database."""
 
     documents: DocumentStore
+    jobs: JobStore
     bots: BotStore
     conversations: ConversationStore
     responses: ResponseStore

@@ -1,4 +1,8 @@
-"""/v1/documents: upload, crawl, list, read, chunks, delete."""
+"""/v1/documents: upload, crawl, list, read, chunks, cancel, delete.
+
+An upload or crawl answers at once with the document ``in_progress``; ``?wait=true`` answers only when
+its ingestion ended (``completed``, or the error a failed one raised, nothing stored).
+"""
 
 from __future__ import annotations
 
@@ -12,9 +16,18 @@ from calypso.api.auth import Workspace
 from calypso.api.deps import Documents, check_limit, check_order, read_upload
 from calypso.api.serialize import chunk_object, document_object, list_object
 from calypso.api.validation import form_json_object
+from calypso.models import Document
 from calypso.scope import check_namespace
+from calypso.services.documents import DocumentService
 
 router = APIRouter(prefix="/v1/documents", tags=["documents"])
+
+
+WAIT = Query(False, description="Answer only when ingestion ended: completed, or the error that failed it.")
+
+
+def _document_json(documents: DocumentService, doc: Document) -> dict[str, Any]:
+    return document_object(doc, documents.jobs_of([doc]).get(doc.id))
 
 
 class CrawlRequest(BaseModel):
@@ -31,6 +44,7 @@ def upload_document(
     file: UploadFile = File(...),
     namespace: str | None = Form(None),
     metadata: str | None = Form(None),
+    wait: bool = WAIT,
 ) -> JSONResponse:
     """Upload one file into a namespace (default `general`); identical bytes return the existing document."""
     check_namespace(namespace or documents.settings.default_namespace)
@@ -42,15 +56,16 @@ def upload_document(
         media_type=file.content_type,
         metadata=form_json_object(metadata, "metadata"),
         workspace=workspace,
+        wait=wait,
     )
-    return JSONResponse(document_object(result.document), status_code=201 if result.created else 200)
+    return JSONResponse(_document_json(documents, result.document), status_code=201 if result.created else 200)
 
 
 @router.post("/crawl")
-def crawl_document(body: CrawlRequest, documents: Documents, workspace: Workspace) -> JSONResponse:
-    """Fetch one http(s) page and store it with its URL as the filename."""
-    result = documents.crawl(body.url, body.namespace, metadata=body.metadata, workspace=workspace)
-    return JSONResponse(document_object(result.document), status_code=201 if result.created else 200)
+def crawl_document(body: CrawlRequest, documents: Documents, workspace: Workspace, wait: bool = WAIT) -> JSONResponse:
+    """Fetch one http(s) page (now) and store it with its URL as the filename (in a job)."""
+    result = documents.crawl(body.url, body.namespace, metadata=body.metadata, workspace=workspace, wait=wait)
+    return JSONResponse(_document_json(documents, result.document), status_code=201 if result.created else 200)
 
 
 @router.get("")
@@ -63,12 +78,13 @@ def list_documents(
     order: str = "desc",
 ) -> dict[str, Any]:
     page = documents.list_documents(namespace, check_limit(limit), after, check_order(order), workspace=workspace)
-    return list_object([document_object(d) for d in page.items], page.has_more)
+    jobs = documents.jobs_of(page.items)
+    return list_object([document_object(d, jobs.get(d.id)) for d in page.items], page.has_more)
 
 
 @router.get("/{document_id}")
 def get_document(document_id: str, documents: Documents, workspace: Workspace) -> dict[str, Any]:
-    return document_object(documents.get(document_id, workspace))
+    return _document_json(documents, documents.get(document_id, workspace))
 
 
 @router.get("/{document_id}/chunks")
@@ -84,8 +100,14 @@ def list_chunks(
     return list_object([chunk_object(c) for c in page.items], page.has_more, id_key="chunk_index")
 
 
+@router.post("/{document_id}/cancel")
+def cancel_document(document_id: str, documents: Documents, workspace: Workspace) -> dict[str, Any]:
+    """Cancel an in-progress document (it stays, `cancelled`); 409 when its ingestion already ended."""
+    return document_object(documents.cancel(document_id, workspace))
+
+
 @router.delete("/{document_id}")
 def delete_document(document_id: str, documents: Documents, workspace: Workspace) -> dict[str, Any]:
-    """Delete a document; its chunks leave retrieval at once."""
+    """Delete a document (an in-progress one with its job); its chunks leave retrieval at once."""
     deleted = documents.delete(document_id, workspace)
     return {"id": deleted.id, "object": "document.deleted", "deleted": True}

@@ -1,4 +1,9 @@
-"""/v1/files in OpenAI's Files API shape; every file is a document in the default namespace."""
+"""/v1/files in OpenAI's Files API shape; every file is a document in the default namespace.
+
+``files.create`` answers at once (``status: uploaded``); the file is ``processed`` once its ingestion
+job completed, or ``error`` with ``status_details`` when it failed. The SDK has no way to wait: poll
+``files.retrieve``.
+"""
 
 from __future__ import annotations
 
@@ -26,7 +31,7 @@ def create_file(
     purpose: Purpose = Form(...),
 ) -> dict[str, Any]:
     data, filename = read_upload(file, documents.settings.max_upload_bytes)
-    result = documents.ingest(data, filename, None, media_type=file.content_type, workspace=workspace)
+    result = documents.ingest(data, filename, None, media_type=file.content_type, workspace=workspace, wait=False)
     return file_object(result.document)
 
 

@@ -19,11 +19,20 @@ to one process or restart the others after bulk ingestion.
 
 from __future__ import annotations
 
-from calypso.store.base import BotStore, ConversationStore, DocumentStore, KeyStore, PolicyStore, ResponseStore
+from calypso.store.base import (
+    BotStore,
+    ConversationStore,
+    DocumentStore,
+    JobStore,
+    KeyStore,
+    PolicyStore,
+    ResponseStore,
+)
 from calypso.store.postgres.bots import PostgresBotStore
 from calypso.store.postgres.conversations import PostgresConversationStore
 from calypso.store.postgres.database import Database, redact_url
 from calypso.store.postgres.documents import PostgresDocumentStore
+from calypso.store.postgres.jobs import PostgresJobStore
 from calypso.store.postgres.keys import PostgresKeyStore
 from calypso.store.postgres.policies import PostgresPolicyStore
 from calypso.store.postgres.responses import PostgresResponseStore
@@ -39,6 +48,7 @@ class PostgresStorage:
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10, timeout: float = 5.0) -> None:
         self.database = Database(url, min_size=min_size, max_size=max_size, timeout=timeout)
         self.documents: DocumentStore = PostgresDocumentStore(self.database)
+        self.jobs: JobStore = PostgresJobStore(self.database)
         self.bots: BotStore = PostgresBotStore(self.database)
         self.conversations: ConversationStore = PostgresConversationStore(self.database)
         self.responses: ResponseStore = PostgresResponseStore(self.database)

@@ -12,9 +12,9 @@ from calypso.models import Chunk, Document, DocumentChange, IndexedChunk, Listin
 from calypso.store.base import DuplicateContent
 from calypso.store.postgres.database import Connection, Database, Row, text
 
-_DOC_COLUMNS = (
+DOC_COLUMNS = (
     "key, id, file_id, workspace, namespace, filename, media_type, bytes, sha256, created_at, "
-    "page_count, chunk_count, title, source_url, metadata"
+    "page_count, chunk_count, title, source_url, metadata, status, last_error"
 )
 _CHUNK_COLUMNS = (
     'c.key, d.id, c.chunk_index, c.text, c.start, c."end", c.page_start, c.page_end, c.page_labels, c.heading_path'
@@ -41,9 +41,9 @@ def _optional_text(value: str | None) -> str | None:
     return None if value is None else text(value)
 
 
-def _document(row: Row) -> Document:
+def document_from_row(row: Row) -> Document:
     _key, doc_id, file_id, workspace, namespace, filename, media_type, size, sha256, created_at = row[:10]
-    page_count, chunk_count, title, source_url, metadata = row[10:]
+    page_count, chunk_count, title, source_url, metadata, status, last_error = row[10:]
     return Document(
         id=doc_id,
         file_id=file_id,
@@ -59,6 +59,8 @@ def _document(row: Row) -> Document:
         title=title,
         source_url=source_url,
         metadata=metadata,
+        status=status,
+        last_error=last_error,
     )
 
 
@@ -66,6 +68,36 @@ def _stored_chunk(row: Row) -> StoredChunk:
     key, document_id, index, chunk_text, start, end, page_start, page_end, labels, path = row
     chunk = Chunk(index, chunk_text, start, end, page_start, page_end, tuple(labels), tuple(path))
     return StoredChunk(key=key, document_id=document_id, chunk=chunk)
+
+
+def write_pages_and_chunks(
+    db: Connection, key: int, pages: Sequence[Page], chunks: Sequence[Chunk], terms: Sequence[str | None]
+) -> list[int]:
+    """Copy a document's pages and chunks in (inside the caller's transaction); the chunk keys in chunk order."""
+    with db.cursor().copy('COPY pages (document_key, number, label, start, "end") FROM STDIN') as copy:
+        for p in pages:
+            copy.write_row((key, p.number, text(p.label), p.start, p.end))
+    with db.cursor().copy(
+        'COPY chunks (document_key, chunk_index, text, start, "end", page_start, page_end, page_labels, '
+        "heading_path, terms) FROM STDIN"
+    ) as copy:
+        for c, chunk_terms in zip(chunks, terms, strict=True):
+            copy.write_row(
+                (
+                    key,
+                    c.chunk_index,
+                    text(c.text),
+                    c.start,
+                    c.end,
+                    c.page_start,
+                    c.page_end,
+                    [text(label) for label in c.page_labels],
+                    [text(heading) for heading in c.heading_path],
+                    chunk_terms,
+                )
+            )
+    rows = db.execute("SELECT key FROM chunks WHERE document_key = %s ORDER BY chunk_index", (key,))
+    return [row[0] for row in rows]
 
 
 class PostgresDocumentStore:
@@ -88,46 +120,23 @@ class PostgresDocumentStore:
             raise ValueError(f"{len(stored_terms)} terms for {len(chunks)} chunks")
 
         def work(db: Connection) -> tuple[int, list[int]]:
-            key = self._insert_document(db, doc)
+            key = self.insert_document(db, doc)
             db.execute("INSERT INTO document_contents (document_key, content) VALUES (%s, %s)", (key, content))
-            with db.cursor().copy('COPY pages (document_key, number, label, start, "end") FROM STDIN') as copy:
-                for p in pages:
-                    copy.write_row((key, p.number, text(p.label), p.start, p.end))
-            with db.cursor().copy(
-                'COPY chunks (document_key, chunk_index, text, start, "end", page_start, page_end, page_labels, '
-                "heading_path, terms) FROM STDIN"
-            ) as copy:
-                for c, chunk_terms in zip(chunks, stored_terms, strict=True):
-                    copy.write_row(
-                        (
-                            key,
-                            c.chunk_index,
-                            text(c.text),
-                            c.start,
-                            c.end,
-                            c.page_start,
-                            c.page_end,
-                            [text(label) for label in c.page_labels],
-                            [text(heading) for heading in c.heading_path],
-                            chunk_terms,
-                        )
-                    )
-            rows = db.execute("SELECT key FROM chunks WHERE document_key = %s ORDER BY chunk_index", (key,))
-            chunk_keys = [row[0] for row in rows]
+            chunk_keys = write_pages_and_chunks(db, key, pages, chunks, stored_terms)
             _record_change(db, doc.workspace, doc.namespace, key, "added")
             return key, chunk_keys
 
         return self.database.write(work)
 
     @staticmethod
-    def _insert_document(db: Connection, doc: Document) -> int:
+    def insert_document(db: Connection, doc: Document) -> int:
         """The new document's key; DuplicateContent when the namespace holds these bytes, even if they just landed."""
         while True:
             # ON CONFLICT waits for a concurrent insert of the same bytes to commit or roll back, then decides.
             row = db.execute(
                 "INSERT INTO documents (id, file_id, workspace, namespace, filename, media_type, bytes, sha256, "
-                "created_at, page_count, chunk_count, title, source_url, metadata) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                "created_at, page_count, chunk_count, title, source_url, metadata, status, last_error) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
                 "ON CONFLICT (workspace, namespace, sha256) DO NOTHING RETURNING key",
                 (
                     doc.id,
@@ -144,6 +153,8 @@ class PostgresDocumentStore:
                     _optional_text(doc.title),
                     _optional_text(doc.source_url),
                     Json(doc.metadata),
+                    doc.status,
+                    Json(doc.last_error) if doc.last_error is not None else None,
                 ),
             ).fetchone()
             if row is not None:
@@ -151,18 +162,18 @@ class PostgresDocumentStore:
                 return key
             # A new statement sees the winner's committed row (READ COMMITTED).
             existing = db.execute(
-                f"SELECT {_DOC_COLUMNS} FROM documents WHERE workspace = %s AND namespace = %s AND sha256 = %s",
+                f"SELECT {DOC_COLUMNS} FROM documents WHERE workspace = %s AND namespace = %s AND sha256 = %s",
                 (doc.workspace, doc.namespace, doc.sha256),
             ).fetchone()
             if existing is not None:
-                raise DuplicateContent(_document(existing))
+                raise DuplicateContent(document_from_row(existing))
             # The other copy was deleted in between: try again.
 
     def delete_document(self, workspace: str, document_id: str) -> Document | None:
         def work(db: Connection) -> Row | None:
             # Pages, chunks and bytes go with it (ON DELETE CASCADE), in the same statement.
             row = db.execute(
-                f"DELETE FROM documents WHERE workspace = %s AND id = %s RETURNING {_DOC_COLUMNS}",
+                f"DELETE FROM documents WHERE workspace = %s AND id = %s RETURNING {DOC_COLUMNS}",
                 (workspace, document_id),
             ).fetchone()
             if row is not None:
@@ -170,12 +181,12 @@ class PostgresDocumentStore:
             return row
 
         row = self.database.write(work)
-        return _document(row) if row else None
+        return document_from_row(row) if row else None
 
     # -- reads -------------------------------------------------------------
     def _one_document(self, where: str, args: tuple[object, ...]) -> Document | None:
-        row = self.database.row(f"SELECT {_DOC_COLUMNS} FROM documents WHERE {where}", args)
-        return _document(row) if row else None
+        row = self.database.row(f"SELECT {DOC_COLUMNS} FROM documents WHERE {where}", args)
+        return document_from_row(row) if row else None
 
     def find_duplicate(self, workspace: str, namespace: str, sha256: str) -> Document | None:
         return self._one_document("workspace = %s AND namespace = %s AND sha256 = %s", (workspace, namespace, sha256))
@@ -219,10 +230,10 @@ class PostgresDocumentStore:
             args.append(cursor_key)
         direction = "DESC" if order == "desc" else "ASC"
         rows = self.database.rows(
-            f"SELECT {_DOC_COLUMNS} FROM documents WHERE {' AND '.join(where)} ORDER BY key {direction} LIMIT %s",
+            f"SELECT {DOC_COLUMNS} FROM documents WHERE {' AND '.join(where)} ORDER BY key {direction} LIMIT %s",
             (*args, limit + 1),
         )
-        return Listing([_document(r) for r in rows[:limit]], has_more=len(rows) > limit)
+        return Listing([document_from_row(r) for r in rows[:limit]], has_more=len(rows) > limit)
 
     def list_chunks(self, workspace: str, document_id: str, limit: int, after: int | None) -> Listing[StoredChunk]:
         rows = self.database.rows(
@@ -250,10 +261,10 @@ class PostgresDocumentStore:
 
     def get_documents_by_id(self, workspace: str, ids: Sequence[str]) -> dict[str, Document]:
         rows = self.database.rows(
-            f"SELECT {_DOC_COLUMNS} FROM documents WHERE workspace = %s AND id = ANY(%s::text[])",
+            f"SELECT {DOC_COLUMNS} FROM documents WHERE workspace = %s AND id = ANY(%s::text[])",
             (workspace, list(ids)),
         )
-        return {row[1]: _document(row) for row in rows}
+        return {row[1]: document_from_row(row) for row in rows}
 
     def get_pages(self, workspace: str, document_id: str) -> list[Page]:
         rows = self.database.rows(

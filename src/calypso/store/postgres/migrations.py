@@ -187,6 +187,31 @@ def m006_document_changes(db: Connection) -> None:
     )
 
 
+def m007_ingestion_jobs(db: Connection) -> None:
+    """Documents get a status (existing ones are completed) and an ingestion job table, one job per document.
+
+    The job's bytes are the document's own ``document_contents`` row; a lease (owner, expiry in epoch
+    seconds of the database's clock, so workers on other hosts agree) says who works on it.
+    """
+    db.execute(
+        """
+        ALTER TABLE documents ADD COLUMN status TEXT NOT NULL DEFAULT 'completed'
+            CHECK (status IN ('in_progress', 'completed', 'failed', 'cancelled'));
+        ALTER TABLE documents ADD COLUMN last_error JSON;
+        CREATE TABLE ingest_jobs (
+            document_key BIGINT PRIMARY KEY REFERENCES documents (key) ON DELETE CASCADE,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            lease_owner TEXT,
+            lease_expires_at DOUBLE PRECISION,
+            pages_parsed INTEGER NOT NULL DEFAULT 0,
+            passages_written INTEGER NOT NULL DEFAULT 0,
+            created_at BIGINT NOT NULL,
+            updated_at BIGINT NOT NULL
+        )
+        """
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_vector_extension", m001_vector_extension),
     ("002_documents", m002_documents),
@@ -194,6 +219,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("004_conversations", m004_conversations),
     ("005_keys_bots_and_policies", m005_keys_bots_and_policies),
     ("006_document_changes", m006_document_changes),
+    ("007_ingestion_jobs", m007_ingestion_jobs),
 ]
 
 

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calypso.store.base import BotStore, ConversationStore, DocumentStore, KeyStore, PolicyStore, ResponseStore
+from calypso.store.base import (
+    BotStore,
+    ConversationStore,
+    DocumentStore,
+    JobStore,
+    KeyStore,
+    PolicyStore,
+    ResponseStore,
+)
 from calypso.store.sqlite.bots import SQLiteBotStore
 from calypso.store.sqlite.conversations import SQLiteConversationStore
 from calypso.store.sqlite.database import Database
 from calypso.store.sqlite.documents import SQLiteDocumentStore
+from calypso.store.sqlite.jobs import SQLiteJobStore
 from calypso.store.sqlite.keys import SQLiteKeyStore
 from calypso.store.sqlite.lock import ProcessLock
 from calypso.store.sqlite.policies import SQLitePolicyStore
@@ -28,6 +37,7 @@ class SQLiteStorage:
             self._lock.acquire()
         self.database = Database(path)
         self.documents: DocumentStore = SQLiteDocumentStore(self.database)
+        self.jobs: JobStore = SQLiteJobStore(self.database)
         self.bots: BotStore = SQLiteBotStore(self.database)
         self.conversations: ConversationStore = SQLiteConversationStore(self.database)
         self.responses: ResponseStore = SQLiteResponseStore(self.database)

@@ -13,16 +13,16 @@ from calypso.models import Chunk, Document, DocumentChange, IndexedChunk, Listin
 from calypso.store.base import DuplicateContent
 from calypso.store.sqlite.database import Database, batched
 
-_DOC_COLUMNS = (
+DOC_COLUMNS = (
     "key, id, file_id, workspace, namespace, filename, media_type, bytes, sha256, created_at, "
-    "page_count, chunk_count, title, source_url, metadata"
+    "page_count, chunk_count, title, source_url, metadata, status, last_error"
 )
 _CHUNK_COLUMNS = (
     'c.key, d.id, c.chunk_index, c.text, c.start, c."end", c.page_start, c.page_end, c.page_labels, c.heading_path'
 )
 
 
-def _document(row: sqlite3.Row) -> Document:
+def document_from_row(row: sqlite3.Row) -> Document:
     return Document(
         id=row["id"],
         file_id=row["file_id"],
@@ -38,6 +38,8 @@ def _document(row: sqlite3.Row) -> Document:
         title=row["title"],
         source_url=row["source_url"],
         metadata=json.loads(row["metadata"]),
+        status=row["status"],
+        last_error=json.loads(row["last_error"]) if row["last_error"] else None,
     )
 
 
@@ -53,6 +55,71 @@ def _stored_chunk(row: sqlite3.Row | tuple[Any, ...]) -> StoredChunk:
     key, document_id, index, text, start, end, page_start, page_end, labels, path = tuple(row)
     chunk = Chunk(index, text, start, end, page_start, page_end, tuple(json.loads(labels)), tuple(json.loads(path)))
     return StoredChunk(key=key, document_id=document_id, chunk=chunk)
+
+
+def insert_document(db: sqlite3.Connection, doc: Document, content: bytes) -> int:
+    """Insert the document row with its bytes; returns its key."""
+    cursor = db.execute(
+        "INSERT INTO documents (id, file_id, workspace, namespace, filename, media_type, bytes, sha256, "
+        "created_at, page_count, chunk_count, title, source_url, metadata, content, status, last_error) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            doc.id,
+            doc.file_id,
+            doc.workspace,
+            doc.namespace,
+            doc.filename,
+            doc.media_type,
+            doc.bytes,
+            doc.sha256,
+            doc.created_at,
+            doc.page_count,
+            doc.chunk_count,
+            doc.title,
+            doc.source_url,
+            json.dumps(doc.metadata),
+            content,
+            doc.status,
+            json.dumps(doc.last_error) if doc.last_error is not None else None,
+        ),
+    )
+    key = cursor.lastrowid
+    assert key is not None  # an INSERT into a rowid table always sets it
+    return key
+
+
+def write_pages_and_chunks(
+    db: sqlite3.Connection,
+    key: int,
+    pages: Sequence[Page],
+    chunks: Sequence[Chunk],
+    terms: Sequence[str | None],
+) -> list[int]:
+    """Insert a document's pages and chunks (inside the caller's transaction); the chunk keys in chunk order."""
+    db.executemany(
+        'INSERT INTO pages (document_key, number, label, start, "end") VALUES (?, ?, ?, ?, ?)',
+        [(key, p.number, p.label, p.start, p.end) for p in pages],
+    )
+    db.executemany(
+        'INSERT INTO chunks (document_key, chunk_index, text, start, "end", page_start, page_end, '
+        "page_labels, heading_path, terms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                key,
+                c.chunk_index,
+                c.text,
+                c.start,
+                c.end,
+                c.page_start,
+                c.page_end,
+                json.dumps(list(c.page_labels)),
+                json.dumps(list(c.heading_path)),
+                chunk_terms,
+            )
+            for c, chunk_terms in zip(chunks, terms, strict=True)
+        ],
+    )
+    return [r[0] for r in db.execute("SELECT key FROM chunks WHERE document_key = ? ORDER BY chunk_index", (key,))]
 
 
 class SQLiteDocumentStore:
@@ -75,61 +142,13 @@ class SQLiteDocumentStore:
         def work(db: sqlite3.Connection) -> tuple[int, list[int]]:
             # Checked inside the write transaction, so concurrent uploads of the same bytes store one document.
             existing = db.execute(
-                f"SELECT {_DOC_COLUMNS} FROM documents WHERE workspace = ? AND namespace = ? AND sha256 = ?",
+                f"SELECT {DOC_COLUMNS} FROM documents WHERE workspace = ? AND namespace = ? AND sha256 = ?",
                 (doc.workspace, doc.namespace, doc.sha256),
             ).fetchone()
             if existing is not None:
-                raise DuplicateContent(_document(existing))
-            cursor = db.execute(
-                "INSERT INTO documents (id, file_id, workspace, namespace, filename, media_type, bytes, sha256, "
-                "created_at, page_count, chunk_count, title, source_url, metadata, content) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    doc.id,
-                    doc.file_id,
-                    doc.workspace,
-                    doc.namespace,
-                    doc.filename,
-                    doc.media_type,
-                    doc.bytes,
-                    doc.sha256,
-                    doc.created_at,
-                    doc.page_count,
-                    doc.chunk_count,
-                    doc.title,
-                    doc.source_url,
-                    json.dumps(doc.metadata),
-                    content,
-                ),
-            )
-            key = cursor.lastrowid
-            assert key is not None  # an INSERT into a rowid table always sets it
-            db.executemany(
-                'INSERT INTO pages (document_key, number, label, start, "end") VALUES (?, ?, ?, ?, ?)',
-                [(key, p.number, p.label, p.start, p.end) for p in pages],
-            )
-            db.executemany(
-                'INSERT INTO chunks (document_key, chunk_index, text, start, "end", page_start, page_end, '
-                "page_labels, heading_path, terms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        key,
-                        c.chunk_index,
-                        c.text,
-                        c.start,
-                        c.end,
-                        c.page_start,
-                        c.page_end,
-                        json.dumps(list(c.page_labels)),
-                        json.dumps(list(c.heading_path)),
-                        chunk_terms,
-                    )
-                    for c, chunk_terms in zip(chunks, stored_terms, strict=True)
-                ],
-            )
-            chunk_keys = [
-                r[0] for r in db.execute("SELECT key FROM chunks WHERE document_key = ? ORDER BY chunk_index", (key,))
-            ]
+                raise DuplicateContent(document_from_row(existing))
+            key = insert_document(db, doc, content)
+            chunk_keys = write_pages_and_chunks(db, key, pages, chunks, stored_terms)
             _record_change(db, doc.workspace, doc.namespace, key, "added")
             return key, chunk_keys
 
@@ -138,20 +157,20 @@ class SQLiteDocumentStore:
     def delete_document(self, workspace: str, document_id: str) -> Document | None:
         def work(db: sqlite3.Connection) -> Document | None:
             row = db.execute(
-                f"SELECT {_DOC_COLUMNS} FROM documents WHERE workspace = ? AND id = ?", (workspace, document_id)
+                f"SELECT {DOC_COLUMNS} FROM documents WHERE workspace = ? AND id = ?", (workspace, document_id)
             ).fetchone()
             if row is None:
                 return None
             db.execute("DELETE FROM documents WHERE key = ?", (row["key"],))
             _record_change(db, workspace, row["namespace"], row["key"], "deleted")
-            return _document(row)
+            return document_from_row(row)
 
         return self.database.write(work)
 
     # -- reads -------------------------------------------------------------
     def _one_document(self, where: str, args: tuple[object, ...]) -> Document | None:
-        row = self.database.row(f"SELECT {_DOC_COLUMNS} FROM documents WHERE {where}", args)
-        return _document(row) if row else None
+        row = self.database.row(f"SELECT {DOC_COLUMNS} FROM documents WHERE {where}", args)
+        return document_from_row(row) if row else None
 
     def find_duplicate(self, workspace: str, namespace: str, sha256: str) -> Document | None:
         return self._one_document("workspace = ? AND namespace = ? AND sha256 = ?", (workspace, namespace, sha256))
@@ -198,10 +217,10 @@ class SQLiteDocumentStore:
             args.append(cursor_key)
         direction = "DESC" if order == "desc" else "ASC"
         rows = self.database.rows(
-            f"SELECT {_DOC_COLUMNS} FROM documents WHERE {' AND '.join(where)} ORDER BY key {direction} LIMIT ?",
+            f"SELECT {DOC_COLUMNS} FROM documents WHERE {' AND '.join(where)} ORDER BY key {direction} LIMIT ?",
             (*args, limit + 1),
         )
-        return Listing([_document(r) for r in rows[:limit]], has_more=len(rows) > limit)
+        return Listing([document_from_row(r) for r in rows[:limit]], has_more=len(rows) > limit)
 
     def list_chunks(self, workspace: str, document_id: str, limit: int, after: int | None) -> Listing[StoredChunk]:
         rows = self.database.rows(
@@ -236,9 +255,9 @@ class SQLiteDocumentStore:
         for batch in batched(ids):
             marks = ",".join("?" * len(batch))
             rows = self.database.rows(
-                f"SELECT {_DOC_COLUMNS} FROM documents WHERE workspace = ? AND id IN ({marks})", (workspace, *batch)
+                f"SELECT {DOC_COLUMNS} FROM documents WHERE workspace = ? AND id IN ({marks})", (workspace, *batch)
             )
-            documents.update({row["id"]: _document(row) for row in rows})
+            documents.update({row["id"]: document_from_row(row) for row in rows})
         return documents
 
     def get_pages(self, workspace: str, document_id: str) -> list[Page]:

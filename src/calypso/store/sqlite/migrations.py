@@ -222,6 +222,32 @@ def m008_document_changes(db: sqlite3.Connection) -> None:
     )
 
 
+def m009_ingestion_jobs(db: sqlite3.Connection) -> None:
+    """Documents get a status (existing ones are completed) and an ingestion job table, one job per document.
+
+    The job's bytes are the document's own ``content``; a lease (owner, expiry in epoch seconds) says who
+    works on it, so a job whose worker died is claimed again once the lease expires.
+    """
+    _run(
+        db,
+        """
+        ALTER TABLE documents ADD COLUMN status TEXT NOT NULL DEFAULT 'completed'
+            CHECK (status IN ('in_progress', 'completed', 'failed', 'cancelled'));
+        ALTER TABLE documents ADD COLUMN last_error TEXT;
+        CREATE TABLE ingest_jobs (
+            document_key INTEGER PRIMARY KEY REFERENCES documents(key) ON DELETE CASCADE,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            lease_owner TEXT,
+            lease_expires_at REAL,
+            pages_parsed INTEGER NOT NULL DEFAULT 0,
+            passages_written INTEGER NOT NULL DEFAULT 0,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL
+        )
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_documents", m001_documents),
     ("002_responses", m002_responses),
@@ -231,6 +257,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("006_chunk_terms", m006_chunk_terms),
     ("007_keys_never_reused_and_one_copy_per_namespace", m007_keys_never_reused_and_one_copy_per_namespace),
     ("008_document_changes", m008_document_changes),
+    ("009_ingestion_jobs", m009_ingestion_jobs),
 ]
 
 

@@ -1,0 +1,62 @@
+"""`calypso ingest`'s progress display: one line per file on stderr, redrawn with ``\\r`` on a terminal.
+
+No dependency: a bar of ``#`` for passages written out of the file's passages. When stderr is not a
+terminal (a log, CI), each phase is a plain line instead, at most one a second.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TextIO
+
+BAR_WIDTH = 24
+
+
+class FileProgress:
+    """Progress of one file's ingestion; ``update`` is the job's ``on_progress`` callback."""
+
+    def __init__(self, name: str, stream: TextIO) -> None:
+        self.name = name if len(name) <= 40 else "…" + name[-39:]
+        self.stream = stream
+        self.tty = stream.isatty()
+        self._drawn = False
+        self._last_plain = 0.0
+
+    def update(self, pages: int, written: int, total: int) -> None:
+        done = BAR_WIDTH * written // total if total else 0
+        line = f"{self.name}  [{'#' * done}{'.' * (BAR_WIDTH - done)}] {pages} pages, {written}/{total} passages"
+        if self.tty:
+            self.stream.write("\r" + line + "\x1b[K")
+            self._drawn = True
+        elif written in (0, total) or time.monotonic() - self._last_plain >= 1:
+            self.stream.write(line + "\n")
+            self._last_plain = time.monotonic()
+        self.stream.flush()
+
+    def close(self) -> None:
+        """Clear the redrawn line, so the file's result line stands alone."""
+        if self._drawn:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+@dataclass
+class IngestSummary:
+    """What `calypso ingest` did, for its last line."""
+
+    completed: int = 0
+    duplicates: int = 0
+    failed: int = 0
+    submitted: int = 0
+    pages: int = 0
+    passages: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    def line(self) -> str:
+        seconds = time.monotonic() - self.started
+        queued = f", {self.submitted} submitted" if self.submitted else ""
+        return (
+            f"{self.completed} completed, {self.duplicates} duplicates, {self.failed} failed{queued}; "
+            f"{self.pages} pages, {self.passages} passages in {seconds:.1f} s"
+        )

@@ -1,0 +1,218 @@
+"""Ingestion workers: claim a job, parse, chunk, analyse, complete; any process, any number of them.
+
+A job runs under a lease that a heartbeat thread renews every third of ``job_lease_seconds``. Nothing
+of the document is written until ``JobStore.complete``, one transaction that also checks the lease is
+still this worker's, so a worker killed at any point leaves an ``in_progress`` document with no pages
+or chunks, which another worker claims once the lease expires. Errors end the job ``failed`` with
+``last_error = {code, message}`` in OpenAI's vector store file codes (see ``error_record``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from calypso import errors
+from calypso.errors import (
+    CalypsoError,
+    EmptyDocument,
+    InvalidRequest,
+    PayloadTooLarge,
+    StorageError,
+    UnprocessableDocument,
+    UnsupportedMediaType,
+)
+from calypso.ingest.chunking import chunk_document
+from calypso.models import Document, IngestJob
+from calypso.retrieval.tokenize import tokenize_many
+from calypso.store.base import JobStore
+
+if TYPE_CHECKING:
+    from calypso.services.documents import DocumentService
+
+log = logging.getLogger("calypso.ingest.worker")
+
+PASSAGE_BATCH = 256  # passages analysed between progress reports (and checks that the lease still holds)
+Progress = Callable[[int, int, int], None]  # (pages parsed, passages written, passages in all)
+
+
+def worker_id(role: str) -> str:
+    """A name no other worker anywhere has: host, process, role and a random tail."""
+    return f"{socket.gethostname()}:{os.getpid()}:{role}:{uuid.uuid4().hex[:8]}"
+
+
+def error_record(exc: BaseException, filename: str) -> dict[str, Any]:
+    """``last_error`` for a failed job: OpenAI's code and a message for the client, plus the original
+    error's class, code and param (``error``) so a caller that waited can raise the same error again."""
+    if isinstance(exc, UnsupportedMediaType):
+        code = "unsupported_file"
+    elif isinstance(exc, (InvalidRequest, UnprocessableDocument, PayloadTooLarge)):
+        code = "invalid_file"  # empty, corrupt, no text, or past a parse limit (bombs, time, memory)
+    else:
+        code = "server_error"
+    if isinstance(exc, CalypsoError) and code != "server_error":
+        return {
+            "code": code,
+            "message": exc.message,
+            "error": {"class": type(exc).__name__, "code": exc.code, "param": exc.param},
+        }
+    log.error("ingesting %r failed", filename, exc_info=exc)
+    message = f"Ingesting {filename!r} failed on the server; try again later, or ask the operator to check the log."
+    return {"code": "server_error", "message": message, "error": {"class": "CalypsoError", "code": None}}
+
+
+def error_from_record(record: dict[str, Any] | None) -> CalypsoError:
+    """The error a failed job's ``last_error`` stands for, to raise where a caller waited for it."""
+    record = record or {}
+    detail = record.get("error") or {}
+    cls = getattr(errors, str(detail.get("class")), None)
+    if not (isinstance(cls, type) and issubclass(cls, CalypsoError)):
+        cls = CalypsoError
+    return cls(str(record.get("message") or "Ingestion failed."), param=detail.get("param"), code=detail.get("code"))
+
+
+class Heartbeat:
+    """Renews a job's lease from a thread while the job runs; ``lost`` once the lease is someone else's."""
+
+    def __init__(self, jobs: JobStore, job: IngestJob, owner: str, lease_seconds: float) -> None:
+        self._jobs, self._key, self._owner, self._lease = jobs, job.document_key, owner, lease_seconds
+        self._stop = threading.Event()
+        self.lost = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"lease-{job.document_key}", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._lease / 3):
+            try:
+                if not self._jobs.renew(self._key, self._owner, self._lease):
+                    self.lost.set()
+                    return
+            except CalypsoError as exc:  # the database is away: keep trying until the lease runs out
+                log.warning("renewing the lease on job %s failed: %s", self._key, exc.message)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@dataclass
+class JobOutcome:
+    """How a job ended for this worker: a completed document, an error (the job failed), or neither
+    (the job was lost: cancelled, deleted, claimed by another after the lease expired, or released)."""
+
+    document: Document | None = None
+    error: CalypsoError | None = None
+
+
+def run_job(
+    service: DocumentService,
+    job: IngestJob,
+    owner: str,
+    *,
+    on_progress: Progress | None = None,
+    stopping: threading.Event | None = None,
+) -> JobOutcome:
+    """Run one claimed job to its end; never raises for the document's own faults (they fail the job)."""
+    settings, jobs, key, doc = service.settings, service.jobs, job.document_key, job.document
+    stopping = stopping or threading.Event()
+
+    def progress(pages: int, written: int, total: int) -> bool:
+        if on_progress is not None:
+            on_progress(pages, written, total)
+        return jobs.report_progress(key, owner, pages, written)
+
+    with Heartbeat(jobs, job, owner, settings.job_lease_seconds) as beat:
+        try:
+            data = service.store.read_content(doc.workspace, doc.id)
+            parsed, detected = service.parse(data, doc.filename, doc.media_type)
+            chunks = chunk_document(parsed, settings.chunk_size, settings.chunk_overlap)
+            if not chunks:
+                raise EmptyDocument(f"{doc.filename} contains no text to index.", param="file")
+            if not progress(len(parsed.pages), 0, len(chunks)):
+                return JobOutcome()
+            terms: list[list[str]] = []
+            # Analysed once here, stored with the chunks, indexed from the store; in batches, to report progress.
+            for start in range(0, len(chunks), PASSAGE_BATCH):
+                if beat.lost.is_set():
+                    return JobOutcome()
+                if stopping.is_set():
+                    jobs.release(key, owner)
+                    return JobOutcome()
+                terms.extend(tokenize_many(c.text for c in chunks[start : start + PASSAGE_BATCH]))
+                if not progress(len(parsed.pages), len(terms), len(chunks)):
+                    return JobOutcome()
+            finished = replace(
+                doc,
+                media_type=detected,
+                title=parsed.title,
+                metadata={**parsed.metadata, **doc.metadata},
+                page_count=len(parsed.pages),
+                chunk_count=len(chunks),
+                status="completed",
+            )
+            if service.complete_job(key, owner, finished, parsed.pages, chunks, terms) is None:
+                return JobOutcome()
+            return JobOutcome(document=finished)
+        except StorageError:
+            raise  # the database, not the document: the lease expires and the job is tried again
+        except Exception as exc:  # noqa: BLE001 - the job fails with a code; the worker lives on
+            record = error_record(exc, doc.filename)
+            if not jobs.fail(key, owner, record):
+                return JobOutcome()
+            error = exc if isinstance(exc, CalypsoError) and record["code"] != "server_error" else None
+            return JobOutcome(error=error or error_from_record(record))
+
+
+class IngestWorkers:
+    """``count`` threads that claim and run jobs until ``stop``: inside `calypso serve` or `calypso worker`."""
+
+    def __init__(self, service: DocumentService, count: int, role: str = "worker") -> None:
+        self.service, self.count, self.role = service, count, role
+        self.stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for n in range(self.count):
+            thread = threading.Thread(target=self._loop, args=(worker_id(f"{self.role}{n}"),), daemon=True)
+            thread.name = f"ingest-{self.role}-{n}"
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop claiming; a running job finishes, or is released at its next batch, within ``timeout``."""
+        self.stopping.set()
+        self.service.jobs_waiting.set()
+        for thread in self._threads:
+            thread.join(timeout)
+
+    def _loop(self, owner: str) -> None:
+        settings = self.service.settings
+        while not self.stopping.is_set():
+            try:
+                job = self.service.jobs.claim(owner, settings.job_lease_seconds)
+            except CalypsoError as exc:  # the database is away, or closing: try again later
+                log.warning("claiming an ingestion job failed: %s", exc.message)
+                self.stopping.wait(settings.job_poll_seconds)
+                continue
+            if job is None:
+                # Woken at once by an upload in this process; otherwise look again after the poll interval.
+                if self.service.jobs_waiting.wait(settings.job_poll_seconds):
+                    self.service.jobs_waiting.clear()
+                continue
+            try:
+                outcome = run_job(self.service, job, owner, stopping=self.stopping)
+            except CalypsoError as exc:  # the store failed mid-job: the lease expires and the job comes back
+                log.warning("ingestion job %s stopped: %s", job.document_key, exc.message)
+                continue
+            state = "completed" if outcome.document else "failed" if outcome.error else "given up"
+            log.info("job %s (%s) %s by %s", job.document_key, job.document.filename, state, owner)

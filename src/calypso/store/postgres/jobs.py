@@ -1,0 +1,220 @@
+"""Ingestion jobs in PostgreSQL, for workers in many processes.
+
+Claims take the job row with ``FOR UPDATE SKIP LOCKED``, so concurrent claimers each get a different job
+and never wait on one another. Lease times are the database's clock (``_NOW``), so workers on hosts whose
+clocks disagree still agree on when a lease expired. ``complete`` and ``fail`` lock the job row first: a
+concurrent cancel, delete or re-claim either happens before (and the worker writes nothing) or waits for
+the commit (and finds the job gone).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from psycopg.types.json import Json
+
+from calypso.models import Chunk, Document, IngestJob, Page
+from calypso.store.base import MAX_JOB_ATTEMPTS
+from calypso.store.postgres.database import Connection, Database, Row, text
+from calypso.store.postgres.documents import (
+    DOC_COLUMNS,
+    PostgresDocumentStore,
+    _record_change,
+    document_from_row,
+    write_pages_and_chunks,
+)
+
+_NOW = "extract(epoch FROM clock_timestamp())"
+GAVE_UP = {
+    "code": "server_error",
+    "message": f"Ingestion was started {MAX_JOB_ATTEMPTS} times and never finished (the worker stopped each "
+    "time); the file may be too large or too complex for this server. Delete it and upload a smaller file.",
+}
+
+
+def _owned(db: Connection, document_key: int, worker_id: str) -> Row | None:
+    return db.execute(
+        "SELECT d.workspace, d.namespace FROM ingest_jobs j JOIN documents d ON d.key = j.document_key "
+        "WHERE j.document_key = %s AND j.lease_owner = %s FOR UPDATE OF j",
+        (document_key, worker_id),
+    ).fetchone()
+
+
+def _end(db: Connection, document_key: int, status: str, error: dict[str, Any] | None) -> None:
+    db.execute(
+        "UPDATE documents SET status = %s, last_error = %s WHERE key = %s",
+        (status, Json(error) if error is not None else None, document_key),
+    )
+    db.execute("DELETE FROM ingest_jobs WHERE document_key = %s", (document_key,))
+
+
+class PostgresJobStore:
+    """``calypso.store.base.JobStore`` on PostgreSQL."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    def submit(self, doc: Document, content: bytes) -> Document:
+        queued = replace(doc, status="in_progress", last_error=None, page_count=0, chunk_count=0)
+
+        def work(db: Connection) -> Document:
+            # A failed or cancelled copy never reached search (no chunks, no change): it simply goes.
+            db.execute(
+                "DELETE FROM documents WHERE workspace = %s AND namespace = %s AND sha256 = %s "
+                "AND status IN ('failed', 'cancelled')",
+                (doc.workspace, doc.namespace, doc.sha256),
+            )
+            key = PostgresDocumentStore.insert_document(db, queued)  # DuplicateContent for a live copy
+            db.execute("INSERT INTO document_contents (document_key, content) VALUES (%s, %s)", (key, content))
+            now = int(time.time())
+            db.execute(
+                "INSERT INTO ingest_jobs (document_key, created_at, updated_at) VALUES (%s, %s, %s)", (key, now, now)
+            )
+            return queued
+
+        return self.database.write(work)
+
+    def _claim(self, worker_id: str, lease_seconds: float, document_key: int | None) -> IngestJob | None:
+        where = f"(lease_owner IS NULL OR lease_expires_at < {_NOW})"
+        args: list[object] = []
+        if document_key is not None:
+            where += " AND document_key = %s"
+            args.append(document_key)
+
+        def work(db: Connection) -> IngestJob | None:
+            while True:
+                row = db.execute(
+                    f"SELECT document_key, attempts FROM ingest_jobs WHERE {where} "
+                    "ORDER BY document_key LIMIT 1 FOR UPDATE SKIP LOCKED",
+                    args,
+                ).fetchone()
+                if row is None:
+                    return None
+                key, attempts = row
+                if attempts >= MAX_JOB_ATTEMPTS:
+                    _end(db, key, "failed", GAVE_UP)
+                    continue
+                db.execute(
+                    f"UPDATE ingest_jobs SET attempts = attempts + 1, lease_owner = %s, "
+                    f"lease_expires_at = {_NOW} + %s, updated_at = %s WHERE document_key = %s",
+                    (worker_id, lease_seconds, int(time.time()), key),
+                )
+                doc = db.execute(f"SELECT {DOC_COLUMNS} FROM documents WHERE key = %s", (key,)).fetchone()
+                assert doc is not None  # the job row references it and is locked
+                return IngestJob(document_from_row(doc), key, attempts + 1, worker_id, *self._progress(db, key))
+
+        return self.database.write(work)
+
+    @staticmethod
+    def _progress(db: Connection, key: int) -> tuple[int, int]:
+        row = db.execute(
+            "SELECT pages_parsed, passages_written FROM ingest_jobs WHERE document_key = %s", (key,)
+        ).fetchone()
+        return (row[0], row[1]) if row else (0, 0)
+
+    def claim(self, worker_id: str, lease_seconds: float) -> IngestJob | None:
+        return self._claim(worker_id, lease_seconds, None)
+
+    def claim_document(self, document_key: int, worker_id: str, lease_seconds: float) -> IngestJob | None:
+        return self._claim(worker_id, lease_seconds, document_key)
+
+    def _update_owned(self, sql: str, args: tuple[object, ...]) -> bool:
+        # Every statement ends "WHERE document_key = %s AND lease_owner = %s": a lost lease matches no row.
+        return self.database.write(lambda db: db.execute(sql, args).rowcount == 1)
+
+    def renew(self, document_key: int, worker_id: str, lease_seconds: float) -> bool:
+        return self._update_owned(
+            f"UPDATE ingest_jobs SET lease_expires_at = {_NOW} + %s, updated_at = %s "
+            "WHERE document_key = %s AND lease_owner = %s",
+            (lease_seconds, int(time.time()), document_key, worker_id),
+        )
+
+    def release(self, document_key: int, worker_id: str) -> None:
+        self._update_owned(
+            "UPDATE ingest_jobs SET lease_owner = NULL, lease_expires_at = NULL, attempts = GREATEST(attempts - 1, 0), "
+            "updated_at = %s WHERE document_key = %s AND lease_owner = %s",
+            (int(time.time()), document_key, worker_id),
+        )
+
+    def report_progress(self, document_key: int, worker_id: str, pages_parsed: int, passages_written: int) -> bool:
+        return self._update_owned(
+            "UPDATE ingest_jobs SET pages_parsed = %s, passages_written = %s, updated_at = %s "
+            "WHERE document_key = %s AND lease_owner = %s",
+            (pages_parsed, passages_written, int(time.time()), document_key, worker_id),
+        )
+
+    def complete(
+        self,
+        document_key: int,
+        worker_id: str,
+        doc: Document,
+        pages: Sequence[Page],
+        chunks: Sequence[Chunk],
+        terms: Sequence[str | None],
+    ) -> list[int] | None:
+        if len(terms) != len(chunks):
+            raise ValueError(f"{len(terms)} terms for {len(chunks)} chunks")
+
+        def work(db: Connection) -> list[int] | None:
+            owned = _owned(db, document_key, worker_id)
+            if owned is None:
+                return None
+            chunk_keys = write_pages_and_chunks(db, document_key, pages, chunks, terms)
+            db.execute(
+                "UPDATE documents SET status = 'completed', last_error = NULL, page_count = %s, chunk_count = %s, "
+                "title = %s, metadata = %s, media_type = %s WHERE key = %s",
+                (
+                    len(pages),
+                    len(chunks),
+                    None if doc.title is None else text(doc.title),
+                    Json(doc.metadata),
+                    doc.media_type,
+                    document_key,
+                ),
+            )
+            db.execute("DELETE FROM ingest_jobs WHERE document_key = %s", (document_key,))
+            _record_change(db, owned[0], owned[1], document_key, "added")
+            return chunk_keys
+
+        return self.database.write(work)
+
+    def fail(self, document_key: int, worker_id: str, error: dict[str, Any]) -> bool:
+        def work(db: Connection) -> bool:
+            if _owned(db, document_key, worker_id) is None:
+                return False
+            _end(db, document_key, "failed", error)
+            return True
+
+        return self.database.write(work)
+
+    def cancel(self, workspace: str, document_id: str) -> Document | None:
+        def work(db: Connection) -> Row | None:
+            # Waits for a worker's complete/fail holding the job row; then finds it gone and cancels nothing.
+            row = db.execute(
+                "DELETE FROM ingest_jobs j USING documents d WHERE j.document_key = d.key "
+                "AND d.workspace = %s AND d.id = %s RETURNING j.document_key",
+                (workspace, document_id),
+            ).fetchone()
+            if row is None:
+                return None
+            return db.execute(
+                f"UPDATE documents SET status = 'cancelled', last_error = NULL WHERE key = %s RETURNING {DOC_COLUMNS}",
+                (row[0],),
+            ).fetchone()
+
+        row = self.database.write(work)
+        return document_from_row(row) if row else None
+
+    def jobs(self, workspace: str, document_ids: Sequence[str]) -> dict[str, IngestJob]:
+        rows = self.database.rows(
+            f"SELECT {', '.join('d.' + c.strip() for c in DOC_COLUMNS.split(','))}, "
+            "j.attempts, j.lease_owner, j.pages_parsed, j.passages_written "
+            "FROM documents d JOIN ingest_jobs j ON j.document_key = d.key "
+            "WHERE d.workspace = %s AND d.id = ANY(%s::text[])",
+            (workspace, list(document_ids)),
+        )
+        width = len(DOC_COLUMNS.split(","))
+        return {row[1]: IngestJob(document_from_row(row[:width]), row[0], *row[width:]) for row in rows}

@@ -1,0 +1,211 @@
+"""Ingestion jobs in the embedded SQLite file: the single writer makes every claim atomic."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from calypso.models import Chunk, Document, IngestJob, Page
+from calypso.store.base import MAX_JOB_ATTEMPTS, DuplicateContent
+from calypso.store.sqlite.database import Database, batched
+from calypso.store.sqlite.documents import (
+    DOC_COLUMNS,
+    _record_change,
+    document_from_row,
+    insert_document,
+    write_pages_and_chunks,
+)
+
+GAVE_UP = {
+    "code": "server_error",
+    "message": f"Ingestion was started {MAX_JOB_ATTEMPTS} times and never finished (the worker stopped each "
+    "time); the file may be too large or too complex for this server. Delete it and upload a smaller file.",
+}
+
+
+def _owned(db: sqlite3.Connection, document_key: int, worker_id: str) -> sqlite3.Row | None:
+    found: sqlite3.Row | None = db.execute(
+        "SELECT d.workspace, d.namespace FROM ingest_jobs j JOIN documents d ON d.key = j.document_key "
+        "WHERE j.document_key = ? AND j.lease_owner = ?",
+        (document_key, worker_id),
+    ).fetchone()
+    return found
+
+
+def _end(db: sqlite3.Connection, document_key: int, status: str, error: dict[str, Any] | None) -> None:
+    db.execute(
+        "UPDATE documents SET status = ?, last_error = ? WHERE key = ?",
+        (status, json.dumps(error) if error is not None else None, document_key),
+    )
+    db.execute("DELETE FROM ingest_jobs WHERE document_key = ?", (document_key,))
+
+
+class SQLiteJobStore:
+    """``calypso.store.base.JobStore`` on SQLite."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    def submit(self, doc: Document, content: bytes) -> Document:
+        queued = replace(doc, status="in_progress", last_error=None, page_count=0, chunk_count=0)
+
+        def work(db: sqlite3.Connection) -> Document:
+            existing = db.execute(
+                f"SELECT {DOC_COLUMNS} FROM documents WHERE workspace = ? AND namespace = ? AND sha256 = ?",
+                (doc.workspace, doc.namespace, doc.sha256),
+            ).fetchone()
+            if existing is not None:
+                if existing["status"] in ("in_progress", "completed"):
+                    raise DuplicateContent(document_from_row(existing))
+                # A failed or cancelled copy never reached search (no chunks, no change): it simply goes.
+                db.execute("DELETE FROM documents WHERE key = ?", (existing["key"],))
+            key = insert_document(db, queued, content)
+            now = int(time.time())
+            db.execute(
+                "INSERT INTO ingest_jobs (document_key, created_at, updated_at) VALUES (?, ?, ?)", (key, now, now)
+            )
+            return queued
+
+        return self.database.write(work)
+
+    def _claim(self, worker_id: str, lease_seconds: float, document_key: int | None) -> IngestJob | None:
+        def work(db: sqlite3.Connection) -> IngestJob | None:
+            while True:
+                now = time.time()
+                where, args = "(lease_owner IS NULL OR lease_expires_at < ?)", [now]
+                if document_key is not None:
+                    where += " AND document_key = ?"
+                    args.append(document_key)
+                row = db.execute(
+                    f"SELECT document_key, attempts FROM ingest_jobs WHERE {where} ORDER BY document_key LIMIT 1",
+                    args,
+                ).fetchone()
+                if row is None:
+                    return None
+                key, attempts = row
+                if attempts >= MAX_JOB_ATTEMPTS:
+                    _end(db, key, "failed", GAVE_UP)
+                    continue
+                db.execute(
+                    "UPDATE ingest_jobs SET attempts = attempts + 1, lease_owner = ?, lease_expires_at = ?, "
+                    "updated_at = ? WHERE document_key = ?",
+                    (worker_id, now + lease_seconds, int(now), key),
+                )
+                return self._job(db, key)
+
+        return self.database.write(work)
+
+    @staticmethod
+    def _job(db: sqlite3.Connection, key: int) -> IngestJob:
+        doc = db.execute(f"SELECT {DOC_COLUMNS} FROM documents WHERE key = ?", (key,)).fetchone()
+        job = db.execute(
+            "SELECT attempts, lease_owner, pages_parsed, passages_written FROM ingest_jobs WHERE document_key = ?",
+            (key,),
+        ).fetchone()
+        return IngestJob(document_from_row(doc), key, *tuple(job))
+
+    def claim(self, worker_id: str, lease_seconds: float) -> IngestJob | None:
+        return self._claim(worker_id, lease_seconds, None)
+
+    def claim_document(self, document_key: int, worker_id: str, lease_seconds: float) -> IngestJob | None:
+        return self._claim(worker_id, lease_seconds, document_key)
+
+    def _update_owned(self, sql: str, args: tuple[object, ...]) -> bool:
+        # Every statement ends "WHERE document_key = ? AND lease_owner = ?": a lost lease matches no row.
+        return self.database.write(lambda db: db.execute(sql, args).rowcount == 1)
+
+    def renew(self, document_key: int, worker_id: str, lease_seconds: float) -> bool:
+        return self._update_owned(
+            "UPDATE ingest_jobs SET lease_expires_at = ?, updated_at = ? WHERE document_key = ? AND lease_owner = ?",
+            (time.time() + lease_seconds, int(time.time()), document_key, worker_id),
+        )
+
+    def release(self, document_key: int, worker_id: str) -> None:
+        self._update_owned(
+            "UPDATE ingest_jobs SET lease_owner = NULL, lease_expires_at = NULL, attempts = MAX(attempts - 1, 0), "
+            "updated_at = ? WHERE document_key = ? AND lease_owner = ?",
+            (int(time.time()), document_key, worker_id),
+        )
+
+    def report_progress(self, document_key: int, worker_id: str, pages_parsed: int, passages_written: int) -> bool:
+        return self._update_owned(
+            "UPDATE ingest_jobs SET pages_parsed = ?, passages_written = ?, updated_at = ? "
+            "WHERE document_key = ? AND lease_owner = ?",
+            (pages_parsed, passages_written, int(time.time()), document_key, worker_id),
+        )
+
+    def complete(
+        self,
+        document_key: int,
+        worker_id: str,
+        doc: Document,
+        pages: Sequence[Page],
+        chunks: Sequence[Chunk],
+        terms: Sequence[str | None],
+    ) -> list[int] | None:
+        def work(db: sqlite3.Connection) -> list[int] | None:
+            owned = _owned(db, document_key, worker_id)
+            if owned is None:
+                return None
+            chunk_keys = write_pages_and_chunks(db, document_key, pages, chunks, terms)
+            db.execute(
+                "UPDATE documents SET status = 'completed', last_error = NULL, page_count = ?, chunk_count = ?, "
+                "title = ?, metadata = ?, media_type = ? WHERE key = ?",
+                (len(pages), len(chunks), doc.title, json.dumps(doc.metadata), doc.media_type, document_key),
+            )
+            db.execute("DELETE FROM ingest_jobs WHERE document_key = ?", (document_key,))
+            _record_change(db, owned["workspace"], owned["namespace"], document_key, "added")
+            return chunk_keys
+
+        return self.database.write(work)
+
+    def fail(self, document_key: int, worker_id: str, error: dict[str, Any]) -> bool:
+        def work(db: sqlite3.Connection) -> bool:
+            if _owned(db, document_key, worker_id) is None:
+                return False
+            _end(db, document_key, "failed", error)
+            return True
+
+        return self.database.write(work)
+
+    def cancel(self, workspace: str, document_id: str) -> Document | None:
+        def work(db: sqlite3.Connection) -> Document | None:
+            row = db.execute(
+                "SELECT d.key FROM documents d JOIN ingest_jobs j ON j.document_key = d.key "
+                "WHERE d.workspace = ? AND d.id = ?",
+                (workspace, document_id),
+            ).fetchone()
+            if row is None:
+                return None
+            _end(db, row[0], "cancelled", None)
+            return document_from_row(
+                db.execute(f"SELECT {DOC_COLUMNS} FROM documents WHERE key = ?", (row[0],)).fetchone()
+            )
+
+        return self.database.write(work)
+
+    def jobs(self, workspace: str, document_ids: Sequence[str]) -> dict[str, IngestJob]:
+        found: dict[str, IngestJob] = {}
+        for batch in batched(document_ids):
+            marks = ",".join("?" * len(batch))
+            rows = self.database.rows(
+                f"SELECT {DOC_COLUMNS} FROM documents WHERE workspace = ? AND id IN ({marks}) "
+                "AND key IN (SELECT document_key FROM ingest_jobs)",
+                (workspace, *batch),
+            )
+            documents = {row["key"]: document_from_row(row) for row in rows}
+            if not documents:
+                continue
+            keys = list(documents)
+            job_rows = self.database.rows(
+                "SELECT document_key, attempts, lease_owner, pages_parsed, passages_written FROM ingest_jobs "
+                f"WHERE document_key IN ({','.join('?' * len(keys))})",
+                keys,
+            )
+            for key, *rest in (tuple(r) for r in job_rows):
+                found[documents[key].id] = IngestJob(documents[key], key, *rest)
+        return found
