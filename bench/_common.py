@@ -47,6 +47,7 @@ class Postgres:
         self.root = Path(tempfile.mkdtemp(prefix="calypso-bench-pg-"))
         self.server = pgserver.get_server(self.root / "pgdata", cleanup_mode="delete")
         self.admin_url = self.server.get_uri()
+        self.pgdata = Path(self.server.pgdata)
         # A throwaway server: durability buys nothing here and fsync makes every commit wait on the disk.
         for setting in ("fsync", "synchronous_commit", "full_page_writes"):
             self.admin(f"ALTER SYSTEM SET {setting} = off")

@@ -87,6 +87,40 @@ def proc_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def machine_busy_s() -> float:
+    """CPU seconds the whole machine spent busy (not idle or waiting on I/O), every core together."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def postgres_pids(pgdata: Path | None) -> list[int]:
+    """The postmaster and its children (the backends serving our connections)."""
+    if pgdata is None:
+        return []
+    postmaster = int((pgdata / "postmaster.pid").read_text().split()[0])
+    pids = [postmaster]
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == postmaster:
+                pids.append(int(entry.name))
+    return pids
+
+
+def cpu_of(pids: list[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        try:
+            total += proc_cpu_s(pid)
+        except OSError:  # a backend that ended meanwhile
+            pass
+    return total
+
+
 def document(number: int, texts: list[str]) -> tuple[Document, list[Page], list[Chunk], bytes]:
     """One text document holding ``texts`` as its passages, one page."""
     body, chunks = "", []
@@ -262,7 +296,9 @@ def over_http(settings: Settings, queries: list[str], port: int) -> dict:
     }
 
 
-def load_test(servers: list[Server], queries: list[str], clients: int, duration: float) -> dict:
+def load_test(
+    servers: list[Server], queries: list[str], clients: int, duration: float, pgdata: Path | None = None
+) -> dict:
     """``clients`` threads send searches back to back for ``duration`` s, round-robin over the servers."""
     latencies: list[list[float]] = [[] for _ in range(clients)]
     errors = [0] * clients
@@ -296,7 +332,8 @@ def load_test(servers: list[Server], queries: list[str], clients: int, duration:
     for t in threads:
         t.start()
     cpu0 = [proc_cpu_s(s.process.pid) for s in servers]
-    own0 = time.process_time()
+    pids = postgres_pids(pgdata)
+    own0, pg0, busy0 = time.process_time(), cpu_of(pids), machine_busy_s()
     deadline[0] = time.perf_counter() + duration
     t0 = time.perf_counter()
     start.wait()
@@ -305,6 +342,8 @@ def load_test(servers: list[Server], queries: list[str], clients: int, duration:
     wall = time.perf_counter() - t0
     server_cores = sum(proc_cpu_s(s.process.pid) - c for s, c in zip(servers, cpu0)) / wall
     generator_cores = (time.process_time() - own0) / wall
+    postgres_cores = (cpu_of(pids) - pg0) / wall  # backends that ended meanwhile drop out: a lower bound
+    machine_cores = (machine_busy_s() - busy0) / wall
     every = [x for lat in latencies for x in lat]
     return {
         "processes": len(servers),
@@ -317,10 +356,14 @@ def load_test(servers: list[Server], queries: list[str], clients: int, duration:
         "p99": percentile(every, 99),
         "server_cores": server_cores,
         "generator_cores": generator_cores,
+        "postgres_cores": postgres_cores,
+        "machine_cores": machine_cores,
     }
 
 
-def throughput(settings: Settings, queries: list[str], port: int, clients: int, duration: float) -> list[dict]:
+def throughput(
+    settings: Settings, queries: list[str], port: int, clients: int, duration: float, pgdata: Path | None
+) -> list[dict]:
     rows = []
     for processes in (1, 2):
         servers: list[Server] = []
@@ -328,13 +371,14 @@ def throughput(settings: Settings, queries: list[str], port: int, clients: int, 
             for p in range(processes):
                 servers.append(Server(settings, port + p, queries[0]))
             load_test(servers, queries, clients, min(3.0, duration))  # warm every process under load first
-            row = load_test(servers, queries, clients, duration)
+            row = load_test(servers, queries, clients, duration, pgdata)
             row["server_hwm_mb"] = [s.memory()[1] for s in servers]
             rows.append(row)
             print(
                 f"  [throughput] {processes} process(es), {clients} clients: {row['rps']:.0f} req/s, "
                 f"p50 {row['p50']:.1f} ms, p99 {row['p99']:.1f} ms, errors {row['errors']}, "
-                f"servers {row['server_cores']:.2f} cores, load generator {row['generator_cores']:.2f} cores",
+                f"CPU cores busy: servers {row['server_cores']:.2f}, PostgreSQL {row['postgres_cores']:.2f}, load "
+                f"generator {row['generator_cores']:.2f}, whole machine {row['machine_cores']:.2f}",
                 flush=True,
             )
         finally:
@@ -413,7 +457,9 @@ def main() -> None:
                     )
                     rows.append(row)
                     if backend == "postgres" and n == args.throughput_size:
-                        row["throughput"] = throughput(settings, queries, args.port, args.clients, args.duration)
+                        row["throughput"] = throughput(
+                            settings, queries, args.port, args.clients, args.duration, pg.pgdata if pg else None
+                        )
                     if url and pg:
                         pg.admin(f'DROP DATABASE "scale_{n}" WITH (FORCE)')
             finally:
@@ -446,13 +492,13 @@ def report(rows: list[dict], bm25s_rows: list[dict], args: argparse.Namespace) -
     if tp:
         print(
             "\n| passages | API processes | clients | seconds | requests | req/s | p50 ms | p99 ms | errors "
-            "| server cores | load generator cores |\n|" + "---|" * 11
+            "| cores: servers | PostgreSQL | load generator | machine |\n|" + "---|" * 13
         )
         for r, t in tp:
             print(
                 f"| {r['passages']:,} | {t['processes']} | {t['clients']} | {t['seconds']:.0f} | {t['requests']:,} | "
                 f"{t['rps']:.0f} | {t['p50']:.1f} | {t['p99']:.1f} | {t['errors']} | {t['server_cores']:.2f} | "
-                f"{t['generator_cores']:.2f} |"
+                f"{t['postgres_cores']:.2f} | {t['generator_cores']:.2f} | {t['machine_cores']:.2f} |"
             )
     for r in rows:
         if r["stopped"]:
