@@ -35,6 +35,7 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -462,6 +463,7 @@ def main() -> None:
                         )
                     if url and pg:
                         pg.admin(f'DROP DATABASE "scale_{n}" WITH (FORCE)')
+                    shutil.rmtree(home, ignore_errors=True)
             finally:
                 bm25s.close()
             del passages, bm25s
@@ -469,6 +471,7 @@ def main() -> None:
     finally:
         if pg:
             pg.close()
+        shutil.rmtree(work, ignore_errors=True)
     report(rows, bm25s_rows, args)
 
 
