@@ -33,3 +33,43 @@ def peak_rss_mb(pid: int | None = None) -> float:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
     return float("nan")
+
+
+class Postgres:
+    """A throwaway pgserver (PostgreSQL 16 + pgvector) in a temporary directory, started as
+    tests/postgres_support.py starts it: Unix socket, fsync and synchronous commit off."""
+
+    def __init__(self) -> None:
+        import tempfile
+
+        import pgserver
+
+        self.root = Path(tempfile.mkdtemp(prefix="calypso-bench-pg-"))
+        self.server = pgserver.get_server(self.root / "pgdata", cleanup_mode="delete")
+        self.admin_url = self.server.get_uri()
+        self.pgdata = Path(self.server.pgdata)
+        # A throwaway server: durability buys nothing here and fsync makes every commit wait on the disk.
+        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+            self.admin(f"ALTER SYSTEM SET {setting} = off")
+        self.admin("SELECT pg_reload_conf()")
+
+    def admin(self, sql: str, url: str | None = None) -> list[tuple]:
+        import psycopg
+
+        with psycopg.connect(url or self.admin_url, autocommit=True) as conn:
+            cursor = conn.execute(sql)
+            return cursor.fetchall() if cursor.description else []
+
+    def create_database(self, name: str) -> str:
+        """A fresh, empty database, as a URL."""
+        from urllib.parse import urlsplit, urlunsplit
+
+        self.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        self.admin(f'CREATE DATABASE "{name}"')
+        return urlunsplit(urlsplit(self.admin_url)._replace(path=f"/{name}"))
+
+    def close(self) -> None:
+        import shutil
+
+        self.server.cleanup()
+        shutil.rmtree(self.root, ignore_errors=True)

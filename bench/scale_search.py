@@ -1,0 +1,517 @@
+"""Keyword search at 20k, 200k and 1M passages on SQLite and PostgreSQL, in process and over HTTP,
+beside bm25s in the same run; then requests/s through one vs two API processes on PostgreSQL.
+
+    PYTHONPATH=src .venv/bin/python bench/scale_search.py --quick    # 20k, 200 queries, 5 s load tests
+    PYTHONPATH=src .venv/bin/python bench/scale_search.py            # 20k, 200k, 1M; load tests at 200k
+    PYTHONPATH=src .venv/bin/python bench/scale_search.py --sizes 200000 --backends postgres
+
+For each size, the synthetic passages of ``bench/search_speed.py`` (same seed) are indexed by
+bm25s in a forked worker (same stemmer and stopwords as there). Then, for each backend, they
+are written into a fresh store straight through ``add_document`` (documents of 20 passages,
+terms analysed as ingestion does, one transaction per document) and measured:
+
+- in process: a fresh ``DocumentService`` builds the namespace's index from the store ("build
+  s"), then every SciFact claim is searched (k=10) three ways, interleaved query by query in a
+  rotating order: the index alone (``index(ns).search``), ``DocumentService.search`` (index plus
+  fetching the chunks and their documents from the store), and bm25s (indices only);
+- over HTTP: ``calypso serve`` on that database in its own process; "ready s" is from spawn
+  until the first ``POST /v1/search`` answers (that one waits for the index built at start);
+  then every claim once over one keep-alive httpx connection; the server's VmRSS and VmHWM after.
+
+Requests/s (``--throughput-size``, PostgreSQL only): one, then two ``calypso serve`` processes
+over the same database, driven for ``--duration`` seconds by ``--clients`` threads, each with
+keep-alive connections to every process, sending its requests round-robin across them. The
+load generator runs on the same machine and takes CPU from the servers; its CPU use is printed.
+
+A load stops early (and the size is measured where it stopped) after ``--load-limit`` seconds
+or when less than 2 GB of memory is available. Raw figures go to bench/out/ as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import beir_eval as be  # noqa: E402
+from _common import REPO, Postgres, percentile  # noqa: E402
+from search_speed import SEED, Worker, build_bm25s, synthetic_passages  # noqa: E402
+
+try:
+    import calypso  # noqa: F401
+except ImportError:  # running from a checkout without an install
+    sys.path.insert(0, str(REPO / "src"))
+from calypso.config import Settings  # noqa: E402
+from calypso.models import Chunk, Document, Page  # noqa: E402
+from calypso.retrieval.tokenize import encode_terms, tokenize_many  # noqa: E402
+from calypso.services import open_services, open_storage  # noqa: E402
+from calypso.store.base import DuplicateContent  # noqa: E402
+
+NAMESPACE = "general"
+TOKENIZE_BATCH = 4000  # passages analysed at once while loading
+
+
+def mem_available_mb() -> float:
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def proc_status_mb(pid: int, field: str) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_s() -> float:
+    """CPU seconds the whole machine spent busy (not idle or waiting on I/O), every core together."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def postgres_pids(pgdata: Path | None) -> list[int]:
+    """The postmaster and its children (the backends serving our connections)."""
+    if pgdata is None:
+        return []
+    postmaster = int((pgdata / "postmaster.pid").read_text().split()[0])
+    pids = [postmaster]
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == postmaster:
+                pids.append(int(entry.name))
+    return pids
+
+
+def cpu_of(pids: list[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        try:
+            total += proc_cpu_s(pid)
+        except OSError:  # a backend that ended meanwhile
+            pass
+    return total
+
+
+def document(number: int, texts: list[str]) -> tuple[Document, list[Page], list[Chunk], bytes]:
+    """One text document holding ``texts`` as its passages, one page."""
+    body, chunks = "", []
+    for i, passage in enumerate(texts):
+        start = len(body)
+        body += passage + "\n\n"
+        chunks.append(Chunk(i, passage, start, start + len(passage), 1, 1, ("1",)))
+    content = body.encode()
+    doc_id = uuid.uuid4()
+    doc = Document(
+        id=str(doc_id),
+        file_id=f"file-{doc_id.hex}",
+        workspace="default",
+        namespace=NAMESPACE,
+        filename=f"synthetic-{number:07d}.txt",
+        media_type="text/plain",
+        bytes=len(content),
+        sha256=hashlib.sha256(content).hexdigest(),
+        created_at=int(time.time()),
+        page_count=1,
+        chunk_count=len(chunks),
+    )
+    return doc, [Page(1, "1", 0, len(body))], chunks, content
+
+
+def load(settings: Settings, passages: list[str], per_doc: int, limit_s: float, label: str) -> dict:
+    """Write the passages into the store in documents of ``per_doc``; stop early on time or memory."""
+    storage = open_storage(settings)
+    store, loaded, stopped = storage.documents, 0, ""
+    t0 = last_print = time.perf_counter()
+    try:
+        for first in range(0, len(passages), TOKENIZE_BATCH):
+            batch = passages[first : first + TOKENIZE_BATCH]
+            terms = [encode_terms(t) for t in tokenize_many(batch)]  # as ingestion stores them
+            for offset in range(0, len(batch), per_doc):
+                doc, pages, chunks, content = document((first + offset) // per_doc, batch[offset : offset + per_doc])
+                try:
+                    store.add_document(doc, pages, chunks, content, terms[offset : offset + per_doc])
+                except DuplicateContent:
+                    continue
+                loaded += len(chunks)
+            now = time.perf_counter()
+            if now - last_print > 30:
+                last_print = now
+                print(f"  [{label}] loaded {loaded:,} passages in {now - t0:.0f} s", flush=True)
+            if loaded < len(passages) and now - t0 > limit_s:
+                stopped = f"stopped at {loaded:,} passages: --load-limit {limit_s:.0f} s reached"
+                break
+            if mem_available_mb() < 2048:
+                stopped = f"stopped at {loaded:,} passages: less than 2 GB of memory available"
+                break
+    finally:
+        storage.close()
+    seconds = time.perf_counter() - t0
+    if stopped:
+        print(f"  [{label}] {stopped}", flush=True)
+    return {"passages": loaded, "load_s": seconds, "stopped": stopped}
+
+
+def in_process(settings: Settings, queries: list[str], bm25s: Worker) -> dict:
+    """Index build from the store, then index-only / DocumentService.search / bm25s, interleaved."""
+    services = open_services(settings)
+    try:
+        documents = services.documents
+        rss0 = proc_status_mb(os.getpid(), "VmRSS")
+        t0 = time.perf_counter()
+        index = documents.index(NAMESPACE)
+        build_s = time.perf_counter() - t0
+        index_rss_mb = proc_status_mb(os.getpid(), "VmRSS") - rss0
+
+        def index_only(q: str) -> None:
+            index.search(q, k=10)
+
+        def full(q: str) -> None:
+            documents.search(q, NAMESPACE, max_results=10)
+
+        for q in queries[:20]:  # warm: compile segments, fill caches
+            index_only(q)
+            full(q)
+        times: dict[str, list[float]] = {"index": [], "search": [], "bm25s": []}
+        engines = list(times)
+        for i, q in enumerate(queries):
+            for name in engines[i % 3 :] + engines[: i % 3]:
+                if name == "bm25s":
+                    times[name].append(float(bm25s.ask(i)) * 1000)  # type: ignore[arg-type]
+                    continue
+                t = time.perf_counter()
+                (index_only if name == "index" else full)(q)
+                times[name].append((time.perf_counter() - t) * 1000)
+        memory_bytes = getattr(index, "memory_bytes", None)
+        index_mb = memory_bytes() / 2**20 if memory_bytes else float("nan")
+    finally:
+        services.close()
+    out = {"build_s": build_s, "index_mb": index_mb, "index_rss_mb": index_rss_mb}
+    for name, ts in times.items():
+        out[f"{name}_p50"], out[f"{name}_p99"] = percentile(ts, 50), percentile(ts, 99)
+    return out
+
+
+class Server:
+    """``calypso serve`` in its own process on a database; ready once a search answers."""
+
+    def __init__(self, settings: Settings, port: int, probe: str) -> None:
+        env = {
+            **os.environ,
+            "CALYPSO_HOME": str(settings.home),
+            "CALYPSO_DATABASE_URL": settings.database_url,
+            "CALYPSO_LOG_LEVEL": "warning",
+            "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]),
+        }
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        t0 = time.perf_counter()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "calypso.cli", "serve", "--port", str(port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            self._wait(t0, probe)
+        except BaseException:
+            self.stop()
+            raise
+        self.ready_s = time.perf_counter() - t0
+
+    def _wait(self, t0: float, probe: str) -> None:
+        while True:
+            if self.process.poll() is not None:
+                raise SystemExit(f"calypso serve exited: {self.process.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+            if time.perf_counter() - t0 > 1800:
+                raise SystemExit("calypso serve did not answer within 30 minutes")
+            try:
+                if httpx.get(self.url + "/health", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        httpx.post(self.url + "/v1/search", json={"query": probe}, timeout=1800).raise_for_status()
+
+    def memory(self) -> tuple[float, float]:
+        return proc_status_mb(self.process.pid, "VmRSS"), proc_status_mb(self.process.pid, "VmHWM")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def over_http(settings: Settings, queries: list[str], port: int) -> dict:
+    server = Server(settings, port, queries[0])
+    try:
+        times = []
+        with httpx.Client(base_url=server.url, timeout=120) as client:
+            for q in queries[:20]:
+                client.post("/v1/search", json={"query": q, "max_num_results": 10}).raise_for_status()
+            for q in queries:
+                t = time.perf_counter()
+                response = client.post("/v1/search", json={"query": q, "max_num_results": 10})
+                times.append((time.perf_counter() - t) * 1000)
+                response.raise_for_status()
+        rss, hwm = server.memory()
+    finally:
+        server.stop()
+    return {
+        "ready_s": server.ready_s,
+        "http_p50": percentile(times, 50),
+        "http_p99": percentile(times, 99),
+        "server_rss_mb": rss,
+        "server_hwm_mb": hwm,
+    }
+
+
+def load_test(
+    servers: list[Server], queries: list[str], clients: int, duration: float, pgdata: Path | None = None
+) -> dict:
+    """``clients`` threads send searches back to back for ``duration`` s, round-robin over the servers."""
+    latencies: list[list[float]] = [[] for _ in range(clients)]
+    errors = [0] * clients
+    start = threading.Barrier(clients + 1)
+    deadline = [0.0]
+
+    def run(tid: int) -> None:
+        conns = [httpx.Client(base_url=s.url, timeout=60) for s in servers]
+        n = tid
+        try:
+            conns[0].get("/health")  # open the connections before the clock starts
+            for c in conns[1:]:
+                c.get("/health")
+            start.wait()
+            while time.perf_counter() < deadline[0]:
+                q = queries[(n * 7 + tid * 131) % len(queries)]
+                t = time.perf_counter()
+                try:
+                    conns[n % len(conns)].post(
+                        "/v1/search", json={"query": q, "max_num_results": 10}
+                    ).raise_for_status()
+                    latencies[tid].append((time.perf_counter() - t) * 1000)
+                except httpx.HTTPError:
+                    errors[tid] += 1
+                n += 1
+        finally:
+            for c in conns:
+                c.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    cpu0 = [proc_cpu_s(s.process.pid) for s in servers]
+    pids = postgres_pids(pgdata)
+    own0, pg0, busy0 = time.process_time(), cpu_of(pids), machine_busy_s()
+    deadline[0] = time.perf_counter() + duration
+    t0 = time.perf_counter()
+    start.wait()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    server_cores = sum(proc_cpu_s(s.process.pid) - c for s, c in zip(servers, cpu0)) / wall
+    generator_cores = (time.process_time() - own0) / wall
+    postgres_cores = (cpu_of(pids) - pg0) / wall  # backends that ended meanwhile drop out: a lower bound
+    machine_cores = (machine_busy_s() - busy0) / wall
+    every = [x for lat in latencies for x in lat]
+    return {
+        "processes": len(servers),
+        "clients": clients,
+        "seconds": wall,
+        "requests": len(every),
+        "errors": sum(errors),
+        "rps": len(every) / wall,
+        "p50": percentile(every, 50),
+        "p99": percentile(every, 99),
+        "server_cores": server_cores,
+        "generator_cores": generator_cores,
+        "postgres_cores": postgres_cores,
+        "machine_cores": machine_cores,
+    }
+
+
+def throughput(
+    settings: Settings, queries: list[str], port: int, clients: int, duration: float, pgdata: Path | None
+) -> list[dict]:
+    rows = []
+    for processes in (1, 2):
+        servers: list[Server] = []
+        try:
+            for p in range(processes):
+                servers.append(Server(settings, port + p, queries[0]))
+            load_test(servers, queries, clients, min(3.0, duration))  # warm every process under load first
+            row = load_test(servers, queries, clients, duration, pgdata)
+            row["server_hwm_mb"] = [s.memory()[1] for s in servers]
+            rows.append(row)
+            print(
+                f"  [throughput] {processes} process(es), {clients} clients: {row['rps']:.0f} req/s, "
+                f"p50 {row['p50']:.1f} ms, p99 {row['p99']:.1f} ms, errors {row['errors']}, "
+                f"CPU cores busy: servers {row['server_cores']:.2f}, PostgreSQL {row['postgres_cores']:.2f}, load "
+                f"generator {row['generator_cores']:.2f}, whole machine {row['machine_cores']:.2f}",
+                flush=True,
+            )
+        finally:
+            for s in servers:
+                s.stop()
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="20k passages, 200 queries, 5 s load tests")
+    ap.add_argument("--sizes", default="20000,200000,1000000", help="passage counts, comma-separated")
+    ap.add_argument("--backends", default="sqlite,postgres", help="sqlite, postgres or both")
+    ap.add_argument("--queries", type=int, default=0, help="first N SciFact claims (default: all 1,109)")
+    ap.add_argument("--per-doc", type=int, default=20, help="passages per stored document")
+    ap.add_argument("--load-limit", type=float, default=900, help="seconds after which a load stops")
+    ap.add_argument("--throughput-size", type=int, default=200_000, help="size of the load tests (0: none)")
+    ap.add_argument("--clients", type=int, default=8, help="concurrent keep-alive clients in the load tests")
+    ap.add_argument("--duration", type=float, default=20, help="seconds per load test")
+    ap.add_argument("--port", type=int, default=8790)
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    backends = args.backends.split(",")
+    if args.quick:
+        sizes, args.queries, args.duration = [20_000], args.queries or 200, 5
+        args.throughput_size = 20_000 if args.throughput_size else 0
+    queries = list(be.load_queries(be.scifact_dir()).values())
+    queries = queries[: args.queries] if args.queries else queries
+    print(
+        f"{platform.python_version()}, {os.cpu_count()} CPUs, {mem_available_mb() / 1024:.1f} GB available; "
+        f"{len(queries)} SciFact queries, k=10; synthetic passages seed {SEED}, {args.per_doc} per document",
+        flush=True,
+    )
+    pg = Postgres() if "postgres" in backends else None
+    rows: list[dict] = []
+    bm25s_rows: list[dict] = []
+    work = Path(tempfile.mkdtemp(prefix="calypso-scale-"))
+    try:
+        for n in sizes:
+            t = time.perf_counter()
+            passages = synthetic_passages(n)
+            print(f"\n{n:,} passages generated in {time.perf_counter() - t:.1f} s", flush=True)
+            bm25s = Worker(build_bm25s, passages, queries, args.per_doc)  # forked before any store opens
+            bm25s_rows.append({"passages": n, **bm25s.info})
+            print(
+                f"  [bm25s] built in {bm25s.info['build_s']:.1f} s, score matrix {bm25s.info['index_mb']:.0f} MB, "
+                f"worker peak +{bm25s.info['peak_mb']:.0f} MB",
+                flush=True,
+            )
+            try:
+                for backend in backends:
+                    home = work / f"{backend}-{n}"
+                    url = pg.create_database(f"scale_{n}") if backend == "postgres" and pg else ""
+                    settings = Settings(home=home, database_url=url)
+                    label = f"{backend} {n // 1000}k"
+                    loaded = load(settings, passages, args.per_doc, args.load_limit, label)
+                    if url and pg:
+                        pg.admin("ANALYZE", url)  # what autovacuum would do shortly after a bulk load
+                    print(f"  [{label}] loaded {loaded['passages']:,} passages in {loaded['load_s']:.1f} s", flush=True)
+                    row = {"size": n, "backend": backend, **loaded}
+                    row.update(in_process(settings, queries, bm25s))
+                    gc.collect()  # the in-process index, before the server builds its own
+                    print(
+                        f"  [{label}] in process: index built in {row['build_s']:.1f} s; search p50 "
+                        f"{row['search_p50']:.2f} ms p99 {row['search_p99']:.2f} ms (index alone "
+                        f"{row['index_p50']:.2f}/{row['index_p99']:.2f}); bm25s {row['bm25s_p50']:.2f}/"
+                        f"{row['bm25s_p99']:.2f}",
+                        flush=True,
+                    )
+                    row.update(over_http(settings, queries, args.port))
+                    print(
+                        f"  [{label}] http: ready in {row['ready_s']:.1f} s; p50 {row['http_p50']:.2f} ms p99 "
+                        f"{row['http_p99']:.2f} ms; server RSS {row['server_rss_mb']:.0f} MB, peak "
+                        f"{row['server_hwm_mb']:.0f} MB",
+                        flush=True,
+                    )
+                    rows.append(row)
+                    if backend == "postgres" and n == args.throughput_size:
+                        row["throughput"] = throughput(
+                            settings, queries, args.port, args.clients, args.duration, pg.pgdata if pg else None
+                        )
+                    if url and pg:
+                        pg.admin(f'DROP DATABASE "scale_{n}" WITH (FORCE)')
+                    shutil.rmtree(home, ignore_errors=True)
+            finally:
+                bm25s.close()
+            del passages, bm25s
+            gc.collect()
+    finally:
+        if pg:
+            pg.close()
+        shutil.rmtree(work, ignore_errors=True)
+    report(rows, bm25s_rows, args)
+
+
+def report(rows: list[dict], bm25s_rows: list[dict], args: argparse.Namespace) -> None:
+    print(
+        "\n| passages | backend | load s | build s | index p50 | search p50 | search p99 | bm25s p50 | bm25s p99 "
+        "| http p50 | http p99 | ready s | server RSS MB | server peak MB |\n|" + "---|" * 14
+    )
+    for r in rows:
+        print(
+            f"| {r['passages']:,} | {r['backend']} | {r['load_s']:.0f} | {r['build_s']:.1f} | {r['index_p50']:.2f} | "
+            f"{r['search_p50']:.2f} | {r['search_p99']:.2f} | {r['bm25s_p50']:.2f} | {r['bm25s_p99']:.2f} | "
+            f"{r['http_p50']:.2f} | {r['http_p99']:.2f} | {r['ready_s']:.1f} | {r['server_rss_mb']:.0f} | "
+            f"{r['server_hwm_mb']:.0f} |"
+        )
+    print("times in ms unless marked s; index/search/bm25s interleaved query by query in one process")
+    print("\n| passages | bm25s build s | score matrix MB | worker peak+ MB |\n|---|---|---|---|")
+    for b in bm25s_rows:
+        print(f"| {b['passages']:,} | {b['build_s']:.1f} | {b['index_mb']:.0f} | {b['peak_mb']:.0f} |")
+    tp = [(r, t) for r in rows for t in r.get("throughput", [])]
+    if tp:
+        print(
+            "\n| passages | API processes | clients | seconds | requests | req/s | p50 ms | p99 ms | errors "
+            "| cores: servers | PostgreSQL | load generator | machine |\n|" + "---|" * 13
+        )
+        for r, t in tp:
+            print(
+                f"| {r['passages']:,} | {t['processes']} | {t['clients']} | {t['seconds']:.0f} | {t['requests']:,} | "
+                f"{t['rps']:.0f} | {t['p50']:.1f} | {t['p99']:.1f} | {t['errors']} | {t['server_cores']:.2f} | "
+                f"{t['postgres_cores']:.2f} | {t['generator_cores']:.2f} | {t['machine_cores']:.2f} |"
+            )
+    for r in rows:
+        if r["stopped"]:
+            print(f"note: {r['backend']} at {r['size']:,}: {r['stopped']}")
+    out = REPO / "bench" / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"scale_search-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps({"args": vars(args), "rows": rows, "bm25s": bm25s_rows}, indent=1))
+    print(f"\nraw figures: {path.relative_to(REPO)}")
+
+
+if __name__ == "__main__":
+    main()
