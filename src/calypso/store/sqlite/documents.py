@@ -242,8 +242,10 @@ class SQLiteDocumentStore:
         chunks: dict[int, StoredChunk] = {}
         for batch in batched(keys):
             marks = ",".join("?" * len(batch))
+            # CROSS JOIN makes SQLite start from the few chunk keys: left to choose, its planner walked the
+            # whole namespace's documents (34 ms instead of 0.4 ms at 200k passages, bench/scale_search.py).
             rows = self.database.rows(
-                f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.document_key "
+                f"SELECT {_CHUNK_COLUMNS} FROM chunks c CROSS JOIN documents d ON d.key = c.document_key "
                 f"WHERE {scope} AND c.key IN ({marks})",
                 (*scope_args, *batch),
             )
