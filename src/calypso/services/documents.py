@@ -1,14 +1,14 @@
 """The documents service: ingest, read, list, delete documents and search their passages.
 
 The API and the CLI both call it. It owns one in-memory BM25 index per
-(workspace, namespace), built lazily from the store and kept up to date as
-documents come and go through this process.
+(workspace, namespace), loaded or built on first use and kept equal to the
+store by following its change feed (``services/index_sync.py``): writes made
+here and in every other process reach the index the same way.
 """
 
 from __future__ import annotations
 
 import hashlib
-import threading
 import time
 import uuid
 from collections.abc import Sequence
@@ -23,10 +23,11 @@ from calypso.ingest.crawl import fetch_page
 from calypso.ingest.isolation import parse_isolated
 from calypso.ingest.limits import ParseLimits
 from calypso.ingest.parsers import parse_document
-from calypso.models import Document, IndexedChunk, Listing, Order, Page, ParsedDocument, Passage, StoredChunk
+from calypso.models import Document, Listing, Order, Page, ParsedDocument, Passage, StoredChunk
 from calypso.retrieval.bm25 import BM25Index
-from calypso.retrieval.tokenize import decode_terms, encode_terms, tokenize_many
+from calypso.retrieval.tokenize import encode_terms, tokenize_many
 from calypso.scope import DEFAULT_WORKSPACE, check_namespace
+from calypso.services.index_sync import NamespaceIndexes
 from calypso.store.base import DocumentStore, DuplicateContent
 
 
@@ -36,17 +37,14 @@ class IngestResult:
     created: bool  # False when identical bytes were already in the namespace
 
 
-def _index_rows(chunks: list[IndexedChunk]) -> list[tuple[int, str, list[str] | None]]:
-    return [(c.key, c.text, decode_terms(c.terms)) for c in chunks]
-
-
 class DocumentService:
     def __init__(self, settings: Settings, store: DocumentStore, signing_secret: bytes) -> None:
         self.settings = settings
         self.store = store
         self._signing_secret = signing_secret
-        self._indexes: dict[tuple[str, str], BM25Index] = {}
-        self._index_lock = threading.RLock()
+        # Snapshots of the indexes beside the embedded database only (see NamespaceIndexes).
+        snapshots = None if settings.database_url else settings.home / "index"
+        self._indexes = NamespaceIndexes(store, snapshots)
 
     # -- ingestion ---------------------------------------------------------
     def ingest(
@@ -100,25 +98,18 @@ class DocumentService:
         )
         terms = tokenize_many(c.text for c in chunks)  # analyzed once: stored, and indexed from the store
         stored_terms = [encode_terms(t) for t in terms]
-        with self._index_lock:
-            try:
-                doc_key, chunk_keys = self.store.add_document(document, parsed.pages, chunks, data, stored_terms)
-            except DuplicateContent as duplicate:  # the same bytes landed meanwhile (a concurrent upload)
-                return IngestResult(duplicate.existing, created=False)
-            index = self._indexes.get((workspace, namespace))
-            if index is not None:
-                index.add(doc_key, list(zip(chunk_keys, (c.text for c in chunks), terms, strict=True)))
+        try:
+            self.store.add_document(document, parsed.pages, chunks, data, stored_terms)
+        except DuplicateContent as duplicate:  # the same bytes landed meanwhile (a concurrent upload)
+            return IngestResult(duplicate.existing, created=False)
+        self._indexes.catch_up()  # through the feed, like everyone else's writes: this process reads its own
         return IngestResult(document, created=True)
 
     def delete(self, document_id: str, workspace: str = DEFAULT_WORKSPACE) -> Document:
-        with self._index_lock:
-            key = self.store.document_key(workspace, document_id)
-            deleted = self.store.delete_document(workspace, document_id)
-            if deleted is None or key is None:
-                raise NotFound(f"No document with id {document_id!r}.", param="document_id")
-            index = self._indexes.get((workspace, deleted.namespace))
-            if index is not None:
-                index.remove(key)
+        deleted = self.store.delete_document(workspace, document_id)
+        if deleted is None:
+            raise NotFound(f"No document with id {document_id!r}.", param="document_id")
+        self._indexes.catch_up()
         return deleted
 
     def get(self, document_id: str, workspace: str = DEFAULT_WORKSPACE) -> Document:
@@ -228,20 +219,20 @@ class DocumentService:
 
     # -- retrieval ---------------------------------------------------------
     def index(self, namespace: str, workspace: str = DEFAULT_WORKSPACE) -> BM25Index:
-        """The namespace's index, built from the store on first use."""
-        with self._index_lock:
-            index = self._indexes.get((workspace, namespace))
-            if index is None:
-                index = BM25Index()
-                index.add_many(
-                    (key, _index_rows(chunks)) for key, chunks in self.store.namespace_chunks(workspace, namespace)
-                )
-                self._indexes[(workspace, namespace)] = index
-            return index
+        """The namespace's index: loaded from its snapshot or built from the store on first use, then following the feed."""
+        return self._indexes.get(workspace, namespace)
 
     def warm_up(self, workspace: str = DEFAULT_WORKSPACE) -> int:
-        """Build every namespace's index now (at start-up) instead of on its first query; returns passages indexed."""
+        """Load every namespace's index now (at start-up) instead of on its first query; returns passages indexed."""
         return sum(len(self.index(namespace, workspace)) for namespace in self.store.namespaces(workspace))
+
+    def catch_up(self) -> int:
+        """Apply the store's change feed to the loaded indexes now (the follower thread does so on its own)."""
+        return self._indexes.catch_up()
+
+    def close(self) -> None:
+        """Stop following the feed and save the changed indexes' snapshots (embedded backend)."""
+        self._indexes.close()
 
     def search(
         self,
