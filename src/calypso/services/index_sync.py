@@ -25,6 +25,7 @@ still brings up to date.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shutil
@@ -103,12 +104,14 @@ class NamespaceIndexes:
 
     ``snapshots``: the directory for index snapshots, or None to always build from the
     store (PostgreSQL: a file beside one API process cannot tell which database it
-    describes, and API processes there are meant to be disposable).
+    describes for sure, and API processes there are meant to be disposable). ``follow``:
+    start the follower thread with the first index (off: only ``catch_up`` applies changes).
     """
 
-    def __init__(self, store: DocumentStore, snapshots: Path | None = None) -> None:
+    def __init__(self, store: DocumentStore, snapshots: Path | None = None, *, follow: bool = True) -> None:
         self.store = store
         self.snapshots = snapshots
+        self.follow = follow
         self._indexes: dict[Key, BM25Index] = {}
         self._position = 0  # every index in _indexes reflects the feed up to here
         self._lock = threading.RLock()  # applying changes; publishing an index
@@ -155,6 +158,7 @@ class NamespaceIndexes:
                 # seq > position: the next catch-up replays (position, seq] onto it, harmlessly
                 self._indexes[key] = index
                 self._unsaved[key] = 0 if loaded is not None else SAVE_AFTER_CHANGES
+                self.catch_up()  # what was written since the snapshot or during the build
         self._start_follower()
         if loaded is None and self.snapshots is not None:
             self._save_in_background()
@@ -187,7 +191,7 @@ class NamespaceIndexes:
         if seq == 0:
             return True
         found = self.store.changes_since(seq - 1, 1)
-        return bool(found) and found[0].seq == seq and _fingerprint(found[0]) == change
+        return bool(found) and found[0].seq == seq and _fingerprint(self.store, found[0]) == change
 
     # -- following the feed ----------------------------------------------------
     def catch_up(self) -> int:
@@ -226,7 +230,7 @@ class NamespaceIndexes:
 
     def _start_follower(self) -> None:
         with self._lock:
-            if self._follower is None and not self._stop.is_set():
+            if self.follow and self._follower is None and not self._stop.is_set():
                 self._follower = threading.Thread(target=self._follow, name="index-follower", daemon=True)
                 self._follower.start()
 
@@ -283,7 +287,7 @@ class NamespaceIndexes:
 
     def _fingerprint_at(self, seq: int) -> list[object] | None:
         found = self.store.changes_since(seq - 1, 1) if seq else []
-        return _fingerprint(found[0]) if found and found[0].seq == seq else None
+        return _fingerprint(self.store, found[0]) if found and found[0].seq == seq else None
 
     def _maybe_save(self) -> None:
         if self.snapshots is not None and any(n >= SAVE_AFTER_CHANGES for n in self._unsaved.values()):
@@ -316,8 +320,12 @@ class NamespaceIndexes:
                 log.warning("could not save the indexes at close: %s", exc)
 
 
-def _fingerprint(change: DocumentChange) -> list[object]:
-    return [change.workspace, change.namespace, change.document_key, change.kind]
+def _fingerprint(store: DocumentStore, change: DocumentChange) -> list[object]:
+    """What identifies the feed's change at a snapshot's position: a recreated database reuses seqs and keys."""
+    digest = hashlib.sha256()
+    for chunk in store.document_chunks(change.document_key):  # empty once deleted
+        digest.update(f"{chunk.key}\x00{chunk.terms}\x00{chunk.text}\x00".encode())
+    return [change.workspace, change.namespace, change.document_key, change.kind, digest.hexdigest()[:16]]
 
 
 def _apply(store: DocumentStore, index: BM25Index, change: DocumentChange) -> bool:
