@@ -45,8 +45,8 @@ from calypso.services import open_services  # noqa: E402
 PER_DOCUMENT = 100
 
 
-def build_home(home: Path, passages: list[str]) -> None:
-    services = open_services(Settings(home=home))
+def build_home(home: Path, passages: list[str], database_url: str = "") -> None:
+    services = open_services(Settings(home=home, database_url=database_url))
     for first in range(0, len(passages), PER_DOCUMENT):
         batch = passages[first : first + PER_DOCUMENT]
         text, chunks = "", []
@@ -151,11 +151,54 @@ def measure(label: str, passages: list[str], queries: list[str], port: int) -> N
     )
 
 
+def feed_cost(passages: list[str], queries: list[str]) -> None:
+    """PostgreSQL (pgserver): what reading the change feed at every search would add, vs the search itself."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from postgres_support import PgServer
+
+    server = PgServer()
+    try:
+        url = server.create_database()
+        with tempfile.TemporaryDirectory() as tmp:
+            build_home(Path(tmp), passages, url)
+            services = open_services(Settings(home=Path(tmp), database_url=url))
+            kb, store = services.documents, services.storage.documents
+            kb.search(queries[0])
+            position = store.change_position()
+            feed_ms, search_ms, both_ms = [], [], []
+            for query in queries:
+                t0 = time.perf_counter()
+                store.changes_since(position, 1000)
+                t1 = time.perf_counter()
+                kb.search(query, max_results=10)
+                t2 = time.perf_counter()
+                kb.catch_up()
+                kb.search(query, max_results=10)
+                t3 = time.perf_counter()
+                feed_ms.append((t1 - t0) * 1000)
+                search_ms.append((t2 - t1) * 1000)
+                both_ms.append((t3 - t2) * 1000)
+            services.close()
+    finally:
+        server.close()
+    print(f"PostgreSQL, {len(passages):,} passages, {len(queries)} queries (ms):")
+    print(f"{'':>34} {'p50':>7} {'p99':>7}")
+    for label, values in (
+        ("changes_since (nothing new)", feed_ms),
+        ("DocumentService.search", search_ms),
+        ("catch_up() + search", both_ms),
+    ):
+        print(f"{label:>34} {percentile(values, 50):7.3f} {percentile(values, 99):7.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--synthetic-only", action="store_true", help="skip the SciFact knowledge base")
+    parser.add_argument(
+        "--feed-cost", action="store_true", help="only: the cost of reading the change feed per search on PostgreSQL"
+    )
     args = parser.parse_args()
 
     root = be.scifact_dir()
@@ -164,6 +207,9 @@ def main() -> None:
     if args.quick:
         queries = queries[:300]
     synthetic_n = 20_000 if args.quick else 200_000
+    if args.feed_cost:
+        feed_cost(list(corpus.values()), queries)
+        return
     print(f"{len(queries)} SciFact queries, k=10; times in ms unless marked s; memory in MB")
     print("start 1: index built from the store; start 2: after a clean shutdown (snapshot, if any)")
     print("1st answer: seconds from process start to the first answered search; peak = VmHWM, rss = VmRSS after")

@@ -40,6 +40,12 @@ DEFAULT_B = 0.5
 
 _SMALL_SEGMENT = 1 << 16  # postings: tail segments below this are always merged
 _MERGE_RATIO = 4  # merge the two newest segments while the older is < 4x the newer
+# Postings: tail segments are not merged beyond this or an eighth of the index, whichever is larger. That
+# bounds a merge's temporaries (a merge of everything at 200k passages peaked 400 MB above the index) and
+# keeps the number of segments a search visits small (each costs a few microseconds per query term).
+_MAX_MERGED = 1 << 21
+_COMPILE_TOKENS = 1 << 20  # a bulk load compiles its pending rows every ~1M tokens (bounds the build's peak)
+_ADD_BATCH = 4096  # chunks analysed per locked append (bounds the Python term lists held at once)
 _COMPACT_MIN = 1024  # renumber rows once this many, and a quarter of them, are dead
 _DIRECT_TOPK_ROWS = 1 << 15  # below this, top-k takes all positive rows (no k-th bound)
 _FILE_FORMAT = 1  # of save/load; bump when the layout of the files changes
@@ -381,7 +387,7 @@ class BM25Index:
             terms = [c[2] if len(c) > 2 and c[2] is not None else self._analyze(c[1]) for c in chunks]
             batch.append((int(doc_key), keys, terms))
             n_chunks += len(keys)
-            if n_chunks >= 20_000:
+            if n_chunks >= _ADD_BATCH:
                 self._append(batch)
                 batch, n_chunks = [], 0
         if batch:
@@ -407,6 +413,8 @@ class BM25Index:
                     self._remove_locked(doc_key)
                 self._docs[doc_key] = (row, len(ks))
                 row += len(ks)
+            if sum(map(len, self._pending)) >= _COMPILE_TOKENS:  # a bulk load: compile as it goes
+                self._compile_pending()
             self._snap = None
 
     def _reserve(self, n: int) -> None:
@@ -506,8 +514,11 @@ class BM25Index:
         self._df += np.bincount(term, minlength=len(self._df))
         self._segs.append(_Segment.from_forward(r0, np.concatenate(counts), term, tf, self._row_len[r0:r1]))
         segs = self._segs
+        limit = max(_MAX_MERGED, sum(s.n_postings for s in segs) // 8)
         while len(segs) > 1 and (
-            segs[-2].n_postings < _SMALL_SEGMENT or segs[-2].n_postings < _MERGE_RATIO * segs[-1].n_postings
+            segs[-2].n_postings < _SMALL_SEGMENT
+            or segs[-2].n_postings < _MERGE_RATIO * segs[-1].n_postings
+            and segs[-2].n_postings + segs[-1].n_postings <= limit
         ):
             segs[-2:] = [_merge(segs[-2:], self._row_live)]
 

@@ -25,6 +25,7 @@ still brings up to date.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import logging
 import os
@@ -150,6 +151,7 @@ class NamespaceIndexes:
                     for doc_key, chunks in self.store.namespace_chunks(workspace, namespace)
                 )
                 log.info("index %s/%s: %d passages built in %.1fs", *key, len(index), time.perf_counter() - started)
+                _return_freed_memory()
             with self._lock:
                 if not self._indexes:
                     self._position = seq
@@ -318,6 +320,14 @@ class NamespaceIndexes:
                 self.save(only_changed=True)
             except StorageError as exc:
                 log.warning("could not save the indexes at close: %s", exc)
+
+
+def _return_freed_memory() -> None:
+    """Give the heap a build freed back to the OS (glibc keeps it otherwise: ~160 MB of RSS at 200k passages)."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 def _fingerprint(store: DocumentStore, change: DocumentChange) -> list[object]:
