@@ -178,6 +178,18 @@ def feed_cost(passages: list[str], queries: list[str]) -> None:
                 feed_ms.append((t1 - t0) * 1000)
                 search_ms.append((t2 - t1) * 1000)
                 both_ms.append((t3 - t2) * 1000)
+            # Lag of the follower: an upload through another Services over the same database, until found here.
+            writer = open_services(Settings(home=Path(tmp) / "writer", database_url=url))
+            lag_ms = []
+            for i in range(30):
+                word = f"zyxlag{i}"
+                t0 = time.perf_counter()
+                writer.documents.ingest(f"A passage about {word}.".encode(), f"{word}.txt")
+                t1 = time.perf_counter()
+                while not kb.search(word):
+                    time.sleep(0.0005)
+                lag_ms.append((time.perf_counter() - t1) * 1000)
+            writer.close()
             services.close()
     finally:
         server.close()
@@ -189,6 +201,9 @@ def feed_cost(passages: list[str], queries: list[str]) -> None:
         ("catch_up() + search", both_ms),
     ):
         print(f"{label:>34} {percentile(values, 50):7.3f} {percentile(values, 99):7.3f}")
+    print(
+        f"another process's upload found here after (30 uploads): p50 {percentile(lag_ms, 50):.1f} ms, max {max(lag_ms):.1f} ms"
+    )
 
 
 def main() -> None:
