@@ -26,6 +26,7 @@ still brings up to date.
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import hashlib
 import logging
 import os
@@ -77,27 +78,34 @@ class SnapshotDirectory:
         except OSError:
             return None
         directory = self.path / name
-        return directory if name.startswith("snap-") and directory.is_dir() else None
+        return directory if name.startswith("snap-") and (directory / "manifest.json").is_file() else None
 
-    def save(self, index: BM25Index, meta: dict[str, object]) -> Path:
-        """Write a new snapshot, then point ``CURRENT`` at it (atomic), then remove the older ones."""
+    def save(self, index: BM25Index, meta: dict[str, object]) -> Path | None:
+        """Write a new snapshot, point ``CURRENT`` at it (atomic), remove the older ones; None when another saver is at it."""
         self.path.mkdir(parents=True, exist_ok=True)
-        directory = self.path / f"snap-{uuid.uuid4().hex[:12]}"
-        index.save(directory, meta)
-        pointer = self.path / f"CURRENT.{uuid.uuid4().hex[:8]}.tmp"
-        pointer.write_text(directory.name, encoding="utf-8")
-        with open(pointer, "rb+") as file:
-            os.fsync(file.fileno())
-        os.replace(pointer, self.path / "CURRENT")
-        fd = os.open(self.path, os.O_RDONLY)
-        try:
-            os.fsync(fd)  # the rename itself is durable
-        finally:
-            os.close(fd)
-        for old in self.path.iterdir():  # a loaded index keeps its mapped files open: unlinking them is safe
-            if old != directory and old.name != "CURRENT":
-                shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
-        return directory
+        with open(self.path / ".lock", "a+b") as lock:
+            try:  # one saver at a time, across threads and processes (a CLI beside a server, say)
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return None
+            directory = self.path / f"snap-{uuid.uuid4().hex[:12]}"
+            index.save(directory, meta)
+            pointer = self.path / f"CURRENT.{uuid.uuid4().hex[:8]}.tmp"
+            pointer.write_text(directory.name, encoding="utf-8")
+            with open(pointer, "rb+") as file:
+                os.fsync(file.fileno())
+            os.replace(pointer, self.path / "CURRENT")
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fsync(fd)  # the rename itself is durable
+            finally:
+                os.close(fd)
+            for old in self.path.iterdir():  # a loaded index keeps its mapped files open: unlinking them is safe
+                if old.name.startswith("snap-") and old != directory:
+                    shutil.rmtree(old, ignore_errors=True)
+                elif old.name.startswith("CURRENT.") and old.name.endswith(".tmp"):
+                    old.unlink(missing_ok=True)
+            return directory
 
 
 class NamespaceIndexes:
@@ -279,11 +287,13 @@ class NamespaceIndexes:
                 index = self._indexes[key]
                 meta: dict[str, object] = {"seq": self._position, "change": self._fingerprint_at(self._position)}
                 try:
-                    SnapshotDirectory(self.snapshots, key).save(index, meta)
+                    if SnapshotDirectory(self.snapshots, key).save(index, meta) is None:
+                        continue  # another saver holds the directory: this index stays marked unsaved
                 except OSError as exc:
                     log.warning("could not save the index of %s/%s: %s", *key, exc)
                     continue
                 self._unsaved[key] = 0
+                log.info("index %s/%s: saved at change %s", *key, meta["seq"])
             saved += 1
         return saved
 
