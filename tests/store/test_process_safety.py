@@ -6,10 +6,14 @@ import os
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 from postgres_support import RawDatabase
+from tests_support import free_port
 
 from calypso.config import Settings
 from calypso.errors import DataDirectoryInUse
@@ -111,12 +115,12 @@ def test_read_connections_stay_bounded_across_bursts(tmp_path: Path, database_ur
         for thread in threads:
             thread.join()
 
-    # PostgreSQL: the pool's ceiling, 10 connections. SQLite: a database and a WAL descriptor per
+    # PostgreSQL: the pool's ceiling, 10 connections, plus the index follower's LISTEN connection. SQLite: a database and a WAL descriptor per
     # connection plus the shared-memory file, for at most the writer and one reader per thread of a
     # burst (SQLite defers closing a descriptor while another connection holds a lock on the file,
     # so idle readers beyond the 8 kept may linger until the next open reuses them).
     # A leak of one per thread would pass 40 a burst.
-    ceiling = 10 if database_url else 2 * (1 + THREADS) + 1
+    ceiling = 11 if database_url else 2 * (1 + THREADS) + 1
     for _ in range(5):
         burst()
         assert connections() <= ceiling
@@ -131,9 +135,72 @@ def test_several_serving_processes_share_one_postgres_database(tmp_path: Path, d
     doc = first.documents.ingest(b"Harbour cranes are inspected every spring.", "cranes.txt").document
     assert second.documents.get(doc.id).filename == "cranes.txt"
     assert second.documents.search("harbour cranes")[0].document.id == doc.id  # its index builds from the database
-    # The documented limitation of this version: an index already built does not follow another process's writes.
+    # An index already built follows the other process's writes through the change feed, within a second.
     later = first.documents.ingest(b"Lighthouse lamps are cleaned weekly.", "lamps.txt").document
-    assert second.documents.search("lighthouse lamps") == []
-    assert first.documents.search("lighthouse lamps")[0].document.id == later.id
+    assert first.documents.search("lighthouse lamps")[0].document.id == later.id  # its own write, at once
+    assert _within(1.0, lambda: [p.document.id for p in second.documents.search("lighthouse lamps")] == [later.id])
+    first.documents.delete(later.id)
+    assert _within(1.0, lambda: second.documents.search("lighthouse lamps") == [])
     first.close()
     second.close()
+
+
+def _within(seconds: float, condition: Callable[[], bool]) -> float:
+    """Seconds until ``condition()`` held, polled; AssertionError when it did not within ``seconds``."""
+    start = time.monotonic()
+    while not condition():
+        if time.monotonic() - start > seconds:
+            raise AssertionError(f"not within {seconds} s")
+        time.sleep(0.01)
+    return time.monotonic() - start
+
+
+def _serve(home: Path, port: int) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "CALYPSO_HOME": str(home), "CALYPSO_LOG_LEVEL": "warning"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "calypso.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _within(60.0, lambda: _healthy(port))
+    except AssertionError:
+        process.kill()
+        raise
+    return process
+
+
+def _healthy(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+@pytest.mark.backends("postgres")
+def test_two_serve_processes_over_one_database_see_each_others_writes(tmp_path: Path, database_url: str) -> None:
+    ports = free_port(), free_port()
+    servers = [_serve(tmp_path / name, port) for name, port in zip(("a", "b"), ports)]
+    try:
+        with (
+            httpx.Client(base_url=f"http://127.0.0.1:{ports[0]}", timeout=30) as a,
+            httpx.Client(base_url=f"http://127.0.0.1:{ports[1]}", timeout=30) as b,
+        ):
+
+            def found(client: httpx.Client, query: str) -> set[str]:
+                response = client.post("/v1/search", json={"query": query})
+                response.raise_for_status()
+                return {hit["attributes"]["document_id"] for hit in response.json()["data"]}
+
+            assert found(b, "lighthouse lamps") == set()  # B's index is loaded (and following) before the upload
+            upload = a.post("/v1/documents", files={"file": ("lamps.txt", b"Lighthouse lamps are cleaned weekly.")})
+            assert upload.status_code in (200, 201), upload.text
+            doc_id = upload.json()["id"]
+            assert _within(1.0, lambda: found(b, "lighthouse lamps") == {doc_id}) < 1.0
+            assert a.delete(f"/v1/documents/{doc_id}").status_code == 200
+            assert _within(1.0, lambda: found(b, "lighthouse lamps") == set()) < 1.0
+    finally:
+        for server in servers:
+            server.terminate()
+            server.wait(timeout=30)

@@ -20,16 +20,19 @@ above a cheap lower bound of the k-th score (no partition of all N scores).
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
 from itertools import chain
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from calypso.retrieval.tokenize import DEFAULT_ANALYZER
+from calypso.retrieval.tokenize import ANALYZER_VERSION, DEFAULT_ANALYZER
 
 # Tuned on SciFact qrels/train.tsv (bench/retrieval_quality.py).
 DEFAULT_K1 = 1.2
@@ -37,8 +40,15 @@ DEFAULT_B = 0.5
 
 _SMALL_SEGMENT = 1 << 16  # postings: tail segments below this are always merged
 _MERGE_RATIO = 4  # merge the two newest segments while the older is < 4x the newer
+# Postings: tail segments are not merged beyond this or an eighth of the index, whichever is larger. That
+# bounds a merge's temporaries (a merge of everything at 200k passages peaked 400 MB above the index) and
+# keeps the number of segments a search visits small (each costs a few microseconds per query term).
+_MAX_MERGED = 1 << 21
+_COMPILE_TOKENS = 1 << 20  # a bulk load compiles its pending rows every ~1M tokens (bounds the build's peak)
+_ADD_BATCH = 4096  # chunks analysed per locked append (bounds the Python term lists held at once)
 _COMPACT_MIN = 1024  # renumber rows once this many, and a quarter of them, are dead
 _DIRECT_TOPK_ROWS = 1 << 15  # below this, top-k takes all positive rows (no k-th bound)
+_FILE_FORMAT = 1  # of save/load; bump when the layout of the files changes
 _I64 = np.int64
 
 _Int64s = NDArray[np.int64]
@@ -327,6 +337,10 @@ class BM25Index:
     Thread-safety: one lock serialises writers and the compile/swap of the read snapshot;
     searches otherwise run lock-free on an immutable snapshot, from any number of threads.
 
+    ``save(directory)`` writes the index as ``.npy`` arrays plus small tables; ``load``
+    maps the posting arrays from those files (read-only, paged in on use) instead of
+    rebuilding, and the loaded index takes adds and removes like a built one.
+
     ``analyzer`` maps a text to its terms (default: :func:`calypso.retrieval.tokenize`).
     """
 
@@ -373,7 +387,7 @@ class BM25Index:
             terms = [c[2] if len(c) > 2 and c[2] is not None else self._analyze(c[1]) for c in chunks]
             batch.append((int(doc_key), keys, terms))
             n_chunks += len(keys)
-            if n_chunks >= 20_000:
+            if n_chunks >= _ADD_BATCH:
                 self._append(batch)
                 batch, n_chunks = [], 0
         if batch:
@@ -399,6 +413,8 @@ class BM25Index:
                     self._remove_locked(doc_key)
                 self._docs[doc_key] = (row, len(ks))
                 row += len(ks)
+            if sum(map(len, self._pending)) >= _COMPILE_TOKENS:  # a bulk load: compile as it goes
+                self._compile_pending()
             self._snap = None
 
     def _reserve(self, n: int) -> None:
@@ -498,8 +514,11 @@ class BM25Index:
         self._df += np.bincount(term, minlength=len(self._df))
         self._segs.append(_Segment.from_forward(r0, np.concatenate(counts), term, tf, self._row_len[r0:r1]))
         segs = self._segs
+        limit = max(_MAX_MERGED, sum(s.n_postings for s in segs) // 8)
         while len(segs) > 1 and (
-            segs[-2].n_postings < _SMALL_SEGMENT or segs[-2].n_postings < _MERGE_RATIO * segs[-1].n_postings
+            segs[-2].n_postings < _SMALL_SEGMENT
+            or segs[-2].n_postings < _MERGE_RATIO * segs[-1].n_postings
+            and segs[-2].n_postings + segs[-1].n_postings <= limit
         ):
             segs[-2:] = [_merge(segs[-2:], self._row_live)]
 
@@ -605,6 +624,101 @@ class BM25Index:
         offs = np.repeat(starts - np.cumsum(counts) + counts, counts)
         rows = offs + np.arange(int(counts.sum()), dtype=_I64)
         return rows[rows < n_rows].astype(np.int32)  # int32 like posting rows (searchsorted)
+
+    # ------------------------------------------------------------ persisting
+    def __contains__(self, doc_key: object) -> bool:
+        """Whether a document (by key) is indexed."""
+        return doc_key in self._docs
+
+    def save(self, directory: Path, meta: dict[str, Any] | None = None) -> None:
+        """Write the index into ``directory`` (created; files in it are replaced), ``meta`` in its manifest.
+
+        Only the default analyzer's indexes can be saved: the manifest names its version,
+        and ``load`` refuses files written under another one.
+        """
+        if self._analyze != DEFAULT_ANALYZER.tokenize:
+            raise ValueError("only an index using the default analyzer can be saved")
+        with self._lock:
+            self._snapshot()  # compiles pending rows: everything is in segments
+            n = self._n_rows
+            tables: dict[str, NDArray[Any]] = {
+                "row_key": self._row_key[:n].copy(),
+                "row_len": self._row_len[:n].copy(),
+                "row_live": self._row_live[:n].copy(),
+                "df": self._df.copy(),
+                "docs": np.array([(d, s, c) for d, (s, c) in self._docs.items()], _I64).reshape(-1, 3),
+            }
+            segs = list(self._segs)  # immutable: written outside the lock
+            vocab = list(self._vocab)  # insertion order is term id order
+            manifest = {
+                "format": _FILE_FORMAT,
+                "analyzer": ANALYZER_VERSION,
+                "k1": self.k1,
+                "b": self.b,
+                "n_rows": n,
+                "n_live": self._n_live,
+                "total_len": self._total_len,
+                "segments": [s.row_start for s in segs],
+                "meta": meta or {},
+            }
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, array in tables.items():
+            np.save(directory / f"{name}.npy", array)
+        for i, seg in enumerate(segs):
+            for name in _Segment._ARRAYS:
+                np.save(directory / f"seg{i}.{name}.npy", getattr(seg, name))
+        (directory / "vocab.txt").write_text("\n".join(vocab), encoding="utf-8")
+        (directory / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+        for path in directory.iterdir():  # on disk before anyone points at it
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    @staticmethod
+    def manifest(directory: Path) -> dict[str, Any]:
+        """The manifest ``save`` wrote (with the caller's ``meta``); OSError/ValueError when unreadable."""
+        manifest: dict[str, Any] = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
+        return manifest
+
+    @classmethod
+    def load(cls, directory: Path, *, mmap: bool = True) -> BM25Index:
+        """An index from ``save``'s files; posting arrays memory-mapped read-only when ``mmap``.
+
+        Raises ValueError when the files come from another format or analyzer version
+        (build afresh then), OSError when they are missing.
+        """
+        manifest = cls.manifest(directory)
+        if manifest.get("format") != _FILE_FORMAT or manifest.get("analyzer") != ANALYZER_VERSION:
+            raise ValueError(f"index files in {directory} are of another format or analyzer version")
+        mode: Any = "r" if mmap else None
+
+        def array(name: str, mapped: bool = False) -> NDArray[Any]:
+            loaded: NDArray[Any] = np.load(
+                directory / f"{name}.npy", mmap_mode=mode if mapped else None, allow_pickle=False
+            )
+            return loaded
+
+        index = cls(k1=manifest["k1"], b=manifest["b"])
+        vocab_text = (directory / "vocab.txt").read_text(encoding="utf-8")
+        index._vocab.update((t, i) for i, t in enumerate(vocab_text.split("\n") if vocab_text else ()))
+        n = int(manifest["n_rows"])
+        # Row tables are written in place by adds and removes: in memory (13 bytes a row).
+        index._row_key, index._row_len, index._row_live = array("row_key"), array("row_len"), array("row_live")
+        if len(index._row_key) != n or len(index._vocab) > len(array("df")):
+            raise ValueError(f"index files in {directory} do not agree with their manifest")
+        index._df = array("df")
+        index._docs = {int(d): (int(s), int(c)) for d, s, c in array("docs").tolist()}
+        index._n_rows = index._seg_stop = n
+        index._n_live, index._total_len = int(manifest["n_live"]), int(manifest["total_len"])
+        for i, row_start in enumerate(manifest["segments"]):
+            fields = {name: array(f"seg{i}.{name}", mapped=True) for name in _Segment._ARRAYS}
+            index._segs.append(_Segment(int(row_start), **fields))
+        dead = np.flatnonzero(~index._row_live)
+        index._dead = [dead] if len(dead) else []
+        index._n_dead = len(dead)
+        return index
 
     # ------------------------------------------------------------------ sizes
     def __len__(self) -> int:

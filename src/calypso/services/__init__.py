@@ -38,11 +38,14 @@ class Services:
     async def aclose(self) -> None:
         """Close what answering holds open (upstream connections), then the storage."""
         await self.answering.aclose()
-        self.storage.close()
+        self.close()
 
     def close(self) -> None:
-        """Close the storage (for callers that never answered, like the CLI's ingest)."""
-        self.storage.close()
+        """Stop the index follower, save index snapshots, close the storage (for callers that never answered)."""
+        try:
+            self.documents.close()
+        finally:
+            self.storage.close()
 
 
 def open_storage(settings: Settings, *, exclusive: bool = False) -> Storage:
@@ -50,20 +53,14 @@ def open_storage(settings: Settings, *, exclusive: bool = False) -> Storage:
 
     ``exclusive``: this process keeps indexes and writes documents (serve, ingest). On SQLite a
     second such process on the same data directory is refused with DataDirectoryInUse. On
-    PostgreSQL several processes are the point, so nothing is locked, but each process's
-    in-memory index does not yet follow the others' writes (see ``calypso.store.postgres``).
+    PostgreSQL several processes are the point, so nothing is locked; each process's
+    in-memory indexes follow the others' writes through the change feed (``services.index_sync``).
     Raises StoreUnavailable when PostgreSQL cannot be reached.
     """
     if settings.database_url:
         from calypso.store.postgres import PostgresStorage
 
-        storage = PostgresStorage(settings.database_url, max_size=settings.database_pool_size)
-        if exclusive:
-            log.warning(
-                "PostgreSQL backend: this process's search index does not see documents that other Calypso "
-                "processes add or delete until it restarts (the change feed that fixes this is not built yet)."
-            )
-        return storage
+        return PostgresStorage(settings.database_url, max_size=settings.database_pool_size)
     from calypso.store.sqlite import SQLiteStorage
 
     return SQLiteStorage(settings.database_path, exclusive=exclusive)

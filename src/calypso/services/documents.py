@@ -2,9 +2,9 @@
 
 The API and the CLI both call it. An upload becomes an ``in_progress`` document with an ingestion
 job (``submit``) that a worker (``services/ingest_worker.py``) finishes; ``ingest(wait=True)`` runs
-or follows the job to its end. It owns one in-memory BM25 index per
-(workspace, namespace), built lazily from the store and kept up to date as
-documents come and go through this process.
+or follows the job to its end. It owns one in-memory BM25 index per (workspace, namespace), loaded
+or built on first use and kept equal to the store by following its change feed
+(``services/index_sync.py``): writes made here and in every other process reach the index the same way.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ from calypso.ingest.parsers import detect_media_type, parse_document
 from calypso.models import (
     Chunk,
     Document,
-    IndexedChunk,
     IngestJob,
     Listing,
     Order,
@@ -46,8 +45,9 @@ from calypso.models import (
     StoredChunk,
 )
 from calypso.retrieval.bm25 import BM25Index
-from calypso.retrieval.tokenize import decode_terms, encode_terms
+from calypso.retrieval.tokenize import encode_terms
 from calypso.scope import DEFAULT_WORKSPACE, check_namespace
+from calypso.services.index_sync import NamespaceIndexes
 from calypso.services.ingest_worker import Progress, error_from_record, run_job, worker_id
 from calypso.store.base import DocumentStore, DuplicateContent, JobStore
 
@@ -58,10 +58,6 @@ class IngestResult:
     created: bool  # False when identical bytes were already in the namespace
 
 
-def _index_rows(chunks: list[IndexedChunk]) -> list[tuple[int, str, list[str] | None]]:
-    return [(c.key, c.text, decode_terms(c.terms)) for c in chunks]
-
-
 class DocumentService:
     def __init__(self, settings: Settings, store: DocumentStore, signing_secret: bytes, jobs: JobStore) -> None:
         self.settings = settings
@@ -69,8 +65,9 @@ class DocumentService:
         self.jobs = jobs
         self.jobs_waiting = threading.Event()  # set on submit: wakes this process's idle workers
         self._signing_secret = signing_secret
-        self._indexes: dict[tuple[str, str], BM25Index] = {}
-        self._index_lock = threading.RLock()
+        # Snapshots of the indexes beside the embedded database only (see NamespaceIndexes).
+        snapshots = None if settings.database_url else settings.home / "index"
+        self._indexes = NamespaceIndexes(store, snapshots)
 
     # -- ingestion ---------------------------------------------------------
     def submit(
@@ -204,15 +201,11 @@ class DocumentService:
         chunks: Sequence[Chunk],
         terms: list[list[str]],
     ) -> list[int] | None:
-        """Store a finished job (None: the worker lost it, nothing written) and add it to a loaded index."""
+        """Store a finished job (None: the worker lost it, nothing written); loaded indexes take it from the feed."""
         stored_terms = [encode_terms(t) for t in terms]
-        with self._index_lock:
-            chunk_keys = self.jobs.complete(document_key, owner, document, pages, chunks, stored_terms)
-            if chunk_keys is None:
-                return None
-            index = self._indexes.get((document.workspace, document.namespace))
-            if index is not None:
-                index.add(document_key, list(zip(chunk_keys, (c.text for c in chunks), terms, strict=True)))
+        chunk_keys = self.jobs.complete(document_key, owner, document, pages, chunks, stored_terms)
+        if chunk_keys is not None:
+            self._indexes.catch_up()  # through the feed, like everyone else's writes: this process reads its own
         return chunk_keys
 
     def cancel(self, document_id: str, workspace: str = DEFAULT_WORKSPACE) -> Document:
@@ -240,14 +233,10 @@ class DocumentService:
         return found
 
     def delete(self, document_id: str, workspace: str = DEFAULT_WORKSPACE) -> Document:
-        with self._index_lock:
-            key = self.store.document_key(workspace, document_id)
-            deleted = self.store.delete_document(workspace, document_id)
-            if deleted is None or key is None:
-                raise NotFound(f"No document with id {document_id!r}.", param="document_id")
-            index = self._indexes.get((workspace, deleted.namespace))
-            if index is not None:
-                index.remove(key)
+        deleted = self.store.delete_document(workspace, document_id)
+        if deleted is None:
+            raise NotFound(f"No document with id {document_id!r}.", param="document_id")
+        self._indexes.catch_up()
         return deleted
 
     def get(self, document_id: str, workspace: str = DEFAULT_WORKSPACE) -> Document:
@@ -360,20 +349,20 @@ class DocumentService:
 
     # -- retrieval ---------------------------------------------------------
     def index(self, namespace: str, workspace: str = DEFAULT_WORKSPACE) -> BM25Index:
-        """The namespace's index, built from the store on first use."""
-        with self._index_lock:
-            index = self._indexes.get((workspace, namespace))
-            if index is None:
-                index = BM25Index()
-                index.add_many(
-                    (key, _index_rows(chunks)) for key, chunks in self.store.namespace_chunks(workspace, namespace)
-                )
-                self._indexes[(workspace, namespace)] = index
-            return index
+        """The namespace's index: loaded from its snapshot or built from the store on first use, then following the feed."""
+        return self._indexes.get(workspace, namespace)
 
     def warm_up(self, workspace: str = DEFAULT_WORKSPACE) -> int:
-        """Build every namespace's index now (at start-up) instead of on its first query; returns passages indexed."""
+        """Load every namespace's index now (at start-up) instead of on its first query; returns passages indexed."""
         return sum(len(self.index(namespace, workspace)) for namespace in self.store.namespaces(workspace))
+
+    def catch_up(self) -> int:
+        """Apply the store's change feed to the loaded indexes now (the follower thread does so on its own)."""
+        return self._indexes.catch_up()
+
+    def close(self) -> None:
+        """Stop following the feed and save the changed indexes' snapshots (embedded backend)."""
+        self._indexes.close()
 
     def search(
         self,

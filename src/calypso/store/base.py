@@ -115,7 +115,11 @@ class DocumentStore(Protocol):
         ...
 
     def namespace_chunks(self, workspace: str, namespace: str) -> Iterator[tuple[int, list[IndexedChunk]]]:
-        """(document key, its chunks in order) for every document of a namespace: what an index is built from."""
+        """(document key, its chunks in order) for every document of a namespace: what an index is built from.
+
+        A chunk's text is only read when it has no stored terms (it is ``""`` otherwise:
+        ``document_chunks`` gives the text of a document whose terms cannot be used).
+        """
         ...
 
     def document_chunks(self, document_key: int) -> list[IndexedChunk]:
@@ -134,6 +138,16 @@ class DocumentStore(Protocol):
         transaction, and seq order is commit order: a reader that has seen
         change N has seen every change committed before it, so following the
         feed from a position never skips one.
+        """
+        ...
+
+    def wait_for_changes(self, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds for a sign that the feed grew (PostgreSQL: a NOTIFY).
+
+        True when one came, or when changes may have been missed (the listening connection
+        was just opened or reopened): read ``changes_since`` then. False after the timeout;
+        a backend that cannot notify (SQLite) returns False at once and its readers poll.
+        Called from one thread at a time; StoreUnavailable when the database is unreachable.
         """
         ...
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -89,6 +90,8 @@ class Database:
     ) -> None:
         self.url = url
         self.display_url = redact_url(url)
+        self._listener: Connection | None = None  # wait_for_notify's LISTEN connection
+        self._listen_lock = threading.Lock()
         try:
             given = conninfo_to_dict(url)
         except psycopg.Error as exc:
@@ -98,6 +101,7 @@ class Database:
         kwargs: dict[str, Any] = {"autocommit": True}
         if "connect_timeout" not in given:
             kwargs["connect_timeout"] = connect_timeout
+        self._connect_timeout = int(given.get("connect_timeout") or connect_timeout)
         try:
             with psycopg.connect(url, **kwargs) as conn:
                 self.applied = migrate(conn)
@@ -164,5 +168,34 @@ class Database:
         with self.connection() as conn, conn.transaction():
             return work(conn)
 
+    def wait_for_notify(self, channel: str, timeout: float) -> bool:
+        """Wait up to ``timeout`` for a NOTIFY on ``channel``, on a dedicated (non-pooled) LISTEN connection.
+
+        True when one arrived, and also right after the connection is (re)opened, since
+        notifications sent while nobody listened are lost: the caller reads what it missed.
+        A lost connection raises StoreUnavailable; the next call reconnects.
+        """
+        with self._listen_lock:
+            conn = self._listener
+            try:
+                if conn is None or conn.closed:
+                    self._listener = None
+                    conn = psycopg.connect(self.url, autocommit=True, connect_timeout=self._connect_timeout)
+                    conn.execute(f"LISTEN {channel}")
+                    self._listener = conn
+                    return True
+                for _ in conn.notifies(timeout=timeout, stop_after=1):
+                    return True
+                return False
+            except psycopg.Error as exc:
+                if conn is not None:
+                    conn.close()
+                self._listener = None
+                raise self._translate(exc) from exc
+
     def close(self) -> None:
+        with self._listen_lock:
+            if self._listener is not None:
+                self._listener.close()
+                self._listener = None
         self.pool.close()

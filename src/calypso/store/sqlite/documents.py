@@ -280,7 +280,9 @@ class SQLiteDocumentStore:
 
     def namespace_chunks(self, workspace: str, namespace: str) -> Iterator[tuple[int, list[IndexedChunk]]]:
         rows = self.database.stream(
-            "SELECT c.document_key, c.key, c.text, c.terms FROM chunks c JOIN documents d ON d.key = c.document_key "
+            # The text only where no terms are stored: streaming every passage's text doubled what a build read.
+            "SELECT c.document_key, c.key, CASE WHEN c.terms IS NULL THEN c.text ELSE '' END, c.terms "
+            "FROM chunks c JOIN documents d ON d.key = c.document_key "
             "WHERE d.workspace = ? AND d.namespace = ? ORDER BY c.document_key, c.chunk_index",
             (workspace, namespace),
         )
@@ -312,6 +314,9 @@ class SQLiteDocumentStore:
             (seq, limit),
         )
         return [DocumentChange(*tuple(row)) for row in rows]
+
+    def wait_for_changes(self, timeout: float) -> bool:
+        return False  # SQLite cannot notify: readers poll changes_since
 
     def namespaces(self, workspace: str) -> list[str]:
         rows = self.database.rows(

@@ -1,0 +1,364 @@
+"""The in-memory BM25 indexes of one process, following the store's document change feed.
+
+Every index update goes one way: a write lands in the store and appends an
+``added`` or ``deleted`` change to the feed in the same transaction; each
+process applies the feed to the indexes it holds. Applying is idempotent
+(``added`` indexes a document only when it is absent; ``deleted`` removes it
+only when present) and document keys are never reused, so replaying changes an
+index already reflects is harmless. Hence:
+
+- an index starts at the feed position read *before* it was built (or at the
+  position its snapshot covers), and everything after that is replayed onto it;
+- a process reads its own writes: the service calls ``catch_up`` right after
+  each local write;
+- other processes' writes arrive through a follower thread: it waits on the
+  store's notifications (PostgreSQL ``LISTEN``; SQLite cannot notify, so it polls)
+  and catches up; a lost connection is reopened, then the feed is read from the
+  last position, so nothing is missed.
+
+Snapshots (embedded backend): an index is saved under ``{home}/index`` with the
+feed position it covers, loaded memory-mapped at the next start and caught up
+from that position. A save writes a new directory and then atomically replaces
+the ``CURRENT`` pointer, so a crash leaves the previous snapshot, which the feed
+still brings up to date.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import hashlib
+import logging
+import os
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+from urllib.parse import quote
+
+from calypso.errors import StorageError
+from calypso.models import DocumentChange, IndexedChunk
+from calypso.retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
+from calypso.retrieval.tokenize import decode_terms
+from calypso.store.base import DocumentStore
+
+log = logging.getLogger("calypso.index")
+
+Key = tuple[str, str]  # (workspace, namespace)
+
+FEED_BATCH = 1000  # changes read per query while catching up
+WAIT_SECONDS = 0.25  # longest block in the store's wait (bounds how long close() takes)
+POLL_SECONDS = 0.5  # catch up at least this often when the store cannot notify (SQLite)
+FALLBACK_POLL_SECONDS = 5.0  # ... and this often when it can (a safety net; notifications do the work)
+SAVE_AFTER_CHANGES = 500  # changes applied to an index since its snapshot before it is saved again
+
+
+def index_rows(
+    store: DocumentStore, doc_key: int, chunks: list[IndexedChunk]
+) -> list[tuple[int, str, list[str] | None]]:
+    """What ``BM25Index.add`` takes for one document: stored terms where usable, else the text to analyse."""
+    rows = [(c.key, c.text, decode_terms(c.terms)) for c in chunks]
+    if any(terms is None and not text for _, text, terms in rows):
+        # Terms of another analyzer version came without their text (see namespace_chunks): read it.
+        rows = [(c.key, c.text, decode_terms(c.terms)) for c in store.document_chunks(doc_key)]
+    return rows
+
+
+class SnapshotDirectory:
+    """Where one namespace's index snapshots live: ``CURRENT`` names the valid ``snap-*`` directory."""
+
+    def __init__(self, root: Path, key: Key) -> None:
+        self.path = root / quote(key[0], safe="") / quote(key[1], safe="")
+
+    def current(self) -> Path | None:
+        try:
+            name = (self.path / "CURRENT").read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
+        directory = self.path / name
+        return directory if name.startswith("snap-") and (directory / "manifest.json").is_file() else None
+
+    def save(self, index: BM25Index, meta: dict[str, object]) -> Path | None:
+        """Write a new snapshot, point ``CURRENT`` at it (atomic), remove the older ones; None when another saver is at it."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        with open(self.path / ".lock", "a+b") as lock:
+            try:  # one saver at a time, across threads and processes (a CLI beside a server, say)
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return None
+            directory = self.path / f"snap-{uuid.uuid4().hex[:12]}"
+            index.save(directory, meta)
+            pointer = self.path / f"CURRENT.{uuid.uuid4().hex[:8]}.tmp"
+            pointer.write_text(directory.name, encoding="utf-8")
+            with open(pointer, "rb+") as file:
+                os.fsync(file.fileno())
+            os.replace(pointer, self.path / "CURRENT")
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fsync(fd)  # the rename itself is durable
+            finally:
+                os.close(fd)
+            for old in self.path.iterdir():  # a loaded index keeps its mapped files open: unlinking them is safe
+                if old.name.startswith("snap-") and old != directory:
+                    shutil.rmtree(old, ignore_errors=True)
+                elif old.name.startswith("CURRENT.") and old.name.endswith(".tmp"):
+                    old.unlink(missing_ok=True)
+            return directory
+
+
+class NamespaceIndexes:
+    """One BM25 index per (workspace, namespace), loaded or built on first use, kept equal to the store.
+
+    ``snapshots``: the directory for index snapshots, or None to always build from the
+    store (PostgreSQL: a file beside one API process cannot tell which database it
+    describes for sure, and API processes there are meant to be disposable). ``follow``:
+    start the follower thread with the first index (off: only ``catch_up`` applies changes).
+    """
+
+    def __init__(self, store: DocumentStore, snapshots: Path | None = None, *, follow: bool = True) -> None:
+        self.store = store
+        self.snapshots = snapshots
+        self.follow = follow
+        self._indexes: dict[Key, BM25Index] = {}
+        self._position = 0  # every index in _indexes reflects the feed up to here
+        self._lock = threading.RLock()  # applying changes; publishing an index
+        self._build_locks: dict[Key, threading.Lock] = {}
+        self._unsaved: dict[Key, int] = {}  # changes applied since the index's snapshot
+        self._stop = threading.Event()
+        self._follower: threading.Thread | None = None
+        self._saver: threading.Thread | None = None
+
+    @property
+    def position(self) -> int:
+        return self._position
+
+    # -- loading -------------------------------------------------------------
+    def get(self, workspace: str, namespace: str) -> BM25Index:
+        """The namespace's index: from its snapshot, else built from the store, then caught up."""
+        key = (workspace, namespace)
+        index = self._indexes.get(key)
+        if index is not None:
+            return index
+        with self._lock:
+            build_lock = self._build_locks.setdefault(key, threading.Lock())
+        with build_lock:  # one build per namespace; other namespaces and catch-ups go on meanwhile
+            index = self._indexes.get(key)
+            if index is not None:
+                return index
+            loaded = self._load(key)
+            if loaded is not None:
+                index, seq = loaded
+            else:
+                seq = self.store.change_position()  # before reading: later changes are replayed
+                started = time.perf_counter()
+                index = BM25Index()
+                index.add_many(
+                    (doc_key, index_rows(self.store, doc_key, chunks))
+                    for doc_key, chunks in self.store.namespace_chunks(workspace, namespace)
+                )
+                log.info("index %s/%s: %d passages built in %.1fs", *key, len(index), time.perf_counter() - started)
+                _return_freed_memory()
+            with self._lock:
+                if not self._indexes:
+                    self._position = seq
+                elif seq < self._position:
+                    self._apply_to(key, index, self._changes(seq, self._position))
+                # seq > position: the next catch-up replays (position, seq] onto it, harmlessly
+                self._indexes[key] = index
+                self._unsaved[key] = 0 if loaded is not None else SAVE_AFTER_CHANGES
+                self.catch_up()  # what was written since the snapshot or during the build
+        self._start_follower()
+        if loaded is None and self.snapshots is not None:
+            self._save_in_background()
+        return index
+
+    def _load(self, key: Key) -> tuple[BM25Index, int] | None:
+        if self.snapshots is None:
+            return None
+        directory = SnapshotDirectory(self.snapshots, key).current()
+        if directory is None:
+            return None
+        started = time.perf_counter()
+        try:
+            meta = BM25Index.manifest(directory)["meta"]
+            seq = int(meta["seq"])
+            if not self._covers(seq, meta.get("change")):
+                log.warning("index snapshot %s belongs to another database; building afresh", directory)
+                return None
+            index = BM25Index.load(directory, mmap=True)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("index snapshot %s unusable (%s); building afresh", directory, exc)
+            return None
+        if (index.k1, index.b) != (DEFAULT_K1, DEFAULT_B):
+            return None
+        log.info("index %s/%s: %d passages loaded in %.2fs", *key, len(index), time.perf_counter() - started)
+        return index, seq
+
+    def _covers(self, seq: int, change: object) -> bool:
+        """Whether the store's feed holds, at ``seq``, the change the snapshot recorded there."""
+        if seq == 0:
+            return True
+        found = self.store.changes_since(seq - 1, 1)
+        return bool(found) and found[0].seq == seq and _fingerprint(self.store, found[0]) == change
+
+    # -- following the feed ----------------------------------------------------
+    def catch_up(self) -> int:
+        """Apply every change after the current position to the loaded indexes; returns how many were read."""
+        with self._lock:
+            if not self._indexes:
+                return 0
+            read = 0
+            while True:
+                changes = self.store.changes_since(self._position, FEED_BATCH)
+                for change in changes:
+                    key = (change.workspace, change.namespace)
+                    index = self._indexes.get(key)
+                    if index is not None and _apply(self.store, index, change):
+                        self._unsaved[key] = self._unsaved.get(key, 0) + 1
+                    self._position = change.seq
+                read += len(changes)
+                if len(changes) < FEED_BATCH:
+                    return read
+
+    def _changes(self, after: int, upto: int) -> Iterable[DocumentChange]:
+        while after < upto:
+            changes = self.store.changes_since(after, FEED_BATCH)
+            for change in changes:
+                if change.seq > upto:
+                    return
+                yield change
+            if len(changes) < FEED_BATCH:
+                return
+            after = changes[-1].seq
+
+    def _apply_to(self, key: Key, index: BM25Index, changes: Iterable[DocumentChange]) -> None:
+        for change in changes:
+            if (change.workspace, change.namespace) == key:
+                _apply(self.store, index, change)
+
+    def _start_follower(self) -> None:
+        with self._lock:
+            if self.follow and self._follower is None and not self._stop.is_set():
+                self._follower = threading.Thread(target=self._follow, name="index-follower", daemon=True)
+                self._follower.start()
+
+    def _follow(self) -> None:
+        next_poll = 0.0
+        failing = False
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                notified = self.store.wait_for_changes(WAIT_SECONDS)
+                can_notify = notified or time.monotonic() - started >= WAIT_SECONDS / 2
+                if notified or time.monotonic() >= next_poll:
+                    self.catch_up()
+                    next_poll = time.monotonic() + (FALLBACK_POLL_SECONDS if can_notify else POLL_SECONDS)
+                    self._maybe_save()
+                if failing:
+                    log.warning("index follower: caught up again at change %d", self._position)
+                    failing = False
+            except StorageError as exc:  # the database went away: retry, then catch up from the position
+                if self._stop.is_set():
+                    return
+                if not failing:
+                    log.warning("index follower: %s; retrying", exc)
+                    failing = True
+                self._stop.wait(1.0)
+                continue
+            except Exception:  # noqa: BLE001 - the follower must outlive a bug in one change
+                log.exception("index follower failed; retrying")
+                self._stop.wait(1.0)
+                continue
+            if not notified:
+                self._stop.wait(max(0.0, WAIT_SECONDS - (time.monotonic() - started)))
+
+    # -- saving ------------------------------------------------------------------
+    def save(self, *, only_changed: bool = False) -> int:
+        """Snapshot every loaded index (or those changed since their snapshot); returns how many were written."""
+        if self.snapshots is None:
+            return 0
+        saved = 0
+        for key in list(self._indexes):
+            if only_changed and self._unsaved.get(key, 0) == 0:
+                continue
+            with self._lock:  # the index and the position it reflects, together
+                index = self._indexes[key]
+                meta: dict[str, object] = {"seq": self._position, "change": self._fingerprint_at(self._position)}
+                try:
+                    if SnapshotDirectory(self.snapshots, key).save(index, meta) is None:
+                        continue  # another saver holds the directory: this index stays marked unsaved
+                except OSError as exc:
+                    log.warning("could not save the index of %s/%s: %s", *key, exc)
+                    continue
+                self._unsaved[key] = 0
+                log.info("index %s/%s: saved at change %s", *key, meta["seq"])
+            saved += 1
+        return saved
+
+    def _fingerprint_at(self, seq: int) -> list[object] | None:
+        found = self.store.changes_since(seq - 1, 1) if seq else []
+        return _fingerprint(self.store, found[0]) if found and found[0].seq == seq else None
+
+    def _maybe_save(self) -> None:
+        if self.snapshots is not None and any(n >= SAVE_AFTER_CHANGES for n in self._unsaved.values()):
+            self._save_in_background()
+
+    def _save_in_background(self) -> None:
+        with self._lock:
+            if self._saver is not None and self._saver.is_alive() or self._stop.is_set():
+                return
+
+            def run() -> None:
+                try:
+                    self.save(only_changed=True)
+                except StorageError as exc:
+                    log.warning("could not save the indexes: %s", exc)
+
+            self._saver = threading.Thread(target=run, name="index-save", daemon=True)
+            self._saver.start()
+
+    def close(self, *, save: bool = True) -> None:
+        """Stop following the feed and (snapshots on) save the indexes that changed since their snapshot."""
+        self._stop.set()
+        for thread in (self._follower, self._saver):
+            if thread is not None:
+                thread.join(timeout=30)
+        if save:
+            try:
+                self.save(only_changed=True)
+            except StorageError as exc:
+                log.warning("could not save the indexes at close: %s", exc)
+
+
+def _return_freed_memory() -> None:
+    """Give the heap a build freed back to the OS (glibc keeps it otherwise: ~160 MB of RSS at 200k passages)."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
+def _fingerprint(store: DocumentStore, change: DocumentChange) -> list[object]:
+    """What identifies the feed's change at a snapshot's position: a recreated database reuses seqs and keys."""
+    digest = hashlib.sha256()
+    for chunk in store.document_chunks(change.document_key):  # empty once deleted
+        digest.update(f"{chunk.key}\x00{chunk.terms}\x00{chunk.text}\x00".encode())
+    return [change.workspace, change.namespace, change.document_key, change.kind, digest.hexdigest()[:16]]
+
+
+def _apply(store: DocumentStore, index: BM25Index, change: DocumentChange) -> bool:
+    """Apply one change idempotently; True when it changed the index."""
+    if change.kind == "deleted":
+        if change.document_key not in index:
+            return False
+        index.remove(change.document_key)
+        return True
+    if change.document_key in index:
+        return False
+    chunks = store.document_chunks(change.document_key)
+    if not chunks:  # deleted since: its own change follows
+        return False
+    index.add(change.document_key, index_rows(store, change.document_key, chunks))
+    return True

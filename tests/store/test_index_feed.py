@@ -1,0 +1,207 @@
+"""Indexes follow the document change feed: across processes, idempotently, from snapshots."""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from postgres_support import RawDatabase
+
+from calypso.config import Settings
+from calypso.retrieval.bm25 import BM25Index
+from calypso.services import open_services
+from calypso.services.documents import DocumentService
+from calypso.services.index_sync import NamespaceIndexes, SnapshotDirectory, index_rows
+
+WORDS = "harbour crane lighthouse lamp ferry dock tide anchor rope sail mast keel hull deck buoy pier".split()
+QUERIES = ["harbour crane", "lighthouse lamp tide", "ferry dock anchor", "rope sail mast keel", "buoy pier hull deck"]
+
+
+def _text(rng: random.Random, n: int) -> bytes:
+    return "\n\n".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 40))) for _ in range(n)).encode()
+
+
+def _within(seconds: float, condition: Callable[[], bool]) -> float:
+    """Seconds until ``condition()`` held (polled); fails when it did not within ``seconds``."""
+    start = time.monotonic()
+    while not condition():
+        if time.monotonic() - start > seconds:
+            raise AssertionError(f"not within {seconds} s")
+        time.sleep(0.01)
+    return time.monotonic() - start
+
+
+def _fresh(kb: DocumentService, namespace: str = "general") -> BM25Index:
+    """The namespace's index as a from-scratch build would make it now."""
+    index = BM25Index()
+    store = kb.store
+    index.add_many(
+        (key, index_rows(store, key, chunks)) for key, chunks in store.namespace_chunks("default", namespace)
+    )
+    return index
+
+
+def _assert_same(index: BM25Index, expected: BM25Index) -> None:
+    assert (len(index), index.doc_count) == (len(expected), expected.doc_count)
+    for query in QUERIES:
+        assert index.search(query, k=20) == expected.search(query, k=20), query
+
+
+def _doc_ids(kb: DocumentService, query: str) -> set[str]:
+    return {p.document.id for p in kb.search(query)}
+
+
+def test_a_write_in_one_process_reaches_another_within_a_second(tmp_path: Path, database_url: str) -> None:
+    # Two Services over one database, as two API processes have (SQLite: a second, non-exclusive opener).
+    a, b = open_services(Settings(home=tmp_path)), open_services(Settings(home=tmp_path))
+    a.documents.ingest(b"Harbour cranes are inspected every spring.", "cranes.txt")
+    assert b.documents.search("harbour cranes")  # B's index is built and following
+    doc = a.documents.ingest(b"Lighthouse lamps are cleaned weekly.", "lamps.txt").document
+    assert _doc_ids(a.documents, "lighthouse lamps") == {doc.id}  # a process reads its own write at once
+    assert _within(1.0, lambda: _doc_ids(b.documents, "lighthouse lamps") == {doc.id}) < 1.0
+    a.documents.delete(doc.id)
+    assert _doc_ids(a.documents, "lighthouse lamps") == set()
+    assert _within(1.0, lambda: _doc_ids(b.documents, "lighthouse lamps") == set()) < 1.0
+    a.close()
+    b.close()
+
+
+@pytest.mark.backends("postgres")
+def test_the_follower_survives_a_lost_connection(tmp_path: Path, database_url: str) -> None:
+    a, b = open_services(Settings(home=tmp_path)), open_services(Settings(home=tmp_path / "b"))
+    a.documents.ingest(b"Harbour cranes are inspected every spring.", "cranes.txt")
+    assert b.documents.search("harbour cranes")
+    _within(5.0, lambda: _listeners(database_url) >= 1)
+    raw = RawDatabase(database_url, Path())
+    # Every other connection of this database goes, the LISTEN one included (as when the server restarts).
+    raw.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    )
+    raw.close()
+    doc = a.documents.ingest(b"Lighthouse lamps are cleaned weekly.", "lamps.txt").document  # pool reconnects
+    # The follower notices, reconnects (within its one-second retry) and catches up from its position.
+    _within(5.0, lambda: _doc_ids(b.documents, "lighthouse lamps") == {doc.id})
+    a.documents.delete(doc.id)
+    assert _within(1.0, lambda: _doc_ids(b.documents, "lighthouse lamps") == set()) < 1.0
+    a.close()
+    b.close()
+
+
+def _listeners(database_url: str) -> int:
+    raw = RawDatabase(database_url, Path())
+    count = raw.scalar("SELECT COUNT(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'")
+    raw.close()
+    return int(count)
+
+
+def test_applying_a_change_twice_is_harmless(tmp_path: Path, database_url: str) -> None:
+    services = open_services(Settings(home=tmp_path))
+    kb = services.documents
+    rng = random.Random(7)
+    docs = [kb.ingest(_text(rng, 4), f"d{i}.txt").document for i in range(6)]
+    indexes = NamespaceIndexes(kb.store, follow=False)  # its own, to replay the feed onto
+    index = indexes.get("default", "general")
+    kb.delete(docs[2].id)
+    kb.ingest(_text(rng, 3), "late.txt")
+    assert indexes.catch_up() == 2
+    _assert_same(index, _fresh(kb))
+    dead = index.dead_rows
+    indexes._position = 0  # replay the whole feed: every added and deleted change a second time
+    assert indexes.catch_up() == 8
+    _assert_same(index, _fresh(kb))
+    assert index.dead_rows == dead > 0  # the deleted document's rows, once: nothing was added or removed again
+    indexes.close()
+    services.close()
+
+
+def test_an_index_built_while_writes_race_equals_a_fresh_build(tmp_path: Path, database_url: str) -> None:
+    services = open_services(Settings(home=tmp_path))
+    kb = services.documents
+    rng = random.Random(11)
+    live = [kb.ingest(_text(rng, 5), f"seed{i}.txt").document.id for i in range(20)]
+    done = threading.Event()
+
+    def write() -> None:
+        wrng = random.Random(12)
+        for i in range(40):
+            if live and wrng.random() < 0.4:
+                kb.delete(live.pop(wrng.randrange(len(live))))
+            else:
+                live.append(kb.ingest(_text(wrng, wrng.randint(1, 6)), f"race{i}.txt").document.id)
+        done.set()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    built = []
+    while not done.is_set():  # indexes built from scratch at many points of the race
+        indexes = NamespaceIndexes(kb.store, follow=False)
+        indexes.get("default", "general")
+        built.append(indexes)
+    writer.join()
+    assert len(built) >= 2
+    expected = _fresh(kb)
+    for indexes in built:
+        indexes.catch_up()
+        _assert_same(indexes.get("default", "general"), expected)
+        indexes.close()
+    services.close()
+
+
+@pytest.mark.backends("sqlite")
+def test_a_snapshot_plus_the_feed_equals_a_fresh_build(tmp_path: Path, database_url: str, caplog) -> None:
+    rng = random.Random(3)
+    settings = Settings(home=tmp_path)
+    first = open_services(settings)
+    kept = [first.documents.ingest(_text(rng, 5), f"a{i}.txt").document for i in range(10)]
+    first.documents.warm_up()  # built, then saved in the background
+    first.documents.delete(kept[0].id)
+    first.close()  # saves again: the snapshot covers the delete
+    snapshots = SnapshotDirectory(tmp_path / "index", ("default", "general"))
+    assert snapshots.current() is not None
+    # Written while no server ran: the snapshot does not hold these; the feed does.
+    writer = open_services(settings)
+    late = writer.documents.ingest(_text(rng, 4), "late.txt").document
+    writer.documents.delete(kept[1].id)
+    writer.close()
+
+    with caplog.at_level(logging.INFO, logger="calypso.index"):
+        second = open_services(settings)
+        index = second.documents.index("general")
+    assert "loaded" in caplog.text and "built" not in caplog.text
+    _assert_same(index, _fresh(second.documents))
+    assert late.id in _doc_ids(second.documents, " ".join(WORDS))
+    second.close()
+
+
+@pytest.mark.backends("sqlite")
+def test_an_unusable_snapshot_is_rebuilt_from_the_store(tmp_path: Path, database_url: str, caplog) -> None:
+    settings = Settings(home=tmp_path)
+    services = open_services(settings)
+    services.documents.ingest(b"Harbour cranes are inspected every spring.", "cranes.txt")
+    services.documents.warm_up()
+    services.close()
+    current = SnapshotDirectory(tmp_path / "index", ("default", "general")).current()
+    assert current is not None
+    (current / "seg0.rows.npy").write_bytes(b"torn")  # a crash mid-write of an older version, or a bad disk
+    with caplog.at_level(logging.INFO, logger="calypso.index"):
+        again = open_services(settings)
+        assert again.documents.search("harbour cranes")
+    assert "unusable" in caplog.text and "built" in caplog.text
+    again.close()
+    # A snapshot of another database (the data directory's database was replaced) is not trusted either.
+    (tmp_path / "calypso.sqlite3").unlink()
+    for suffix in ("-wal", "-shm"):
+        (tmp_path / f"calypso.sqlite3{suffix}").unlink(missing_ok=True)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="calypso.index"):
+        other = open_services(settings)
+        other.documents.ingest(b"Lighthouse lamps are cleaned weekly.", "lamps.txt")
+        assert [p.document.filename for p in other.documents.search("harbour lighthouse")] == ["lamps.txt"]
+    assert "another database" in caplog.text
+    other.close()
