@@ -31,6 +31,8 @@ def test_ingest_reports_ingested_duplicate_and_refused(tmp_path: Path, data_dir:
     assert "2 completed, 0 duplicates, 2 failed;" in out and " passages in " in out
 
     assert "federal-register-2020-17221.pdf  [" in result.stderr and " passages" in result.stderr  # progress
+    # The namespace's index is left on disk, so the next server loads it instead of building it.
+    assert (tmp_path / "home/index/default/ops/CURRENT").is_file()
 
     again = _calypso("ingest", str(folder / "notes.md"), "--namespace", "ops", home=tmp_path / "home")
     assert "duplicate" in again.stdout and "0 completed, 1 duplicates, 0 failed" in again.stdout

@@ -130,6 +130,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 f"namespace {doc.namespace})",
                 flush=True,
             )
+        if summary.completed and not documents.settings.database_url:
+            # Built here and saved as a snapshot by close(), so the next `calypso serve` loads the index
+            # from disk instead of building it before its first answer.
+            documents.index(args.namespace or documents.settings.default_namespace)
     finally:
         services.close()
     print(summary.line())
