@@ -1,6 +1,6 @@
 """Ingestion throughput on PostgreSQL with one and with two `calypso worker` processes.
 
-    .venv/bin/python bench/ingest_workers.py [--copies 3] [--workers 1,2]
+    .venv/bin/python bench/ingest_workers.py [--copies 6] [--workers 1,2]
 
 The real documents of ../shared/data/ingestion-docs (PDF, DOCX, HTML, Markdown),
 each submitted ``--copies`` times (one namespace per copy, so none is a
@@ -60,24 +60,10 @@ def cpu_seconds(pid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def _pg_root(pid: int) -> str:
-    """The command line of the postmaster a PostgreSQL process belongs to (itself, or its parent)."""
-    line = Path(f"/proc/{pid}/cmdline").read_text()
-    if "-D" in line or "pgdata" in line:
-        return line
-    return Path(f"/proc/{_stat(pid)[1]}/cmdline").read_text()
-
-
 def postgres_cpu(pgdata: Path) -> float:
-    total = 0.0
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if (proc / "comm").read_text().startswith("postgres") and str(pgdata) in _pg_root(int(proc.name)):
-                    total += sum(int(v) for v in _stat(int(proc.name))[11:13]) / os.sysconf("SC_CLK_TCK")
-            except OSError:
-                continue
-    return total
+    """CPU of the postmaster and its backends: exited backends count through the postmaster's cutime."""
+    postmaster = int((pgdata / "postmaster.pid").read_text().split()[0])
+    return cpu_seconds(postmaster)
 
 
 def queue_jobs(url: str, home: Path, paths: list[Path], copies: int) -> int:
@@ -150,7 +136,7 @@ def run(pg: Postgres, workers: int, paths: list[Path], copies: int) -> dict[str,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--copies", type=int, default=3, help="times each document is queued (namespaces)")
+    parser.add_argument("--copies", type=int, default=6, help="times each document is queued (namespaces)")
     parser.add_argument("--workers", default="1,2", help="worker process counts to compare")
     args = parser.parse_args()
     paths = documents()

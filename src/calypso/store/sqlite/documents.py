@@ -189,12 +189,15 @@ class SQLiteDocumentStore:
         row = self.database.row("SELECT key FROM documents WHERE workspace = ? AND id = ?", (workspace, document_id))
         return row[0] if row else None
 
+    # Lookups by a list of ids say ``+workspace``: the unary plus keeps SQLite's planner on the unique id
+    # index; left to choose, it walked every document of the workspace by (workspace, …) instead
+    # (12 ms instead of 0.02 ms per search at 200k passages, bench/scale_search.py).
     def document_keys(self, workspace: str, document_ids: Sequence[str]) -> dict[str, int]:
         keys: dict[str, int] = {}
         for batch in batched(document_ids):
             marks = ",".join("?" * len(batch))
             rows = self.database.rows(
-                f"SELECT id, key FROM documents WHERE workspace = ? AND id IN ({marks})", (workspace, *batch)
+                f"SELECT id, key FROM documents WHERE +workspace = ? AND id IN ({marks})", (workspace, *batch)
             )
             keys.update({row[0]: row[1] for row in rows})
         return keys
@@ -257,7 +260,7 @@ class SQLiteDocumentStore:
         for batch in batched(ids):
             marks = ",".join("?" * len(batch))
             rows = self.database.rows(
-                f"SELECT {DOC_COLUMNS} FROM documents WHERE workspace = ? AND id IN ({marks})", (workspace, *batch)
+                f"SELECT {DOC_COLUMNS} FROM documents WHERE +workspace = ? AND id IN ({marks})", (workspace, *batch)
             )
             documents.update({row["id"]: document_from_row(row) for row in rows})
         return documents

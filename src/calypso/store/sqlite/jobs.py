@@ -193,7 +193,7 @@ class SQLiteJobStore:
         for batch in batched(document_ids):
             marks = ",".join("?" * len(batch))
             rows = self.database.rows(
-                f"SELECT {DOC_COLUMNS} FROM documents WHERE workspace = ? AND id IN ({marks}) "
+                f"SELECT {DOC_COLUMNS} FROM documents WHERE +workspace = ? AND id IN ({marks}) "
                 "AND key IN (SELECT document_key FROM ingest_jobs)",
                 (workspace, *batch),
             )
