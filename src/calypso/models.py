@@ -83,11 +83,17 @@ class Document:
 
 @dataclass
 class Passage:
-    """A retrieved chunk with its document and retrieval score."""
+    """A retrieved chunk with its document and retrieval score.
+
+    ``score`` is what clients see, always in [0, 1] (OpenAI's file search documents it so); the raw
+    values it came from stay beside it for attributes and debugging.
+    """
 
     document: Document
     chunk: Chunk
     score: float
+    keyword_score: float | None = None  # raw BM25
+    vector_score: float | None = None  # raw cosine similarity, when the passage was found by embedding
 
     @property
     def page_label(self) -> str:
@@ -130,6 +136,20 @@ class IndexedChunk:
     key: int
     text: str
     terms: str | None  # opaque to the store: retrieval encodes and decodes it
+
+
+@dataclass(frozen=True)
+class RankingOptions:
+    """How a search ranks and cuts passages: OpenAI's ``file_search.ranking_options``.
+
+    ``score_threshold`` drops passages whose (0..1) score is below it. The weights set the share of
+    keyword and embedding ranks in hybrid fusion (``hybrid_search {text_weight, embedding_weight}``);
+    None leaves the server's default.
+    """
+
+    score_threshold: float = 0.0
+    text_weight: float | None = None
+    embedding_weight: float | None = None
 
 
 @dataclass(frozen=True)

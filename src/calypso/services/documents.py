@@ -42,6 +42,7 @@ from calypso.models import (
     Page,
     ParsedDocument,
     Passage,
+    RankingOptions,
     StoredChunk,
 )
 from calypso.retrieval.bm25 import BM25Index
@@ -372,6 +373,7 @@ class DocumentService:
         document_ids: Sequence[str] | None = None,
         max_results: int | None = None,
         workspace: str = DEFAULT_WORKSPACE,
+        ranking: RankingOptions | None = None,
     ) -> list[Passage]:
         """Top passages for ``query`` in a namespace, optionally only from some documents."""
         namespace = check_namespace(namespace or self.settings.default_namespace)
