@@ -45,8 +45,9 @@ _FOOTNOTE = re.compile(r"\[\d{1,3}\]|\[citation needed\]|\[note \d+\]", re.I)
 
 
 def norm(text: str) -> str:
-    """Lower case, footnote markers dropped, any whitespace run one space, soft hyphens gone."""
+    """Lower case, footnote markers, double quotes and soft hyphens dropped, whitespace folded."""
     text = _FOOTNOTE.sub("", text.replace("\u00ad", ""))
+    text = re.sub(r"[\"“”„]", "", text)
     return " ".join(text.split()).lower().rstrip(".")
 
 
@@ -73,9 +74,12 @@ def score(row: dict, answer: GroundedAnswer) -> Score:
     chars = sum(1 for ch in text if not ch.isspace())
     cited_chars = sum(1 for i, ch in enumerate(text) if covered[i] and not ch.isspace())
     cited_texts = [norm(s.text) for s in answer.segments if s.citations]
-    fact = norm(" ".join(row["facts"]))
+    fact = " ".join(row["facts"])
     gold = norm(row["answer"])
-    fact_cited = any(fact in s for s in cited_texts)
+    sentences = [fact[a:b] for a, b in sentence_spans(fact)]
+    if len(sentences) > 1:  # a two-sentence fact: the sentence that holds the answer is the fact
+        fact = next((x for x in sentences if gold in norm(x)), fact)
+    fact_cited = any(norm(fact) in s for s in cited_texts)
     return Score(
         qid=row["qid"],
         cited_chars=cited_chars,
