@@ -11,7 +11,9 @@ and the final ``GroundedAnswer`` is scored:
   whitespace, case and Wikipedia footnote markers like ``[83]`` normalised away);
 * fact|ans: the gold sentence or the gold answer string lies inside one cited segment;
 * answer: the gold answer string appears in the answer text (case-insensitive);
-* sentences per answer and answer length in characters.
+* sentences per answer, cited segments per answer and answer length in characters;
+* dirty: answers holding a control character, a footnote marker ("[24]"), markdown
+  emphasis or a word broken by a line-end hyphen ("exam- ple").
 
     PYTHONPATH=src .venv/bin/python bench/extractive_quality.py [--verbose]
 """
@@ -41,6 +43,8 @@ from calypso.services import open_services
 from calypso.services.answering import Answerer, AskRequest
 from calypso.text.sentences import sentence_spans
 
+# What a cleaned answer never holds: control characters, footnote markers, markdown emphasis, "exam- ple".
+_DIRTY = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u200b]|\[\d{1,3}\]|\*\*|[a-z]- [a-z]")
 _FOOTNOTE = re.compile(r"\[\d{1,3}\]|\[citation needed\]|\[note \d+\]", re.I)
 
 
@@ -62,6 +66,7 @@ class Score:
     sentences: int
     segments: int
     length: int
+    dirty: bool
 
 
 def score(row: dict, answer: GroundedAnswer) -> Score:
@@ -90,6 +95,7 @@ def score(row: dict, answer: GroundedAnswer) -> Score:
         sentences=len(sentence_spans(text)),
         segments=sum(1 for s in answer.segments if s.citations),
         length=len(text),
+        dirty=bool(_DIRTY.search(text)),
     )
 
 
@@ -137,7 +143,7 @@ def summary(name: str, scores: list[Score]) -> str:
         f"{name:<15} {cited:6.1%} {sum(s.fact_cited for s in scores):>5}/{n} "
         f"{sum(s.fact_or_answer_cited for s in scores):>5}/{n} {sum(s.answer_present for s in scores):>5}/{n} "
         f"{sum(s.sentences for s in scores) / n:>6.1f} {sum(s.segments for s in scores) / n:>6.1f} "
-        f"{sum(s.length for s in scores) / n:>6.0f}"
+        f"{sum(s.length for s in scores) / n:>6.0f} {sum(s.dirty for s in scores):>5}/{n}"
     )
 
 
@@ -150,7 +156,7 @@ def main() -> None:
     for filename in ("alps_wiki.pdf", "alps_wiki.html"):
         lines.append(summary(filename, run(filename, rows, verbose)))
     print(
-        f"{'document':<15} {'cited':>6} {'fact':>7} {'fact|ans':>8} {'answer':>7} {'sent.':>6} {'segs':>6} {'chars':>6}"
+        f"{'document':<15} {'cited':>6} {'fact':>7} {'fact|ans':>8} {'answer':>7} {'sent.':>6} {'segs':>6} {'chars':>6} {'dirty':>7}"
     )
     for line in lines:
         print(line)

@@ -179,6 +179,7 @@ def candidates(passages: Sequence[Passage]) -> list[Candidate]:
     for number, passage in enumerate(passages, start=1):
         text = passage.chunk.text
         previous: frozenset[str] = frozenset()
+        out_here = 0
         for start, end in sentence_units(text):
             cleaned = clean_sentence(text[start:end], text)
             # The composer re-splits the answer text: a cleaned unit that reads as two sentences is two.
@@ -198,12 +199,19 @@ def candidates(passages: Sequence[Passage]) -> list[Candidate]:
                         end=end,
                         text=sentence,
                         terms=terms,
-                        complete=bool(_ENDS_SENTENCE.search(sentence)),
+                        complete=bool(_ENDS_SENTENCE.search(sentence)) and not _cut_at_start(sentence, not out_here),
                         reference=bool(_REFERENCE.search(sentence)),
                         context=context,
                     )
                 )
+                out_here += 1
     return out
+
+
+def _cut_at_start(sentence: str, first: bool) -> bool:
+    """Does the sentence start mid-way (a chunk cut it: "1,200 kilometres (750 mi) across ...")?"""
+    head = sentence[0]
+    return head.islower() or (first and head.isdigit())
 
 
 def _terms(text: str) -> frozenset[str]:
