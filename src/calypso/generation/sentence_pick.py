@@ -60,6 +60,7 @@ _FURNITURE_LINE = re.compile(
 )
 # A hyphen at a line end between two lower-case letters: a word broken by the layout ("exam-\nple").
 _LINE_HYPHEN = re.compile(r"(\w*[^\W\d_])-[ \t]*\n[ \t]*([^\W\d_A-Z]\w*)")
+_KEPT_HYPHEN = re.compile(r"(?<=\w)-[ \t]*\n[ \t]*(?=\w)")
 # Words that open a sentence after a caption line ("... (left to right)\nThe Alps are ...").
 _OPENERS = frozenset(
     "The A An In On At This These Those There It Its During After Before Since Many Most Some Several".split()
@@ -106,6 +107,7 @@ def clean_sentence(raw: str, context: str = "") -> str:
             return f"{left}-{right}" if f"{left}-{right}" in context else left + right
 
         text = _LINE_HYPHEN.sub(join, text)
+        text = _KEPT_HYPHEN.sub("-", text)  # "978-\n0-8021", "north-\nSouth": a real hyphen, no space after it
     text = _FOOTNOTE.sub("", text)
     text = _EMPHASIS.sub("", text)
     text = " ".join(text.split())
