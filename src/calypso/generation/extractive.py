@@ -1,94 +1,50 @@
 """The built-in extractive answerer: quotes the retrieved sentences that best answer the question.
 
-It needs no model, never invents anything, and cites every sentence it
-quotes with ``[Source N]``, so the embedded default always answers grounded.
+It needs no model and never invents anything. Each answer sentence is one real sentence
+of a retrieved passage (``calypso.generation.sentence_pick`` chooses and cleans them),
+followed by its own ``[Source N]`` marker, so the composer opens one cited segment per
+sentence and every sentence of the answer is cited.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
-from collections.abc import AsyncGenerator, Collection
+from collections.abc import AsyncGenerator
 
 from calypso.generation.base import Finish, GenerationEvent, GenerationRequest, Generator, TextDelta, Usage
+from calypso.generation.sentence_pick import MAX_CHARS, MAX_SENTENCES, SentenceSimilarity, pick_sentences
 from calypso.models import Passage
-from calypso.retrieval.tokenize import tokenize
-from calypso.text.sentences import sentence_spans
 
 NOT_FOUND = "I could not find anything about this in the knowledge base."
-MAX_SENTENCES = 3
-MAX_CHARS = 700
-MIN_SENTENCE_CHARS = 25
-# Questions that want a quantity, date or duration are best answered by sentences with a number in them.
-_WANTS_NUMBER = re.compile(
-    r"\b(how (long|many|much|often|old|far|soon)|when|what (time|year|date)|which (year|date))\b", re.I
-)
-_HAS_NUMBER = re.compile(r"\d")
+
+__all__ = ["MAX_CHARS", "MAX_SENTENCES", "NOT_FOUND", "ExtractiveGenerator", "select_sentences"]
 
 
-def _clean(sentence: str) -> str:
-    # Headings and list bullets are quoted as plain sentences; internal line breaks become spaces.
-    text = " ".join(sentence.split())
-    return text.lstrip("#-*• ").strip()
+def select_sentences(
+    question: str, passages: list[Passage], similarity: SentenceSimilarity | None = None
+) -> list[tuple[int, int, str]]:
+    """(source number, offset of the sentence in its passage, cleaned sentence) of the best sentences, best first."""
+    return [(c.number, c.start, c.text) for c in pick_sentences(question, passages, similarity=similarity)]
 
 
-def select_sentences(question: str, passages: list[Passage]) -> list[tuple[int, int, str]]:
-    """(source number, position in passage, sentence) of the best sentences, best first."""
-    query = set(tokenize(question))
-    if not query:
-        return []
-    wants_number = bool(_WANTS_NUMBER.search(question))
-    candidates = []
-    for number, passage in enumerate(passages, start=1):
-        text = passage.chunk.text
-        for position, (start, end) in enumerate(sentence_spans(text)):
-            sentence = _clean(text[start:end])
-            if len(sentence) < MIN_SENTENCE_CHARS:
-                continue
-            terms: Collection[str] = tokenize(sentence)
-            if not terms:
-                continue
-            hits = query.intersection(terms)
-            if not hits:
-                continue
-            # Coverage of the question dominates; earlier-ranked passages win ties.
-            score = len(hits) / len(query) + 0.15 / number + 0.05 * len(hits) / len(set(terms))
-            if wants_number and _HAS_NUMBER.search(sentence):
-                score += 0.2
-            candidates.append((score, number, position, sentence, set(terms)))
-    candidates.sort(key=lambda c: -c[0])
-    if candidates:
-        # Sentences far weaker than the best one are padding, not answers.
-        floor = 0.6 * candidates[0][0]
-        candidates = [c for c in candidates if c[0] >= floor]
-    chosen: list[tuple[float, int, int, str, set[str]]] = []
-    total = 0
-    for candidate in candidates:
-        terms = candidate[4]
-        if any(len(terms & c[4]) / max(1, len(terms | c[4])) > 0.6 for c in chosen):
-            continue  # near-duplicate (overlapping chunks repeat sentences)
-        if chosen and total + len(candidate[3]) > MAX_CHARS:
-            continue
-        chosen.append(candidate)
-        total += len(candidate[3])
-        if len(chosen) == MAX_SENTENCES:
-            break
-    # Best answer first; the rest follow by relevance (chosen is already in score order).
-    return [(c[1], c[2], c[3]) for c in chosen]
+def compose(picked: list[tuple[int, int, str]]) -> str:
+    """The answer text: each sentence followed by the marker of its own source."""
+    if not picked:
+        return NOT_FOUND
+    return " ".join(f"{sentence} [Source {number}]" for number, _, sentence in picked)
 
 
 class ExtractiveGenerator(Generator):
+    """``similarity`` (optional) adds a semantic score to the sentence choice, e.g. embedding cosine."""
+
     name = "extractive"
 
-    def __init__(self, words_per_token: int = 1) -> None:
+    def __init__(self, words_per_token: int = 1, similarity: SentenceSimilarity | None = None) -> None:
         self.words_per_token = words_per_token
+        self.similarity = similarity
 
     async def stream(self, request: GenerationRequest) -> AsyncGenerator[GenerationEvent, None]:
-        picked = select_sentences(request.question, request.passages)
-        if not picked:
-            text = NOT_FOUND
-        else:
-            text = " ".join(f"{sentence} [Source {number}]" for number, _, sentence in picked)
+        text = compose(select_sentences(request.question, request.passages, self.similarity))
         words = text.split(" ")
         for i in range(0, len(words), self.words_per_token):
             piece = " ".join(words[i : i + self.words_per_token])
