@@ -297,6 +297,57 @@ def test_claim_progress_and_complete(storage: Storage) -> None:
     assert storage.jobs.complete(key, "w1", job.document, PAGES, CHUNKS, TERMS) is None  # ended: nothing twice
 
 
+def _race_worker_against_removal(storage: Storage, round_: int, chunks: list[Chunk]) -> tuple[int, list[Exception]]:
+    """A worker completes (or fails) a job at the same instant as the document is deleted (or cancelled)."""
+    doc_id = f"race{round_}"
+    key = _submit(storage, doc_id, sha=doc_id)
+    job = storage.jobs.claim_document(key, "w1", 30)
+    assert job is not None
+    barrier, errors = threading.Barrier(2), []
+
+    def finish() -> None:
+        barrier.wait()
+        try:
+            if round_ % 3 == 2:
+                storage.jobs.fail(key, "w1", {"code": "invalid_file", "message": "bad"})
+            else:
+                storage.jobs.complete(key, "w1", job.document, PAGES, chunks, [None] * len(chunks))
+        except Exception as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(exc)
+
+    def remove() -> None:
+        barrier.wait()
+        try:
+            if round_ % 2:
+                storage.jobs.cancel("default", doc_id)
+            else:
+                storage.documents.delete_document("default", doc_id)
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=finish), threading.Thread(target=remove)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return key, errors
+
+
+def test_deletes_and_cancels_racing_workers_never_deadlock(storage: Storage) -> None:
+    # A delete locks the document, then its job (cascade); complete, fail and cancel must take the same
+    # order, or PostgreSQL kills one of the two as a deadlock (a 503 to the client that deleted).
+    many = [Chunk(i, f"passage {i}", 0, 1, 1, 1, ("1",)) for i in range(400)]
+    for round_ in range(12):
+        key, errors = _race_worker_against_removal(storage, round_, many)
+        assert errors == []
+        doc = storage.documents.get_document("default", f"race{round_}")
+        # Whoever went first, the outcome is whole: gone, or ended with all its passages or none.
+        if doc is not None and doc.status == "completed":
+            assert len(storage.documents.document_chunks(key)) == len(many)
+        elif doc is not None:
+            assert doc.status in ("cancelled", "failed") and storage.documents.document_chunks(key) == []
+
+
 def test_two_claimers_racing_for_one_job_exactly_one_wins(storage: Storage) -> None:
     key = _submit(storage)
     barrier, won = threading.Barrier(4), []

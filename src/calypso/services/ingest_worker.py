@@ -24,6 +24,7 @@ from calypso.errors import (
     CalypsoError,
     EmptyDocument,
     InvalidRequest,
+    NotFound,
     PayloadTooLarge,
     StorageError,
     UnprocessableDocument,
@@ -133,7 +134,10 @@ def run_job(
 
     with Heartbeat(jobs, job, owner, settings.job_lease_seconds) as beat:
         try:
-            data = service.store.read_content(doc.workspace, doc.id)
+            try:
+                data = service.store.read_content(doc.workspace, doc.id)
+            except NotFound:  # deleted since the claim: nothing left to ingest, nothing to report
+                return JobOutcome()
             parsed, detected = service.parse(data, doc.filename, doc.media_type)
             chunks = chunk_document(parsed, settings.chunk_size, settings.chunk_overlap)
             if not chunks:

@@ -35,7 +35,18 @@ GAVE_UP = {
 }
 
 
+# Lock order, in every transaction that touches both: the document row, then its job row. A delete
+# (documents first, then the job through ON DELETE CASCADE) and a worker's complete or fail would
+# otherwise each hold one lock and wait for the other: a deadlock PostgreSQL resolves by failing one.
+def _lock_document(db: Connection, document_key: int) -> bool:
+    """Take the document row's lock (waiting for a delete or cancel to commit); False when it is gone."""
+    row = db.execute("SELECT 1 FROM documents WHERE key = %s FOR NO KEY UPDATE", (document_key,)).fetchone()
+    return row is not None
+
+
 def _owned(db: Connection, document_key: int, worker_id: str) -> Row | None:
+    if not _lock_document(db, document_key):
+        return None
     return db.execute(
         "SELECT d.workspace, d.namespace FROM ingest_jobs j JOIN documents d ON d.key = j.document_key "
         "WHERE j.document_key = %s AND j.lease_owner = %s FOR UPDATE OF j",
@@ -95,6 +106,13 @@ class PostgresJobStore:
                     return None
                 key, attempts = row
                 if attempts >= MAX_JOB_ATTEMPTS:
+                    # The job row is locked already: take the document's only if free (see the lock order);
+                    # if a delete or cancel holds it, leave the job to them and to the next poll.
+                    free = db.execute(
+                        "SELECT 1 FROM documents WHERE key = %s FOR NO KEY UPDATE SKIP LOCKED", (key,)
+                    ).fetchone()
+                    if free is None:
+                        return None
                     _end(db, key, "failed", GAVE_UP)
                     continue
                 db.execute(
@@ -192,11 +210,15 @@ class PostgresJobStore:
 
     def cancel(self, workspace: str, document_id: str) -> Document | None:
         def work(db: Connection) -> Row | None:
-            # Waits for a worker's complete/fail holding the job row; then finds it gone and cancels nothing.
+            # The document row first (the lock order): waits for a worker's complete or fail, then finds
+            # the job gone and cancels nothing.
+            document = db.execute(
+                "SELECT key FROM documents WHERE workspace = %s AND id = %s FOR NO KEY UPDATE", (workspace, document_id)
+            ).fetchone()
+            if document is None:
+                return None
             row = db.execute(
-                "DELETE FROM ingest_jobs j USING documents d WHERE j.document_key = d.key "
-                "AND d.workspace = %s AND d.id = %s RETURNING j.document_key",
-                (workspace, document_id),
+                "DELETE FROM ingest_jobs WHERE document_key = %s RETURNING document_key", (document[0],)
             ).fetchone()
             if row is None:
                 return None
