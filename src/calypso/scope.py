@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from calypso.errors import InvalidNamespace
+from calypso.models import RankingOptions
 
 DEFAULT_WORKSPACE = "default"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -31,6 +32,7 @@ class RetrievalScope:
     namespaces: tuple[str, ...] = ()
     document_ids: tuple[str, ...] | None = None  # None: every document of the namespaces
     passage_count: int | None = None  # None: the configured CALYPSO_PASSAGE_COUNT
+    ranking: RankingOptions | None = None  # a file_search tool's ranking_options
 
     @property
     def knowledge_base(self) -> bool:

@@ -99,6 +99,9 @@ def passage_object(passage: Passage) -> dict[str, Any]:
             "heading_path": list(chunk.heading_path),
             "start_index": chunk.start,
             "end_index": chunk.end,
+            # The raw values ``score`` (0..1) comes from, for debugging and tuning a score_threshold.
+            **({"bm25": round(passage.keyword_score, 6)} if passage.keyword_score is not None else {}),
+            **({"cosine": round(passage.vector_score, 6)} if passage.vector_score is not None else {}),
         },
         "content": [{"type": "text", "text": chunk.text}],
     }

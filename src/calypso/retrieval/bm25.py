@@ -21,6 +21,7 @@ above a cheap lower bound of the k-th score (no partition of all N scores).
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import threading
@@ -603,6 +604,22 @@ class BM25Index:
                 _scatter(scores, plists, coef.tolist())
             cand = cand[scores[cand] > 0]
         return self._top(scores, cand, k, snap.row_key)
+
+    def max_score(self, query: str) -> float:
+        """A score no chunk reaches for ``query``: the sum of its terms' idf, each times its count in the query.
+
+        A term adds ``idf * tf / (tf + k1 * norm)`` < idf to a chunk's score, so a search's scores divided by
+        this lie in [0, 1) (calypso.retrieval.scoring); 0.0 when no query term is in the index.
+        """
+        snap = self._snapshot()
+        get = self._vocab.get
+        total = 0.0
+        for t in self._analyze(query):
+            tid = get(t)
+            if tid is not None and tid < len(snap.df) and snap.df[tid] > 0:
+                df = float(snap.df[tid])
+                total += math.log1p((snap.n_live - df + 0.5) / (df + 0.5))
+        return total
 
     @staticmethod
     def _top(scores: _Floats, cand: NDArray[np.integer[Any]], k: int, row_key: _Int64s) -> list[tuple[int, float]]:

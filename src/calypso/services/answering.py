@@ -182,9 +182,14 @@ class Answerer:
             passages: list[Passage] = []
             for namespace in scope.namespaces:
                 passages += self.documents.search(
-                    query, namespace, document_ids=scope.document_ids, max_results=k, workspace=request.workspace
+                    query,
+                    namespace,
+                    document_ids=scope.document_ids,
+                    max_results=k,
+                    workspace=request.workspace,
+                    ranking=scope.ranking,
                 )
-            # BM25 scores of one query are comparable enough across namespaces to merge by score.
+            # Scores are in [0, 1] and mean the share of the query matched, so namespaces merge by score.
             return sorted(passages, key=lambda p: -p.score)[:k]
 
         return await asyncio.to_thread(search), query

@@ -46,6 +46,8 @@ from calypso.models import (
     StoredChunk,
 )
 from calypso.retrieval.bm25 import BM25Index
+from calypso.retrieval.query import keyword_query
+from calypso.retrieval.scoring import keyword_score
 from calypso.retrieval.tokenize import encode_terms
 from calypso.scope import DEFAULT_WORKSPACE, check_namespace
 from calypso.services.index_sync import NamespaceIndexes
@@ -375,21 +377,32 @@ class DocumentService:
         workspace: str = DEFAULT_WORKSPACE,
         ranking: RankingOptions | None = None,
     ) -> list[Passage]:
-        """Top passages for ``query`` in a namespace, optionally only from some documents."""
+        """Top passages for ``query`` in a namespace, optionally only from some documents.
+
+        Keyword matching uses the query's content words (``keyword_query``). Each passage's ``score`` is in
+        [0, 1] (``retrieval.scoring``), its raw BM25 in ``keyword_score``; ``ranking.score_threshold`` drops
+        passages scoring below it. The hybrid weights of ``ranking`` take effect with hybrid retrieval.
+        """
         namespace = check_namespace(namespace or self.settings.default_namespace)
         if not isinstance(query, str) or not query.strip():
             raise InvalidRequest("The query is empty; send the question or keywords to search for.", param="query")
         k = max_results or self.settings.search_max_results
+        threshold = ranking.score_threshold if ranking is not None else 0.0
         doc_keys = None
         if document_ids is not None:
             doc_keys = set(self.store.document_keys(workspace, list(document_ids)).values())
-        hits = self.index(namespace, workspace).search(query, k=k, doc_keys=doc_keys)
+        index = self.index(namespace, workspace)
+        keywords = keyword_query(query)
+        hits = index.search(keywords, k=k, doc_keys=doc_keys)
+        ceiling = index.max_score(keywords) if hits else 0.0
+        hits = [(key, raw) for key, raw in hits if keyword_score(raw, ceiling) >= threshold]
         stored = self.store.get_chunks(workspace, [key for key, _ in hits], namespace)
         documents = self.store.get_documents_by_id(workspace, list({c.document_id for c in stored.values()}))
         passages = []
-        for key, score in hits:
+        for key, raw in hits:
             chunk = stored.get(key)
             # A chunk deleted between index lookup and fetch is simply gone.
             if chunk is not None and chunk.document_id in documents:
-                passages.append(Passage(documents[chunk.document_id], chunk.chunk, float(score)))
+                score = keyword_score(raw, ceiling)
+                passages.append(Passage(documents[chunk.document_id], chunk.chunk, score, keyword_score=float(raw)))
         return passages

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from calypso.api.auth import Workspace
 from calypso.api.deps import Documents
+from calypso.api.schemas.ranking import SearchRankingOptions
 from calypso.api.serialize import passage_object
 from calypso.bots import MAX_DOCUMENT_IDS
 
@@ -20,6 +21,7 @@ class SearchRequest(BaseModel):
     namespace: str | None = None
     document_ids: list[str] | None = Field(None, max_length=MAX_DOCUMENT_IDS)
     max_num_results: int = Field(10, ge=1, le=100)
+    ranking_options: SearchRankingOptions | None = None
 
 
 @router.post("/search")
@@ -30,6 +32,7 @@ def search(body: SearchRequest, documents: Documents, workspace: Workspace) -> J
         document_ids=body.document_ids,
         max_results=body.max_num_results,
         workspace=workspace,
+        ranking=body.ranking_options.to_options() if body.ranking_options else None,
     )
     # A JSONResponse skips FastAPI's generic encoder: about 0.6 ms less per search.
     return JSONResponse(

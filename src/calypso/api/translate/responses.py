@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from calypso.api.schemas.content import check_parts
+from calypso.api.schemas.ranking import file_search_ranking
 from calypso.api.schemas.responses import KNOWN_INCLUDES, ResponsesRequest
 from calypso.bots import Bot, bot_scope
 from calypso.citations.links import LinkSigner
@@ -201,6 +202,8 @@ def _scope(body: ResponsesRequest, bot: Bot, workspace: str, resolve_file: FileR
                     "max_num_results must be an integer from 1 to 50.", param=f"tools[{i}].max_num_results"
                 )
             scope = replace(scope, passage_count=count)
+        if tool.get("ranking_options") is not None:
+            scope = replace(scope, ranking=file_search_ranking(body.tools or [], i))
         if tool.get("filters") is not None:
             ids = filter_document_ids(tool["filters"], f"tools[{i}].filters", workspace, resolve_file)
             allowed = scope.document_ids
