@@ -1,0 +1,1 @@
+"""Text embeddings: one contract (``base.Embedder``), backends side by side."""
