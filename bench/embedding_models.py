@@ -24,9 +24,8 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 import beir_eval as be  # bench/ is sys.path[0] when run as a script
+import numpy as np
 
 try:
     import calypso  # noqa: F401

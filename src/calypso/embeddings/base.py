@@ -75,4 +75,5 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
     if v.ndim != 2:
         raise ValueError(f"expected a 2-D array of vectors, got shape {v.shape}")
     norms = np.linalg.norm(v, axis=1, keepdims=True)
-    return v / np.maximum(norms, np.float32(1e-12))
+    out: np.ndarray = v / np.maximum(norms, np.float32(1e-12))
+    return out
