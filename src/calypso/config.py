@@ -123,11 +123,15 @@ class Settings(BaseSettings):
         "sent to CALYPSO_EMBEDDING_BASE_URL, or 'none' for keyword-only search.",
     )
     embedding_base_url: str | None = Field(
-        None, description="OpenAI-compatible /v1/embeddings server (TEI, vLLM, Ollama, OpenAI), e.g. http://localhost:8081/v1."
+        None,
+        description="OpenAI-compatible /v1/embeddings server (TEI, vLLM, Ollama, OpenAI), e.g. http://localhost:8081/v1.",
     )
     embedding_api_key: str | None = Field(None, description="Bearer key for the embeddings server, if it needs one.")
     embedding_batch_size: int = Field(
-        8, ge=1, le=2048, description="Texts per embedding call (local model: per ONNX run; server: per request)."
+        64,
+        ge=1,
+        le=2048,
+        description="Texts per request to the embeddings server (the local model runs one at a time).",
     )
     unsupported_citations: str = Field(
         "flag",

@@ -84,7 +84,8 @@ def open_embedder(settings: Any, *, cache: VectorCache | None = None) -> Embedde
 
 register(
     local_onnx.MODEL_NAME,
-    lambda batch_size=8: local_onnx.LocalOnnxEmbedder(batch_size=batch_size),
+    # One text per ONNX run is this model's fastest (see local_onnx); the batch size setting is for servers.
+    lambda batch_size=1: local_onnx.LocalOnnxEmbedder(),
     local_onnx.available,
     local_onnx.INSTALL_HINT,
 )
