@@ -119,11 +119,13 @@ def vector_search(emb, queries: list[str], n: int) -> None:  # noqa: ANN001
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True, choices=["minilm-int8-onnx", "minilm-st"])
-    ap.add_argument("--batch-size", type=int, default=1)
+    ap.add_argument("--batch-size", type=int, default=4)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--speed-docs", type=int, default=256)
     ap.add_argument("--speed-only", action="store_true")
-    ap.add_argument("--max-tokens", type=int, default=256, help="truncation (local ONNX model only)")
+    ap.add_argument(
+        "--max-tokens", type=int, default=256, help="truncation (local ONNX model only; its default is 128)"
+    )
     ap.add_argument(
         "--vector-search", type=int, default=0, metavar="N", help="time query embedding + exact top-100 over N vectors"
     )

@@ -131,7 +131,7 @@ class Settings(BaseSettings):
         64,
         ge=1,
         le=2048,
-        description="Texts per request to the embeddings server (the local model runs one at a time).",
+        description="Texts per request to the embeddings server (the local model uses its measured batch of 4).",
     )
     unsupported_citations: str = Field(
         "flag",
