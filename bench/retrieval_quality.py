@@ -34,6 +34,7 @@ try:
 except ImportError:  # running from a checkout without an install
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from calypso.retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
+from calypso.retrieval.hybrid import fuse, rrf
 from calypso.retrieval.tokenize import STOPWORDS_EN_EXTENDED, Analyzer
 
 K1S = [0.6, 0.8, 0.9, 1.0, 1.2, 1.5, 1.8, 2.0]
@@ -133,29 +134,6 @@ def _load_vectors(d: Path, stem: str) -> tuple[np.ndarray, list[str]]:
     return np.load(d / f"{stem}.npy"), (d / f"{stem}.ids").read_text().split("\n")
 
 
-def rrf(runs: list[list[str]], weights: list[float], k: int) -> list[tuple[str, float]]:
-    """Weighted reciprocal rank fusion, scores divided by the best possible (so in [0, 1])."""
-    acc: dict[str, float] = {}
-    for run, w in zip(runs, weights):
-        for rank, doc in enumerate(run):
-            acc[doc] = acc.get(doc, 0.0) + w / (k + rank + 1)
-    top = sum(weights) / (k + 1)
-    return sorted(((d, s / top) for d, s in acc.items()), key=lambda x: -x[1])
-
-
-def convex(runs: list[list[tuple[str, float]]], weights: list[float]) -> list[tuple[str, float]]:
-    """Weighted sum of min-max normalised scores per run (a doc absent from a run gets 0 there); in [0, 1]."""
-    acc: dict[str, float] = {}
-    for run, w in zip(runs, weights):
-        if not run:
-            continue
-        hi, lo = run[0][1], run[-1][1]
-        for doc, sc in run:
-            acc[doc] = acc.get(doc, 0.0) + w * ((sc - lo) / (hi - lo) if hi > lo else 1.0)
-    total = sum(weights)
-    return sorted(((d, s / total) for d, s in acc.items()), key=lambda x: -x[1])
-
-
 def hybrid(d: Path, model: str, bm25: tuple, k1: float, b: float, queries: dict, train: dict, test: dict) -> None:
     docs, doc_ids = _load_vectors(d, f"scifact-{model}")
     qv, q_ids = _load_vectors(d, f"scifact-queries-{model}")
@@ -180,10 +158,10 @@ def hybrid(d: Path, model: str, bm25: tuple, k1: float, b: float, queries: dict,
     for k in (10, 20, 40, 60, 100):
         for w in weights:
             candidates[("rrf", k, w)] = lambda q, k=k, w=w: rrf(
-                [[x for x, _ in den[q]], [x for x, _ in lex[q]]], [w, 1 - w], k
+                [x for x, _ in lex[q]], [x for x, _ in den[q]], text_weight=1 - w, embedding_weight=w, k=k
             )
     for w in weights:
-        candidates[("convex", 0, w)] = lambda q, w=w: convex([den[q], lex[q]], [w, 1 - w])
+        candidates[("convex", 0, w)] = lambda q, w=w: fuse(lex[q], den[q], text_weight=1 - w, embedding_weight=w)
     train_scores = {key: mean(per_q(f, train)) for key, f in candidates.items()}
     print("\nfusion on train (nDCG@10): method, k, dense weight")
     for key, v in sorted(train_scores.items(), key=lambda kv: -kv[1])[:8]:
