@@ -12,6 +12,13 @@ applies (``calypso.retrieval.query.keyword_query``) at the BM25Index defaults; `
 prints only that table.
 
     .venv/bin/python bench/retrieval_quality.py [--quick | --query-analysis]
+
+Hybrid (issue 12): ``--dense DIR`` reads the corpus and query vectors that
+``bench/embedding_models.py --model M`` saved in DIR (scifact-M.npy/.ids,
+scifact-queries-M.npy/.ids) and prints BM25, dense and fused runs side by side. Fusion
+parameters are chosen on qrels/train.tsv only (grid printed), then reported on test:
+
+    .venv/bin/python bench/retrieval_quality.py --quick --dense /tmp/calypso-embed-bench --dense-model minilm-int8-onnx
 """
 
 from __future__ import annotations
@@ -23,12 +30,14 @@ import time
 from pathlib import Path
 
 import beir_eval as be  # bench/ is sys.path[0] when run as a script
+import numpy as np
 
 try:
     import calypso  # noqa: F401
 except ImportError:  # running from a checkout without an install
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from calypso.retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
+from calypso.retrieval.hybrid import fuse, rrf
 from calypso.retrieval.query import keyword_query
 from calypso.retrieval.tokenize import STOPWORDS_EN_EXTENDED, Analyzer
 
@@ -89,6 +98,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="coarser grid, default analyzer only")
     ap.add_argument("--query-analysis", action="store_true", help="only the query analysis comparison")
+    ap.add_argument("--dense", type=Path, help="directory with vectors saved by bench/embedding_models.py")
+    ap.add_argument("--dense-model", default="minilm-int8-onnx")
     args = ap.parse_args()
     if args.query_analysis:
         path = be.scifact_dir()
@@ -145,7 +156,62 @@ def main() -> None:
             print(f"| {label} | {split} | {mean(m['ndcg@10']):.4f} | {mean(m['recall@100']):.4f} |")
     print()
     query_analysis(corpus, queries, {"train": train, "test": test})
+    if args.dense:
+        hybrid(args.dense, args.dense_model, indexes[chosen], k1, b, queries, train, test)
     print(f"\n({time.perf_counter() - t0:.0f}s)")
+
+
+def _load_vectors(d: Path, stem: str) -> tuple[np.ndarray, list[str]]:
+    return np.load(d / f"{stem}.npy"), (d / f"{stem}.ids").read_text().split("\n")
+
+
+def hybrid(d: Path, model: str, bm25: tuple, k1: float, b: float, queries: dict, train: dict, test: dict) -> None:
+    docs, doc_ids = _load_vectors(d, f"scifact-{model}")
+    qv, q_ids = _load_vectors(d, f"scifact-queries-{model}")
+    qrow = {q: i for i, q in enumerate(q_ids)}
+    idx, ids = bm25
+    idx.set_params(k1, b)
+    depth = 100
+    lex = {q: [(ids[c], s) for c, s in idx.search(queries[q], k=depth)] for q in {*train, *test}}
+    den: dict[str, list[tuple[str, float]]] = {}
+    for q in {*train, *test}:
+        sims = docs @ qv[qrow[q]]
+        top = np.argpartition(-sims, depth)[:depth]
+        top = top[np.argsort(-sims[top])]
+        den[q] = [(doc_ids[j], float(sims[j])) for j in top]
+
+    def per_q(make: object, qrels: dict) -> list[float]:
+        run = {q: [doc for doc, _ in make(q)] for q in qrels}  # type: ignore[operator]
+        return be.per_query(run, qrels)["ndcg@10"]
+
+    weights = [0.3, 0.4, 0.5, 0.6, 0.7, 0.8]  # dense share; text gets 1 - w
+    candidates = {}
+    for k in (10, 20, 40, 60, 100):
+        for w in weights:
+            candidates[("rrf", k, w)] = lambda q, k=k, w=w: rrf(
+                [x for x, _ in lex[q]], [x for x, _ in den[q]], text_weight=1 - w, embedding_weight=w, k=k
+            )
+    for w in weights:
+        candidates[("convex", 0, w)] = lambda q, w=w: fuse(lex[q], den[q], text_weight=1 - w, embedding_weight=w)
+    train_scores = {key: mean(per_q(f, train)) for key, f in candidates.items()}
+    print("\nfusion on train (nDCG@10): method, k, dense weight")
+    for key, v in sorted(train_scores.items(), key=lambda kv: -kv[1])[:8]:
+        print(f"  {key[0]:6s} k={key[1]:<3d} w_dense={key[2]:.1f}  {v:.4f}")
+    best_rrf = max((k for k in candidates if k[0] == "rrf"), key=train_scores.__getitem__)
+    best = max(candidates, key=train_scores.__getitem__)
+    print(f"\n| run ({model}) | split | nDCG@10 | Recall@100 |\n|---|---|---|---|")
+    rows = [
+        (f"BM25 k1={k1:g} b={b:g}", lambda q: lex[q]),
+        ("dense (cosine, exact)", lambda q: den[q]),
+        (f"hybrid RRF k={best_rrf[1]} w_dense={best_rrf[2]:.1f} (best RRF on train)", candidates[best_rrf]),
+        (f"hybrid {best[0]} k={best[1]} w_dense={best[2]:.1f} (best on train)", candidates[best]),
+        ("hybrid RRF k=60 w_dense=0.5 (untuned reference)", candidates[("rrf", 60, 0.5)]),
+    ]
+    for label, make in rows:
+        for split, qrels in (("train", train), ("test", test)):
+            run = {q: [doc for doc, _ in make(q)] for q in qrels}
+            m = be.evaluate(run, qrels)
+            print(f"| {label} | {split} | {m['ndcg@10']:.4f} | {m['recall@100']:.4f} |")
 
 
 if __name__ == "__main__":

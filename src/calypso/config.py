@@ -117,6 +117,22 @@ class Settings(BaseSettings):
     llm_max_retries: int = Field(
         2, ge=0, description="Retries on upstream 429/5xx/connect errors before the first token."
     )
+    embedding_model: str = Field(
+        "minilm-l6-v2-int8",
+        description="Embedding model: a local one ('minilm-l6-v2-int8', from the 'embed' extra), the model name "
+        "sent to CALYPSO_EMBEDDING_BASE_URL, or 'none' for keyword-only search.",
+    )
+    embedding_base_url: str | None = Field(
+        None,
+        description="OpenAI-compatible /v1/embeddings server (TEI, vLLM, Ollama, OpenAI), e.g. http://localhost:8081/v1.",
+    )
+    embedding_api_key: str | None = Field(None, description="Bearer key for the embeddings server, if it needs one.")
+    embedding_batch_size: int = Field(
+        64,
+        ge=1,
+        le=2048,
+        description="Texts per request to the embeddings server (the local model uses its measured batch of 4).",
+    )
     unsupported_citations: str = Field(
         "flag",
         pattern="^(flag|drop)$",
