@@ -7,7 +7,7 @@ $(BIN)/calypso: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found; run make PYTHON=python3"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,bench]'
+	$(BIN)/pip install --quiet -e '.[test,bench,embed]'
 	@touch $@
 
 install: $(BIN)/calypso
