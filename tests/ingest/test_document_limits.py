@@ -21,14 +21,16 @@ MEMORY_CAP = 1536 << 20  # the child's address space: interpreter, lxml, PDFium 
 
 _REFUSAL = """
 from calypso.ingest.parsers import parse_document
-import hostile_files, resource
+import hostile_files
 data = hostile_files.{generator}
 try:
     parse_document(data, "{name}")
     print("accepted")
 except Exception as exc:
     print(type(exc).__name__, getattr(exc, "status", "-"), getattr(exc, "code", "-"))
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+# VmHWM, not ru_maxrss: Linux carries the parent's high-water mark into ru_maxrss across exec, so a large
+# test process (a loaded embedding model, say) would be counted as this child's peak.
+print(next(int(line.split()[1]) // 1024 for line in open("/proc/self/status") if line.startswith("VmHWM:")))
 """
 
 
