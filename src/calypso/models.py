@@ -111,6 +111,18 @@ class VectorStoreFile:
 
 
 @dataclass
+class FileBatch:
+    """Files attached to a vector store in one request: ``file_ids`` in the order given."""
+
+    id: str
+    workspace: str
+    vector_store_id: str
+    file_ids: list[str]
+    created_at: int
+    cancelled: bool = False
+
+
+@dataclass
 class Passage:
     """A retrieved chunk with its document and retrieval score.
 

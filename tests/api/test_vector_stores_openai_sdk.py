@@ -204,3 +204,30 @@ def test_bad_input_names_the_param(openai_client, http, store) -> None:
     with pytest.raises(openai.BadRequestError) as info:
         openai_client.vector_stores.list(limit=101)
     assert info.value.param == "limit"
+
+
+def test_file_batches_upload_and_poll(openai_client) -> None:
+    vector_store = openai_client.vector_stores.create(name="Batch")
+    batch = openai_client.vector_stores.file_batches.upload_and_poll(
+        vector_store_id=vector_store.id, files=[("handbook.md", HANDBOOK), ("refunds-2026.md", REFUNDS)]
+    )
+    assert batch.id.startswith("vsfb_") and batch.object == "vector_store.files_batch"
+    assert batch.status == "completed" and batch.file_counts.completed == 2 and batch.file_counts.total == 2
+    files = list(openai_client.vector_stores.file_batches.list_files(batch.id, vector_store_id=vector_store.id))
+    assert {f.status for f in files} == {"completed"} and len(files) == 2
+    assert (
+        openai_client.vector_stores.file_batches.retrieve(batch.id, vector_store_id=vector_store.id).status
+        == "completed"
+    )
+    results = openai_client.vector_stores.search(vector_store_id=vector_store.id, query="refund within 30 days")
+    assert "refunds-2026.md" in _names(results)
+
+    uploaded = openai_client.files.create(file=("legacy.md", LEGACY), purpose="assistants")
+    batch = openai_client.vector_stores.file_batches.create(
+        vector_store_id=vector_store.id, files=[{"file_id": uploaded.id, "attributes": {"year": 2019}}]
+    )
+    cancelled = openai_client.vector_stores.file_batches.cancel(batch.id, vector_store_id=vector_store.id)
+    assert cancelled.status == "cancelled"
+    with pytest.raises(openai.NotFoundError) as info:
+        openai_client.vector_stores.file_batches.create(vector_store_id=vector_store.id, file_ids=["file-nope"])
+    assert info.value.param == "files[0].file_id"

@@ -18,6 +18,7 @@ from calypso.models import (
     Conversation,
     Document,
     DocumentChange,
+    FileBatch,
     IndexedChunk,
     Page,
     StoredMessage,
@@ -618,3 +619,13 @@ def test_file_links_carry_attributes_and_go_with_their_document(storage: Storage
     assert stores.link_file(updated, 11) and stores.find_file("default", "vs_a", "file-orig") == updated
     documents.delete_document("default", "d1")
     assert stores.file_links("default", ["d1"]) == {} and stores.find_file("default", "vs_a", "file-orig") is None
+
+
+def test_file_batches_keep_their_file_ids_and_can_be_cancelled(storage: Storage) -> None:
+    stores = storage.vector_stores
+    batch = FileBatch("vsfb_1", "default", "vs_a", ["file-2", "file-1"], 5)
+    stores.insert_batch(batch)
+    assert stores.get_batch("default", "vs_a", "vsfb_1") == batch
+    assert stores.get_batch("w2", "vs_a", "vsfb_1") is None and stores.get_batch("default", "vs_b", "vsfb_1") is None
+    assert stores.cancel_batch("default", "vs_a", "vsfb_1") and not stores.cancel_batch("w2", "vs_a", "vsfb_1")
+    assert stores.get_batch("default", "vs_a", "vsfb_1") == replace(batch, cancelled=True)

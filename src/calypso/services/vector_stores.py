@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from calypso.errors import InvalidRequest, NotFound
-from calypso.models import Document, Listing, Order, Passage, RankingOptions, VectorStore, VectorStoreFile
+from calypso.errors import CalypsoError, InvalidRequest, NotFound
+from calypso.models import Document, FileBatch, Listing, Order, Passage, RankingOptions, VectorStore, VectorStoreFile
 from calypso.retrieval.filters import Predicate, compile_filter
 from calypso.scope import check_namespace
 from calypso.services.documents import DocumentService
@@ -102,6 +102,23 @@ class StoreFile:
 
     link: VectorStoreFile
     document: Document
+
+
+@dataclass
+class BatchState:
+    """A file batch with its files' counts; ``cancelled`` once cancelled, else in_progress until every file ended."""
+
+    batch: FileBatch
+    file_counts: dict[str, int]
+    files: list[StoreFile]
+
+    @property
+    def status(self) -> str:
+        if self.batch.cancelled:
+            return "cancelled"
+        if self.file_counts["in_progress"]:
+            return "in_progress"
+        return "failed" if self.file_counts["failed"] and not self.file_counts["completed"] else "completed"
 
 
 class VectorStoreService:
@@ -288,6 +305,58 @@ class VectorStoreService:
             if not page.has_more or not page.items:
                 return texts
             after = page.items[-1].chunk.chunk_index
+
+    # -- file batches --------------------------------------------------------
+    def create_batch(self, workspace: str, store_id: str, files: Sequence[tuple[str, dict[str, Any]]]) -> BatchState:
+        """Attach several files (file id, attributes) in one request, as ``attach`` does each."""
+        store = self.get(workspace, store_id)
+        for i, (file_id, _) in enumerate(files):  # every id first: nothing is attached when one is unknown
+            if self.store.find_file(workspace, store.namespace, file_id) is None:
+                try:
+                    self.documents.get_by_file_id(file_id, workspace)
+                except NotFound as exc:
+                    raise NotFound(f"No file with id {file_id!r}.", param=f"files[{i}].file_id") from exc
+        for file_id, attributes in files:
+            self.attach(workspace, store.id, file_id, attributes)
+        batch = FileBatch(f"vsfb_{uuid.uuid4().hex}", workspace, store.id, [f for f, _ in files], int(time.time()))
+        self.store.insert_batch(batch)
+        return self.batch_state(batch)
+
+    def get_batch(self, workspace: str, store_id: str, batch_id: str) -> BatchState:
+        store = self.get(workspace, store_id)
+        batch = self.store.get_batch(workspace, store.id, batch_id)
+        if batch is None:
+            raise NotFound(f"No file batch {batch_id!r} in vector store {store_id!r}.", param="batch_id")
+        return self.batch_state(batch)
+
+    def batch_files(self, batch: FileBatch) -> list[StoreFile]:
+        """The batch's files still in the store, in the order given."""
+        found = []
+        for file_id in batch.file_ids:
+            link = self.store.find_file(batch.workspace, batch.vector_store_id, file_id)
+            if link is not None:
+                found.append(link)
+        return self._documents(batch.workspace, found)
+
+    def batch_state(self, batch: FileBatch) -> BatchState:
+        files = self.batch_files(batch)
+        counts = {s: 0 for s in ("in_progress", "completed", "failed", "cancelled")}
+        for file in files:
+            counts[file.document.status] += 1
+        counts["total"] = sum(counts.values())
+        return BatchState(batch, counts, files)
+
+    def cancel_batch(self, workspace: str, store_id: str, batch_id: str) -> BatchState:
+        """Cancel the batch's files still in progress; the batch is ``cancelled`` (its ended files stay)."""
+        state = self.get_batch(workspace, store_id, batch_id)
+        for file in state.files:
+            if file.document.status == "in_progress":
+                try:
+                    self.documents.cancel(file.document.id, workspace)
+                except CalypsoError:
+                    pass  # ended meanwhile
+        self.store.cancel_batch(workspace, state.batch.vector_store_id, batch_id)
+        return self.get_batch(workspace, store_id, batch_id)
 
     # -- search ------------------------------------------------------------
     def matching_documents(self, workspace: str, namespaces: Sequence[str], predicate: Predicate) -> set[str]:

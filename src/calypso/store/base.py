@@ -21,6 +21,7 @@ from calypso.models import (
     Conversation,
     Document,
     DocumentChange,
+    FileBatch,
     IndexedChunk,
     IngestJob,
     Listing,
@@ -376,6 +377,14 @@ class VectorStoreStore(Protocol):
 
     def find_file(self, workspace: str, namespace: str, file_id: str) -> VectorStoreFile | None:
         """The store file with this client file id (a link's, else a document's own) in the namespace."""
+        ...
+
+    def insert_batch(self, batch: FileBatch) -> None: ...
+
+    def get_batch(self, workspace: str, vector_store_id: str, batch_id: str) -> FileBatch | None: ...
+
+    def cancel_batch(self, workspace: str, vector_store_id: str, batch_id: str) -> bool:
+        """Mark the batch cancelled; False when it does not exist."""
         ...
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from calypso.errors import NotFound
-from calypso.models import Listing, Order, VectorStore, VectorStoreFile
+from calypso.models import FileBatch, Listing, Order, VectorStore, VectorStoreFile
 
 _STORE_COLUMNS = "id, workspace, namespace, name, created_at, last_active_at, metadata, expires_after"
 
@@ -195,3 +195,38 @@ class SQLVectorStoreStore:
             (workspace, namespace, file_id),
         )
         return self._file(row) if row else None
+
+    def insert_batch(self, batch: FileBatch) -> None:
+        sql = self._sql(
+            "INSERT INTO vector_store_file_batches (id, workspace, vector_store_id, file_ids, created_at, cancelled) "
+            "VALUES (?, ?, ?, ?, ?, ?)"
+        )
+        args = (
+            batch.id,
+            batch.workspace,
+            batch.vector_store_id,
+            json.dumps(batch.file_ids),
+            batch.created_at,
+            batch.cancelled,
+        )
+        self.database.write(lambda db: db.execute(sql, args))
+
+    def get_batch(self, workspace: str, vector_store_id: str, batch_id: str) -> FileBatch | None:
+        row = self.database.row(
+            self._sql(
+                "SELECT id, workspace, vector_store_id, file_ids, created_at, cancelled FROM vector_store_file_batches "
+                "WHERE workspace = ? AND vector_store_id = ? AND id = ?"
+            ),
+            (workspace, vector_store_id, batch_id),
+        )
+        if row is None:
+            return None
+        return FileBatch(row[0], row[1], row[2], json.loads(row[3]), int(row[4]), bool(row[5]))
+
+    def cancel_batch(self, workspace: str, vector_store_id: str, batch_id: str) -> bool:
+        sql = self._sql(
+            "UPDATE vector_store_file_batches SET cancelled = ? WHERE workspace = ? AND vector_store_id = ? AND id = ?"
+        )
+        return bool(
+            self.database.write(lambda db: db.execute(sql, (True, workspace, vector_store_id, batch_id)).rowcount)
+        )

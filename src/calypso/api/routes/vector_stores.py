@@ -1,7 +1,7 @@
 """/v1/vector_stores in OpenAI's Vector Stores API shape (``services/vector_stores.py``: a store is a namespace).
 
 Stores: create, list, retrieve, update, delete. Files: attach a ``/v1/files`` id (with attributes),
-list (``filter`` by status), retrieve, update attributes, delete, read the passages' text. Search:
+list (``filter`` by status), retrieve, update attributes, delete, read the passages' text. File batches: create (``file_ids`` or ``files``), retrieve, cancel, list files. Search:
 ``query``, ``filters``, ``max_num_results`` (1-50), ``ranking_options``, ``rewrite_query``.
 """
 
@@ -17,10 +17,11 @@ from calypso.api.auth import Workspace
 from calypso.api.deps import VectorStores, check_limit, check_order
 from calypso.api.schemas.ranking import SearchRankingOptions
 from calypso.api.serialize import list_object, passage_object
-from calypso.errors import InvalidRequest
+from calypso.errors import InvalidRequest, NotFound
 from calypso.models import DocumentStatus
 from calypso.services.vector_stores import (
     MAX_SEARCH_RESULTS,
+    BatchState,
     StoreFile,
     StoreState,
     check_attributes,
@@ -31,6 +32,7 @@ router = APIRouter(prefix="/v1/vector_stores", tags=["vector_stores"])
 
 # Calypso chunks by its own settings; the object says so with OpenAI's "other" strategy.
 CHUNKING = {"type": "other"}
+MAX_BATCH_FILES = 500
 POLL_AFTER_MS = 100  # small documents ingest in well under a second: the SDK's default is 1000
 _ERROR_CODES = ("server_error", "unsupported_file", "invalid_file")
 
@@ -224,6 +226,94 @@ def file_content(vector_store_id: str, file_id: str, stores: VectorStores, works
         "has_more": False,
         "next_page": None,
     }
+
+
+# -- file batches -----------------------------------------------------------------------------
+
+
+class BatchFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    file_id: str = Field(min_length=1)
+    attributes: dict[str, Any] | None = None
+    chunking_strategy: dict[str, Any] | None = None
+
+
+class CreateBatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    file_ids: list[str] | None = Field(None, min_length=1, max_length=MAX_BATCH_FILES)
+    files: list[BatchFile] | None = Field(None, min_length=1, max_length=MAX_BATCH_FILES)
+    attributes: dict[str, Any] | None = None
+    chunking_strategy: dict[str, Any] | None = None
+
+
+def batch_object(state: BatchState) -> dict[str, Any]:
+    batch = state.batch
+    return {
+        "id": batch.id,
+        "object": "vector_store.files_batch",
+        "created_at": batch.created_at,
+        "vector_store_id": batch.vector_store_id,
+        "status": state.status,
+        "file_counts": state.file_counts,
+    }
+
+
+@router.post("/{vector_store_id}/file_batches")
+def create_batch(vector_store_id: str, body: CreateBatch, stores: VectorStores, workspace: Workspace) -> dict[str, Any]:
+    """Attach several files: ``file_ids`` sharing ``attributes``, or ``files`` each with its own."""
+    _check_chunking(body.chunking_strategy)
+    if (body.file_ids is None) == (body.files is None):
+        raise InvalidRequest("Send either file_ids or files (not both).", param="file_ids")
+    if body.files is not None:
+        for i, item in enumerate(body.files):
+            if item.chunking_strategy is not None and item.chunking_strategy.get("type") != "auto":
+                raise InvalidRequest("Only chunking_strategy auto is supported.", param=f"files[{i}].chunking_strategy")
+        files = [
+            (f.file_id, check_attributes(f.attributes, f"files[{i}].attributes")) for i, f in enumerate(body.files)
+        ]
+    else:
+        shared = check_attributes(body.attributes)
+        files = [(file_id, dict(shared)) for file_id in body.file_ids or []]
+    return batch_object(stores.create_batch(workspace, vector_store_id, files))
+
+
+@router.get("/{vector_store_id}/file_batches/{batch_id}")
+def get_batch(vector_store_id: str, batch_id: str, stores: VectorStores, workspace: Workspace) -> JSONResponse:
+    state = stores.get_batch(workspace, vector_store_id, batch_id)
+    headers = {"openai-poll-after-ms": str(POLL_AFTER_MS)} if state.status == "in_progress" else None
+    return JSONResponse(batch_object(state), headers=headers)
+
+
+@router.post("/{vector_store_id}/file_batches/{batch_id}/cancel")
+def cancel_batch(vector_store_id: str, batch_id: str, stores: VectorStores, workspace: Workspace) -> dict[str, Any]:
+    """Cancel the batch's files still in progress."""
+    return batch_object(stores.cancel_batch(workspace, vector_store_id, batch_id))
+
+
+@router.get("/{vector_store_id}/file_batches/{batch_id}/files")
+def list_batch_files(
+    vector_store_id: str,
+    batch_id: str,
+    stores: VectorStores,
+    workspace: Workspace,
+    limit: int = Query(20),
+    order: str = "desc",
+    after: str | None = None,
+    before: str | None = None,
+    filter: Literal["in_progress", "completed", "failed", "cancelled"] | None = None,
+) -> dict[str, Any]:
+    """The batch's files still in the store, paged like the store's files."""
+    state = stores.get_batch(workspace, vector_store_id, batch_id)
+    files = state.files if check_order(order) == "asc" else list(reversed(state.files))
+    ids = [f.link.file_id for f in files]
+    for cursor, name in ((after, "after"), (before, "before")):
+        if cursor is not None and cursor not in ids:
+            raise NotFound(f"No file {cursor!r} in this batch to page from.", param=name)
+    window = files[ids.index(after) + 1 if after else 0 : ids.index(before) if before else len(files)]
+    window = [f for f in window if filter is None or f.document.status == filter]
+    limit = check_limit(limit)
+    page = window[-limit:] if before and not after else window[:limit]
+    return list_object([file_object(f) for f in page], len(window) > limit)
 
 
 # -- search -----------------------------------------------------------------------------------

@@ -214,7 +214,8 @@ def m007_ingestion_jobs(db: Connection) -> None:
 
 def m008_vector_stores(db: Connection) -> None:
     """Vector stores (a named namespace of a workspace) and the file link of a document: the file id the
-    client attached and its attributes (JSON text, as on SQLite); the link goes with its document."""
+    client attached and its attributes (JSON text, as on SQLite); the link goes with its document. File
+    batches record the file ids one request attached."""
     db.execute(
         """
         CREATE TABLE vector_stores (
@@ -236,7 +237,15 @@ def m008_vector_stores(db: Connection) -> None:
             attributes TEXT NOT NULL DEFAULT '{}',
             created_at BIGINT NOT NULL
         );
-        CREATE INDEX vector_store_files_by_file ON vector_store_files (file_id)
+        CREATE INDEX vector_store_files_by_file ON vector_store_files (file_id);
+        CREATE TABLE vector_store_file_batches (
+            id TEXT PRIMARY KEY,
+            workspace TEXT NOT NULL,
+            vector_store_id TEXT NOT NULL,
+            file_ids TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            cancelled BOOLEAN NOT NULL DEFAULT FALSE
+        )
         """
     )
 

@@ -250,7 +250,8 @@ def m009_ingestion_jobs(db: sqlite3.Connection) -> None:
 
 def m010_vector_stores(db: sqlite3.Connection) -> None:
     """Vector stores (a named namespace of a workspace) and the file link of a document: the file id the
-    client attached and its attributes; the link goes with its document."""
+    client attached and its attributes; the link goes with its document. File batches record the file ids
+    one request attached."""
     _run(
         db,
         """
@@ -273,7 +274,15 @@ def m010_vector_stores(db: sqlite3.Connection) -> None:
             attributes TEXT NOT NULL DEFAULT '{}',
             created_at INTEGER NOT NULL
         );
-        CREATE INDEX vector_store_files_by_file ON vector_store_files (file_id)
+        CREATE INDEX vector_store_files_by_file ON vector_store_files (file_id);
+        CREATE TABLE vector_store_file_batches (
+            id TEXT PRIMARY KEY,
+            workspace TEXT NOT NULL,
+            vector_store_id TEXT NOT NULL,
+            file_ids TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            cancelled INTEGER NOT NULL DEFAULT 0
+        )
         """,
     )
 
