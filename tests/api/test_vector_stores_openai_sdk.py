@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import openai
 import pytest
 
@@ -231,3 +233,26 @@ def test_file_batches_upload_and_poll(openai_client) -> None:
     with pytest.raises(openai.NotFoundError) as info:
         openai_client.vector_stores.file_batches.create(vector_store_id=vector_store.id, file_ids=["file-nope"])
     assert info.value.param == "files[0].file_id"
+
+
+def test_deleting_a_file_removes_it_from_every_store(openai_client) -> None:
+    uploaded = openai_client.files.create(file=("refunds-2026.md", REFUNDS), purpose="assistants")
+    stores = [openai_client.vector_stores.create(name=f"s{n}") for n in range(2)]
+    for store in stores:
+        attached = openai_client.vector_stores.files.create_and_poll(file_id=uploaded.id, vector_store_id=store.id)
+        assert attached.id == uploaded.id and attached.status == "completed"
+    assert openai_client.files.delete(uploaded.id).deleted
+    for store in stores:
+        assert list(openai_client.vector_stores.files.list(vector_store_id=store.id)) == []
+        assert openai_client.vector_stores.search(vector_store_id=store.id, query="refund").data == []
+
+
+def test_an_expired_store_says_so(openai_client, services) -> None:
+    store = openai_client.vector_stores.create(name="old", expires_after={"anchor": "last_active_at", "days": 1})
+    assert store.status == "completed" and store.expires_at == store.last_active_at + 86400
+    row = services.storage.vector_stores.get("default", store.id)
+    services.storage.vector_stores.update(replace(row, last_active_at=row.last_active_at - 2 * 86400))
+    assert openai_client.vector_stores.retrieve(store.id).status == "expired"
+    with pytest.raises(openai.BadRequestError) as info:
+        openai_client.vector_stores.update(store.id, expires_after={"anchor": "created_at", "days": 1})
+    assert info.value.param == "expires_after"

@@ -92,7 +92,15 @@ class StoreState:
     usage_bytes: int
 
     @property
+    def expires_at(self) -> int | None:
+        expires = self.store.expires_after
+        return self.store.last_active_at + expires["days"] * 86400 if expires else None
+
+    @property
     def status(self) -> str:
+        """``expired`` past ``expires_at`` (shown, not yet enforced), else in_progress while any file is."""
+        if self.expires_at is not None and self.expires_at < time.time():
+            return "expired"
         return "in_progress" if self.file_counts["in_progress"] else "completed"
 
 
@@ -242,6 +250,17 @@ class VectorStoreService:
         if not self.store.link_file(link, int(time.time())):
             raise NotFound(f"File {file_id!r} was deleted while it was being attached.", param=param)
         return StoreFile(link, document)
+
+    def delete_everywhere(self, workspace: str, file_id: str) -> Document:
+        """Delete a file and remove it from every vector store (OpenAI's ``files.delete``): its copies go too."""
+        document = self.documents.get_by_file_id(file_id, workspace)
+        for document_id in self.store.linked_documents(workspace, file_id):
+            if document_id != document.id:
+                try:
+                    self.documents.delete(document_id, workspace)
+                except NotFound:
+                    pass  # deleted meanwhile
+        return self.documents.delete(document.id, workspace)
 
     def _documents(self, workspace: str, links: Sequence[VectorStoreFile]) -> list[StoreFile]:
         docs = self.documents.store.get_documents_by_id(workspace, [link.document_id for link in links])

@@ -196,6 +196,16 @@ class SQLVectorStoreStore:
         )
         return self._file(row) if row else None
 
+    def linked_documents(self, workspace: str, file_id: str) -> list[str]:
+        rows = self.database.rows(
+            self._sql(
+                "SELECT d.id FROM vector_store_files l JOIN documents d ON d.key = l.document_key "
+                "WHERE d.workspace = ? AND l.file_id = ? ORDER BY d.key"
+            ),
+            (workspace, file_id),
+        )
+        return [r[0] for r in rows]
+
     def insert_batch(self, batch: FileBatch) -> None:
         sql = self._sql(
             "INSERT INTO vector_store_file_batches (id, workspace, vector_store_id, file_ids, created_at, cancelled) "

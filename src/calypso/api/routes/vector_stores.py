@@ -49,7 +49,7 @@ def store_object(state: StoreState) -> dict[str, Any]:
         "file_counts": state.file_counts,
         "status": state.status,
         "expires_after": expires,
-        "expires_at": store.last_active_at + expires["days"] * 86400 if expires else None,
+        "expires_at": state.expires_at,
         "last_active_at": store.last_active_at,
         "metadata": store.metadata,
     }
