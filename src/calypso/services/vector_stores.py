@@ -143,6 +143,11 @@ class VectorStoreService:
         expires_after: dict[str, Any] | None,
         file_ids: Sequence[str] = (),
     ) -> StoreState:
+        for i, file_id in enumerate(file_ids):  # every id first: no store is made when one is unknown
+            try:
+                self.documents.get_by_file_id(file_id, workspace)
+            except NotFound as exc:
+                raise NotFound(f"No file with id {file_id!r}.", param=f"file_ids[{i}]") from exc
         now = int(time.time())
         store_id = f"vs_{uuid.uuid4().hex}"
         store = VectorStore(store_id, workspace, store_id, name, now, now, metadata, expires_after)
