@@ -31,6 +31,7 @@ MAX_ATTRIBUTES = 16
 MAX_KEY_CHARS = 64
 MAX_VALUE_CHARS = 512
 MAX_SEARCH_RESULTS = 50
+ACTIVITY_RESOLUTION = 60  # seconds: last_active_at moves at most this often
 
 
 def check_attributes(raw: object, param: str = "attributes", *, strings_only: bool = False) -> dict[str, Any]:
@@ -415,5 +416,7 @@ class VectorStoreService:
         passages = self.documents.search(
             query, store.namespace, document_ids=allowed, max_results=max_results, workspace=workspace, ranking=ranking
         )
-        self.store.update(replace(store, last_active_at=int(time.time())))
+        now = int(time.time())
+        if now - store.last_active_at >= ACTIVITY_RESOLUTION:  # not a write per search
+            self.store.update(replace(store, last_active_at=now))
         return [(p, files[p.document.id]) for p in passages if p.document.id in files]
