@@ -82,6 +82,47 @@ class Document:
 
 
 @dataclass
+class VectorStore:
+    """An OpenAI vector store: a named namespace of a workspace (its id is the namespace's name)."""
+
+    id: str
+    workspace: str
+    namespace: str
+    name: str | None
+    created_at: int
+    last_active_at: int
+    metadata: dict[str, str] = field(default_factory=dict)
+    expires_after: dict[str, Any] | None = None  # {"anchor": "last_active_at", "days": N}
+
+
+@dataclass
+class VectorStoreFile:
+    """A document as a file of its namespace's vector store, with the file id the client knows it by.
+
+    ``file_id`` is the id the client attached (``/v1/files``), or the document's own file id when it
+    came in through ``/v1/documents``; ``attributes`` are OpenAI's per-file filterable attributes.
+    """
+
+    workspace: str
+    vector_store_id: str
+    file_id: str
+    document_id: str
+    attributes: dict[str, str | bool | int | float] = field(default_factory=dict)
+
+
+@dataclass
+class FileBatch:
+    """Files attached to a vector store in one request: ``file_ids`` in the order given."""
+
+    id: str
+    workspace: str
+    vector_store_id: str
+    file_ids: list[str]
+    created_at: int
+    cancelled: bool = False
+
+
+@dataclass
 class Passage:
     """A retrieved chunk with its document and retrieval score.
 

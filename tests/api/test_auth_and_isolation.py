@@ -252,3 +252,35 @@ def test_auth_auto_is_off_only_on_loopback() -> None:
     assert auth_enabled(Settings(host="192.168.1.5"))
     assert auth_enabled(Settings(host="127.0.0.1", auth="on"))
     assert not auth_enabled(Settings(host="0.0.0.0", auth="off"))
+
+
+def test_another_workspaces_vector_stores_and_files_answer_404(two_workspaces) -> None:
+    w = two_workspaces
+    a, b, doc = w["a"], w["b"], w["doc"]
+    store = a.post("/v1/vector_stores", json={"name": "acme"}).json()
+    attached = a.post(f"/v1/vector_stores/{store['id']}/files", json={"file_id": doc["file_id"]})
+    assert attached.status_code == 200, attached.text
+    own = b.post("/v1/vector_stores", json={"name": "globex"}).json()
+    attempts = [
+        ("GET", f"/v1/vector_stores/{store['id']}", None),
+        ("POST", f"/v1/vector_stores/{store['id']}", {"name": "mine"}),
+        ("DELETE", f"/v1/vector_stores/{store['id']}", None),
+        ("GET", f"/v1/vector_stores/{store['id']}/files", None),
+        ("GET", f"/v1/vector_stores/{store['id']}/files/{doc['file_id']}", None),
+        ("GET", f"/v1/vector_stores/{store['id']}/files/{doc['file_id']}/content", None),
+        ("DELETE", f"/v1/vector_stores/{store['id']}/files/{doc['file_id']}", None),
+        ("POST", f"/v1/vector_stores/{store['id']}/search", {"query": "refund"}),
+        ("GET", "/v1/vector_stores/general", None),  # acme's namespace, not globex's
+        ("POST", f"/v1/vector_stores/{own['id']}/files", {"file_id": doc["file_id"]}),
+        (
+            "POST",
+            "/v1/responses",
+            {"input": QUESTION, "tools": [{"type": "file_search", "vector_store_ids": [store["id"]]}]},
+        ),
+    ]
+    for method, path, body in attempts:
+        response = b.request(method, path, json=body)
+        assert response.status_code == 404, (method, path, response.status_code, response.text)
+        assert set(response.json()) == {"error"}
+    assert [s["id"] for s in b.get("/v1/vector_stores").json()["data"]] == [own["id"]]
+    assert a.get(f"/v1/vector_stores/{store['id']}").json()["file_counts"]["total"] == 1

@@ -151,6 +151,7 @@ CREATED = {
     "POST /v1/documents": "/v1/documents/{id}",
     "POST /v1/files": "/v1/documents/{document_id}",
     "POST /v1/responses": "/v1/responses/{id}",
+    "POST /v1/vector_stores": "/v1/vector_stores/{id}",
 }
 
 

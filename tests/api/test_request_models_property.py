@@ -213,6 +213,16 @@ def _load_response(response_id: str) -> StoredResponse:
     raise NotFound(f"No stored response {response_id!r}.", param="previous_response_id")
 
 
+class _Stores:
+    """Vector stores as the translation sees them: "general" exists, its one file matches every filter."""
+
+    def exists(self, workspace: str, store_id: str) -> bool:
+        return store_id == "general"
+
+    def matching_documents(self, workspace: str, namespaces: Any, predicate: Any) -> set[str]:
+        return {"doc_1"} if predicate({"file_id": "file_id", "document_id": "doc_1"}) else set()
+
+
 @settings(PROFILE)
 @given(st.one_of(bodies(list(ResponsesRequest.model_fields)), json_values), st.booleans())
 def test_responses_requests_and_their_translation(raw: Any, hidden: bool) -> None:
@@ -227,7 +237,7 @@ def test_responses_requests_and_their_translation(raw: Any, hidden: bool) -> Non
         "default",
         links=LINKS,
         sources_hidden=hidden,
-        resolve_file=lambda file_id, workspace: "doc_1" if file_id == "file_id" else None,
+        stores=_Stores(),
         load_response=_load_response,
         max_history_chars=1000,
     )

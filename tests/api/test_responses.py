@@ -373,10 +373,13 @@ def test_ungrounded_and_no_retrieval_states(demo_kb, openai_client) -> None:
             "tools[0].vector_store_ids",
         ),
         (
-            {"input": QUESTION, "tools": [{"type": "file_search", "filters": {"type": "gt", "key": "x", "value": 1}}]},
+            {
+                "input": QUESTION,
+                "tools": [{"type": "file_search", "filters": {"type": "gt", "key": "x", "value": [1]}}],
+            },
             400,
             None,
-            "tools[0].filters",
+            "tools[0].filters.value",
         ),
         ({"input": QUESTION, "temperature": 7}, 400, "decimal_above_max_value", "temperature"),
         ({"input": QUESTION, "model": "no-such-bot"}, 404, "model_not_found", "model"),

@@ -18,10 +18,13 @@ from calypso.models import (
     Conversation,
     Document,
     DocumentChange,
+    FileBatch,
     IndexedChunk,
     Page,
     StoredMessage,
     StoredResponse,
+    VectorStore,
+    VectorStoreFile,
 )
 from calypso.services import open_storage
 from calypso.store.base import MAX_JOB_ATTEMPTS, DuplicateContent, Storage
@@ -557,3 +560,72 @@ def test_responses_keys_and_policies(storage: Storage) -> None:
     policies.set_sources_policy("w1", "visible")
     policies.set_sources_policy("w2", "hidden")
     assert policies.sources_policy("w1") == "visible" and policies.sources_policy("w2") == "hidden"
+
+
+# -- vector stores -------------------------------------------------------------------------------
+
+
+def _vector_store(store_id: str, workspace: str = "default", created_at: int = 1) -> VectorStore:
+    return VectorStore(store_id, workspace, store_id, f"name {store_id}", created_at, created_at, {"k": "v"})
+
+
+def test_vector_stores_round_trip_and_page_in_both_directions(storage: Storage) -> None:
+    stores = storage.vector_stores
+    for n in range(5):
+        assert stores.insert(_vector_store(f"vs_{n}", created_at=n))
+    assert not stores.insert(_vector_store("vs_0"))  # the id is taken
+    assert stores.insert(_vector_store("vs_0", workspace="w2"))  # in its own workspace
+    assert stores.get("default", "vs_3") == _vector_store("vs_3", created_at=3)
+    assert stores.get("w2", "vs_3") is None
+
+    page = stores.list_stores("default", 2, None, None, "desc")
+    assert [s.id for s in page.items] == ["vs_4", "vs_3"] and page.has_more
+    page = stores.list_stores("default", 2, "vs_3", None, "desc")
+    assert [s.id for s in page.items] == ["vs_2", "vs_1"] and page.has_more
+    page = stores.list_stores("default", 2, None, "vs_1", "desc")
+    assert [s.id for s in page.items] == ["vs_3", "vs_2"] and page.has_more
+    page = stores.list_stores("default", 10, None, None, "asc")
+    assert [s.id for s in page.items] == [f"vs_{n}" for n in range(5)] and not page.has_more
+    with pytest.raises(NotFound):
+        stores.list_stores("w2", 2, "vs_3", None, "desc")
+
+    changed = replace(
+        _vector_store("vs_1"), name=None, metadata={}, expires_after={"anchor": "last_active_at", "days": 3}
+    )
+    assert stores.update(changed) and stores.get("default", "vs_1") == changed
+    assert not stores.update(replace(changed, workspace="w3"))
+    assert stores.delete("default", "vs_1") and not stores.delete("default", "vs_1")
+    assert stores.get("default", "vs_1") is None and stores.get("w2", "vs_0") is not None
+
+
+def test_file_links_carry_attributes_and_go_with_their_document(storage: Storage) -> None:
+    documents, stores = storage.documents, storage.vector_stores
+    documents.add_document(_document("d1", namespace="vs_a"), [], CHUNKS, b"1")
+    documents.add_document(_document("d2", namespace="vs_a", sha="2"), [], CHUNKS, b"22")
+    documents.add_document(_document("d3", namespace="vs_a", sha="3", workspace="w2"), [], CHUNKS, b"3")
+    link = VectorStoreFile("default", "vs_a", "file-orig", "d1", {"year": 2024, "draft": False, "tag": "x"})
+    assert stores.link_file(link, 10)
+    assert not stores.link_file(replace(link, workspace="w2"), 10)  # d1 is not w2's
+
+    assert stores.files("default", "vs_a") == [link, VectorStoreFile("default", "vs_a", "file-d2", "d2", {})]
+    assert stores.file_links("default", ["d1", "d2", "d3"]) == {"d1": link}
+    assert stores.find_file("default", "vs_a", "file-orig") == link
+    assert stores.find_file("default", "vs_a", "file-d2") is not None
+    assert stores.find_file("default", "vs_a", "file-d3") is None  # another workspace's
+    assert stores.find_file("default", "vs_b", "file-orig") is None
+    assert stores.usage("default", "vs_a") == ({"completed": 2}, 10)  # bytes as the documents say
+
+    updated = replace(link, attributes={"year": 2025})
+    assert stores.link_file(updated, 11) and stores.find_file("default", "vs_a", "file-orig") == updated
+    documents.delete_document("default", "d1")
+    assert stores.file_links("default", ["d1"]) == {} and stores.find_file("default", "vs_a", "file-orig") is None
+
+
+def test_file_batches_keep_their_file_ids_and_can_be_cancelled(storage: Storage) -> None:
+    stores = storage.vector_stores
+    batch = FileBatch("vsfb_1", "default", "vs_a", ["file-2", "file-1"], 5)
+    stores.insert_batch(batch)
+    assert stores.get_batch("default", "vs_a", "vsfb_1") == batch
+    assert stores.get_batch("w2", "vs_a", "vsfb_1") is None and stores.get_batch("default", "vs_b", "vsfb_1") is None
+    assert stores.cancel_batch("default", "vs_a", "vsfb_1") and not stores.cancel_batch("w2", "vs_a", "vsfb_1")
+    assert stores.get_batch("default", "vs_a", "vsfb_1") == replace(batch, cancelled=True)

@@ -14,7 +14,18 @@ from calypso.api.auth import AuthMiddleware, auth_enabled
 from calypso.api.body_guard import BodyLimitMiddleware
 from calypso.api.errors import UnexpectedErrorMiddleware, install_error_handlers
 from calypso.api.request_ids import RequestIdMiddleware
-from calypso.api.routes import admin, bots, chat, conversations, documents, files, models, responses, search
+from calypso.api.routes import (
+    admin,
+    bots,
+    chat,
+    conversations,
+    documents,
+    files,
+    models,
+    responses,
+    search,
+    vector_stores,
+)
 from calypso.config import Settings
 from calypso.services import Services, open_services
 from calypso.services.ingest_worker import IngestWorkers
@@ -54,7 +65,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     )
     app.add_middleware(UnexpectedErrorMiddleware)
     app.add_middleware(RequestIdMiddleware)
-    for module in (documents, files, search, models, bots, responses, chat, conversations, admin):
+    for module in (documents, files, search, vector_stores, models, bots, responses, chat, conversations, admin):
         app.include_router(module.router)
 
     @app.get("/health", tags=["meta"])

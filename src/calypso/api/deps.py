@@ -16,6 +16,7 @@ from calypso.services.conversations import ConversationService
 from calypso.services.documents import DocumentService
 from calypso.services.keys import KeyService, PolicyService
 from calypso.services.responses import ResponseService
+from calypso.services.vector_stores import VectorStoreService
 
 
 def services(request: Request) -> Services:
@@ -51,6 +52,10 @@ def _policies(request: Request) -> PolicyService:
     return services(request).policies
 
 
+def _vector_stores(request: Request) -> VectorStoreService:
+    return services(request).vector_stores
+
+
 Documents = Annotated[DocumentService, Depends(_documents)]
 Answering = Annotated[Answerer, Depends(_answering)]
 Bots = Annotated[BotService, Depends(_bots)]
@@ -58,6 +63,7 @@ Conversations = Annotated[ConversationService, Depends(_conversations)]
 Responses = Annotated[ResponseService, Depends(_responses)]
 Keys = Annotated[KeyService, Depends(_keys)]
 Policies = Annotated[PolicyService, Depends(_policies)]
+VectorStores = Annotated[VectorStoreService, Depends(_vector_stores)]
 
 
 def read_upload(upload: UploadFile, limit: int) -> tuple[bytes, str]:

@@ -78,6 +78,7 @@ _EXTRA: dict[tuple[str, str], set[int]] = {
     ("patch", "/v1/bots/{bot_id}"): {409},
     ("delete", "/v1/bots/{bot_id}"): {409},
     ("post", "/v1/admin/keys"): {201},
+    ("post", "/v1/vector_stores"): {404},  # file_ids
 }
 # Per operation: statuses the rules in ``_error_statuses`` would wrongly add.
 _NEVER: dict[tuple[str, str], set[int]] = {

@@ -17,6 +17,7 @@ from calypso.services.conversations import ConversationService
 from calypso.services.documents import DocumentService
 from calypso.services.keys import KeyService, PolicyService
 from calypso.services.responses import ResponseService
+from calypso.services.vector_stores import VectorStoreService
 from calypso.store.base import Storage
 
 log = logging.getLogger("calypso.services")
@@ -34,6 +35,7 @@ class Services:
     responses: ResponseService
     keys: KeyService
     policies: PolicyService
+    vector_stores: VectorStoreService
 
     async def aclose(self) -> None:
         """Close what answering holds open (upstream connections), then the storage."""
@@ -71,6 +73,7 @@ def open_services(settings: Settings, storage: Storage | None = None, *, exclusi
     storage = storage if storage is not None else open_storage(settings, exclusive=exclusive)
     secret = load_secret(settings.signing_secret, settings.home)
     documents = DocumentService(settings, storage.documents, secret, storage.jobs)
+    documents.file_links = storage.vector_stores
     return Services(
         settings=settings,
         storage=storage,
@@ -82,6 +85,7 @@ def open_services(settings: Settings, storage: Storage | None = None, *, exclusi
         responses=ResponseService(storage.responses),
         keys=KeyService(storage.keys),
         policies=PolicyService(storage.policies),
+        vector_stores=VectorStoreService(documents, storage.vector_stores),
     )
 
 

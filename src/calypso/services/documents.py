@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from calypso.citations.links import verify
@@ -52,7 +52,7 @@ from calypso.retrieval.tokenize import encode_terms
 from calypso.scope import DEFAULT_WORKSPACE, check_namespace
 from calypso.services.index_sync import NamespaceIndexes
 from calypso.services.ingest_worker import Progress, error_from_record, run_job, worker_id
-from calypso.store.base import DocumentStore, DuplicateContent, JobStore
+from calypso.store.base import DocumentStore, DuplicateContent, JobStore, VectorStoreStore
 
 
 @dataclass
@@ -71,6 +71,8 @@ class DocumentService:
         # Snapshots of the indexes beside the embedded database only (see NamespaceIndexes).
         snapshots = None if settings.database_url else settings.home / "index"
         self._indexes = NamespaceIndexes(store, snapshots)
+        # Set by open_services: a document attached to a vector store is shown under the file id attached.
+        self.file_links: VectorStoreStore | None = None
 
     # -- ingestion ---------------------------------------------------------
     def submit(
@@ -398,6 +400,9 @@ class DocumentService:
         hits = [(key, raw) for key, raw in hits if keyword_score(raw, ceiling) >= threshold]
         stored = self.store.get_chunks(workspace, [key for key, _ in hits], namespace)
         documents = self.store.get_documents_by_id(workspace, list({c.document_id for c in stored.values()}))
+        if self.file_links is not None and documents:
+            for doc_id, link in self.file_links.file_links(workspace, list(documents)).items():
+                documents[doc_id] = replace(documents[doc_id], file_id=link.file_id)
         passages = []
         for key, raw in hits:
             chunk = stored.get(key)

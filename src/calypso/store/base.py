@@ -21,6 +21,7 @@ from calypso.models import (
     Conversation,
     Document,
     DocumentChange,
+    FileBatch,
     IndexedChunk,
     IngestJob,
     Listing,
@@ -31,6 +32,8 @@ from calypso.models import (
     StoredChunk,
     StoredMessage,
     StoredResponse,
+    VectorStore,
+    VectorStoreFile,
 )
 
 
@@ -329,6 +332,66 @@ class PolicyStore(Protocol):
     def set_sources_policy(self, workspace: str, policy: SourcesPolicy) -> None: ...
 
 
+class VectorStoreStore(Protocol):
+    """Vector stores (rows naming a namespace) and per-document file links with their attributes.
+
+    A link row belongs to a document and goes when the document goes. A document without a link row is
+    still a file of its namespace's store, under its own file id and with no attributes.
+    """
+
+    def insert(self, store: VectorStore) -> bool:
+        """Store a new vector store; False (nothing written) when the workspace already has this id."""
+        ...
+
+    def get(self, workspace: str, store_id: str) -> VectorStore | None: ...
+
+    def list_stores(
+        self, workspace: str, limit: int, after: str | None, before: str | None, order: Order
+    ) -> Listing[VectorStore]:
+        """By creation order; ``after``/``before`` are store ids of a previous page (NotFound if gone)."""
+        ...
+
+    def update(self, store: VectorStore) -> bool:
+        """Replace name, metadata, expires_after and last_active_at; False when the store is gone."""
+        ...
+
+    def delete(self, workspace: str, store_id: str) -> bool:
+        """Delete the row (not the namespace's documents: the service deletes those); True when it existed."""
+        ...
+
+    def usage(self, workspace: str, namespace: str) -> tuple[dict[str, int], int]:
+        """The namespace's documents counted by status, and their total bytes."""
+        ...
+
+    def link_file(self, link: VectorStoreFile, created_at: int) -> bool:
+        """Insert or replace the link of ``link.document_id``; False when that document is not in the workspace."""
+        ...
+
+    def files(self, workspace: str, namespace: str) -> list[VectorStoreFile]:
+        """Every document of the namespace as a store file (linked or not), oldest first."""
+        ...
+
+    def file_links(self, workspace: str, document_ids: Sequence[str]) -> dict[str, VectorStoreFile]:
+        """The link rows of those documents that have one, by document id."""
+        ...
+
+    def find_file(self, workspace: str, namespace: str, file_id: str) -> VectorStoreFile | None:
+        """The store file with this client file id (a link's, else a document's own) in the namespace."""
+        ...
+
+    def linked_documents(self, workspace: str, file_id: str) -> list[str]:
+        """Ids of the documents attached to stores under ``file_id`` (the copies of that file)."""
+        ...
+
+    def insert_batch(self, batch: FileBatch) -> None: ...
+
+    def get_batch(self, workspace: str, vector_store_id: str, batch_id: str) -> FileBatch | None: ...
+
+    def cancel_batch(self, workspace: str, vector_store_id: str, batch_id: str) -> bool:
+        """Mark the batch cancelled; False when it does not exist."""
+        ...
+
+
 class Storage(Protocol):
     """Every entity store of one backend, over one database."""
 
@@ -339,5 +402,6 @@ class Storage(Protocol):
     responses: ResponseStore
     keys: KeyStore
     policies: PolicyStore
+    vector_stores: VectorStoreStore
 
     def close(self) -> None: ...

@@ -13,7 +13,7 @@ from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 from fastapi.responses import Response
 
 from calypso.api.auth import Workspace, current_workspace
-from calypso.api.deps import Documents, check_limit, check_order, read_upload
+from calypso.api.deps import Documents, VectorStores, check_limit, check_order, read_upload
 from calypso.api.file_headers import user_file_headers
 from calypso.api.serialize import file_object, list_object
 
@@ -73,7 +73,7 @@ def file_content(
 
 
 @router.delete("/{file_id}")
-def delete_file(file_id: str, documents: Documents, workspace: Workspace) -> dict[str, Any]:
-    document = documents.get_by_file_id(file_id, workspace)
-    documents.delete(document.id, workspace)
+def delete_file(file_id: str, stores: VectorStores, workspace: Workspace) -> dict[str, Any]:
+    """Delete the file and remove it from every vector store it was attached to, as OpenAI does."""
+    stores.delete_everywhere(workspace, file_id)
     return {"id": file_id, "object": "file", "deleted": True}

@@ -19,18 +19,16 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from calypso.api.auth import Workspace
-from calypso.api.deps import Answering, Bots, Documents, Policies, Responses, link_signer
+from calypso.api.deps import Answering, Bots, Documents, Policies, Responses, VectorStores, link_signer
 from calypso.api.request_ids import request_id
 from calypso.api.schemas.responses import ResponsesRequest
 from calypso.api.sse import sse_event, sse_response
 from calypso.api.streaming import failure
-from calypso.api.translate.responses import FileResolver, ResponsesTurn, stored_response, translate
+from calypso.api.translate.responses import ResponsesTurn, stored_response, translate
 from calypso.citations.events import AnswerEvent, Done, Retrieved
 from calypso.citations.grounded import GroundedAnswer
 from calypso.citations.responses_stream import ResponsesStreamRenderer, render_response
 from calypso.citations.responses_wire import ResponseWire
-from calypso.errors import NotFound
-from calypso.services.documents import DocumentService
 from calypso.services.responses import ResponseService
 
 router = APIRouter(prefix="/v1", tags=["responses"])
@@ -40,16 +38,6 @@ SaveReply = Callable[[dict[str, Any], GroundedAnswer], Awaitable[None]]
 
 
 # -- what the translation needs from the services ----------------------------------------------
-
-
-def _file_resolver(documents: DocumentService) -> FileResolver:
-    def document_id(file_id: str, workspace: str) -> str | None:
-        try:
-            return documents.get_by_file_id(file_id, workspace).id
-        except NotFound:
-            return None
-
-    return document_id
 
 
 def _saver(responses: ResponseService, turn: ResponsesTurn, workspace: str, previous_id: str | None) -> SaveReply:
@@ -73,6 +61,7 @@ async def create_response(
     documents: Documents,
     policies: Policies,
     responses: Responses,
+    stores: VectorStores,
 ) -> Response:
     bot = bots.get(body.model, workspace=workspace)
     turn = translate(
@@ -81,7 +70,7 @@ async def create_response(
         workspace,
         links=link_signer(request),
         sources_hidden=policies.sources_hidden(workspace, bot.sources_policy),
-        resolve_file=_file_resolver(documents),
+        stores=stores,
         load_response=lambda response_id: responses.get(response_id, workspace, "previous_response_id"),
         max_history_chars=documents.settings.max_history_chars,
     )

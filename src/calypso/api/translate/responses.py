@@ -7,9 +7,9 @@ touches the knowledge base itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from calypso.api.schemas.content import check_parts
 from calypso.api.schemas.ranking import file_search_ranking
@@ -18,14 +18,24 @@ from calypso.bots import Bot, bot_scope
 from calypso.citations.links import LinkSigner
 from calypso.citations.responses_render import RenderOptions
 from calypso.citations.responses_wire import ResponseEcho
-from calypso.errors import InvalidRequest
+from calypso.errors import InvalidRequest, NotFound
 from calypso.models import StoredResponse
+from calypso.retrieval.filters import Predicate, compile_filter
 from calypso.scope import RetrievalScope, check_namespace
 from calypso.services.answering import AskRequest, message_text, validate_messages
 from calypso.services.bots import ask_request
 
-# (file_id, workspace) -> the document's id, None when the workspace has no such file.
-FileResolver = Callable[[str, str], str | None]
+
+class StoreResolver(Protocol):
+    """What the file_search tool needs of vector stores (``VectorStoreService`` provides it)."""
+
+    def exists(self, workspace: str, store_id: str) -> bool: ...
+
+    def matching_documents(self, workspace: str, namespaces: Sequence[str], predicate: Predicate) -> set[str]:
+        """Ids of the documents of ``namespaces`` whose file attributes (and file_id, document_id) match."""
+        ...
+
+
 # previous_response_id -> the stored response; raises NotFound naming previous_response_id.
 ResponseLoader = Callable[[str], StoredResponse]
 
@@ -49,13 +59,13 @@ def translate(
     *,
     links: LinkSigner,
     sources_hidden: bool,
-    resolve_file: FileResolver,
+    stores: StoreResolver,
     load_response: ResponseLoader,
     max_history_chars: int,
 ) -> ResponsesTurn:
     """Validate ``body`` for ``bot`` and map it; raises ``InvalidRequest``/``NotFound`` naming the field."""
     options = render_options(body, bot, links, sources_hidden)
-    scope = _scope(body, bot, workspace, resolve_file)
+    scope = _scope(body, bot, workspace, stores)
     history: list[dict[str, Any]] = []
     if body.previous_response_id:
         history = list(load_response(body.previous_response_id).history)
@@ -142,39 +152,12 @@ def input_messages(raw: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
     return messages
 
 
-def filter_document_ids(filters: object, param: str, workspace: str, resolve_file: FileResolver) -> set[str]:
-    """OpenAI attribute filters on ``document_id`` / ``file_id``: eq, in, and or-combinations of them."""
-    if not isinstance(filters, dict):
-        raise InvalidRequest(
-            f"Invalid type for '{param}': expected a filter object such as "
-            '{"type": "eq", "key": "file_id", "value": "file-…"}.',
-            param=param,
-            code="invalid_type",
-        )
-    kind = filters.get("type")
-    if kind == "or" and isinstance(filters.get("filters"), list):
-        ids: set[str] = set()
-        for i, inner in enumerate(filters["filters"]):
-            ids |= filter_document_ids(inner, f"{param}.filters[{i}]", workspace, resolve_file)
-        return ids
-    key, value = filters.get("key"), filters.get("value")
-    if kind not in ("eq", "in") or key not in ("document_id", "file_id"):
-        raise InvalidRequest(
-            "Only filters on document_id or file_id with type eq or in (optionally combined with or) are supported.",
-            param=param,
-        )
-    raw = value if kind == "in" and isinstance(value, list) else [value]
-    values = [v for v in raw if isinstance(v, str)]
-    if len(values) != len(raw):
-        raise InvalidRequest("Filter values must be strings (ids).", param=f"{param}.value")
-    if key == "file_id":
-        # An unknown file simply matches nothing.
-        return {doc_id for doc_id in (resolve_file(file_id, workspace) for file_id in values) if doc_id is not None}
-    return set(values)
+def _scope(body: ResponsesRequest, bot: Bot, workspace: str, stores: StoreResolver) -> RetrievalScope:
+    """Namespaces, documents and passage count from the bot, narrowed by a file_search tool.
 
-
-def _scope(body: ResponsesRequest, bot: Bot, workspace: str, resolve_file: FileResolver) -> RetrievalScope:
-    """Namespaces, documents and passage count from the bot, narrowed by a file_search tool."""
+    ``vector_store_ids`` replace the bot's namespaces (a store is a namespace; an unknown one is a 404);
+    ``filters`` select the files of those stores whose attributes match (``retrieval/filters.py``).
+    """
     scope = bot_scope(bot)
     for i, tool in enumerate(body.tools or []):
         if tool.get("type") != "file_search":
@@ -187,13 +170,14 @@ def _scope(body: ResponsesRequest, bot: Bot, workspace: str, resolve_file: FileR
             raise InvalidRequest(
                 f"Unknown field {sorted(unknown)[0]!r} in tools[{i}].", param=f"tools[{i}].{sorted(unknown)[0]}"
             )
-        stores = tool.get("vector_store_ids")
-        if stores is not None:
-            if not isinstance(stores, list) or not stores:
+        store_ids = tool.get("vector_store_ids")
+        if store_ids is not None:
+            if not isinstance(store_ids, list) or not store_ids:
                 raise InvalidRequest(
-                    "vector_store_ids must be a non-empty list of namespaces.", param=f"tools[{i}].vector_store_ids"
+                    "vector_store_ids must be a non-empty list of vector store ids.",
+                    param=f"tools[{i}].vector_store_ids",
                 )
-            namespaces = tuple(check_namespace(s, f"tools[{i}].vector_store_ids") for s in stores)
+            namespaces = tuple(dict.fromkeys(check_namespace(s, f"tools[{i}].vector_store_ids") for s in store_ids))
             scope = replace(scope, namespaces=namespaces)
         count = tool.get("max_num_results")
         if count is not None:
@@ -204,8 +188,14 @@ def _scope(body: ResponsesRequest, bot: Bot, workspace: str, resolve_file: FileR
             scope = replace(scope, passage_count=count)
         if tool.get("ranking_options") is not None:
             scope = replace(scope, ranking=file_search_ranking(body.tools or [], i))
-        if tool.get("filters") is not None:
-            ids = filter_document_ids(tool["filters"], f"tools[{i}].filters", workspace, resolve_file)
+        raw_filters = tool.get("filters")
+        predicate = compile_filter(raw_filters, f"tools[{i}].filters") if raw_filters is not None else None
+        # Validation first (a 400 names what is wrong), then the lookups: an unknown store is a 404.
+        for store_id in store_ids or ():
+            if not stores.exists(workspace, store_id):
+                raise NotFound(f"No vector store with id {store_id!r}.", param=f"tools[{i}].vector_store_ids")
+        if predicate is not None:
+            ids = stores.matching_documents(workspace, scope.namespaces, predicate)
             allowed = scope.document_ids
             # A bot restricted to documents never widens beyond them.
             scope = replace(scope, document_ids=tuple(sorted(ids if allowed is None else ids & set(allowed))))

@@ -27,6 +27,7 @@ from calypso.store.base import (
     KeyStore,
     PolicyStore,
     ResponseStore,
+    VectorStoreStore,
 )
 from calypso.store.postgres.bots import PostgresBotStore
 from calypso.store.postgres.conversations import PostgresConversationStore
@@ -36,6 +37,7 @@ from calypso.store.postgres.jobs import PostgresJobStore
 from calypso.store.postgres.keys import PostgresKeyStore
 from calypso.store.postgres.policies import PostgresPolicyStore
 from calypso.store.postgres.responses import PostgresResponseStore
+from calypso.store.vector_stores_sql import SQLVectorStoreStore
 
 
 class PostgresStorage:
@@ -54,6 +56,7 @@ class PostgresStorage:
         self.responses: ResponseStore = PostgresResponseStore(self.database)
         self.keys: KeyStore = PostgresKeyStore(self.database)
         self.policies: PolicyStore = PostgresPolicyStore(self.database)
+        self.vector_stores: VectorStoreStore = SQLVectorStoreStore(self.database, "%s")
 
     def close(self) -> None:
         self.database.close()

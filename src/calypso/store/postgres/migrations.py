@@ -212,6 +212,44 @@ def m007_ingestion_jobs(db: Connection) -> None:
     )
 
 
+def m008_vector_stores(db: Connection) -> None:
+    """Vector stores (a named namespace of a workspace) and the file link of a document: the file id the
+    client attached and its attributes (JSON text, as on SQLite); the link goes with its document. File
+    batches record the file ids one request attached."""
+    db.execute(
+        """
+        CREATE TABLE vector_stores (
+            key BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            id TEXT NOT NULL,
+            workspace TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            name TEXT,
+            created_at BIGINT NOT NULL,
+            last_active_at BIGINT NOT NULL,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            expires_after TEXT,
+            UNIQUE (workspace, id)
+        );
+        CREATE TABLE vector_store_files (
+            document_key BIGINT PRIMARY KEY REFERENCES documents (key) ON DELETE CASCADE,
+            vector_store_id TEXT NOT NULL,
+            file_id TEXT NOT NULL,
+            attributes TEXT NOT NULL DEFAULT '{}',
+            created_at BIGINT NOT NULL
+        );
+        CREATE INDEX vector_store_files_by_file ON vector_store_files (file_id);
+        CREATE TABLE vector_store_file_batches (
+            id TEXT PRIMARY KEY,
+            workspace TEXT NOT NULL,
+            vector_store_id TEXT NOT NULL,
+            file_ids TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            cancelled BOOLEAN NOT NULL DEFAULT FALSE
+        )
+        """
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_vector_extension", m001_vector_extension),
     ("002_documents", m002_documents),
@@ -220,6 +258,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("005_keys_bots_and_policies", m005_keys_bots_and_policies),
     ("006_document_changes", m006_document_changes),
     ("007_ingestion_jobs", m007_ingestion_jobs),
+    ("008_vector_stores", m008_vector_stores),
 ]
 
 

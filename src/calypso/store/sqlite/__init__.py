@@ -12,6 +12,7 @@ from calypso.store.base import (
     KeyStore,
     PolicyStore,
     ResponseStore,
+    VectorStoreStore,
 )
 from calypso.store.sqlite.bots import SQLiteBotStore
 from calypso.store.sqlite.conversations import SQLiteConversationStore
@@ -22,6 +23,7 @@ from calypso.store.sqlite.keys import SQLiteKeyStore
 from calypso.store.sqlite.lock import ProcessLock
 from calypso.store.sqlite.policies import SQLitePolicyStore
 from calypso.store.sqlite.responses import SQLiteResponseStore
+from calypso.store.vector_stores_sql import SQLVectorStoreStore
 
 
 class SQLiteStorage:
@@ -43,6 +45,7 @@ class SQLiteStorage:
         self.responses: ResponseStore = SQLiteResponseStore(self.database)
         self.keys: KeyStore = SQLiteKeyStore(self.database)
         self.policies: PolicyStore = SQLitePolicyStore(self.database)
+        self.vector_stores: VectorStoreStore = SQLVectorStoreStore(self.database, "?")
 
     def close(self) -> None:
         self.database.close()

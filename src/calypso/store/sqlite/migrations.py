@@ -248,6 +248,45 @@ def m009_ingestion_jobs(db: sqlite3.Connection) -> None:
     )
 
 
+def m010_vector_stores(db: sqlite3.Connection) -> None:
+    """Vector stores (a named namespace of a workspace) and the file link of a document: the file id the
+    client attached and its attributes; the link goes with its document. File batches record the file ids
+    one request attached."""
+    _run(
+        db,
+        """
+        CREATE TABLE vector_stores (
+            key INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL,
+            workspace TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            name TEXT,
+            created_at INTEGER NOT NULL,
+            last_active_at INTEGER NOT NULL,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            expires_after TEXT,
+            UNIQUE (workspace, id)
+        );
+        CREATE TABLE vector_store_files (
+            document_key INTEGER PRIMARY KEY REFERENCES documents(key) ON DELETE CASCADE,
+            vector_store_id TEXT NOT NULL,
+            file_id TEXT NOT NULL,
+            attributes TEXT NOT NULL DEFAULT '{}',
+            created_at INTEGER NOT NULL
+        );
+        CREATE INDEX vector_store_files_by_file ON vector_store_files (file_id);
+        CREATE TABLE vector_store_file_batches (
+            id TEXT PRIMARY KEY,
+            workspace TEXT NOT NULL,
+            vector_store_id TEXT NOT NULL,
+            file_ids TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            cancelled INTEGER NOT NULL DEFAULT 0
+        )
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_documents", m001_documents),
     ("002_responses", m002_responses),
@@ -258,6 +297,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("007_keys_never_reused_and_one_copy_per_namespace", m007_keys_never_reused_and_one_copy_per_namespace),
     ("008_document_changes", m008_document_changes),
     ("009_ingestion_jobs", m009_ingestion_jobs),
+    ("010_vector_stores", m010_vector_stores),
 ]
 
 

@@ -1,0 +1,353 @@
+"""/v1/vector_stores in OpenAI's Vector Stores API shape (``services/vector_stores.py``: a store is a namespace).
+
+Stores: create, list, retrieve, update, delete. Files: attach a ``/v1/files`` id (with attributes),
+list (``filter`` by status), retrieve, update attributes, delete, read the passages' text. File batches: create (``file_ids`` or ``files``), retrieve, cancel, list files. Search:
+``query``, ``filters``, ``max_num_results`` (1-50), ``ranking_options``, ``rewrite_query``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from calypso.api.auth import Workspace
+from calypso.api.deps import VectorStores, check_limit, check_order
+from calypso.api.schemas.ranking import SearchRankingOptions
+from calypso.api.serialize import list_object, passage_object
+from calypso.errors import InvalidRequest, NotFound
+from calypso.models import DocumentStatus
+from calypso.services.vector_stores import (
+    MAX_SEARCH_RESULTS,
+    BatchState,
+    StoreFile,
+    StoreState,
+    check_attributes,
+    check_expires_after,
+)
+
+router = APIRouter(prefix="/v1/vector_stores", tags=["vector_stores"])
+
+# Calypso chunks by its own settings; the object says so with OpenAI's "other" strategy.
+CHUNKING = {"type": "other"}
+MAX_BATCH_FILES = 500
+POLL_AFTER_MS = 100  # small documents ingest in well under a second: the SDK's default is 1000
+_ERROR_CODES = ("server_error", "unsupported_file", "invalid_file")
+
+
+def store_object(state: StoreState) -> dict[str, Any]:
+    store = state.store
+    expires = store.expires_after
+    return {
+        "id": store.id,
+        "object": "vector_store",
+        "created_at": store.created_at,
+        "name": store.name,
+        "usage_bytes": state.usage_bytes,
+        "file_counts": state.file_counts,
+        "status": state.status,
+        "expires_after": expires,
+        "expires_at": state.expires_at,
+        "last_active_at": store.last_active_at,
+        "metadata": store.metadata,
+    }
+
+
+def file_object(found: StoreFile) -> dict[str, Any]:
+    doc, link = found.document, found.link
+    error = None
+    if doc.status == "failed":
+        code = (doc.last_error or {}).get("code")
+        error = {
+            "code": code if code in _ERROR_CODES else "server_error",
+            "message": (doc.last_error or {}).get("message") or "Ingestion failed.",
+        }
+    return {
+        "id": link.file_id,
+        "object": "vector_store.file",
+        "usage_bytes": doc.bytes,
+        "created_at": doc.created_at,
+        "vector_store_id": link.vector_store_id,
+        "status": doc.status,
+        "last_error": error,
+        "chunking_strategy": CHUNKING,
+        "attributes": link.attributes,
+        "document_id": doc.id,
+    }
+
+
+def _check_chunking(raw: dict[str, Any] | None) -> None:
+    if raw is not None and raw.get("type") != "auto":
+        raise InvalidRequest(
+            'Only chunking_strategy {"type": "auto"} is supported: Calypso chunks by its settings '
+            "(CALYPSO_CHUNK_SIZE, CALYPSO_CHUNK_OVERLAP).",
+            param="chunking_strategy",
+        )
+
+
+class CreateStore(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = None
+    description: str | None = None
+    file_ids: list[str] = Field(default_factory=list, max_length=500)
+    metadata: dict[str, Any] | None = None
+    expires_after: dict[str, Any] | None = None
+    chunking_strategy: dict[str, Any] | None = None
+
+
+class UpdateStore(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = None
+    metadata: dict[str, Any] | None = None
+    expires_after: dict[str, Any] | None = None
+
+
+class AttachFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    file_id: str = Field(min_length=1)
+    attributes: dict[str, Any] | None = None
+    chunking_strategy: dict[str, Any] | None = None
+
+
+class UpdateFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    attributes: dict[str, Any] | None
+
+
+class SearchStore(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    query: str | list[str]
+    filters: dict[str, Any] | None = None
+    max_num_results: int = Field(10, ge=1, le=MAX_SEARCH_RESULTS)
+    ranking_options: SearchRankingOptions | None = None
+    rewrite_query: bool = False
+
+
+# -- stores -----------------------------------------------------------------------------------
+
+
+@router.post("")
+def create_store(body: CreateStore, stores: VectorStores, workspace: Workspace) -> dict[str, Any]:
+    _check_chunking(body.chunking_strategy)
+    metadata = check_attributes(body.metadata, "metadata", strings_only=True)
+    state = stores.create(workspace, body.name, metadata, check_expires_after(body.expires_after), body.file_ids)
+    return store_object(state)
+
+
+@router.get("")
+def list_stores(
+    stores: VectorStores,
+    workspace: Workspace,
+    limit: int = Query(20),
+    order: str = "desc",
+    after: str | None = None,
+    before: str | None = None,
+) -> dict[str, Any]:
+    page = stores.list_stores(workspace, check_limit(limit), after, before, check_order(order))
+    return list_object([store_object(s) for s in page.items], page.has_more)
+
+
+@router.get("/{vector_store_id}")
+def get_store(vector_store_id: str, stores: VectorStores, workspace: Workspace) -> dict[str, Any]:
+    return store_object(stores.state(stores.get(workspace, vector_store_id)))
+
+
+@router.post("/{vector_store_id}")
+def update_store(vector_store_id: str, body: UpdateStore, stores: VectorStores, workspace: Workspace) -> dict[str, Any]:
+    changes = {name: getattr(body, name) for name in body.model_fields_set}
+    return store_object(stores.update(workspace, vector_store_id, changes))
+
+
+@router.delete("/{vector_store_id}")
+def delete_store(vector_store_id: str, stores: VectorStores, workspace: Workspace) -> dict[str, Any]:
+    """Delete the store and every file in it (the namespace's documents)."""
+    stores.delete(workspace, vector_store_id)
+    return {"id": vector_store_id, "object": "vector_store.deleted", "deleted": True}
+
+
+# -- files ------------------------------------------------------------------------------------
+
+
+@router.post("/{vector_store_id}/files")
+def attach_file(vector_store_id: str, body: AttachFile, stores: VectorStores, workspace: Workspace) -> dict[str, Any]:
+    _check_chunking(body.chunking_strategy)
+    attributes = check_attributes(body.attributes)
+    return file_object(stores.attach(workspace, vector_store_id, body.file_id, attributes))
+
+
+@router.get("/{vector_store_id}/files")
+def list_files(
+    vector_store_id: str,
+    stores: VectorStores,
+    workspace: Workspace,
+    limit: int = Query(20),
+    order: str = "desc",
+    after: str | None = None,
+    before: str | None = None,
+    filter: Literal["in_progress", "completed", "failed", "cancelled"] | None = None,
+) -> dict[str, Any]:
+    status: DocumentStatus | None = filter
+    page = stores.list_files(workspace, vector_store_id, check_limit(limit), after, before, check_order(order), status)
+    return list_object([file_object(f) for f in page.items], page.has_more)
+
+
+@router.get("/{vector_store_id}/files/{file_id}")
+def get_file(vector_store_id: str, file_id: str, stores: VectorStores, workspace: Workspace) -> JSONResponse:
+    """The file; while it is in progress, ``openai-poll-after-ms`` tells the SDK's pollers to look again soon."""
+    found = stores.get_file(workspace, vector_store_id, file_id)
+    headers = {"openai-poll-after-ms": str(POLL_AFTER_MS)} if found.document.status == "in_progress" else None
+    return JSONResponse(file_object(found), headers=headers)
+
+
+@router.post("/{vector_store_id}/files/{file_id}")
+def update_file(
+    vector_store_id: str, file_id: str, body: UpdateFile, stores: VectorStores, workspace: Workspace
+) -> dict[str, Any]:
+    attributes = check_attributes(body.attributes)
+    return file_object(stores.update_file(workspace, vector_store_id, file_id, attributes))
+
+
+@router.delete("/{vector_store_id}/files/{file_id}")
+def delete_file(vector_store_id: str, file_id: str, stores: VectorStores, workspace: Workspace) -> dict[str, Any]:
+    """Remove the file from the store; its passages leave the store's search at once."""
+    stores.delete_file(workspace, vector_store_id, file_id)
+    return {"id": file_id, "object": "vector_store.file.deleted", "deleted": True}
+
+
+@router.get("/{vector_store_id}/files/{file_id}/content")
+def file_content(vector_store_id: str, file_id: str, stores: VectorStores, workspace: Workspace) -> dict[str, Any]:
+    """The file's passages' text, in order (one page)."""
+    texts = stores.file_content(workspace, vector_store_id, file_id)
+    return {
+        "object": "vector_store.file_content.page",
+        "data": [{"type": "text", "text": t} for t in texts],
+        "has_more": False,
+        "next_page": None,
+    }
+
+
+# -- file batches -----------------------------------------------------------------------------
+
+
+class BatchFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    file_id: str = Field(min_length=1)
+    attributes: dict[str, Any] | None = None
+    chunking_strategy: dict[str, Any] | None = None
+
+
+class CreateBatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    file_ids: list[str] | None = Field(None, min_length=1, max_length=MAX_BATCH_FILES)
+    files: list[BatchFile] | None = Field(None, min_length=1, max_length=MAX_BATCH_FILES)
+    attributes: dict[str, Any] | None = None
+    chunking_strategy: dict[str, Any] | None = None
+
+
+def batch_object(state: BatchState) -> dict[str, Any]:
+    batch = state.batch
+    return {
+        "id": batch.id,
+        "object": "vector_store.files_batch",
+        "created_at": batch.created_at,
+        "vector_store_id": batch.vector_store_id,
+        "status": state.status,
+        "file_counts": state.file_counts,
+    }
+
+
+@router.post("/{vector_store_id}/file_batches")
+def create_batch(vector_store_id: str, body: CreateBatch, stores: VectorStores, workspace: Workspace) -> dict[str, Any]:
+    """Attach several files: ``file_ids`` sharing ``attributes``, or ``files`` each with its own."""
+    _check_chunking(body.chunking_strategy)
+    if (body.file_ids is None) == (body.files is None):
+        raise InvalidRequest("Send either file_ids or files (not both).", param="file_ids")
+    if body.files is not None:
+        for i, item in enumerate(body.files):
+            if item.chunking_strategy is not None and item.chunking_strategy.get("type") != "auto":
+                raise InvalidRequest("Only chunking_strategy auto is supported.", param=f"files[{i}].chunking_strategy")
+        files = [
+            (f.file_id, check_attributes(f.attributes, f"files[{i}].attributes")) for i, f in enumerate(body.files)
+        ]
+    else:
+        shared = check_attributes(body.attributes)
+        files = [(file_id, dict(shared)) for file_id in body.file_ids or []]
+    return batch_object(stores.create_batch(workspace, vector_store_id, files))
+
+
+@router.get("/{vector_store_id}/file_batches/{batch_id}")
+def get_batch(vector_store_id: str, batch_id: str, stores: VectorStores, workspace: Workspace) -> JSONResponse:
+    state = stores.get_batch(workspace, vector_store_id, batch_id)
+    headers = {"openai-poll-after-ms": str(POLL_AFTER_MS)} if state.status == "in_progress" else None
+    return JSONResponse(batch_object(state), headers=headers)
+
+
+@router.post("/{vector_store_id}/file_batches/{batch_id}/cancel")
+def cancel_batch(vector_store_id: str, batch_id: str, stores: VectorStores, workspace: Workspace) -> dict[str, Any]:
+    """Cancel the batch's files still in progress."""
+    return batch_object(stores.cancel_batch(workspace, vector_store_id, batch_id))
+
+
+@router.get("/{vector_store_id}/file_batches/{batch_id}/files")
+def list_batch_files(
+    vector_store_id: str,
+    batch_id: str,
+    stores: VectorStores,
+    workspace: Workspace,
+    limit: int = Query(20),
+    order: str = "desc",
+    after: str | None = None,
+    before: str | None = None,
+    filter: Literal["in_progress", "completed", "failed", "cancelled"] | None = None,
+) -> dict[str, Any]:
+    """The batch's files still in the store, paged like the store's files."""
+    state = stores.get_batch(workspace, vector_store_id, batch_id)
+    files = state.files if check_order(order) == "asc" else list(reversed(state.files))
+    ids = [f.link.file_id for f in files]
+    for cursor, name in ((after, "after"), (before, "before")):
+        if cursor is not None and cursor not in ids:
+            raise NotFound(f"No file {cursor!r} in this batch to page from.", param=name)
+    window = files[ids.index(after) + 1 if after else 0 : ids.index(before) if before else len(files)]
+    window = [f for f in window if filter is None or f.document.status == filter]
+    limit = check_limit(limit)
+    page = window[-limit:] if before and not after else window[:limit]
+    return list_object([file_object(f) for f in page], len(window) > limit)
+
+
+# -- search -----------------------------------------------------------------------------------
+
+
+@router.post("/{vector_store_id}/search")
+def search_store(
+    vector_store_id: str, body: SearchStore, request: Request, stores: VectorStores, workspace: Workspace
+) -> JSONResponse:
+    """Search the store's files. A list query is searched as one query of all its parts; ``rewrite_query``
+    is accepted and changes nothing: every query is already searched by its content words."""
+    queries = [body.query] if isinstance(body.query, str) else body.query
+    if not queries or not all(isinstance(q, str) and q.strip() for q in queries):
+        raise InvalidRequest("query is empty; send the text to search for.", param="query")
+    hits = stores.search(
+        workspace,
+        vector_store_id,
+        " ".join(queries),
+        filters=body.filters,
+        max_results=body.max_num_results,
+        ranking=body.ranking_options.to_options() if body.ranking_options else None,
+    )
+    data = []
+    for passage, file in hits:
+        result = passage_object(passage)
+        result["_aicore"] = result["attributes"]
+        result["attributes"] = file.attributes
+        data.append(result)
+    return JSONResponse(
+        {
+            "object": "vector_store.search_results.page",
+            "search_query": queries,
+            "data": data,
+            "has_more": False,
+            "next_page": None,
+        }
+    )
