@@ -117,6 +117,19 @@ def test_add_read_delete_round_trip(storage: Storage) -> None:
     assert list(store.namespace_chunks("default", "general")) == []
 
 
+def test_lookups_by_ids_holding_nul_find_nothing(storage: Storage) -> None:
+    # A client can send "\x00" in any id (a model name, a path); PostgreSQL text cannot hold NUL, so the
+    # lookup must come back empty, not fail as a server error.
+    store = storage.documents
+    store.add_document(_document(), [Page(1, "1", 0, 11)], CHUNKS, b"x")
+    assert store.get_document("default", "d1\x00") is None
+    assert store.get_document_by_file_id("default\x00", "file-d1") is None
+    assert store.document_keys("default", ["d1\x00", "d1"]).keys() == {"d1"}
+    assert storage.bots.get("default", "calypso\x00bot") is None
+    assert storage.conversations.get("default", "conv_\x00") is None
+    assert storage.responses.get("default", "resp_\x00") is None
+
+
 def test_duplicate_bytes_are_refused_naming_the_existing_document(storage: Storage) -> None:
     store = storage.documents
     store.add_document(_document(), [Page(1, "1", 0, 11)], CHUNKS, b"x")

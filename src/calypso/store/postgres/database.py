@@ -22,7 +22,9 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import psycopg
+from psycopg.abc import Buffer
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.types.string import StrBinaryDumper, StrDumperUnknown
 from psycopg_pool import ConnectionPool
 
 from calypso.errors import StorageError, StoreUnavailable
@@ -41,6 +43,24 @@ STREAM_BATCH = 2000  # rows a server-side cursor fetches per round trip
 def text(value: str) -> str:
     """PostgreSQL text cannot hold NUL; U+FFFD stands in for it, one code point for one, so offsets still hold."""
     return value.replace("\x00", "\ufffd")
+
+
+class _NulSafeText(StrDumperUnknown):
+    """Every str parameter without NUL, as ``text`` does for stored values: PostgreSQL text cannot hold it,
+    and a lookup by an id a client sent with a NUL in it must find nothing rather than fail."""
+
+    def dump(self, obj: str) -> Buffer | None:
+        return super().dump(obj.replace("\x00", "\ufffd"))
+
+
+class _NulSafeTextBinary(StrBinaryDumper):
+    def dump(self, obj: str) -> Buffer | None:
+        return super().dump(obj.replace("\x00", "\ufffd"))
+
+
+def _configure(conn: Connection) -> None:
+    conn.adapters.register_dumper(str, _NulSafeText)
+    conn.adapters.register_dumper(str, _NulSafeTextBinary)
 
 
 def redact_url(url: str) -> str:
@@ -116,6 +136,7 @@ class Database:
             kwargs=kwargs,
             open=False,
             check=ConnectionPool.check_connection,
+            configure=_configure,
             timeout=timeout,
             reconnect_timeout=reconnect_timeout,
             name="calypso",
