@@ -256,3 +256,15 @@ def test_an_expired_store_says_so(openai_client, services) -> None:
     with pytest.raises(openai.BadRequestError) as info:
         openai_client.vector_stores.update(store.id, expires_after={"anchor": "created_at", "days": 1})
     assert info.value.param == "expires_after"
+
+
+def test_files_list_shows_each_uploaded_file_once(openai_client) -> None:
+    # upload_and_poll uploads to /v1/files (namespace general), then attaches it to the store, which
+    # ingests a copy into the store's namespace: the Files API must still list one file, the client's.
+    first = openai_client.vector_stores.create(name="A")
+    second = openai_client.vector_stores.create(name="B")
+    file = openai_client.vector_stores.files.upload_and_poll(vector_store_id=first.id, file=("h.md", HANDBOOK))
+    openai_client.vector_stores.files.create_and_poll(vector_store_id=second.id, file_id=file.id)
+    listed = [f for f in openai_client.files.list() if f.filename == "h.md"]
+    assert [f.id for f in listed] == [file.id]
+    assert {f.id for f in openai_client.vector_stores.files.list(vector_store_id=second.id)} == {file.id}

@@ -319,7 +319,7 @@ class DocumentService:
     ) -> Listing[Document]:
         """Documents as files: the cursor is a file id."""
         after = self.get_by_file_id(after_file_id, workspace).id if after_file_id else None
-        return self.store.list_documents(workspace, None, limit, after, order)
+        return self.store.list_documents(workspace, None, limit, after, order, without_copies=True)
 
     def chunks(
         self, document_id: str, limit: int, after: int | None = None, workspace: str = DEFAULT_WORKSPACE

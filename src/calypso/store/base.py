@@ -94,9 +94,20 @@ class DocumentStore(Protocol):
         ...
 
     def list_documents(
-        self, workspace: str, namespace: str | None, limit: int, after: str | None, order: Order
+        self,
+        workspace: str,
+        namespace: str | None,
+        limit: int,
+        after: str | None,
+        order: Order,
+        *,
+        without_copies: bool = False,
     ) -> Listing[Document]:
-        """Documents by creation order; ``after`` is the id of the last item of the previous page (NotFound if gone)."""
+        """Documents by creation order; ``after`` is the id of the last item of the previous page (NotFound if gone).
+
+        ``without_copies`` leaves out the copies a vector store made of a file attached from elsewhere
+        (a document whose vector-store link names another file id): the Files API lists each file once.
+        """
         ...
 
     def delete_document(self, workspace: str, document_id: str) -> Document | None:

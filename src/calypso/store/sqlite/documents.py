@@ -203,10 +203,22 @@ class SQLiteDocumentStore:
         return keys
 
     def list_documents(
-        self, workspace: str, namespace: str | None, limit: int, after: str | None, order: Order = "desc"
+        self,
+        workspace: str,
+        namespace: str | None,
+        limit: int,
+        after: str | None,
+        order: Order = "desc",
+        *,
+        without_copies: bool = False,
     ) -> Listing[Document]:
         where = ["workspace = ?"]
         args: list[object] = [workspace]
+        if without_copies:
+            where.append(
+                "NOT EXISTS (SELECT 1 FROM vector_store_files l WHERE l.document_key = documents.key "
+                "AND l.file_id <> documents.file_id)"
+            )
         if namespace is not None:
             where.append("namespace = ?")
             args.append(namespace)
