@@ -15,11 +15,9 @@ It answers OpenAI's shapes: ``{"object": "list", "data": [{"object": "embedding"
 
 from __future__ import annotations
 
-import socket
 import threading
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -27,6 +25,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from calypso.embeddings.base import Embedder
+from calypso.loopback import LoopbackServer
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -49,14 +48,12 @@ class EmbeddingsServer:
         self.reverse = False  # answer data items in reverse order (clients must use "index")
         self._failures: list[tuple[int, int]] = []
         self._lock = threading.Lock()
-        self._host, self._port = host, 0
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
         self.app = Starlette(routes=[Route("/v1/embeddings", self._embeddings, methods=["POST"])])
+        self._loopback = LoopbackServer(self.app, "calypso-embeddings-server", host)
 
     @property
     def base_url(self) -> str:
-        return f"http://{self._host}:{self._port}/v1"
+        return f"http://{self._loopback.host}:{self._loopback.port}/v1"
 
     def fail(self, status: int, times: int = 1) -> None:
         """Answer the next ``times`` requests with ``status``."""
@@ -97,29 +94,11 @@ class EmbeddingsServer:
         )
 
     def start(self) -> EmbeddingsServer:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self._host, 0))
-        self._port = sock.getsockname()[1]
-        config = uvicorn.Config(
-            self.app, log_config=None, log_level=None, access_log=False, lifespan="off", loop="asyncio", http="h11"
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [sock]}, daemon=True, name="calypso-embeddings-server"
-        )
-        self._thread.start()
-        while not self._server.started:
-            if not self._thread.is_alive():
-                raise RuntimeError("the embeddings server failed to start")
-            threading.Event().wait(0.01)
+        self._loopback.start()
         return self
 
     def stop(self) -> None:
-        if self._server is not None and self._thread is not None:
-            self._server.should_exit = True
-            self._thread.join(timeout=10)
-        self._server = self._thread = None
+        self._loopback.stop()
 
     def __enter__(self) -> EmbeddingsServer:
         return self.start()

@@ -30,7 +30,6 @@ import asyncio
 import collections
 import json
 import logging
-import socket
 import threading
 import time
 import uuid
@@ -38,11 +37,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+
+from calypso.loopback import LoopbackServer
 
 FAKE_MODEL = "fake-model"
 
@@ -236,15 +236,13 @@ class FakeUpstream:
         self.disconnects = 0
         self._queue: collections.deque[_Queued] = collections.deque()
         self._lock = threading.Lock()
-        self._host, self._port = host, port
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
         self.app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
             ]
         )
+        self._loopback = LoopbackServer(self.app, "calypso-fake-upstream", host, port, timeout_graceful_shutdown=1)
 
     # -- scripting ---------------------------------------------------------------------------
 
@@ -355,44 +353,17 @@ class FakeUpstream:
 
     @property
     def base_url(self) -> str:
-        return f"http://{self._host}:{self._port}/v1"
+        return f"http://{self._loopback.host}:{self._loopback.port}/v1"
 
     def start(self) -> FakeUpstream:
         error_logger = logging.getLogger("uvicorn.error")
         if not any(isinstance(f, _QuietAbruptClose) for f in error_logger.filters):
             error_logger.addFilter(_QuietAbruptClose())
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self._host, self._port))  # bound before serving: no free-port race
-        self._port = sock.getsockname()[1]
-        # log_config/log_level None: a test helper must not reconfigure the host process's logging.
-        config = uvicorn.Config(
-            self.app,
-            log_config=None,
-            log_level=None,
-            access_log=False,
-            lifespan="off",
-            loop="asyncio",
-            http="h11",
-            timeout_graceful_shutdown=1,
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [sock]}, daemon=True, name="calypso-fake-upstream"
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the fake upstream did not start")
-            time.sleep(0.01)
+        self._loopback.start()
         return self
 
     def stop(self) -> None:
-        if self._server is not None and self._thread is not None:
-            self._server.should_exit = True
-            self._thread.join(timeout=10)
-        self._server = self._thread = None
+        self._loopback.stop()
 
     def __enter__(self) -> FakeUpstream:
         return self.start()
