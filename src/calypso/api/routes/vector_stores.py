@@ -231,17 +231,10 @@ def file_content(vector_store_id: str, file_id: str, stores: VectorStores, works
 # -- file batches -----------------------------------------------------------------------------
 
 
-class BatchFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    file_id: str = Field(min_length=1)
-    attributes: dict[str, Any] | None = None
-    chunking_strategy: dict[str, Any] | None = None
-
-
 class CreateBatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
     file_ids: list[str] | None = Field(None, min_length=1, max_length=MAX_BATCH_FILES)
-    files: list[BatchFile] | None = Field(None, min_length=1, max_length=MAX_BATCH_FILES)
+    files: list[AttachFile] | None = Field(None, min_length=1, max_length=MAX_BATCH_FILES)  # each as attached alone
     attributes: dict[str, Any] | None = None
     chunking_strategy: dict[str, Any] | None = None
 
