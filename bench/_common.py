@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import resource
+import time
+import uuid
 from pathlib import Path
+
+from calypso.models import Chunk, Document, Page
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -73,3 +78,30 @@ class Postgres:
 
         self.server.cleanup()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def synthetic_document(
+    number: int, texts: list[str], namespace: str = "general"
+) -> tuple[Document, list[Page], list[Chunk], bytes]:
+    """One one-page text document holding ``texts`` as its passages, ready for ``add_document``."""
+    body, chunks = "", []
+    for i, passage in enumerate(texts):
+        start = len(body)
+        body += passage + "\n\n"
+        chunks.append(Chunk(i, passage, start, start + len(passage), 1, 1, ("1",)))
+    content = body.encode()
+    doc_id = uuid.uuid4()
+    doc = Document(
+        id=str(doc_id),
+        file_id=f"file-{doc_id.hex}",
+        workspace="default",
+        namespace=namespace,
+        filename=f"synthetic-{number:07d}.txt",
+        media_type="text/plain",
+        bytes=len(content),
+        sha256=hashlib.sha256(content).hexdigest(),
+        created_at=int(time.time()),
+        page_count=1,
+        chunk_count=len(chunks),
+    )
+    return doc, [Page(1, "1", 0, len(body))], chunks, content

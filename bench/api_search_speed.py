@@ -18,24 +18,21 @@ on the same data. Memory: the server's VmHWM (peak) and VmRSS after the run.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import beir_eval as be  # noqa: E402
-from _common import peak_rss_mb, percentile  # noqa: E402
+from _common import peak_rss_mb, percentile, synthetic_document  # noqa: E402
 from search_speed import synthetic_passages  # noqa: E402
 
 from calypso.config import Settings  # noqa: E402
-from calypso.models import Chunk, Document, Page  # noqa: E402
 from calypso.retrieval.tokenize import (
     encode_terms,  # noqa: E402
     tokenize_many,  # noqa: E402
@@ -49,30 +46,9 @@ def build_home(home: Path, passages: list[str], database_url: str = "") -> None:
     services = open_services(Settings(home=home, database_url=database_url))
     for first in range(0, len(passages), PER_DOCUMENT):
         batch = passages[first : first + PER_DOCUMENT]
-        text, chunks = "", []
-        for i, passage in enumerate(batch):
-            start = len(text)
-            text += passage + "\n\n"
-            chunks.append(Chunk(i, passage, start, start + len(passage), 1, 1, ("1",)))
-        doc_id = uuid.uuid4()
-        content = text.encode()
-        doc = Document(
-            id=str(doc_id),
-            file_id=f"file-{doc_id.hex}",
-            workspace="default",
-            namespace="general",
-            filename=f"synthetic-{first // PER_DOCUMENT:05d}.txt",
-            media_type="text/plain",
-            bytes=len(content),
-            sha256=hashlib.sha256(content).hexdigest(),
-            created_at=int(time.time()),
-            page_count=1,
-            chunk_count=len(chunks),
-        )
+        doc, pages, chunks, content = synthetic_document(first // PER_DOCUMENT, batch)
         terms = tokenize_many(c.text for c in chunks)  # stored as ingestion stores them
-        services.storage.documents.add_document(
-            doc, [Page(1, "1", 0, len(text))], chunks, content, [encode_terms(t) for t in terms]
-        )
+        services.storage.documents.add_document(doc, pages, chunks, content, [encode_terms(t) for t in terms])
     services.close()
 
 

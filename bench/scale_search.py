@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import hashlib
 import json
 import os
 import platform
@@ -41,14 +40,13 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import beir_eval as be  # noqa: E402
-from _common import REPO, Postgres, percentile  # noqa: E402
+from _common import REPO, Postgres, percentile, synthetic_document  # noqa: E402
 from search_speed import SEED, Worker, build_bm25s, synthetic_passages  # noqa: E402
 
 try:
@@ -56,7 +54,6 @@ try:
 except ImportError:  # running from a checkout without an install
     sys.path.insert(0, str(REPO / "src"))
 from calypso.config import Settings  # noqa: E402
-from calypso.models import Chunk, Document, Page  # noqa: E402
 from calypso.retrieval.tokenize import encode_terms, tokenize_many  # noqa: E402
 from calypso.services import open_services, open_storage  # noqa: E402
 from calypso.store.base import DuplicateContent  # noqa: E402
@@ -122,31 +119,6 @@ def cpu_of(pids: list[int]) -> float:
     return total
 
 
-def document(number: int, texts: list[str]) -> tuple[Document, list[Page], list[Chunk], bytes]:
-    """One text document holding ``texts`` as its passages, one page."""
-    body, chunks = "", []
-    for i, passage in enumerate(texts):
-        start = len(body)
-        body += passage + "\n\n"
-        chunks.append(Chunk(i, passage, start, start + len(passage), 1, 1, ("1",)))
-    content = body.encode()
-    doc_id = uuid.uuid4()
-    doc = Document(
-        id=str(doc_id),
-        file_id=f"file-{doc_id.hex}",
-        workspace="default",
-        namespace=NAMESPACE,
-        filename=f"synthetic-{number:07d}.txt",
-        media_type="text/plain",
-        bytes=len(content),
-        sha256=hashlib.sha256(content).hexdigest(),
-        created_at=int(time.time()),
-        page_count=1,
-        chunk_count=len(chunks),
-    )
-    return doc, [Page(1, "1", 0, len(body))], chunks, content
-
-
 def load(settings: Settings, passages: list[str], per_doc: int, limit_s: float, label: str) -> dict:
     """Write the passages into the store in documents of ``per_doc``; stop early on time or memory."""
     storage = open_storage(settings)
@@ -157,7 +129,9 @@ def load(settings: Settings, passages: list[str], per_doc: int, limit_s: float, 
             batch = passages[first : first + TOKENIZE_BATCH]
             terms = [encode_terms(t) for t in tokenize_many(batch)]  # as ingestion stores them
             for offset in range(0, len(batch), per_doc):
-                doc, pages, chunks, content = document((first + offset) // per_doc, batch[offset : offset + per_doc])
+                doc, pages, chunks, content = synthetic_document(
+                    (first + offset) // per_doc, batch[offset : offset + per_doc], NAMESPACE
+                )
                 try:
                     store.add_document(doc, pages, chunks, content, terms[offset : offset + per_doc])
                 except DuplicateContent:
