@@ -59,6 +59,14 @@ class Chunk:
     heading_path: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class StaticChunking:
+    """OpenAI's static chunking strategy, in tokens (``ingest/tokens.py`` counts them)."""
+
+    max_chunk_size_tokens: int
+    chunk_overlap_tokens: int
+
+
 @dataclass
 class Document:
     id: str
@@ -79,6 +87,9 @@ class Document:
     # When failed: {"code": unsupported_file|invalid_file|server_error, "message": ...}; the store may keep
     # more keys (the original error's class, code and param, so `wait` can raise it again).
     last_error: dict[str, Any] | None = None
+    # How it is chunked: a static strategy asked for when it was attached to a vector store, or None for
+    # the server's own chunking (CALYPSO_CHUNK_SIZE / CALYPSO_CHUNK_OVERLAP, in characters).
+    chunking: StaticChunking | None = None
 
 
 @dataclass
@@ -93,6 +104,7 @@ class VectorStore:
     last_active_at: int
     metadata: dict[str, str] = field(default_factory=dict)
     expires_after: dict[str, Any] | None = None  # {"anchor": "last_active_at", "days": N}
+    description: str | None = None
 
 
 @dataclass

@@ -2,16 +2,23 @@
 
 Every chunk records its character offsets into the document text, the pages
 it covers and its heading path. Chunks are packed from whole sentences;
-together they cover every non-whitespace character of the document.
+together they cover every non-whitespace character of the document. Sizes are
+in characters (the server's own chunking) or in tokens (OpenAI's static
+strategy, counted by ``ingest/tokens.py``).
 """
 
 from __future__ import annotations
 
 import bisect
 from collections.abc import Iterator
+from itertools import accumulate
+from typing import Literal
 
+from calypso.ingest.tokens import count_tokens, token_cuts
 from calypso.models import Chunk, Heading, Page, ParsedDocument
 from calypso.text.sentences import sentence_spans
+
+Measure = Literal["chars", "tokens"]
 
 
 def _split_long(start: int, end: int, text: str, size: int) -> Iterator[tuple[int, int]]:
@@ -28,12 +35,41 @@ def _split_long(start: int, end: int, text: str, size: int) -> Iterator[tuple[in
     yield start, end
 
 
-def _units(text: str, size: int) -> list[tuple[int, int]]:
-    """The sentences of ``text`` (whitespace-stripped spans), over-long ones cut to at most ``size`` characters."""
+def _split_tokens(start: int, end: int, text: str, size: int) -> Iterator[tuple[int, int]]:
+    """Cut a sentence into pieces of at most ``size`` tokens, before a word where possible."""
+    for cut in token_cuts(text, start, end, size):
+        yield _strip(text, start, cut)
+        start = cut
+    yield _strip(text, start, end)
+
+
+def _units(text: str, size: int, measure: Measure = "chars") -> list[tuple[int, int]]:
+    """The sentences of ``text`` (whitespace-stripped spans), over-long ones cut to at most ``size``."""
+    split = _split_tokens if measure == "tokens" else _split_long
     units: list[tuple[int, int]] = []
     for start, end in sentence_spans(text):
-        units.extend(unit for unit in _split_long(start, end, text, size) if unit[1] > unit[0])
+        units.extend(unit for unit in split(start, end, text, size) if unit[1] > unit[0])
     return units
+
+
+class _Lengths:
+    """The length of units ``i..j-1`` as one chunk: characters from the first's start to the last's end,
+    or tokens of that text. Token counts add up across units and the gaps between them (a gap is a
+    line break token or nothing), so prefix sums give any span's count exactly, counted once."""
+
+    def __init__(self, text: str, units: list[tuple[int, int]], measure: Measure) -> None:
+        self.units = units
+        self.tokens = measure == "tokens"
+        if self.tokens:
+            gaps = [0] + [count_tokens(text[a[1] : b[0]]) for a, b in zip(units, units[1:])]
+            own = [count_tokens(text[start:end]) for start, end in units]
+            self.gaps = gaps
+            self.prefix = [0, *accumulate(c + g for c, g in zip(own, gaps))]
+
+    def span(self, i: int, j: int) -> int:
+        if self.tokens:
+            return self.prefix[j] - self.prefix[i] - self.gaps[i]
+        return self.units[j - 1][1] - self.units[i][0]
 
 
 def _strip(text: str, start: int, end: int) -> tuple[int, int]:
@@ -92,10 +128,14 @@ class _HeadingLocator:
         return index < len(self.starts) and self.lead_ins[index] <= offset
 
 
-def chunk_document(doc: ParsedDocument, size: int = 1000, overlap: int = 150) -> list[Chunk]:
-    """Pack sentences into chunks of about ``size`` characters with ``overlap`` characters of carry-over."""
+def chunk_document(doc: ParsedDocument, size: int = 1000, overlap: int = 150, measure: Measure = "chars") -> list[Chunk]:
+    """Pack sentences into chunks of at most ``size`` characters (or tokens) with up to ``overlap`` of carry-over.
+
+    A chunk exceeds ``size`` only when measured in characters and one unbreakable piece is longer.
+    """
     text = doc.text
-    units = _units(text, size)
+    units = _units(text, size, measure)
+    lengths = _Lengths(text, units, measure)
     pages = _PageLocator(doc.pages or [Page(1, "1", 0, len(text))])
     headings = _HeadingLocator(doc.headings, text)
 
@@ -104,10 +144,10 @@ def chunk_document(doc: ParsedDocument, size: int = 1000, overlap: int = 150) ->
     while i < len(units):
         j = i + 1
         while j < len(units):
-            length = units[j - 1][1] - units[i][0]
+            length = lengths.span(i, j)
             # A heading starts a new chunk once this one has some body.
             starts_heading = headings.starts_heading(units[j][0])
-            if units[j][1] - units[i][0] > size or (starts_heading and length >= size // 3):
+            if lengths.span(i, j + 1) > size or (starts_heading and length >= size // 3):
                 break
             j += 1
         start, end = units[i][0], units[j - 1][1]
@@ -126,13 +166,13 @@ def chunk_document(doc: ParsedDocument, size: int = 1000, overlap: int = 150) ->
         )
         if j >= len(units):
             break
-        i = _overlap_start(units, i, j, overlap)
+        i = _overlap_start(lengths, i, j, overlap)
     return chunks
 
 
-def _overlap_start(units: list[tuple[int, int]], i: int, j: int, overlap: int) -> int:
+def _overlap_start(lengths: _Lengths, i: int, j: int, overlap: int) -> int:
     """First unit of the next chunk: step back from ``j`` while the carried-over text fits in ``overlap``."""
     k = j
-    while k - 1 > i and units[j - 1][1] - units[k - 1][0] <= overlap:
+    while k - 1 > i and lengths.span(k - 1, j) <= overlap:
         k -= 1
     return k

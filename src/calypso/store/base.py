@@ -28,6 +28,7 @@ from calypso.models import (
     Order,
     Page,
     SourcesPolicy,
+    StaticChunking,
     StoredBot,
     StoredChunk,
     StoredMessage,
@@ -43,6 +44,17 @@ class DuplicateContent(Exception):
     def __init__(self, existing: Document) -> None:
         super().__init__(f"document {existing.id} holds the same bytes")
         self.existing = existing
+
+
+def chunking_columns(chunking: StaticChunking | None) -> tuple[int | None, int | None]:
+    """A document's chunking as its two nullable columns (both backends)."""
+    if chunking is None:
+        return None, None
+    return chunking.max_chunk_size_tokens, chunking.chunk_overlap_tokens
+
+
+def chunking_from_columns(max_tokens: int | None, overlap_tokens: int | None) -> StaticChunking | None:
+    return None if max_tokens is None else StaticChunking(int(max_tokens), int(overlap_tokens or 0))
 
 
 class DocumentStore(Protocol):

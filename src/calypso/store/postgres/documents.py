@@ -9,12 +9,12 @@ from psycopg.types.json import Json
 
 from calypso.errors import NotFound
 from calypso.models import Chunk, Document, DocumentChange, IndexedChunk, Listing, Order, Page, StoredChunk
-from calypso.store.base import DuplicateContent
+from calypso.store.base import DuplicateContent, chunking_columns, chunking_from_columns
 from calypso.store.postgres.database import Connection, Database, Row, text
 
 DOC_COLUMNS = (
     "key, id, file_id, workspace, namespace, filename, media_type, bytes, sha256, created_at, "
-    "page_count, chunk_count, title, source_url, metadata, status, last_error"
+    "page_count, chunk_count, title, source_url, metadata, status, last_error, chunk_max_tokens, chunk_overlap_tokens"
 )
 _CHUNK_COLUMNS = (
     'c.key, d.id, c.chunk_index, c.text, c.start, c."end", c.page_start, c.page_end, c.page_labels, c.heading_path'
@@ -43,7 +43,7 @@ def _optional_text(value: str | None) -> str | None:
 
 def document_from_row(row: Row) -> Document:
     _key, doc_id, file_id, workspace, namespace, filename, media_type, size, sha256, created_at = row[:10]
-    page_count, chunk_count, title, source_url, metadata, status, last_error = row[10:]
+    page_count, chunk_count, title, source_url, metadata, status, last_error, max_tokens, overlap_tokens = row[10:]
     return Document(
         id=doc_id,
         file_id=file_id,
@@ -61,6 +61,7 @@ def document_from_row(row: Row) -> Document:
         metadata=metadata,
         status=status,
         last_error=last_error,
+        chunking=chunking_from_columns(max_tokens, overlap_tokens),
     )
 
 
@@ -135,8 +136,9 @@ class PostgresDocumentStore:
             # ON CONFLICT waits for a concurrent insert of the same bytes to commit or roll back, then decides.
             row = db.execute(
                 "INSERT INTO documents (id, file_id, workspace, namespace, filename, media_type, bytes, sha256, "
-                "created_at, page_count, chunk_count, title, source_url, metadata, status, last_error) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                "created_at, page_count, chunk_count, title, source_url, metadata, status, last_error, "
+                "chunk_max_tokens, chunk_overlap_tokens) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
                 "ON CONFLICT (workspace, namespace, sha256) DO NOTHING RETURNING key",
                 (
                     doc.id,
@@ -155,6 +157,7 @@ class PostgresDocumentStore:
                     Json(doc.metadata),
                     doc.status,
                     Json(doc.last_error) if doc.last_error is not None else None,
+                    *chunking_columns(doc.chunking),
                 ),
             ).fetchone()
             if row is not None:

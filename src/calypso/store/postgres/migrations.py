@@ -250,6 +250,21 @@ def m008_vector_stores(db: Connection) -> None:
     )
 
 
+def m010_static_chunking_and_file_links(db: Connection) -> None:
+    """A document's static chunking (tokens; NULL: the server's own chunking), a store's description, and
+    file links keyed by (document, file id): one document may be several files of its store (files with
+    identical bytes share it), each with its own attributes."""
+    db.execute(
+        """
+        ALTER TABLE documents ADD COLUMN chunk_max_tokens INTEGER;
+        ALTER TABLE documents ADD COLUMN chunk_overlap_tokens INTEGER;
+        ALTER TABLE vector_stores ADD COLUMN description TEXT;
+        ALTER TABLE vector_store_files DROP CONSTRAINT vector_store_files_pkey;
+        ALTER TABLE vector_store_files ADD PRIMARY KEY (document_key, file_id)
+        """
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_vector_extension", m001_vector_extension),
     ("002_documents", m002_documents),
@@ -259,6 +274,8 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("006_document_changes", m006_document_changes),
     ("007_ingestion_jobs", m007_ingestion_jobs),
     ("008_vector_stores", m008_vector_stores),
+    # 009 is the embeddings migration (another branch).
+    ("010_static_chunking_and_file_links", m010_static_chunking_and_file_links),
 ]
 
 

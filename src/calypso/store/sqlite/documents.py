@@ -10,12 +10,12 @@ from typing import Any
 
 from calypso.errors import NotFound
 from calypso.models import Chunk, Document, DocumentChange, IndexedChunk, Listing, Order, Page, StoredChunk
-from calypso.store.base import DuplicateContent
+from calypso.store.base import DuplicateContent, chunking_columns, chunking_from_columns
 from calypso.store.sqlite.database import Database, batched
 
 DOC_COLUMNS = (
     "key, id, file_id, workspace, namespace, filename, media_type, bytes, sha256, created_at, "
-    "page_count, chunk_count, title, source_url, metadata, status, last_error"
+    "page_count, chunk_count, title, source_url, metadata, status, last_error, chunk_max_tokens, chunk_overlap_tokens"
 )
 _CHUNK_COLUMNS = (
     'c.key, d.id, c.chunk_index, c.text, c.start, c."end", c.page_start, c.page_end, c.page_labels, c.heading_path'
@@ -40,6 +40,7 @@ def document_from_row(row: sqlite3.Row) -> Document:
         metadata=json.loads(row["metadata"]),
         status=row["status"],
         last_error=json.loads(row["last_error"]) if row["last_error"] else None,
+        chunking=chunking_from_columns(row["chunk_max_tokens"], row["chunk_overlap_tokens"]),
     )
 
 
@@ -61,8 +62,9 @@ def insert_document(db: sqlite3.Connection, doc: Document, content: bytes) -> in
     """Insert the document row with its bytes; returns its key."""
     cursor = db.execute(
         "INSERT INTO documents (id, file_id, workspace, namespace, filename, media_type, bytes, sha256, "
-        "created_at, page_count, chunk_count, title, source_url, metadata, content, status, last_error) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "created_at, page_count, chunk_count, title, source_url, metadata, content, status, last_error, "
+        "chunk_max_tokens, chunk_overlap_tokens) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             doc.id,
             doc.file_id,
@@ -81,6 +83,7 @@ def insert_document(db: sqlite3.Connection, doc: Document, content: bytes) -> in
             content,
             doc.status,
             json.dumps(doc.last_error) if doc.last_error is not None else None,
+            *chunking_columns(doc.chunking),
         ),
     )
     key = cursor.lastrowid

@@ -287,6 +287,33 @@ def m010_vector_stores(db: sqlite3.Connection) -> None:
     )
 
 
+def m012_static_chunking_and_file_links(db: sqlite3.Connection) -> None:
+    """A document's static chunking (tokens; NULL: the server's own chunking), a store's description, and
+    file links keyed by (document, file id): one document may be several files of its store (files with
+    identical bytes share it), each with its own attributes."""
+    _run(
+        db,
+        """
+        ALTER TABLE documents ADD COLUMN chunk_max_tokens INTEGER;
+        ALTER TABLE documents ADD COLUMN chunk_overlap_tokens INTEGER;
+        ALTER TABLE vector_stores ADD COLUMN description TEXT;
+        CREATE TABLE vector_store_files_new (
+            document_key INTEGER NOT NULL REFERENCES documents(key) ON DELETE CASCADE,
+            file_id TEXT NOT NULL,
+            vector_store_id TEXT NOT NULL,
+            attributes TEXT NOT NULL DEFAULT '{}',
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (document_key, file_id)
+        );
+        INSERT INTO vector_store_files_new (document_key, file_id, vector_store_id, attributes, created_at)
+            SELECT document_key, file_id, vector_store_id, attributes, created_at FROM vector_store_files;
+        DROP TABLE vector_store_files;
+        ALTER TABLE vector_store_files_new RENAME TO vector_store_files;
+        CREATE INDEX vector_store_files_by_file ON vector_store_files (file_id)
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_documents", m001_documents),
     ("002_responses", m002_responses),
@@ -298,6 +325,8 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("008_document_changes", m008_document_changes),
     ("009_ingestion_jobs", m009_ingestion_jobs),
     ("010_vector_stores", m010_vector_stores),
+    # 011 is the embeddings migration (another branch).
+    ("012_static_chunking_and_file_links", m012_static_chunking_and_file_links),
 ]
 
 
