@@ -43,6 +43,7 @@ from calypso.models import (
     ParsedDocument,
     Passage,
     RankingOptions,
+    StaticChunking,
     StoredChunk,
 )
 from calypso.retrieval.bm25 import BM25Index
@@ -86,11 +87,13 @@ class DocumentService:
         source_url: str | None = None,
         workspace: str = DEFAULT_WORKSPACE,
         wake_workers: bool = True,
+        chunking: StaticChunking | None = None,
     ) -> IngestResult:
         """Check an upload cheaply and store it as an ``in_progress`` document with its ingestion job.
 
         Refuses at once what needs no parsing to refuse (namespace, empty, too large, unknown type);
         the same bytes already in the namespace (in progress or completed) return that document.
+        ``chunking``: a static strategy in tokens instead of the server's chunk settings.
         """
         namespace = check_namespace(namespace or self.settings.default_namespace)
         if not data:
@@ -120,6 +123,7 @@ class DocumentService:
             source_url=source_url,
             metadata=dict(metadata or {}),
             status="in_progress",
+            chunking=chunking,
         )
         try:
             stored = self.jobs.submit(document, data)

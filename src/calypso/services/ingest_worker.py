@@ -139,7 +139,11 @@ def run_job(
             except NotFound:  # deleted since the claim: nothing left to ingest, nothing to report
                 return JobOutcome()
             parsed, detected = service.parse(data, doc.filename, doc.media_type)
-            chunks = chunk_document(parsed, settings.chunk_size, settings.chunk_overlap)
+            if doc.chunking is not None:  # a static strategy asked for when attached to a vector store
+                static = doc.chunking
+                chunks = chunk_document(parsed, static.max_chunk_size_tokens, static.chunk_overlap_tokens, "tokens")
+            else:
+                chunks = chunk_document(parsed, settings.chunk_size, settings.chunk_overlap)
             if not chunks:
                 raise EmptyDocument(f"{doc.filename} contains no text to index.", param="file")
             if not progress(len(parsed.pages), 0, len(chunks)):

@@ -356,10 +356,11 @@ class PolicyStore(Protocol):
 
 
 class VectorStoreStore(Protocol):
-    """Vector stores (rows naming a namespace) and per-document file links with their attributes.
+    """Vector stores (rows naming a namespace) and file links (document, file id) with their attributes.
 
-    A link row belongs to a document and goes when the document goes. A document without a link row is
-    still a file of its namespace's store, under its own file id and with no attributes.
+    A store's files are its namespace's documents: a document with link rows is one file per link (files
+    with identical bytes attached to one store share a document), a document without is one file under its
+    own file id with no attributes. A link row goes when its document goes.
     """
 
     def insert(self, store: VectorStore) -> bool:
@@ -383,23 +384,46 @@ class VectorStoreStore(Protocol):
         ...
 
     def usage(self, workspace: str, namespace: str) -> tuple[dict[str, int], int]:
-        """The namespace's documents counted by status, and their total bytes."""
+        """The namespace's files counted by their document's status, and their total bytes."""
         ...
 
     def link_file(self, link: VectorStoreFile, created_at: int) -> bool:
-        """Insert or replace the link of ``link.document_id``; False when that document is not in the workspace."""
+        """Insert or replace the link (``link.document_id``, ``link.file_id``); False when that document is
+        not in the workspace."""
+        ...
+
+    def unlink_file(self, workspace: str, document_id: str, file_id: str) -> int:
+        """Remove that link, if any; the number of links the document has left."""
+        ...
+
+    def links_of(self, workspace: str, document_id: str) -> list[VectorStoreFile]:
+        """The document's link rows, first attached first."""
         ...
 
     def files(self, workspace: str, namespace: str) -> list[VectorStoreFile]:
-        """Every document of the namespace as a store file (linked or not), oldest first."""
+        """Every file of the namespace (linked or not), oldest document first."""
+        ...
+
+    def list_files(
+        self,
+        workspace: str,
+        namespace: str,
+        limit: int,
+        after: str | None,
+        before: str | None,
+        order: Order,
+        status: str | None = None,
+    ) -> Listing[VectorStoreFile]:
+        """One page of the namespace's files by (document key, file id), optionally of one document status;
+        ``after``/``before`` are file ids of a previous page (NotFound naming the param if gone)."""
         ...
 
     def file_links(self, workspace: str, document_ids: Sequence[str]) -> dict[str, VectorStoreFile]:
-        """The link rows of those documents that have one, by document id."""
+        """The first link row of each of those documents that has one, by document id."""
         ...
 
     def find_file(self, workspace: str, namespace: str, file_id: str) -> VectorStoreFile | None:
-        """The store file with this client file id (a link's, else a document's own) in the namespace."""
+        """The store file with this client file id (a link's, else an unlinked document's own) in the namespace."""
         ...
 
     def linked_documents(self, workspace: str, file_id: str) -> list[str]:

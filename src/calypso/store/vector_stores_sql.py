@@ -1,7 +1,11 @@
 """``VectorStoreStore`` in SQL both backends speak; each backend names its placeholder.
 
 Attributes and metadata are JSON text in both, so the queries stay the same; only the tables'
-DDL differs (``sqlite/migrations.py`` 010, ``postgres/migrations.py`` 008).
+DDL differs (``sqlite/migrations.py`` 010 and 012, ``postgres/migrations.py`` 008 and 010).
+
+A store's files are its namespace's documents joined with their link rows: a document with link rows is
+one file per link (the file ids clients attached), a document without is one file under its own file id.
+Listing pages over (document key, file id) in SQL, so a store with many files reads one page.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from typing import Any, Protocol
 from calypso.errors import NotFound
 from calypso.models import FileBatch, Listing, Order, VectorStore, VectorStoreFile
 
-_STORE_COLUMNS = "id, workspace, namespace, name, created_at, last_active_at, metadata, expires_after"
+_STORE_COLUMNS = "id, workspace, namespace, name, created_at, last_active_at, metadata, expires_after, description"
 
 
 class _Database(Protocol):
@@ -25,7 +29,7 @@ class _Database(Protocol):
 
 
 def _store(row: Any) -> VectorStore:
-    store_id, workspace, namespace, name, created_at, last_active_at, metadata, expires_after = row
+    store_id, workspace, namespace, name, created_at, last_active_at, metadata, expires_after, description = row
     return VectorStore(
         id=store_id,
         workspace=workspace,
@@ -35,6 +39,7 @@ def _store(row: Any) -> VectorStore:
         last_active_at=int(last_active_at),
         metadata=json.loads(metadata),
         expires_after=json.loads(expires_after) if expires_after else None,
+        description=description,
     )
 
 
@@ -50,7 +55,7 @@ class SQLVectorStoreStore:
 
     def insert(self, store: VectorStore) -> bool:
         sql = self._sql(
-            f"INSERT INTO vector_stores ({_STORE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+            f"INSERT INTO vector_stores ({_STORE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (workspace, id) DO NOTHING"
         )
         args = (
@@ -62,6 +67,7 @@ class SQLVectorStoreStore:
             store.last_active_at,
             json.dumps(store.metadata),
             json.dumps(store.expires_after) if store.expires_after else None,
+            store.description,
         )
         return bool(self.database.write(lambda db: db.execute(sql, args).rowcount))
 
@@ -129,8 +135,9 @@ class SQLVectorStoreStore:
     def usage(self, workspace: str, namespace: str) -> tuple[dict[str, int], int]:
         rows = self.database.rows(
             self._sql(
-                "SELECT status, COUNT(*), COALESCE(SUM(bytes), 0) FROM documents "
-                "WHERE workspace = ? AND namespace = ? GROUP BY status"
+                "SELECT d.status, COUNT(*), COALESCE(SUM(d.bytes), 0) FROM documents d "
+                "LEFT JOIN vector_store_files l ON l.document_key = d.key "
+                "WHERE d.workspace = ? AND d.namespace = ? GROUP BY d.status"
             ),
             (workspace, namespace),
         )
@@ -140,8 +147,8 @@ class SQLVectorStoreStore:
         sql = self._sql(
             "INSERT INTO vector_store_files (document_key, vector_store_id, file_id, attributes, created_at) "
             "SELECT key, ?, ?, ?, ? FROM documents WHERE workspace = ? AND id = ? "
-            "ON CONFLICT (document_key) DO UPDATE SET vector_store_id = excluded.vector_store_id, "
-            "file_id = excluded.file_id, attributes = excluded.attributes"
+            "ON CONFLICT (document_key, file_id) DO UPDATE SET vector_store_id = excluded.vector_store_id, "
+            "attributes = excluded.attributes"
         )
         args = (
             link.vector_store_id,
@@ -153,19 +160,49 @@ class SQLVectorStoreStore:
         )
         return bool(self.database.write(lambda db: db.execute(sql, args).rowcount))
 
+    def unlink_file(self, workspace: str, document_id: str, file_id: str) -> int:
+        delete = self._sql(
+            "DELETE FROM vector_store_files WHERE file_id = ? AND document_key = "
+            "(SELECT key FROM documents WHERE workspace = ? AND id = ?)"
+        )
+        count = self._sql(
+            "SELECT COUNT(*) FROM vector_store_files l JOIN documents d ON d.key = l.document_key "
+            "WHERE d.workspace = ? AND d.id = ?"
+        )
+
+        def work(db: Any) -> int:
+            db.execute(delete, (file_id, workspace, document_id))
+            return int(db.execute(count, (workspace, document_id)).fetchone()[0])
+
+        return int(self.database.write(work))
+
+    def links_of(self, workspace: str, document_id: str) -> list[VectorStoreFile]:
+        rows = self.database.rows(
+            self._sql(
+                "SELECT d.workspace, d.namespace, l.file_id, d.id, l.attributes FROM vector_store_files l "
+                "JOIN documents d ON d.key = l.document_key WHERE d.workspace = ? AND d.id = ? "
+                "ORDER BY l.created_at, l.file_id"
+            ),
+            (workspace, document_id),
+        )
+        return [self._file(r) for r in rows]
+
+    _FILE_ID = "COALESCE(l.file_id, d.file_id)"
     _FILE_SELECT = (
-        "SELECT d.workspace, d.namespace, COALESCE(l.file_id, d.file_id), d.id, l.attributes "
+        f"SELECT d.workspace, d.namespace, {_FILE_ID}, d.id, l.attributes, d.key "
         "FROM documents d LEFT JOIN vector_store_files l ON l.document_key = d.key "
     )
 
     @staticmethod
     def _file(row: Any) -> VectorStoreFile:
-        workspace, namespace, file_id, document_id, attributes = row
+        workspace, namespace, file_id, document_id, attributes = tuple(row)[:5]
         return VectorStoreFile(workspace, namespace, file_id, document_id, json.loads(attributes) if attributes else {})
 
     def files(self, workspace: str, namespace: str) -> list[VectorStoreFile]:
         rows = self.database.rows(
-            self._sql(self._FILE_SELECT + "WHERE d.workspace = ? AND d.namespace = ? ORDER BY d.key"),
+            self._sql(
+                self._FILE_SELECT + f"WHERE d.workspace = ? AND d.namespace = ? ORDER BY d.key, {self._FILE_ID}"
+            ),
             (workspace, namespace),
         )
         return [self._file(r) for r in rows]
@@ -179,22 +216,72 @@ class SQLVectorStoreStore:
             rows = self.database.rows(
                 self._sql(
                     "SELECT d.workspace, d.namespace, l.file_id, d.id, l.attributes FROM vector_store_files l "
-                    f"JOIN documents d ON d.key = l.document_key WHERE d.workspace = ? AND d.id IN ({marks})"
+                    f"JOIN documents d ON d.key = l.document_key WHERE d.workspace = ? AND d.id IN ({marks}) "
+                    "ORDER BY l.created_at, l.file_id"
                 ),
                 (workspace, *batch),
             )
-            found.update((r[3], self._file(r)) for r in rows)
+            for r in rows:  # a document attached as several files shows as the first attached
+                found.setdefault(r[3], self._file(r))
         return found
 
-    def find_file(self, workspace: str, namespace: str, file_id: str) -> VectorStoreFile | None:
-        row = self.database.row(
+    def _find(self, workspace: str, namespace: str, file_id: str) -> Any:
+        # A link with this file id, else a document with no links under its own file id: two index lookups.
+        return self.database.row(
             self._sql(
-                self._FILE_SELECT + "WHERE d.workspace = ? AND d.namespace = ? AND COALESCE(l.file_id, d.file_id) = ? "
-                "ORDER BY d.key LIMIT 1"
+                "SELECT d.workspace, d.namespace, l.file_id, d.id, l.attributes, d.key FROM vector_store_files l "
+                "JOIN documents d ON d.key = l.document_key WHERE l.file_id = ? AND d.workspace = ? AND d.namespace = ? "
+                "UNION ALL "
+                "SELECT d.workspace, d.namespace, d.file_id, d.id, NULL, d.key FROM documents d "
+                "WHERE d.file_id = ? AND d.workspace = ? AND d.namespace = ? "
+                "AND NOT EXISTS (SELECT 1 FROM vector_store_files l WHERE l.document_key = d.key) "
+                "ORDER BY 6 LIMIT 1"
             ),
-            (workspace, namespace, file_id),
+            (file_id, workspace, namespace, file_id, workspace, namespace),
         )
+
+    def find_file(self, workspace: str, namespace: str, file_id: str) -> VectorStoreFile | None:
+        row = self._find(workspace, namespace, file_id)
         return self._file(row) if row else None
+
+    def list_files(
+        self,
+        workspace: str,
+        namespace: str,
+        limit: int,
+        after: str | None,
+        before: str | None,
+        order: Order,
+        status: str | None = None,
+    ) -> Listing[VectorStoreFile]:
+        where = ["d.workspace = ?", "d.namespace = ?"]
+        args: list[object] = [workspace, namespace]
+        if status is not None:
+            where.append("d.status = ?")
+            args.append(status)
+        forward, backward = ("<", ">") if order == "desc" else (">", "<")
+        for cursor, param, sign in ((after, "after", forward), (before, "before", backward)):
+            if cursor is None:
+                continue
+            row = self._find(workspace, namespace, cursor)
+            if row is None:
+                raise NotFound(f"No file {cursor!r} in this vector store to page from.", param=param)
+            where.append(f"(d.key {sign} ? OR (d.key = ? AND {self._FILE_ID} {sign} ?))")
+            args.extend((int(row[5]), int(row[5]), row[2]))
+        # ``before`` alone: the page just before the cursor, read backwards and then turned round.
+        reverse = before is not None and after is None
+        direction = "ASC" if (order == "asc") != reverse else "DESC"
+        rows = self.database.rows(
+            self._sql(
+                self._FILE_SELECT + f"WHERE {' AND '.join(where)} "
+                f"ORDER BY d.key {direction}, {self._FILE_ID} {direction} LIMIT ?"
+            ),
+            (*args, limit + 1),
+        )
+        items = [self._file(r) for r in rows[:limit]]
+        if reverse:
+            items.reverse()
+        return Listing(items, has_more=len(rows) > limit)
 
     def linked_documents(self, workspace: str, file_id: str) -> list[str]:
         rows = self.database.rows(

@@ -309,7 +309,8 @@ def m012_static_chunking_and_file_links(db: sqlite3.Connection) -> None:
             SELECT document_key, file_id, vector_store_id, attributes, created_at FROM vector_store_files;
         DROP TABLE vector_store_files;
         ALTER TABLE vector_store_files_new RENAME TO vector_store_files;
-        CREATE INDEX vector_store_files_by_file ON vector_store_files (file_id)
+        CREATE INDEX vector_store_files_by_file ON vector_store_files (file_id);
+        CREATE INDEX documents_by_namespace_key ON documents (workspace, namespace, key)
         """,
     )
 
