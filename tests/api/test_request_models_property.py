@@ -216,8 +216,9 @@ def _load_response(response_id: str) -> StoredResponse:
 class _Stores:
     """Vector stores as the translation sees them: "general" exists, its one file matches every filter."""
 
-    def exists(self, workspace: str, store_id: str) -> bool:
-        return store_id == "general"
+    def check_usable(self, workspace: str, store_id: str, param: str) -> None:
+        if store_id != "general":
+            raise NotFound(f"No vector store with id {store_id!r}.", param=param)
 
     def matching_documents(self, workspace: str, namespaces: Any, predicate: Any) -> set[str]:
         return {"doc_1"} if predicate({"file_id": "file_id", "document_id": "doc_1"}) else set()

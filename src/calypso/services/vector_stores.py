@@ -6,9 +6,15 @@ file attached to store N is a document of namespace N. A namespace that holds do
 store row yet (it predates vector stores) gets its row on first use: listing or naming it.
 
 Attaching a file (``/v1/files`` id) to a store whose namespace does not hold it ingests a copy of its
-bytes there, linked to the id the client attached: every answer and search shows that id, so
-``file_citation`` annotations name the file the client knows. Files keep OpenAI's statuses from their
-document's ingestion job.
+bytes there (chunked by the ``chunking_strategy`` asked for), linked to the id the client attached: every
+answer and search shows that id, so ``file_citation`` annotations name the file the client knows. A
+document may be several files of its store: files with identical bytes share the namespace's one copy,
+each with its own link and attributes; it goes when its last file is removed. Files keep OpenAI's
+statuses from their document's ingestion job.
+
+A store whose ``expires_after`` has run out (``last_active_at`` + days) is ``expired``, checked when it
+is read: it can still be listed, retrieved and deleted, but not searched (here or by ``file_search``),
+updated or given files: a 400 with code ``vector_store_expired``.
 """
 
 from __future__ import annotations
@@ -18,10 +24,21 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from datetime import datetime, timezone
+from typing import Any, Literal
 
 from calypso.errors import CalypsoError, InvalidRequest, NotFound
-from calypso.models import Document, FileBatch, Listing, Order, Passage, RankingOptions, VectorStore, VectorStoreFile
+from calypso.models import (
+    Document,
+    FileBatch,
+    Listing,
+    Order,
+    Passage,
+    RankingOptions,
+    StaticChunking,
+    VectorStore,
+    VectorStoreFile,
+)
 from calypso.retrieval.filters import Predicate, compile_filter
 from calypso.scope import check_namespace
 from calypso.services.documents import DocumentService
@@ -32,6 +49,45 @@ MAX_KEY_CHARS = 64
 MAX_VALUE_CHARS = 512
 MAX_SEARCH_RESULTS = 50
 ACTIVITY_RESOLUTION = 60  # seconds: last_active_at moves at most this often
+MIN_CHUNK_TOKENS, MAX_CHUNK_TOKENS = 100, 4096
+
+# What a request asks of chunking: None (not given: keep what the file has, or the server's default for a
+# new copy), "auto" (the server's own chunking) or a static strategy.
+ChunkingRequest = StaticChunking | Literal["auto"] | None
+
+
+def check_chunking(raw: object, param: str = "chunking_strategy") -> ChunkingRequest:
+    """OpenAI's chunking_strategy: ``auto`` or ``static`` with 100-4096 tokens and an overlap of at most half."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or raw.get("type") not in ("auto", "static"):
+        raise InvalidRequest('chunking_strategy must be {"type": "auto"} or {"type": "static", ...}.', param=param)
+    if raw["type"] == "auto":
+        if set(raw) - {"type"}:
+            raise InvalidRequest('chunking_strategy {"type": "auto"} takes no other fields.', param=param)
+        return "auto"
+    static = raw.get("static")
+    if set(raw) - {"type", "static"} or not isinstance(static, dict) or set(static) - {
+        "max_chunk_size_tokens",
+        "chunk_overlap_tokens",
+    }:
+        raise InvalidRequest(
+            'chunking_strategy static must be {"type": "static", "static": {"max_chunk_size_tokens": N, '
+            '"chunk_overlap_tokens": M}}.',
+            param=f"{param}.static",
+        )
+    size, overlap = static.get("max_chunk_size_tokens"), static.get("chunk_overlap_tokens")
+    if not isinstance(size, int) or isinstance(size, bool) or not MIN_CHUNK_TOKENS <= size <= MAX_CHUNK_TOKENS:
+        raise InvalidRequest(
+            f"max_chunk_size_tokens must be an integer from {MIN_CHUNK_TOKENS} to {MAX_CHUNK_TOKENS}.",
+            param=f"{param}.static.max_chunk_size_tokens",
+        )
+    if not isinstance(overlap, int) or isinstance(overlap, bool) or not 0 <= overlap <= size // 2:
+        raise InvalidRequest(
+            f"chunk_overlap_tokens must be an integer from 0 to half of max_chunk_size_tokens ({size // 2}).",
+            param=f"{param}.static.chunk_overlap_tokens",
+        )
+    return StaticChunking(size, overlap)
 
 
 def check_attributes(raw: object, param: str = "attributes", *, strings_only: bool = False) -> dict[str, Any]:
@@ -94,15 +150,37 @@ class StoreState:
 
     @property
     def expires_at(self) -> int | None:
-        expires = self.store.expires_after
-        return self.store.last_active_at + expires["days"] * 86400 if expires else None
+        return expires_at(self.store)
 
     @property
     def status(self) -> str:
-        """``expired`` past ``expires_at`` (shown, not yet enforced), else in_progress while any file is."""
-        if self.expires_at is not None and self.expires_at < time.time():
+        """``expired`` past ``expires_at``, else in_progress while any file is."""
+        if expired(self.store):
             return "expired"
         return "in_progress" if self.file_counts["in_progress"] else "completed"
+
+
+def expires_at(store: VectorStore) -> int | None:
+    return store.last_active_at + store.expires_after["days"] * 86400 if store.expires_after else None
+
+
+def expired(store: VectorStore, now: float | None = None) -> bool:
+    at = expires_at(store)
+    return at is not None and at <= (time.time() if now is None else now)
+
+
+def check_active(store: VectorStore, param: str = "vector_store_id") -> VectorStore:
+    """The store, unless it has expired: then a 400 saying when, and what to do instead."""
+    at = expires_at(store)
+    if at is not None and expired(store):
+        when = datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        raise InvalidRequest(
+            f"Vector store {store.id!r} expired at {when} ({store.expires_after and store.expires_after['days']} "
+            "days after its last activity); create a new vector store and attach its files again.",
+            param=param,
+            code="vector_store_expired",
+        )
+    return store
 
 
 @dataclass
@@ -143,6 +221,9 @@ class VectorStoreService:
         metadata: dict[str, str],
         expires_after: dict[str, Any] | None,
         file_ids: Sequence[str] = (),
+        *,
+        description: str | None = None,
+        chunking: ChunkingRequest = None,
     ) -> StoreState:
         for i, file_id in enumerate(file_ids):  # every id first: no store is made when one is unknown
             try:
@@ -151,10 +232,10 @@ class VectorStoreService:
                 raise NotFound(f"No file with id {file_id!r}.", param=f"file_ids[{i}]") from exc
         now = int(time.time())
         store_id = f"vs_{uuid.uuid4().hex}"
-        store = VectorStore(store_id, workspace, store_id, name, now, now, metadata, expires_after)
+        store = VectorStore(store_id, workspace, store_id, name, now, now, metadata, expires_after, description)
         self.store.insert(store)
         for i, file_id in enumerate(file_ids):
-            self.attach(workspace, store_id, file_id, {}, param=f"file_ids[{i}]")
+            self.attach(workspace, store_id, file_id, {}, chunking, f"file_ids[{i}]")
         return self.state(store)
 
     def get(self, workspace: str, store_id: str, param: str = "vector_store_id") -> VectorStore:
@@ -179,12 +260,20 @@ class VectorStoreService:
             raise NotFound(f"No vector store with id {namespace!r}.", param="vector_store_id")
         return adopted
 
+    def active(self, workspace: str, store_id: str, param: str = "vector_store_id") -> VectorStore:
+        """The store, if it exists (NotFound) and has not expired (400 ``vector_store_expired``)."""
+        return check_active(self.get(workspace, store_id, param), param)
+
     def exists(self, workspace: str, store_id: str) -> bool:
         try:
             self.get(workspace, store_id)
         except NotFound:
             return False
         return True
+
+    def check_usable(self, workspace: str, store_id: str, param: str) -> None:
+        """For the file_search tool: NotFound for an unknown store, a 400 for an expired one."""
+        self.active(workspace, store_id, param)
 
     def state(self, store: VectorStore) -> StoreState:
         counts, usage = self.store.usage(store.workspace, store.namespace)
@@ -203,14 +292,14 @@ class VectorStoreService:
 
     def update(self, workspace: str, store_id: str, changes: Mapping[str, Any]) -> StoreState:
         """Apply the fields given (name, metadata, expires_after; null clears expires_after)."""
-        store = self.get(workspace, store_id)
+        fields: dict[str, Any] = {}  # validated first: a 400 names what is wrong before any lookup
         if "name" in changes:
-            store = replace(store, name=changes["name"])
+            fields["name"] = changes["name"]
         if "metadata" in changes:
-            store = replace(store, metadata=check_attributes(changes["metadata"], "metadata", strings_only=True))
+            fields["metadata"] = check_attributes(changes["metadata"], "metadata", strings_only=True)
         if "expires_after" in changes:
-            store = replace(store, expires_after=check_expires_after(changes["expires_after"]))
-        store = replace(store, last_active_at=int(time.time()))
+            fields["expires_after"] = check_expires_after(changes["expires_after"])
+        store = replace(self.active(workspace, store_id), **fields, last_active_at=int(time.time()))
         if not self.store.update(store):
             raise NotFound(f"No vector store with id {store_id!r}.", param="vector_store_id")
         return self.state(store)
@@ -218,32 +307,53 @@ class VectorStoreService:
     def delete(self, workspace: str, store_id: str) -> None:
         """Delete the store with every document of its namespace (their passages leave search at once)."""
         store = self.get(workspace, store_id)
-        for file in self.store.files(workspace, store.namespace):
+        for document_id in dict.fromkeys(f.document_id for f in self.store.files(workspace, store.namespace)):
             try:
-                self.documents.delete(file.document_id, workspace)
+                self.documents.delete(document_id, workspace)
             except NotFound:
                 pass  # deleted meanwhile
         self.store.delete(workspace, store_id)
 
     # -- files -------------------------------------------------------------
+    @staticmethod
+    def _check_same_chunking(document: Document, chunking: ChunkingRequest, file_id: str, param: str) -> None:
+        """A file already in the store keeps its chunks: asking for another strategy is a 400 saying so."""
+        if chunking is None or document.chunking == (None if chunking == "auto" else chunking):
+            return
+        raise InvalidRequest(
+            f"File {file_id!r} is already in this vector store, chunked {chunking_label(document.chunking)}; "
+            "to chunk it differently, remove it from the store (vector_stores.files.delete) and attach it again.",
+            param=param,
+        )
+
     def attach(
-        self, workspace: str, store_id: str, file_id: str, attributes: dict[str, Any], param: str = "file_id"
+        self,
+        workspace: str,
+        store_id: str,
+        file_id: str,
+        attributes: dict[str, Any],
+        chunking: ChunkingRequest = None,
+        param: str = "file_id",
+        chunking_param: str = "chunking_strategy",
     ) -> StoreFile:
-        """Add a file to the store: the document itself when the namespace holds it, else an ingested copy."""
-        store = self.get(workspace, store_id)
+        """Add a file to the store: the document itself when the namespace holds it, else an ingested copy
+        chunked as asked (files with the same bytes share one copy, each with its own link)."""
+        store = self.active(workspace, store_id)
         existing = self.store.find_file(workspace, store.namespace, file_id)
         if existing is not None:
-            link = replace(existing, attributes=attributes)
+            document = self.documents.get(existing.document_id, workspace)
+            self._check_same_chunking(document, chunking, file_id, chunking_param)
+            link = replace(existing, vector_store_id=store.id, attributes=attributes)
             self.store.link_file(link, int(time.time()))
-            return StoreFile(link, self.documents.get(link.document_id, workspace))
+            return StoreFile(link, document)
         try:
             source = self.documents.get_by_file_id(file_id, workspace)
         except NotFound as exc:
             raise NotFound(f"No file with id {file_id!r}; upload it with files.create first.", param=param) from exc
         if source.namespace == store.namespace:
-            document = source
+            document, created = source, False
         else:
-            document = self.documents.submit(
+            result = self.documents.submit(
                 self.documents.content(source),
                 source.filename,
                 store.namespace,
@@ -251,25 +361,39 @@ class VectorStoreService:
                 metadata=source.metadata,
                 source_url=source.source_url,
                 workspace=workspace,
-            ).document
+                chunking=chunking if isinstance(chunking, StaticChunking) else None,
+            )
+            document, created = result.document, result.created
+        if not created:  # the namespace already holds these bytes: this file shares that document
+            self._check_same_chunking(document, chunking, file_id, chunking_param)
+            if document.file_id != file_id and not self.store.links_of(workspace, document.id):
+                # Keep the document's own file in the store beside the one attached now.
+                own = VectorStoreFile(workspace, store.id, document.file_id, document.id, {})
+                self.store.link_file(own, document.created_at)
         link = VectorStoreFile(workspace, store.id, file_id, document.id, attributes)
         if not self.store.link_file(link, int(time.time())):
             raise NotFound(f"File {file_id!r} was deleted while it was being attached.", param=param)
         return StoreFile(link, document)
 
+    def _remove(self, workspace: str, document_id: str, file_id: str) -> None:
+        """Remove one file of a document; the document (its passages) goes with its last file."""
+        if self.store.unlink_file(workspace, document_id, file_id) == 0:
+            try:
+                self.documents.delete(document_id, workspace)
+            except NotFound:
+                pass  # deleted meanwhile
+
     def delete_everywhere(self, workspace: str, file_id: str) -> Document:
-        """Delete a file and remove it from every vector store (OpenAI's ``files.delete``): its copies go too."""
+        """Delete a file and remove it from every vector store (OpenAI's ``files.delete``): its copies go
+        too, unless a copy is still another file's (identical bytes attached under another id)."""
         document = self.documents.get_by_file_id(file_id, workspace)
         for document_id in self.store.linked_documents(workspace, file_id):
             if document_id != document.id:
-                try:
-                    self.documents.delete(document_id, workspace)
-                except NotFound:
-                    pass  # deleted meanwhile
+                self._remove(workspace, document_id, file_id)
         return self.documents.delete(document.id, workspace)
 
     def _documents(self, workspace: str, links: Sequence[VectorStoreFile]) -> list[StoreFile]:
-        docs = self.documents.store.get_documents_by_id(workspace, [link.document_id for link in links])
+        docs = self.documents.store.get_documents_by_id(workspace, list({link.document_id for link in links}))
         return [StoreFile(link, docs[link.document_id]) for link in links if link.document_id in docs]
 
     def list_files(
@@ -282,24 +406,11 @@ class VectorStoreService:
         order: Order,
         status: str | None,
     ) -> Listing[StoreFile]:
-        """Files by when they were added, optionally of one status; ``after``/``before`` are file ids."""
+        """One page of files by when their document was added, optionally of one status; ``after``/``before``
+        are file ids. Paged in the database: a store with many files reads one page."""
         store = self.get(workspace, store_id)
-        files = self._documents(workspace, self.store.files(workspace, store.namespace))
-        if order == "desc":
-            files.reverse()
-        ids = [f.link.file_id for f in files]
-        start, end = 0, len(files)
-        for cursor, name in ((after, "after"), (before, "before")):
-            if cursor is not None and cursor not in ids:
-                raise NotFound(f"No file {cursor!r} in this vector store to page from.", param=name)
-        if after is not None:
-            start = ids.index(after) + 1
-        if before is not None:
-            end = ids.index(before)
-        window = [f for f in files[start:end] if status is None or f.document.status == status]
-        if before is not None and after is None:
-            return Listing(window[-limit:], len(window) > limit)
-        return Listing(window[:limit], len(window) > limit)
+        page = self.store.list_files(workspace, store.namespace, limit, after, before, order, status)
+        return Listing(self._documents(workspace, page.items), page.has_more)
 
     def get_file(self, workspace: str, store_id: str, file_id: str) -> StoreFile:
         store = self.get(workspace, store_id)
@@ -315,9 +426,10 @@ class VectorStoreService:
         return StoreFile(link, found.document)
 
     def delete_file(self, workspace: str, store_id: str, file_id: str) -> None:
-        """Remove the file's document from the store's namespace: its passages leave search at once."""
+        """Remove the file from the store: its passages leave search at once (unless another file of the
+        store has the same bytes; then they stay, under that file)."""
         found = self.get_file(workspace, store_id, file_id)
-        self.documents.delete(found.document.id, workspace)
+        self._remove(workspace, found.document.id, file_id)
 
     def file_content(self, workspace: str, store_id: str, file_id: str) -> list[str]:
         """The file's passages' text, in order."""
@@ -332,18 +444,21 @@ class VectorStoreService:
             after = page.items[-1].chunk.chunk_index
 
     # -- file batches --------------------------------------------------------
-    def create_batch(self, workspace: str, store_id: str, files: Sequence[tuple[str, dict[str, Any]]]) -> BatchState:
-        """Attach several files (file id, attributes) in one request, as ``attach`` does each."""
-        store = self.get(workspace, store_id)
-        for i, (file_id, _) in enumerate(files):  # every id first: nothing is attached when one is unknown
+    def create_batch(
+        self, workspace: str, store_id: str, files: Sequence[tuple[str, dict[str, Any], ChunkingRequest, str]]
+    ) -> BatchState:
+        """Attach several files (file id, attributes, chunking, the chunking's param) in one request, as
+        ``attach`` does each."""
+        store = self.active(workspace, store_id)
+        for i, (file_id, _, _, _) in enumerate(files):  # every id first: nothing is attached when one is unknown
             if self.store.find_file(workspace, store.namespace, file_id) is None:
                 try:
                     self.documents.get_by_file_id(file_id, workspace)
                 except NotFound as exc:
                     raise NotFound(f"No file with id {file_id!r}.", param=f"files[{i}].file_id") from exc
-        for file_id, attributes in files:
-            self.attach(workspace, store.id, file_id, attributes)
-        batch = FileBatch(f"vsfb_{uuid.uuid4().hex}", workspace, store.id, [f for f, _ in files], int(time.time()))
+        for i, (file_id, attributes, chunking, chunking_param) in enumerate(files):
+            self.attach(workspace, store.id, file_id, attributes, chunking, f"files[{i}].file_id", chunking_param)
+        batch = FileBatch(f"vsfb_{uuid.uuid4().hex}", workspace, store.id, [f[0] for f in files], int(time.time()))
         self.store.insert_batch(batch)
         return self.batch_state(batch)
 
@@ -384,14 +499,17 @@ class VectorStoreService:
         return self.get_batch(workspace, store_id, batch_id)
 
     # -- search ------------------------------------------------------------
+    def _matching(self, workspace: str, namespace: str, predicate: Predicate) -> dict[str, VectorStoreFile]:
+        """The first file of each document whose attributes satisfy ``predicate``, by document id."""
+        found: dict[str, VectorStoreFile] = {}
+        for file in self.store.files(workspace, namespace):
+            if file.document_id not in found and predicate(_matchable(file)):
+                found[file.document_id] = file
+        return found
+
     def matching_documents(self, workspace: str, namespaces: Sequence[str], predicate: Predicate) -> set[str]:
-        """Ids of the documents of those namespaces whose file attributes satisfy ``predicate``."""
-        return {
-            file.document_id
-            for namespace in namespaces
-            for file in self.store.files(workspace, namespace)
-            if predicate(_matchable(file))
-        }
+        """Ids of the documents of those namespaces with a file whose attributes satisfy ``predicate``."""
+        return {doc_id for namespace in namespaces for doc_id in self._matching(workspace, namespace, predicate)}
 
     def search(
         self,
@@ -404,19 +522,37 @@ class VectorStoreService:
         ranking: RankingOptions | None = None,
     ) -> list[tuple[Passage, VectorStoreFile]]:
         """Passages of the store's files for ``query``: a filter first selects the files (their attributes),
-        then search runs over those files only, so it is exact however few files match."""
-        store = self.get(workspace, store_id)
+        then search runs over those files' documents only, so it is exact however few files match. Each
+        passage comes with the file it is shown under (the first matching one, when a document is several)."""
+        store = self.active(workspace, store_id)
         predicate = compile_filter(filters, "filters") if filters is not None else None
-        files = {f.document_id: f for f in self.store.files(workspace, store.namespace)}
-        allowed = None
+        chosen: dict[str, VectorStoreFile] | None = None
         if predicate is not None:
-            allowed = [doc_id for doc_id, f in files.items() if predicate(_matchable(f))]
-            if not allowed:
+            chosen = self._matching(workspace, store.namespace, predicate)
+            if not chosen:
                 return []
         passages = self.documents.search(
-            query, store.namespace, document_ids=allowed, max_results=max_results, workspace=workspace, ranking=ranking
+            query,
+            store.namespace,
+            document_ids=list(chosen) if chosen is not None else None,
+            max_results=max_results,
+            workspace=workspace,
+            ranking=ranking,
         )
+        if chosen is None:  # the links of the hits only, not of every file
+            chosen = self.store.file_links(workspace, list({p.document.id for p in passages}))
         now = int(time.time())
         if now - store.last_active_at >= ACTIVITY_RESOLUTION:  # not a write per search
             self.store.update(replace(store, last_active_at=now))
-        return [(p, files[p.document.id]) for p in passages if p.document.id in files]
+        hits = []
+        for passage in passages:
+            doc = passage.document
+            file = chosen.get(doc.id) or VectorStoreFile(workspace, store.id, doc.file_id, doc.id, {})
+            hits.append((replace(passage, document=replace(doc, file_id=file.file_id)), file))
+        return hits
+
+
+def chunking_label(chunking: StaticChunking | None) -> str:
+    if chunking is None:
+        return "by the server's own settings (auto)"
+    return f"static {chunking.max_chunk_size_tokens}/{chunking.chunk_overlap_tokens} tokens"

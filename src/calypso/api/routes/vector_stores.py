@@ -18,21 +18,23 @@ from calypso.api.deps import VectorStores, check_limit, check_order
 from calypso.api.schemas.ranking import SearchRankingOptions
 from calypso.api.serialize import list_object, passage_object
 from calypso.errors import InvalidRequest, NotFound
-from calypso.models import DocumentStatus
+from calypso.models import DocumentStatus, StaticChunking
 from calypso.services.vector_stores import (
     MAX_SEARCH_RESULTS,
     BatchState,
     StoreFile,
     StoreState,
     check_attributes,
+    check_chunking,
     check_expires_after,
 )
 
 router = APIRouter(prefix="/v1/vector_stores", tags=["vector_stores"])
 
-# Calypso chunks by its own settings; the object says so with OpenAI's "other" strategy.
-CHUNKING = {"type": "other"}
-MAX_BATCH_FILES = 500
+# A file chunked by the server's own settings (characters, CALYPSO_CHUNK_SIZE; what "auto" means here)
+# says so with OpenAI's "other" strategy: reporting OpenAI's auto (static 800/400 tokens) would be untrue.
+OWN_CHUNKING = {"type": "other"}
+MAX_BATCH_FILES = 2000  # OpenAI's limit per batch
 POLL_AFTER_MS = 100  # small documents ingest in well under a second: the SDK's default is 1000
 _ERROR_CODES = ("server_error", "unsupported_file", "invalid_file")
 
@@ -52,6 +54,19 @@ def store_object(state: StoreState) -> dict[str, Any]:
         "expires_at": state.expires_at,
         "last_active_at": store.last_active_at,
         "metadata": store.metadata,
+        "description": store.description,
+    }
+
+
+def chunking_object(chunking: StaticChunking | None) -> dict[str, Any]:
+    if chunking is None:
+        return OWN_CHUNKING
+    return {
+        "type": "static",
+        "static": {
+            "max_chunk_size_tokens": chunking.max_chunk_size_tokens,
+            "chunk_overlap_tokens": chunking.chunk_overlap_tokens,
+        },
     }
 
 
@@ -72,19 +87,10 @@ def file_object(found: StoreFile) -> dict[str, Any]:
         "vector_store_id": link.vector_store_id,
         "status": doc.status,
         "last_error": error,
-        "chunking_strategy": CHUNKING,
+        "chunking_strategy": chunking_object(doc.chunking),
         "attributes": link.attributes,
         "document_id": doc.id,
     }
-
-
-def _check_chunking(raw: dict[str, Any] | None) -> None:
-    if raw is not None and raw.get("type") != "auto":
-        raise InvalidRequest(
-            'Only chunking_strategy {"type": "auto"} is supported: Calypso chunks by its settings '
-            "(CALYPSO_CHUNK_SIZE, CALYPSO_CHUNK_OVERLAP).",
-            param="chunking_strategy",
-        )
 
 
 class CreateStore(BaseModel):
@@ -130,9 +136,18 @@ class SearchStore(BaseModel):
 
 @router.post("")
 def create_store(body: CreateStore, stores: VectorStores, workspace: Workspace) -> dict[str, Any]:
-    _check_chunking(body.chunking_strategy)
+    chunking = check_chunking(body.chunking_strategy)
     metadata = check_attributes(body.metadata, "metadata", strings_only=True)
-    state = stores.create(workspace, body.name, metadata, check_expires_after(body.expires_after), body.file_ids)
+    expires_after = check_expires_after(body.expires_after)
+    state = stores.create(
+        workspace,
+        body.name,
+        metadata,
+        expires_after,
+        body.file_ids,
+        description=body.description,
+        chunking=chunking,
+    )
     return store_object(state)
 
 
@@ -172,9 +187,10 @@ def delete_store(vector_store_id: str, stores: VectorStores, workspace: Workspac
 
 @router.post("/{vector_store_id}/files")
 def attach_file(vector_store_id: str, body: AttachFile, stores: VectorStores, workspace: Workspace) -> dict[str, Any]:
-    _check_chunking(body.chunking_strategy)
+    """Attach a file, chunked as ``chunking_strategy`` asks (``static`` in tokens; ``auto``: the server's own)."""
+    chunking = check_chunking(body.chunking_strategy)
     attributes = check_attributes(body.attributes)
-    return file_object(stores.attach(workspace, vector_store_id, body.file_id, attributes))
+    return file_object(stores.attach(workspace, vector_store_id, body.file_id, attributes, chunking))
 
 
 @router.get("/{vector_store_id}/files")
@@ -253,20 +269,21 @@ def batch_object(state: BatchState) -> dict[str, Any]:
 
 @router.post("/{vector_store_id}/file_batches")
 def create_batch(vector_store_id: str, body: CreateBatch, stores: VectorStores, workspace: Workspace) -> dict[str, Any]:
-    """Attach several files: ``file_ids`` sharing ``attributes``, or ``files`` each with its own."""
-    _check_chunking(body.chunking_strategy)
+    """Attach several files: ``file_ids`` sharing ``attributes`` and ``chunking_strategy``, or ``files``
+    each with its own (a file's chunking_strategy overrides the batch's)."""
+    shared_chunking = check_chunking(body.chunking_strategy)
     if (body.file_ids is None) == (body.files is None):
         raise InvalidRequest("Send either file_ids or files (not both).", param="file_ids")
     if body.files is not None:
-        for i, item in enumerate(body.files):
-            if item.chunking_strategy is not None and item.chunking_strategy.get("type") != "auto":
-                raise InvalidRequest("Only chunking_strategy auto is supported.", param=f"files[{i}].chunking_strategy")
-        files = [
-            (f.file_id, check_attributes(f.attributes, f"files[{i}].attributes")) for i, f in enumerate(body.files)
-        ]
+        files = []
+        for i, f in enumerate(body.files):
+            param = f"files[{i}].chunking_strategy"
+            own = check_chunking(f.chunking_strategy, param)
+            chunking, chunking_param = (own, param) if own is not None else (shared_chunking, "chunking_strategy")
+            files.append((f.file_id, check_attributes(f.attributes, f"files[{i}].attributes"), chunking, chunking_param))
     else:
         shared = check_attributes(body.attributes)
-        files = [(file_id, dict(shared)) for file_id in body.file_ids or []]
+        files = [(file_id, dict(shared), shared_chunking, "chunking_strategy") for file_id in body.file_ids or []]
     return batch_object(stores.create_batch(workspace, vector_store_id, files))
 
 

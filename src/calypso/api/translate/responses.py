@@ -29,7 +29,9 @@ from calypso.services.bots import ask_request
 class StoreResolver(Protocol):
     """What the file_search tool needs of vector stores (``VectorStoreService`` provides it)."""
 
-    def exists(self, workspace: str, store_id: str) -> bool: ...
+    def check_usable(self, workspace: str, store_id: str, param: str) -> None:
+        """NotFound (naming ``param``) for an unknown store, InvalidRequest for an expired one."""
+        ...
 
     def matching_documents(self, workspace: str, namespaces: Sequence[str], predicate: Predicate) -> set[str]:
         """Ids of the documents of ``namespaces`` whose file attributes (and file_id, document_id) match."""
@@ -192,8 +194,7 @@ def _scope(body: ResponsesRequest, bot: Bot, workspace: str, stores: StoreResolv
         predicate = compile_filter(raw_filters, f"tools[{i}].filters") if raw_filters is not None else None
         # Validation first (a 400 names what is wrong), then the lookups: an unknown store is a 404.
         for store_id in store_ids or ():
-            if not stores.exists(workspace, store_id):
-                raise NotFound(f"No vector store with id {store_id!r}.", param=f"tools[{i}].vector_store_ids")
+            stores.check_usable(workspace, store_id, f"tools[{i}].vector_store_ids")
         if predicate is not None:
             ids = stores.matching_documents(workspace, scope.namespaces, predicate)
             allowed = scope.document_ids
