@@ -128,7 +128,9 @@ class _HeadingLocator:
         return index < len(self.starts) and self.lead_ins[index] <= offset
 
 
-def chunk_document(doc: ParsedDocument, size: int = 1000, overlap: int = 150, measure: Measure = "chars") -> list[Chunk]:
+def chunk_document(
+    doc: ParsedDocument, size: int = 1000, overlap: int = 150, measure: Measure = "chars"
+) -> list[Chunk]:
     """Pack sentences into chunks of at most ``size`` characters (or tokens) with up to ``overlap`` of carry-over.
 
     A chunk exceeds ``size`` only when measured in characters and one unbreakable piece is longer.

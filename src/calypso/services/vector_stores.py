@@ -67,10 +67,15 @@ def check_chunking(raw: object, param: str = "chunking_strategy") -> ChunkingReq
             raise InvalidRequest('chunking_strategy {"type": "auto"} takes no other fields.', param=param)
         return "auto"
     static = raw.get("static")
-    if set(raw) - {"type", "static"} or not isinstance(static, dict) or set(static) - {
-        "max_chunk_size_tokens",
-        "chunk_overlap_tokens",
-    }:
+    if (
+        set(raw) - {"type", "static"}
+        or not isinstance(static, dict)
+        or set(static)
+        - {
+            "max_chunk_size_tokens",
+            "chunk_overlap_tokens",
+        }
+    ):
         raise InvalidRequest(
             'chunking_strategy static must be {"type": "static", "static": {"max_chunk_size_tokens": N, '
             '"chunk_overlap_tokens": M}}.',

@@ -200,9 +200,7 @@ class SQLVectorStoreStore:
 
     def files(self, workspace: str, namespace: str) -> list[VectorStoreFile]:
         rows = self.database.rows(
-            self._sql(
-                self._FILE_SELECT + f"WHERE d.workspace = ? AND d.namespace = ? ORDER BY d.key, {self._FILE_ID}"
-            ),
+            self._sql(self._FILE_SELECT + f"WHERE d.workspace = ? AND d.namespace = ? ORDER BY d.key, {self._FILE_ID}"),
             (workspace, namespace),
         )
         return [self._file(r) for r in rows]

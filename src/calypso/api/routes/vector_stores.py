@@ -280,7 +280,9 @@ def create_batch(vector_store_id: str, body: CreateBatch, stores: VectorStores, 
             param = f"files[{i}].chunking_strategy"
             own = check_chunking(f.chunking_strategy, param)
             chunking, chunking_param = (own, param) if own is not None else (shared_chunking, "chunking_strategy")
-            files.append((f.file_id, check_attributes(f.attributes, f"files[{i}].attributes"), chunking, chunking_param))
+            files.append(
+                (f.file_id, check_attributes(f.attributes, f"files[{i}].attributes"), chunking, chunking_param)
+            )
     else:
         shared = check_attributes(body.attributes)
         files = [(file_id, dict(shared), shared_chunking, "chunking_strategy") for file_id in body.file_ids or []]

@@ -18,7 +18,7 @@ from calypso.bots import Bot, bot_scope
 from calypso.citations.links import LinkSigner
 from calypso.citations.responses_render import RenderOptions
 from calypso.citations.responses_wire import ResponseEcho
-from calypso.errors import InvalidRequest, NotFound
+from calypso.errors import InvalidRequest
 from calypso.models import StoredResponse
 from calypso.retrieval.filters import Predicate, compile_filter
 from calypso.scope import RetrievalScope, check_namespace
