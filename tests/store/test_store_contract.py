@@ -634,6 +634,56 @@ def test_file_links_carry_attributes_and_go_with_their_document(storage: Storage
     assert stores.file_links("default", ["d1"]) == {} and stores.find_file("default", "vs_a", "file-orig") is None
 
 
+def test_one_document_is_several_files_of_its_store(storage: Storage) -> None:
+    # Two files with identical bytes attached to one store share the namespace's one document.
+    documents, stores = storage.documents, storage.vector_stores
+    documents.add_document(_document("d1", namespace="vs_a"), [], CHUNKS, b"1")
+    first = VectorStoreFile("default", "vs_a", "file-a", "d1", {"n": 1})
+    second = VectorStoreFile("default", "vs_a", "file-b", "d1", {"n": 2})
+    assert stores.link_file(first, 10) and stores.link_file(second, 11)
+    assert stores.files("default", "vs_a") == [first, second]
+    assert stores.links_of("default", "d1") == [first, second]
+    assert stores.find_file("default", "vs_a", "file-b") == second
+    assert stores.find_file("default", "vs_a", "file-d1") is None  # its own id: hidden once it is linked
+    assert stores.file_links("default", ["d1"]) == {"d1": first}  # shown as the first attached
+    assert stores.usage("default", "vs_a") == ({"completed": 2}, 10)  # two files
+    assert stores.unlink_file("default", "d1", "file-a") == 1
+    assert stores.unlink_file("w2", "d1", "file-b") == 0  # another workspace's: nothing removed, none of its own
+    assert stores.files("default", "vs_a") == [second]
+    assert stores.unlink_file("default", "d1", "file-b") == 0
+    assert stores.files("default", "vs_a") == [VectorStoreFile("default", "vs_a", "file-d1", "d1", {})]
+
+
+def test_store_files_page_in_the_database_both_ways_and_by_status(storage: Storage) -> None:
+    documents, stores = storage.documents, storage.vector_stores
+    for n in range(7):
+        doc = replace(_document(f"d{n}", namespace="vs_p", sha=f"s{n}"), status="failed" if n % 3 == 0 else "completed")
+        documents.add_document(doc, [], CHUNKS, b"x")
+    stores.link_file(VectorStoreFile("default", "vs_p", "file-x2", "d2", {}), 5)  # d2 is two files
+    stores.link_file(VectorStoreFile("default", "vs_p", "file-y2", "d2", {}), 6)
+    documents.add_document(_document("other", namespace="vs_q", sha="o"), [], CHUNKS, b"o")
+    every = ["file-d0", "file-d1", "file-x2", "file-y2", "file-d3", "file-d4", "file-d5", "file-d6"]
+
+    def ids(limit: int, after: str | None, before: str | None, order: str, status: str | None = None) -> list[str]:
+        page = stores.list_files("default", "vs_p", limit, after, before, order, status)  # type: ignore[arg-type]
+        return [f.file_id for f in page.items] + (["+"] if page.has_more else [])
+
+    assert ids(100, None, None, "asc") == every
+    assert ids(3, None, None, "asc") == [*every[:3], "+"]
+    assert ids(3, "file-x2", None, "asc") == [*every[3:6], "+"]
+    assert ids(3, "file-x2", None, "desc") == ["file-d1", "file-d0"]
+    assert ids(2, None, "file-d4", "asc") == ["file-y2", "file-d3", "+"]
+    assert ids(2, None, "file-y2", "desc") == ["file-d4", "file-d3", "+"]
+    assert ids(100, None, None, "desc") == every[::-1]
+    assert ids(100, "file-d1", "file-d4", "asc") == ["file-x2", "file-y2", "file-d3"]
+    assert ids(2, None, None, "asc", "failed") == ["file-d0", "file-d3", "+"]
+    assert ids(2, "file-d3", None, "asc", "failed") == ["file-d6"]
+    with pytest.raises(NotFound) as info:
+        stores.list_files("default", "vs_p", 2, "file-other", None, "asc")  # another store's file
+    assert info.value.param == "after"
+    assert stores.list_files("w2", "vs_p", 10, None, None, "asc").items == []
+
+
 def test_file_batches_keep_their_file_ids_and_can_be_cancelled(storage: Storage) -> None:
     stores = storage.vector_stores
     batch = FileBatch("vsfb_1", "default", "vs_a", ["file-2", "file-1"], 5)

@@ -321,9 +321,13 @@ class DocumentService:
     def list_files(
         self, limit: int, after_file_id: str | None = None, order: Order = "desc", workspace: str = DEFAULT_WORKSPACE
     ) -> Listing[Document]:
-        """Documents as files: the cursor is a file id."""
+        """The Files API's files: the documents of the default namespace (where ``/v1/files`` uploads land,
+        attached to vector stores or not), leaving out copies a store made of a file attached from elsewhere.
+        Documents of other namespaces are files too (retrieve, content, delete) but are not listed here.
+        The cursor is a file id."""
         after = self.get_by_file_id(after_file_id, workspace).id if after_file_id else None
-        return self.store.list_documents(workspace, None, limit, after, order, without_copies=True)
+        namespace = self.settings.default_namespace
+        return self.store.list_documents(workspace, namespace, limit, after, order, without_copies=True)
 
     def chunks(
         self, document_id: str, limit: int, after: int | None = None, workspace: str = DEFAULT_WORKSPACE
