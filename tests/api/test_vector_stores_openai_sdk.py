@@ -180,7 +180,14 @@ def test_bad_input_names_the_param(openai_client, http, store) -> None:
     vector_store, files = store
     with pytest.raises(openai.NotFoundError) as info:
         openai_client.vector_stores.search(vector_store_id="vs_unknown", query="x")
-    assert info.value.status_code == 404
+    assert info.value.status_code == 404 and info.value.param == "vector_store_id"
+    with pytest.raises(openai.BadRequestError) as info:  # overlap above half the chunk size
+        openai_client.vector_stores.files.create(
+            vector_store_id=vector_store.id,
+            file_id=files["handbook.md"].id,
+            chunking_strategy={"type": "static", "static": {"max_chunk_size_tokens": 200, "chunk_overlap_tokens": 101}},
+        )
+    assert info.value.param == "chunking_strategy.static.chunk_overlap_tokens"
     with pytest.raises(openai.BadRequestError) as info:
         openai_client.vector_stores.search(vector_store_id=vector_store.id, query="refund", max_num_results=51)
     assert info.value.param == "max_num_results"
