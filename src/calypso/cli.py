@@ -157,7 +157,9 @@ def _embed_queued(documents: DocumentService) -> int:
     model = documents.embedder.name
 
     def progress(docs: int, passages: int) -> None:
-        print(f"\rembedding {docs}/{queued} documents, {passages} passages ({model})", end="", file=sys.stderr, flush=True)
+        print(
+            f"\rembedding {docs}/{queued} documents, {passages} passages ({model})", end="", file=sys.stderr, flush=True
+        )
 
     started = time.perf_counter()
     total = embed_all(documents, on_progress=progress)
