@@ -1,0 +1,86 @@
+"""Listing a vector store's files at scale: one page, as the API reads it, from a store of N files.
+
+Fills one namespace with N one-passage documents (``add_document``, no parsing), every tenth one
+attached under a second file id too, then times ``VectorStoreService.list_files`` pages (first page,
+``after`` a cursor in the middle, ``before``, with ``filter=completed``) and ``get_file`` on each
+backend. Paging is in SQL, so a page costs about the same whatever N is.
+
+    .venv/bin/python bench/vector_store_files.py [--files 10000] [--backend sqlite|postgres|both]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import Postgres, percentile, synthetic_document  # bench/ is sys.path[0] when run as a script
+
+try:
+    import calypso  # noqa: F401
+except ImportError:  # running from a checkout without an install
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from calypso.config import Settings
+from calypso.models import VectorStoreFile
+from calypso.services import open_services
+
+STORE = "vs_bench"
+
+
+def run(settings: Settings, files: int, label: str) -> None:
+    services = open_services(settings)
+    try:
+        storage, stores = services.storage, services.vector_stores
+        started = time.perf_counter()
+        ids = []
+        for n in range(files):
+            doc, pages, chunks, content = synthetic_document(n, [f"Passage of document {n}."], namespace=STORE)
+            storage.documents.add_document(doc, pages, chunks, content)
+            ids.append(doc.file_id)
+            if n % 10 == 0:
+                link = VectorStoreFile("default", STORE, f"file-extra-{n}", doc.id, {"n": n})
+                storage.vector_stores.link_file(link, n)
+        print(f"{label}: {files:,} documents written in {time.perf_counter() - started:.1f}s")
+        middle = ids[len(ids) // 2 + 1]  # not a tenth: those show under their extra id
+        cases = {
+            "first page (20, desc)": lambda: stores.list_files("default", STORE, 20, None, None, "desc", None),
+            "after a middle cursor (100, asc)": lambda: stores.list_files(
+                "default", STORE, 100, middle, None, "asc", None
+            ),
+            "before a middle cursor (20)": lambda: stores.list_files("default", STORE, 20, None, middle, "desc", None),
+            "filter=completed (20)": lambda: stores.list_files("default", STORE, 20, None, None, "desc", "completed"),
+            "get_file": lambda: stores.get_file("default", STORE, middle),
+        }
+        for name, call in cases.items():
+            times = []
+            for _ in range(30):
+                t = time.perf_counter()
+                call()
+                times.append((time.perf_counter() - t) * 1000)
+            print(f"  {name:34s} p50 {percentile(times, 50):6.2f} ms  p95 {percentile(times, 95):6.2f} ms")
+    finally:
+        services.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=10_000)
+    parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="both")
+    args = parser.parse_args()
+    if args.backend in ("sqlite", "both"):
+        with tempfile.TemporaryDirectory() as home:
+            run(Settings(home=Path(home), ingest_workers=0), args.files, "sqlite")
+    if args.backend in ("postgres", "both"):
+        pg = Postgres()
+        try:
+            with tempfile.TemporaryDirectory() as home:
+                url = pg.create_database("bench_vector_store_files")
+                run(Settings(home=Path(home), database_url=url, ingest_workers=0), args.files, "postgres")
+        finally:
+            pg.close()
+
+
+if __name__ == "__main__":
+    main()
