@@ -22,6 +22,7 @@ from calypso.api.routes import (
     documents,
     files,
     models,
+    playground,
     responses,
     search,
     vector_stores,
@@ -67,6 +68,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.add_middleware(RequestIdMiddleware)
     for module in (documents, files, search, vector_stores, models, bots, responses, chat, conversations, admin):
         app.include_router(module.router)
+    playground.install(app)  # the web page at / (outside /v1: it loads without a key)
 
     @app.get("/health", tags=["meta"])
     def health() -> dict[str, str]:
