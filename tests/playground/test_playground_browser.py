@@ -179,7 +179,7 @@ def test_upload_ask_check_citations_and_keyboard(page: Any, playground: LiveServ
     assert json.loads(output.inner_text())["object"] == "response"
     upstream.script(Script.from_text(f"{qa['facts'][0]} [Source {gold}]"))
     page.get_by_role("button", name="Chat Completions JSON").click()
-    page.wait_for_function("document.getElementById('dialect-output').textContent.includes('chat.completion')")
+    output.filter(has_text="chat.completion").wait_for()  # (the page's CSP forbids wait_for_function's eval)
     chat = json.loads(output.inner_text())
     assert "[1]" in chat["choices"][0]["message"]["content"]
     page.get_by_role("button", name="[Source N] text").click()
@@ -229,11 +229,19 @@ def _keyboard_reaches_everything(page: Any) -> None:
         """() => [...document.querySelectorAll('a[href], button, input, select, textarea, summary, [tabindex="0"]')]
             .filter((e) => !e.disabled && (e.getClientRects().length > 0 || e.type === "file"))
             .filter((e) => !e.closest("[hidden]"))
+            .filter((e) => e.tagName === "SUMMARY" || !e.closest("details:not([open])"))  // behind its summary
             .filter((e) => !window.__reached.has(e))
             .map((e) => e.outerHTML.slice(0, 120))"""
     )
-    assert missed == [], missed
-    # Enter works the views: Tab to "Evidence", press Enter.
+    reached = page.evaluate("() => [...window.__reached].map((e) => e.outerHTML.slice(0, 60))")
+    assert missed == [], json.dumps([missed, reached], indent=0)
+    # Enter opens the folded sources; Enter works the views.
+    summary = page.locator("#sources summary")
+    summary.focus()
+    page.keyboard.press("Enter")
+    assert page.locator("#sources details").get_attribute("open") is not None
+    page.keyboard.press("Tab")
+    assert page.evaluate("() => document.activeElement.closest('details') !== null && document.activeElement.tagName")  == "A"
     evidence = page.get_by_role("button", name="Evidence")
     evidence.focus()
     page.keyboard.press("Enter")
@@ -266,8 +274,9 @@ def test_hidden_missing_and_none_states(page: Any, playground: LiveServer, upstr
     for view in ("Evidence", "Dialects", "Answer"):
         page.get_by_role("button", name=view).click()
         html = page.content()
-        for leak in (PDF_NAME, "alps_wiki", "file-", "signature="):
+        for leak in (PDF_NAME, "alps_wiki", "signature=", "/v1/files/"):
             assert leak not in html, (view, leak)
+        assert not re.search(r"file-[0-9a-f]{32}", html), view  # no file id either
     _screenshot(page, tmp_path, "hidden")
 
     # Retrieval that finds nothing: missing, no sources panel.
