@@ -48,13 +48,13 @@ def _script_answer(server: LiveServer, upstream: FakeUpstream, question: str, fa
     results = httpx.post(
         f"{server.url}/v1/search", json={"query": question, "max_num_results": 5}, timeout=30
     ).json()["data"]
-    texts = [_flat(" ".join(c["text"] for c in r["content"])) for r in results]
+    # Wikipedia footnotes ("[92]") are the passage's, not citations: leave them out of the scripted sentences.
+    texts = [_flat(re.sub(r"\[\d+\]", "", " ".join(c["text"] for c in r["content"]))) for r in results]
     gold = next(i for i, text in enumerate(texts) if _flat(fact) in text) + 1
     other = next(i for i in range(1, len(texts) + 1) if i != gold)
     # The longest whole sentence of the other passage: verbatim, so the verifier supports it.
     sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", texts[other - 1]) if s.strip().endswith(".")]
     second = max(sentences[1:-1] or sentences, key=len)
-    second = re.sub(r"\[\d+\]", "", second)  # a Wikipedia footnote is the passage's, not a citation
     text = f"{fact} [Source {gold}] {second} [Source {other}] {UNSUPPORTED} [Source {gold}]"
     upstream.script(Script.from_text(text, token_size=5))
     return gold, other
@@ -122,10 +122,14 @@ def test_upload_ask_check_citations_and_keyboard(page: Any, playground: LiveServ
     popover.wait_for(state="visible")
     _check_popover(popover, "Seven bear skulls from the cave may have been buried", page_label="15")
     _screenshot(page, tmp_path, "popover-hover")
-    if os.environ.get("CALYPSO_UPDATE_SCREENSHOT"):
-        page.screenshot(path=str(REPO / "docs" / "playground.png"), full_page=False)
     page.mouse.move(5, 5)
     popover.wait_for(state="hidden")
+    if os.environ.get("CALYPSO_UPDATE_SCREENSHOT"):  # the README's picture: source 2's popover, nothing focused
+        page.evaluate("() => document.activeElement.blur()")
+        badges.nth(1).hover()
+        popover.wait_for(state="visible")
+        page.screenshot(path=str(REPO / "docs" / "playground.png"), full_page=False)
+        page.mouse.move(5, 5)
 
     badges.nth(0).focus()
     popover.wait_for(state="visible")

@@ -165,7 +165,8 @@ export function renderAnswerText(container, answer, onBadge) {
 function badge(source, onBadge) {
   const where = source.pageLabel ? `page ${source.pageLabel}` : source.locator;
   const label = `Source ${source.index}: ${source.filename}${where ? `, ${where}` : ""}`;
-  const attributes = { class: "badge", "data-citation": String(source.index), "aria-label": label };
+  const tone = `src-${(source.index - 1) % PALETTE_SIZE}${source.supported === false ? " low" : ""}`;
+  const attributes = { class: `badge ${tone}`, "data-citation": String(source.index), "aria-label": label };
   const node = source.url
     ? el("a", { ...attributes, href: source.url, target: "_blank", rel: "noopener noreferrer" }, String(source.index))
     : el("a", { ...attributes, tabindex: "0", role: "link", "aria-disabled": "true" }, String(source.index));
@@ -176,7 +177,7 @@ function badge(source, onBadge) {
 /** The popover's content: document, locator, support, and the quote emphasised inside its passage. */
 export function popoverContent(source) {
   const head = el("div", { class: "popover-head" },
-    el("span", { class: "badge static" }, String(source.index)),
+    el("span", { class: `badge static src-${(source.index - 1) % PALETTE_SIZE}` }, String(source.index)),
     el("span", { class: "popover-doc" }, source.filename),
   );
   const meta = el("div", { class: "popover-meta" });
@@ -214,10 +215,12 @@ function quotedPassage(source) {
   if (start < 0) return [el("mark", {}, source.quote || passage.slice(0, 2 * CONTEXT))];
   const from = Math.max(0, start - CONTEXT);
   const to = Math.min(passage.length, end + CONTEXT);
+  // PDF text keeps its line breaks; a passage reads better as one paragraph.
+  const flat = (text) => text.replace(/\s+/g, " ");
   return [
-    (from > 0 ? "…" : "") + passage.slice(from, start),
-    el("mark", {}, passage.slice(start, end)),
-    passage.slice(end, to) + (to < passage.length ? "…" : ""),
+    (from > 0 ? "…" : "") + flat(passage.slice(from, start)),
+    el("mark", {}, flat(passage.slice(start, end))),
+    flat(passage.slice(end, to)) + (to < passage.length ? "…" : ""),
   ];
 }
 
