@@ -16,9 +16,12 @@ from typing import Any
 
 import httpx
 import pytest
-from tests_support import REPO, LiveServer, eval_data_dir
+from tests_support import REPO, LiveServer, eval_data_dir, free_port
 
+from calypso.api.app import create_app
+from calypso.config import Settings
 from calypso.generation.fake_upstream import FakeUpstream, Script
+from calypso.services import open_services
 
 QA_ID = "alps-001"  # "What may have been buried by the same prehistoric people?", gold page 15
 PDF_NAME = "alps_wiki.pdf"
@@ -45,9 +48,9 @@ def _script_answer(server: LiveServer, upstream: FakeUpstream, question: str, fa
     The passages are numbered as the prompt numbers them (retrieval order); ``/v1/search`` with the
     bot's passage count returns them in that order. Returns the two retrieval numbers cited.
     """
-    results = httpx.post(
-        f"{server.url}/v1/search", json={"query": question, "max_num_results": 5}, timeout=30
-    ).json()["data"]
+    results = httpx.post(f"{server.url}/v1/search", json={"query": question, "max_num_results": 5}, timeout=30).json()[
+        "data"
+    ]
     # Wikipedia footnotes ("[92]") are the passage's, not citations: leave them out of the scripted sentences.
     texts = [_flat(re.sub(r"\[\d+\]", "", " ".join(c["text"] for c in r["content"]))) for r in results]
     gold = next(i for i, text in enumerate(texts) if _flat(fact) in text) + 1
@@ -71,7 +74,9 @@ def _ask(page: Any, question: str) -> None:
     field = page.get_by_label("Question")
     field.fill(question)
     field.press("Enter")  # Enter sends
-    page.wait_for_selector("#answer-card[aria-busy='false'] #state-badge[data-tone]:not([data-tone='busy'])", timeout=60_000)
+    page.wait_for_selector(
+        "#answer-card[aria-busy='false'] #state-badge[data-tone]:not([data-tone='busy'])", timeout=60_000
+    )
 
 
 def _screenshot(page: Any, directory: Path, name: str) -> Path:
@@ -89,7 +94,9 @@ def page(browser: Any, playground: LiveServer) -> Any:
     context.close()
 
 
-def test_upload_ask_check_citations_and_keyboard(page: Any, playground: LiveServer, upstream: FakeUpstream, tmp_path: Path) -> None:
+def test_upload_ask_check_citations_and_keyboard(
+    page: Any, playground: LiveServer, upstream: FakeUpstream, tmp_path: Path
+) -> None:
     errors = _console_errors(page)
     qa = _qa()
     pdf = eval_data_dir() / "alps-wiki-qa" / PDF_NAME
@@ -245,7 +252,8 @@ def _keyboard_reaches_everything(page: Any) -> None:
     page.keyboard.press("Enter")
     assert page.locator("#sources details").get_attribute("open") is not None
     page.keyboard.press("Tab")
-    assert page.evaluate("() => document.activeElement.closest('details') !== null && document.activeElement.tagName")  == "A"
+    focused = page.evaluate("() => [document.activeElement.tagName, !!document.activeElement.closest('details')]")
+    assert focused == ["A", True]  # the first folded source link
     evidence = page.get_by_role("button", name="Evidence")
     evidence.focus()
     page.keyboard.press("Enter")
@@ -257,7 +265,9 @@ def _keyboard_reaches_everything(page: Any) -> None:
     assert page.locator("#view-answer").is_visible()
 
 
-def test_hidden_missing_and_none_states(page: Any, playground: LiveServer, upstream: FakeUpstream, tmp_path: Path) -> None:
+def test_hidden_missing_and_none_states(
+    page: Any, playground: LiveServer, upstream: FakeUpstream, tmp_path: Path
+) -> None:
     errors = _console_errors(page)
     qa = _qa()
     pdf = eval_data_dir() / "alps-wiki-qa" / PDF_NAME
@@ -311,3 +321,27 @@ def test_page_and_assets_are_served(playground: LiveServer) -> None:
         assert script.status_code == 200 and "javascript" in script.headers["content-type"]
         assert http.get("/playground/static/../../config.py").status_code == 404
         assert http.get("/playground/static/nope.js").status_code == 404
+
+
+def test_api_key_is_asked_for_and_kept(browser: Any, tmp_path: Path) -> None:
+    """With auth on, the page loads, says a key is needed, and works once one is pasted (kept across reloads)."""
+    settings = Settings(home=tmp_path / "home", auth="on")
+    services = open_services(settings)
+    _, key = services.keys.create("team")
+    context = browser.new_context()
+    try:
+        with LiveServer(create_app(settings, services), free_port()) as server:
+            page = context.new_page()
+            page.goto(server.url + "/")
+            alert = page.get_by_role("alert")
+            alert.filter(has_text="Paste an API key").wait_for()
+            page.get_by_label("API key").fill(key)
+            page.get_by_role("button", name="Save key").click()
+            page.wait_for_selector("#bot-select option[value='calypso-rag-agent']", state="attached")
+            page.reload()
+            page.wait_for_selector("#bot-select option[value='calypso-rag-agent']", state="attached")
+            assert page.get_by_label("API key").input_value() == key
+            assert not alert.is_visible()
+    finally:
+        context.close()
+        services.close()
