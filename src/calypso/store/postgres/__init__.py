@@ -23,6 +23,7 @@ from calypso.store.base import (
     BotStore,
     ConversationStore,
     DocumentStore,
+    EmbeddingStore,
     JobStore,
     KeyStore,
     PolicyStore,
@@ -37,6 +38,8 @@ from calypso.store.postgres.jobs import PostgresJobStore
 from calypso.store.postgres.keys import PostgresKeyStore
 from calypso.store.postgres.policies import PostgresPolicyStore
 from calypso.store.postgres.responses import PostgresResponseStore
+from calypso.store.embeddings_sql import SQLEmbeddingStore, postgres_dialect
+from calypso.store.postgres.documents import _record_change
 from calypso.store.vector_stores_sql import SQLVectorStoreStore
 
 
@@ -57,6 +60,7 @@ class PostgresStorage:
         self.keys: KeyStore = PostgresKeyStore(self.database)
         self.policies: PolicyStore = PostgresPolicyStore(self.database)
         self.vector_stores: VectorStoreStore = SQLVectorStoreStore(self.database, "%s")
+        self.embeddings: EmbeddingStore = SQLEmbeddingStore(self.database, postgres_dialect(_record_change))
 
     def close(self) -> None:
         self.database.close()

@@ -8,6 +8,7 @@ from calypso.store.base import (
     BotStore,
     ConversationStore,
     DocumentStore,
+    EmbeddingStore,
     JobStore,
     KeyStore,
     PolicyStore,
@@ -23,6 +24,8 @@ from calypso.store.sqlite.keys import SQLiteKeyStore
 from calypso.store.sqlite.lock import ProcessLock
 from calypso.store.sqlite.policies import SQLitePolicyStore
 from calypso.store.sqlite.responses import SQLiteResponseStore
+from calypso.store.embeddings_sql import SQLEmbeddingStore, sqlite_dialect
+from calypso.store.sqlite.documents import _record_change
 from calypso.store.vector_stores_sql import SQLVectorStoreStore
 
 
@@ -46,6 +49,7 @@ class SQLiteStorage:
         self.keys: KeyStore = SQLiteKeyStore(self.database)
         self.policies: PolicyStore = SQLitePolicyStore(self.database)
         self.vector_stores: VectorStoreStore = SQLVectorStoreStore(self.database, "?")
+        self.embeddings: EmbeddingStore = SQLEmbeddingStore(self.database, sqlite_dialect(_record_change))
 
     def close(self) -> None:
         self.database.close()
