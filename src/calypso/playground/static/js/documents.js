@@ -78,7 +78,14 @@ export class Documents {
         doc = await getJson(`documents/${encodeURIComponent(doc.id)}`);
       }
       if (doc.status === "completed") {
-        show(`ready · ${doc.page_count} ${doc.page_count === 1 ? "page" : "pages"}, ${doc.chunk_count} passages`, "done");
+        const ready = `ready · ${doc.page_count} ${doc.page_count === 1 ? "page" : "pages"}, ${doc.chunk_count} passages`;
+        // Keyword search works now; with an embedding model, vectors follow (hybrid search once they are in).
+        while (doc.embeddings && doc.embeddings.status === "in_progress") {
+          show(`${ready} · embedding ${doc.embeddings.passages_embedded}/${doc.embeddings.passages}`, "done");
+          await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+          doc = await getJson(`documents/${encodeURIComponent(doc.id)}`);
+        }
+        show(ready, "done");
       } else {
         show(`${doc.status}: ${(doc.last_error && doc.last_error.message) || "no reason given"}`, "failed");
       }
