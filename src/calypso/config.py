@@ -138,6 +138,13 @@ class Settings(BaseSettings):
         pattern="^(flag|drop)$",
         description="Citations whose passage scores below the support threshold: 'flag' or 'drop'.",
     )
+    attribution: str = Field(
+        "fill",
+        pattern="^(off|fill|verify)$",
+        description="Citations for sentences the model left without a marker: 'off', 'fill' (cite the best "
+        "supporting passage when it clears the support threshold), or 'verify' (fill, and take out the model's own "
+        "citations below the threshold, reporting them as unsupported). A bot's 'attribution' overrides it.",
+    )
     support_threshold: float | None = Field(
         None,
         ge=0,
