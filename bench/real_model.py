@@ -97,7 +97,7 @@ async def ask_all(answerer: Answerer, rows: list[dict], stats_url: str, verbose:
                 for segment in answer.segments:
                     for c in segment.citations:
                         print(f"    [{c.attribution} S{c.retrieval_number} p.{c.quote.page_number} {c.quote.support:.2f}] {segment.text!r}")
-                print(f"    tokens {stats['completion_tokens']}, model {stats['seconds']:.1f}s, calypso +{result['added'] * 1000:.0f} ms")
+                print(f"    tokens {stats['completion_tokens']}, model {stats['seconds']:.1f}s, calypso +{result['added'] * 1000:.0f} ms", flush=True)
     return out
 
 
