@@ -31,8 +31,12 @@ from calypso.services import Services, open_services
 from calypso.services.ingest_worker import IngestWorkers
 
 
-def create_app(settings: Settings | None = None, services: Services | None = None) -> FastAPI:
-    """The HTTP API over ``services``; without them it opens its own at start and closes them at shutdown."""
+def create_app(settings: Settings | None = None, services: Services | None = None, *, grpc_port: int = 0) -> FastAPI:
+    """The HTTP API over ``services``; without them it opens its own at start and closes them at shutdown.
+
+    ``grpc_port``: also serve xAI's gRPC API there, on this app's event loop and services, for the
+    app's lifetime (``calypso.grpc_api``; needs the ``xai`` extra). 0: HTTP only.
+    """
     settings = settings or (services.settings if services is not None else Settings())
 
     @asynccontextmanager
@@ -42,9 +46,16 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         # Uploads return at once; these threads finish their jobs (and any left by a process that died).
         workers = IngestWorkers(app.state.services.documents, settings.ingest_workers, role="serve")
         workers.start()
+        grpc_server = None
         try:
+            if grpc_port:
+                from calypso.grpc_api.server import start_grpc
+
+                grpc_server = await start_grpc(app.state.services, app.state.auth_enabled, grpc_port)
             yield
         finally:
+            if grpc_server is not None:
+                await grpc_server.stop(grace=2)  # in-flight calls get 2 s, as uvicorn's own shutdown
             await asyncio.to_thread(workers.stop, settings.job_lease_seconds)
             # Upstream connections belong to this server's event loop, whoever owns the services.
             await app.state.services.answering.aclose()
