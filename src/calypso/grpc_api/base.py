@@ -26,6 +26,11 @@ def unimplemented_message(method: str) -> str:
     return f"{method} is not implemented by Calypso. Its xAI gRPC surface serves {SUPPORTED} (see docs/xai.md)."
 
 
+def authorization(context: grpc.aio.ServicerContext) -> str | None:
+    """The ``authorization`` metadata of a call (gRPC metadata keys are lower case)."""
+    return next((str(v) for k, v in context.invocation_metadata() or () if k == "authorization"), None)
+
+
 class Servicer:
     """Base of the servicers: ``workspace(context)`` authenticates as the HTTP API does."""
 
@@ -37,8 +42,7 @@ class Servicer:
         """The caller's workspace from ``authorization: Bearer KEY`` metadata; ``default`` with auth off."""
         if not self.auth_enabled:
             return DEFAULT_WORKSPACE
-        header = next((str(v) for k, v in context.invocation_metadata() or () if k == "authorization"), None)
-        return await self.blocking(workspace_for_header, self.services.keys, header)
+        return await self.blocking(workspace_for_header, self.services.keys, authorization(context))
 
     @staticmethod
     async def blocking(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:

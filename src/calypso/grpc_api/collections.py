@@ -18,6 +18,8 @@ from calypso.errors import InvalidRequest
 from calypso.grpc_api import convert
 from calypso.grpc_api.base import Servicer, complete
 from calypso.grpc_api.errors import rpc
+from calypso.grpc_api.staging import StagedUploads
+from calypso.services import Services
 from calypso.services.vector_stores import StoreState
 
 Context = grpc.aio.ServicerContext
@@ -34,6 +36,10 @@ def _no_filter(value: str) -> None:
 
 @complete(collections_pb2_grpc.CollectionsServicer, "collections.Collections")
 class CollectionsService(Servicer, collections_pb2_grpc.CollectionsServicer):
+    def __init__(self, services: Services, auth_enabled: bool, staging: StagedUploads) -> None:
+        super().__init__(services, auth_enabled)
+        self.staging = staging
+
     @rpc
     async def CreateCollection(  # noqa: N802
         self, request: collections_pb2.CreateCollectionRequest, context: Context
@@ -108,9 +114,18 @@ class CollectionsService(Servicer, collections_pb2_grpc.CollectionsServicer):
         """Attach an uploaded file: the collection's namespace ingests it (poll GetDocumentMetadata to see it end)."""
         workspace = await self.workspace(context)
         fields: dict[str, Any] = dict(request.fields)
-        await self.blocking(
-            self.services.vector_stores.attach, workspace, request.collection_id, request.file_id, fields
-        )
+        stores = self.services.vector_stores
+        staged = self.staging.take(request.file_id)
+        if staged is None:
+            await self.blocking(stores.attach, workspace, request.collection_id, request.file_id, fields)
+            return empty_pb2.Empty()
+        try:  # a keyless upload (staging.py): ingested straight into the collection, in this caller's workspace
+            await self.blocking(
+                stores.attach_upload, workspace, request.collection_id, staged.id, staged.data, staged.filename, fields
+            )
+        except BaseException:
+            self.staging.restore(staged)
+            raise
         return empty_pb2.Empty()
 
     @rpc

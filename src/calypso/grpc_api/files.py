@@ -12,21 +12,29 @@ from collections.abc import AsyncIterator
 import grpc
 from xai_sdk.proto import files_pb2, files_pb2_grpc
 
-from calypso.errors import InvalidRequest, PayloadTooLarge
+from calypso.errors import EmptyDocument, InvalidRequest, PayloadTooLarge
 from calypso.grpc_api import convert
-from calypso.grpc_api.base import Servicer, complete
+from calypso.grpc_api.base import Servicer, authorization, complete
 from calypso.grpc_api.errors import rpc
+from calypso.grpc_api.staging import StagedUploads, StagingFull
+from calypso.services import Services
 
 Context = grpc.aio.ServicerContext
 
 
 @complete(files_pb2_grpc.FilesServicer, "xai_api.Files")
 class FilesService(Servicer, files_pb2_grpc.FilesServicer):
+    def __init__(self, services: Services, auth_enabled: bool, staging: StagedUploads) -> None:
+        super().__init__(services, auth_enabled)
+        self.staging = staging
+
     @rpc
     async def UploadFile(  # noqa: N802
         self, request: AsyncIterator[files_pb2.UploadFileChunk], context: Context
     ) -> files_pb2.File:
-        workspace = await self.workspace(context)  # before reading the body: no key, no upload
+        # xai-sdk sends no key on this call over an insecure channel: held until a keyed call claims it (staging.py).
+        keyless = self.auth_enabled and authorization(context) is None
+        workspace = None if keyless else await self.workspace(context)  # a wrong key: refused before the body
         limit = self.services.settings.max_upload_bytes
         name: str | None = None
         parts: list[bytes] = []
@@ -48,9 +56,23 @@ class FilesService(Servicer, files_pb2_grpc.FilesServicer):
             parts.append(chunk.data)
         if not name:
             raise InvalidRequest("The upload has no file name: its init chunk must name the file.", param="init.name")
-        result = await self.blocking(
-            self.services.documents.ingest, b"".join(parts), name, None, workspace=workspace, wait=False
-        )
+        data = b"".join(parts)
+        if not data:
+            raise EmptyDocument(f"{name} is empty (0 bytes); upload a file with content.", param="data")
+        if workspace is None:
+            try:
+                staged = self.staging.put(name, data)
+            except StagingFull:
+                await context.abort(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    "Too many uploads are waiting to be added to a collection; add them "
+                    "(collections.add_existing_document) or retry in a few minutes.",
+                )
+                raise
+            return files_pb2.File(
+                id=staged.id, filename=name, size=len(data), created_at=convert.timestamp(staged.created_at)
+            )
+        result = await self.blocking(self.services.documents.ingest, data, name, None, workspace=workspace, wait=False)
         return convert.file(result.document)
 
     @rpc

@@ -24,6 +24,7 @@ from calypso.grpc_api.chat import ChatService
 from calypso.grpc_api.collections import CollectionsService
 from calypso.grpc_api.documents import DocumentsService
 from calypso.grpc_api.files import FilesService
+from calypso.grpc_api.staging import StagedUploads
 from calypso.services import Services
 
 log = logging.getLogger("calypso.grpc")
@@ -57,10 +58,11 @@ async def start_grpc(services: Services, auth_enabled: bool, port: int, host: st
     settings = services.settings
     links = LinkSigner(services.signing_secret, http_base_url(settings), settings.source_link_ttl_seconds)
     server = grpc.aio.server(options=_OPTIONS)
+    staging = StagedUploads(max_bytes=4 * settings.max_upload_bytes)
     chat_pb2_grpc.add_ChatServicer_to_server(ChatService(services, auth_enabled, links), server)
-    collections_pb2_grpc.add_CollectionsServicer_to_server(CollectionsService(services, auth_enabled), server)
+    collections_pb2_grpc.add_CollectionsServicer_to_server(CollectionsService(services, auth_enabled, staging), server)
     documents_pb2_grpc.add_DocumentsServicer_to_server(DocumentsService(services, auth_enabled), server)
-    files_pb2_grpc.add_FilesServicer_to_server(FilesService(services, auth_enabled), server)
+    files_pb2_grpc.add_FilesServicer_to_server(FilesService(services, auth_enabled, staging), server)
     server.add_generic_rpc_handlers((UnknownMethods(),))  # after the services: only what they do not serve
     address = _address(host or settings.host, port)
     try:
