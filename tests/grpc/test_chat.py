@@ -90,9 +90,9 @@ def test_stream_accumulates_to_the_sampled_response(
     _script(grpc_server, times=2)
     with grpc_server.client() as client:
         sampled = _chat(client, collection, inline).sample()
-        chunks = []
-        for streamed, chunk in _chat(client, collection, inline).stream():
-            chunks.append(chunk)
+        pairs = list(_chat(client, collection, inline).stream())
+    streamed = pairs[-1][0]  # the SDK's response, accumulated chunk by chunk
+    chunks = [chunk for _, chunk in pairs]
     assert len([c for c in chunks if c.content]) > 3  # really streamed, delta by delta
     assert "".join(c.content for c in chunks) == streamed.content
     _assert_same(streamed, sampled)
@@ -114,10 +114,8 @@ def test_async_client_stream_equals_sample(grpc_server: GrpcServer, collection: 
         client = grpc_server.async_client()
         try:
             sampled = await _chat(client, collection, inline=True).sample()
-            streamed = None
-            async for streamed, _ in _chat(client, collection, inline=True).stream():
-                pass
-            return sampled, streamed
+            pairs = [pair async for pair in _chat(client, collection, inline=True).stream()]
+            return sampled, pairs[-1][0]
         finally:
             await client.close()
 

@@ -77,7 +77,7 @@ class UnknownMethods(grpc.GenericRpcHandler):
     ``UNIMPLEMENTED`` naming it, instead of gRPC's bare "Method not found!"."""
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
-        method = str(handler_call_details.method).lstrip("/")  # type: ignore[attr-defined]
+        method = str(handler_call_details.method).lstrip("/")
 
         async def behavior(request_iterator: Any, context: grpc.aio.ServicerContext) -> None:
             await context.abort(grpc.StatusCode.UNIMPLEMENTED, unimplemented_message(method))

@@ -200,7 +200,7 @@ class ChatService(Servicer, chat_pb2_grpc.ChatServicer):
             outputs=[
                 chat_pb2.CompletionOutput(
                     index=0,
-                    finish_reason=_finish(reply),  # type: ignore[arg-type]
+                    finish_reason=_finish(reply),
                     message=chat_pb2.CompletionMessage(
                         role=chat_pb2.ROLE_ASSISTANT,
                         content=reply.content,
@@ -237,7 +237,7 @@ class ChatService(Servicer, chat_pb2_grpc.ChatServicer):
             outputs=[
                 chat_pb2.CompletionOutputChunk(
                     index=0,
-                    finish_reason=_finish(delta),  # type: ignore[arg-type]
+                    finish_reason=_finish(delta),
                     delta=chat_pb2.Delta(
                         role=chat_pb2.ROLE_ASSISTANT,
                         content=delta.content,

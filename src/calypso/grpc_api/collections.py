@@ -8,7 +8,7 @@ vector store on ``/v1/vector_stores``, and a file attached there is a document h
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 import grpc
 from google.protobuf import empty_pb2
@@ -22,7 +22,7 @@ from calypso.grpc_api.staging import StagedUploads
 from calypso.services import Services
 from calypso.services.vector_stores import StoreState
 
-Context = grpc.aio.ServicerContext
+Context: TypeAlias = grpc.aio.ServicerContext
 _PAGE = 100  # stores read per listing page while sorting a workspace's collections
 
 

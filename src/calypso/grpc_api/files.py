@@ -8,6 +8,7 @@ namespace. The upload answers at once; ingestion runs in the background workers.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import TypeAlias
 
 import grpc
 from xai_sdk.proto import files_pb2, files_pb2_grpc
@@ -19,7 +20,7 @@ from calypso.grpc_api.errors import rpc
 from calypso.grpc_api.staging import StagedUploads, StagingFull
 from calypso.services import Services
 
-Context = grpc.aio.ServicerContext
+Context: TypeAlias = grpc.aio.ServicerContext
 
 
 @complete(files_pb2_grpc.FilesServicer, "xai_api.Files")
