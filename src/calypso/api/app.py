@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -51,7 +52,10 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
             if grpc_port:
                 from calypso.grpc_api.server import start_grpc
 
-                grpc_server = await start_grpc(app.state.services, app.state.auth_enabled, grpc_port)
+                try:
+                    grpc_server = await start_grpc(app.state.services, app.state.auth_enabled, grpc_port)
+                except RuntimeError as exc:  # the port is taken: HTTP still serves, and says why gRPC does not
+                    logging.getLogger("calypso.grpc").warning("gRPC listener off: %s", exc)
             yield
         finally:
             if grpc_server is not None:
