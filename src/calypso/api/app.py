@@ -29,6 +29,7 @@ from calypso.api.routes import (
 )
 from calypso.config import Settings
 from calypso.services import Services, open_services
+from calypso.services.embed_worker import EmbedWorkers
 from calypso.services.ingest_worker import IngestWorkers
 
 
@@ -47,6 +48,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         # Uploads return at once; these threads finish their jobs (and any left by a process that died).
         workers = IngestWorkers(app.state.services.documents, settings.ingest_workers, role="serve")
         workers.start()
+        embedders = EmbedWorkers(app.state.services.documents, settings.embed_workers, role="serve")
+        embedders.start()  # a document is searchable by keywords first; its vectors follow from here
         grpc_server = None
         try:
             if grpc_port:
@@ -60,6 +63,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         finally:
             if grpc_server is not None:
                 await grpc_server.stop(grace=2)  # in-flight calls get 2 s, as uvicorn's own shutdown
+            await asyncio.to_thread(embedders.stop)
             await asyncio.to_thread(workers.stop, settings.job_lease_seconds)
             # Upstream connections belong to this server's event loop, whoever owns the services.
             await app.state.services.answering.aclose()
