@@ -95,7 +95,9 @@ def run_once(service: DocumentService, owner: str, stopping: threading.Event) ->
             return None
         started = time.perf_counter()
         stored = embed_document(service, job, owner, stopping)
-        log.info("embedded %d passages of document %s in %.1fs", stored, job.document_key, time.perf_counter() - started)
+        log.info(
+            "embedded %d passages of document %s in %.1fs", stored, job.document_key, time.perf_counter() - started
+        )
         return stored
     except CalypsoError as exc:  # the store or the embeddings server is away: the lease expires, the job returns
         log.warning("embedding stopped: %s", exc.message)
@@ -103,7 +105,9 @@ def run_once(service: DocumentService, owner: str, stopping: threading.Event) ->
         return 0
 
 
-def embed_all(service: DocumentService, stopping: threading.Event | None = None, on_progress: Progress | None = None) -> int:
+def embed_all(
+    service: DocumentService, stopping: threading.Event | None = None, on_progress: Progress | None = None
+) -> int:
     """Embed every queued document in this thread (``calypso reindex``); returns passages embedded."""
     stopping = stopping or threading.Event()
     owner = worker_id("reindex")

@@ -179,9 +179,7 @@ class SQLEmbeddingStore:
         )
         return [(int(key), text) for key, text in rows]
 
-    def store_vectors(
-        self, job: EmbeddingJob, worker_id: str, chunk_keys: Sequence[int], vectors: np.ndarray
-    ) -> bool:
+    def store_vectors(self, job: EmbeddingJob, worker_id: str, chunk_keys: Sequence[int], vectors: np.ndarray) -> bool:
         """Store one batch and record an ``embedded`` change, if the job is still this worker's; else nothing."""
         insert = (
             "INSERT INTO chunk_embeddings (chunk_key, document_key, model, dimension, vector) "
@@ -192,7 +190,10 @@ class SQLEmbeddingStore:
         rows = [(k, job.document_key, job.model, dim, self.d.encode(v)) for k, v in zip(chunk_keys, vectors)]
 
         def work(db: Any) -> bool:
-            if self.d.lock_document is not None and db.execute(self.d.lock_document, (job.document_key,)).fetchone() is None:
+            if (
+                self.d.lock_document is not None
+                and db.execute(self.d.lock_document, (job.document_key,)).fetchone() is None
+            ):
                 return False  # the document is gone
             owned = db.execute(
                 self._sql("SELECT 1 FROM embedding_jobs WHERE document_key = ? AND lease_owner = ?"),
@@ -219,7 +220,9 @@ class SQLEmbeddingStore:
             return [], None
         return [int(r[0]) for r in rows], np.stack([self.d.decode(r[1]) for r in rows])
 
-    def namespace_vectors(self, workspace: str, namespace: str, model: str) -> Iterator[tuple[int, list[int], np.ndarray]]:
+    def namespace_vectors(
+        self, workspace: str, namespace: str, model: str
+    ) -> Iterator[tuple[int, list[int], np.ndarray]]:
         """(document key, chunk keys, vectors) of every document of the namespace with vectors of ``model``."""
         rows = self.database.stream(
             self._sql(

@@ -30,16 +30,15 @@ from calypso.store.base import (
     ResponseStore,
     VectorStoreStore,
 )
+from calypso.store.embeddings_sql import SQLEmbeddingStore, postgres_dialect
 from calypso.store.postgres.bots import PostgresBotStore
 from calypso.store.postgres.conversations import PostgresConversationStore
 from calypso.store.postgres.database import Database, redact_url
-from calypso.store.postgres.documents import PostgresDocumentStore
+from calypso.store.postgres.documents import PostgresDocumentStore, _record_change
 from calypso.store.postgres.jobs import PostgresJobStore
 from calypso.store.postgres.keys import PostgresKeyStore
 from calypso.store.postgres.policies import PostgresPolicyStore
 from calypso.store.postgres.responses import PostgresResponseStore
-from calypso.store.embeddings_sql import SQLEmbeddingStore, postgres_dialect
-from calypso.store.postgres.documents import _record_change
 from calypso.store.vector_stores_sql import SQLVectorStoreStore
 
 

@@ -15,17 +15,16 @@ from calypso.store.base import (
     ResponseStore,
     VectorStoreStore,
 )
+from calypso.store.embeddings_sql import SQLEmbeddingStore, sqlite_dialect
 from calypso.store.sqlite.bots import SQLiteBotStore
 from calypso.store.sqlite.conversations import SQLiteConversationStore
 from calypso.store.sqlite.database import Database
-from calypso.store.sqlite.documents import SQLiteDocumentStore
+from calypso.store.sqlite.documents import SQLiteDocumentStore, _record_change
 from calypso.store.sqlite.jobs import SQLiteJobStore
 from calypso.store.sqlite.keys import SQLiteKeyStore
 from calypso.store.sqlite.lock import ProcessLock
 from calypso.store.sqlite.policies import SQLitePolicyStore
 from calypso.store.sqlite.responses import SQLiteResponseStore
-from calypso.store.embeddings_sql import SQLEmbeddingStore, sqlite_dialect
-from calypso.store.sqlite.documents import _record_change
 from calypso.store.vector_stores_sql import SQLVectorStoreStore
 
 
