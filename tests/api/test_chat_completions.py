@@ -180,7 +180,7 @@ def test_numeric_answer_over_demo_docs(client, http) -> None:
     assert choice.finish_reason == "stop" and choice.message.role == "assistant"
     message = as_message(completion)
     assert message["content"].startswith("Customers may request a full refund within 30 days of purchase. [1]")
-    assert message["content"].endswith("\n\nSources:\n[1] refund_policy_2026.md (p. 1)")
+    assert message["content"].endswith("\n\nSources:\n[1] refund_policy_2026.md (Refund Policy 2026 › Eligibility)")
     assert message["annotations"][0]["type"] == "url_citation"
     assert message["annotations"][0]["url_citation"]["start_index"] == 0
     assert message["annotations"][0]["url_citation"]["title"] == "Refund Policy 2026"

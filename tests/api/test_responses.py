@@ -62,8 +62,6 @@ def test_seed_000_shape_field_by_field(demo_kb, openai_client) -> None:
         for key in (
             "source_index",
             "label",
-            "page_number",
-            "page_label",
             "locator_label",
             "modality",
             "knowledge_id",
@@ -72,7 +70,13 @@ def test_seed_000_shape_field_by_field(demo_kb, openai_client) -> None:
             "cited",
         ):
             assert key in attributes, key
-        assert attributes["label"] == f"{result.filename} ({attributes['locator_label']})"
+        # Pages only where the document has them (GUIDE "Where a passage is"): never an invented "p. 1".
+        has_pages = result.filename.endswith(".pdf")
+        assert ("page_number" in attributes and "page_label" in attributes) == has_pages
+        if attributes["locator_label"]:
+            assert attributes["label"] == f"{result.filename} ({attributes['locator_label']})"
+        else:
+            assert attributes["label"] == result.filename
         assert attributes["modality"] == "text" and attributes["knowledge_id"] == "general"
         indexes.append(attributes["source_index"])
     assert indexes == list(range(1, len(indexes) + 1))

@@ -49,6 +49,14 @@ class Quote:
     supported: bool  # support >= the configured threshold
 
 
+def quote_locator(quote: Quote, passage: Passage) -> tuple[int | None, str | None, str]:
+    """(page number, page label, locator label) of a quote: its page where the document has pages,
+    else no page at all and the passage's heading path (never an invented "p. 1")."""
+    if passage.has_pages:
+        return quote.page_number, quote.page_label, f"p. {quote.page_label}"
+    return None, None, passage.locator_label
+
+
 @dataclass
 class SegmentCitation:
     retrieval_number: int
