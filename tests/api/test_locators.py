@@ -94,7 +94,9 @@ def test_html_citation_links_highlight_the_quote(located_kb, openai_client) -> N
         fragment = annotation.url.split("#", 1)[1]
         assert fragment.startswith(":~:text=")
         passage = passages[annotation.model_extra["_aicore"]["source_index"]]
-        quote = passage[annotation.model_extra["_aicore"]["quote_start"] : annotation.model_extra["_aicore"]["quote_end"]]
+        quote = passage[
+            annotation.model_extra["_aicore"]["quote_start"] : annotation.model_extra["_aicore"]["quote_end"]
+        ]
         terms = [unquote(t) for t in fragment[len(":~:text=") :].split(",")]
         assert 1 <= len(terms) <= 2
         assert quote.split()[-1].strip("*_") in terms[-1]  # the fragment ends where the quote ends

@@ -16,6 +16,7 @@ import pypdfium2.raw as pdfium_c
 from calypso.errors import UnprocessableDocument
 from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits, too_large
 from calypso.ingest.parsers.bombs import check_flate_streams
+from calypso.ingest.titles import plausible_title
 from calypso.ingest.worker import run_capped
 from calypso.models import Page, ParsedDocument
 
@@ -132,7 +133,8 @@ def _parse(data: bytes, filename: str, limits: ParseLimits) -> ParsedDocument:
     text = SEPARATOR.join(texts)
     if not pages:  # a PDF with zero pages still gets a page covering the (empty) text
         pages.append(Page(number=1, label="1", start=0, end=0))
-    title = (meta.get("Title") or "").strip() or None
+    # "10811.exe" is a file name, not a title: such metadata gives way to the name of the uploaded file.
+    title = plausible_title(meta.get("Title")) or filename
     metadata = {"page_count": count}
     metadata.update({ours: meta[key].strip() for key, ours in _METADATA_KEYS.items() if meta.get(key, "").strip()})
     return ParsedDocument(text=text, pages=pages, title=title, metadata=metadata)
