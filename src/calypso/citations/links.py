@@ -17,7 +17,6 @@ import hmac
 import secrets
 import time
 from pathlib import Path
-
 from urllib.parse import quote as percent_encode
 
 from calypso.models import PDF_MEDIA_TYPE, Passage
