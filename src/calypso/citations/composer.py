@@ -24,6 +24,7 @@ from calypso.citations.grounded import (
     utf16_len,
 )
 from calypso.citations.markers import MarkerPiece, MarkerStream, TextPiece
+from calypso.text.control import CONTROL
 from calypso.text.sentences import last_sentence_start
 
 QuoteFinder = Callable[[str, Source], Quote]
@@ -63,6 +64,7 @@ class AnswerComposer:
 
     # -- feeding -----------------------------------------------------------
     def feed(self, delta: str) -> list[TextEvent | MarkerEvent]:
+        delta = CONTROL.sub("", delta)  # never shown to a reader (a model may copy them from old passages)
         self.raw.append(delta)
         return self._handle(self.markers.feed(delta))
 

@@ -19,6 +19,7 @@ from calypso.ingest.parsers.bombs import check_flate_streams
 from calypso.ingest.titles import plausible_title
 from calypso.ingest.worker import run_capped
 from calypso.models import Page, ParsedDocument
+from calypso.text.control import clean_text
 
 SEPARATOR = "\n\n"
 
@@ -66,7 +67,9 @@ def _page_text(pdf: pdfium.PdfDocument, index: int, limits: ParseLimits, used: i
     text: str = raw.replace("\r\n", "\n").replace("\r", "\n")
     for marker in _DROP:
         text = text.replace(marker, "")
-    return text.rstrip()
+    # Symbol-font glyphs come out as control characters (GeoTopo's \x04, \x12 ...): removed per page,
+    # before the trailing whitespace, so a page still ends on text.
+    return clean_text(text).rstrip()
 
 
 def _label(pdf: pdfium.PdfDocument, index: int) -> str:
