@@ -17,7 +17,11 @@ LEAKS = ("refund_policy_2026.md", "file-", "/v1/files/", "file_citation", "url_c
 @pytest.fixture
 def bots(kb, http: httpx.Client):
     ingest_demo(kb)
-    for bot in ({"id": "hidden-bot", "sources_policy": "hidden"}, {"id": "plain-bot", "namespace": None}):
+    for bot in (
+        {"id": "hidden-bot", "sources_policy": "hidden"},
+        {"id": "plain-bot", "namespace": None},
+        {"id": "quiet-bot", "include_citations": False},
+    ):
         assert http.post("/v1/bots", json=bot).status_code == 201
     return http
 
@@ -95,3 +99,11 @@ def test_workspace_policy_hides_sources_for_every_bot(bots, endpoint, stream) ->
         assert leak not in json.dumps(body), leak
     bots.put("/v1/admin/workspaces/default/policy", json={"sources_policy": "visible"})
     assert endpoint(bots, "calypso-rag-agent", QUESTION, stream)[0] == "available"
+
+
+@pytest.mark.parametrize(("endpoint", "stream"), ENDPOINTS)
+def test_citations_disabled_reports_hidden(bots, endpoint, stream) -> None:
+    # include_citations false: the answer used sources but shows none, so they are not "available".
+    state, body = endpoint(bots, "quiet-bot", QUESTION, stream)
+    assert state == "hidden"
+    assert "30 days" in json.dumps(body)

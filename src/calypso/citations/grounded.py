@@ -143,7 +143,8 @@ def grounded_sources_state(answer: GroundedAnswer, hidden: bool = False) -> str:
         return "none"
     if not answer.cited_sources:
         return "missing"
-    return "hidden" if hidden else "available"
+    # include_citations false: sources were used but the bot shows none, exactly like a hiding policy.
+    return "hidden" if hidden or not answer.citations_enabled else "available"
 
 
 def grounding_status(answer: GroundedAnswer, hidden: bool = False) -> dict[str, Any]:
