@@ -190,16 +190,24 @@ def test_streaming_events_and_final_response(demo_kb, openai_client) -> None:
         "response.file_search_call.in_progress",
         "response.file_search_call.searching",
         "response.file_search_call.completed",
-        "response.output_item.done",
         "response.output_item.added",
         "response.content_part.added",
+        "response.output_text.delta",
     ]
-    assert types[-4:] == [
+    assert types[-5:] == [
         "response.output_text.done",
         "response.content_part.done",
         "response.output_item.done",
+        "response.output_item.done",
         "response.completed",
     ]
+    # The file_search_call is done once display numbers exist: its streamed results equal the completed ones.
+    search_done = events[-2]
+    assert search_done.output_index == 0 and search_done.item.type == "file_search_call"
+    streamed_results = [r.model_dump() for r in search_done.item.results]
+    assert streamed_results == [r.model_dump() for r in _search(events[-1].response).results]
+    assert all("source_index" in r["attributes"] and "cited" in r["attributes"] for r in streamed_results)
+    assert any(r["attributes"]["cited"] for r in streamed_results)
     assert [e.sequence_number for e in events] == list(range(len(events)))
     text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
     final = events[-1].response

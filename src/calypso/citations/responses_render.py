@@ -161,13 +161,9 @@ class InlineLinker:
 # -- file search results, metadata -------------------------------------------------------------
 
 
-def file_search_results(sources: list[Source], options: RenderOptions, final: bool = True) -> list[dict[str, Any]]:
-    """Every retrieved passage, in the order given.
-
-    Final results (``answer.by_display_number``) carry ``source_index`` and
-    ``cited``; ``final=False`` (streamed before the answer, retrieval order)
-    omits them: display numbers exist only once the answer is written.
-    """
+def file_search_results(sources: list[Source], options: RenderOptions) -> list[dict[str, Any]]:
+    """Every retrieved passage, in the order given (``answer.by_display_number``), with ``source_index``
+    and ``cited``: the streamed ``output_item.done`` and the completed response carry the same results."""
     if options.hidden:
         return []
     results = []
@@ -182,8 +178,7 @@ def file_search_results(sources: list[Source], options: RenderOptions, final: bo
             "document_id": passage.document.id,
             "chunk_index": passage.chunk.chunk_index,
         }
-        if final:
-            attributes = {"source_index": source.display_number, **attributes, "cited": source.cited}
+        attributes = {"source_index": source.display_number, **attributes, "cited": source.cited}
         results.append(
             {
                 "file_id": passage.document.file_id,
