@@ -125,7 +125,10 @@ def detect_media_type(data: bytes, filename: str, media_type: str | None = None)
     if ext_type is not None:
         return ext_type
     sniffed = _sniff(data)
-    if sniffed is not None:
+    # PDF, DOCX and HTML are known by their bytes whatever the name. Bytes that merely look like text
+    # are read as text only without an extension ("README"): "data.json" or "model.bin" sent as
+    # application/octet-stream is a type we do not know, refused rather than indexed as plain text.
+    if sniffed is not None and (sniffed != TEXT or not os.path.splitext(filename or "")[1]):
         return sniffed
     shown = media_type or os.path.splitext(filename or "")[1] or "unknown"
     raise UnsupportedMediaType(
