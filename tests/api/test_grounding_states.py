@@ -107,3 +107,16 @@ def test_citations_disabled_reports_hidden(bots, endpoint, stream) -> None:
     state, body = endpoint(bots, "quiet-bot", QUESTION, stream)
     assert state == "hidden"
     assert "30 days" in json.dumps(body)
+
+
+def test_a_bot_without_knowledge_base_says_what_is_true(bots) -> None:
+    # The built-in answerer only quotes sources; without a knowledge base nothing was searched, so it
+    # must not claim it "could not find anything in the knowledge base".
+    reply = bots.post("/v1/responses", json={"model": "plain-bot", "input": QUESTION}).json()
+    text = next(o for o in reply["output"] if o["type"] == "message")["content"][0]["text"]
+    assert "could not find" not in text and "no knowledge base" in text
+    assert reply["metadata"]["_aicore"]["retrieval_status"] == "not_run"
+    chat = bots.post(
+        "/v1/chat/completions", json={"model": "plain-bot", "messages": [{"role": "user", "content": QUESTION}]}
+    )
+    assert "no knowledge base" in chat.json()["choices"][0]["message"]["content"]

@@ -209,6 +209,7 @@ class Answerer:
             tool_choice=request.tool_choice,
             passages=passages or [],
             question=query or "",
+            searched=passages is not None,
         )
         composer = AnswerComposer(sources, self.find_quote, self.settings.unsupported_citations == "drop")
         finish: Finish | None = None
