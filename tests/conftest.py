@@ -25,6 +25,10 @@ from calypso.config import Settings
 from calypso.services import Services, open_services
 from calypso.services.documents import DocumentService
 
+# Keyword-only unless a test asks for the embedding model (tests/embeddings): loading it and embedding
+# every upload in the background would slow every other test for nothing they check.
+os.environ.setdefault("CALYPSO_EMBEDDING_MODEL", "none")
+
 BACKENDS = ("sqlite", "postgres")
 BOTH_BACKENDS = ("tests/store/", "tests/api/test_documents_api.py", "tests/api/test_auth_and_isolation.py")
 SESSION_BACKEND = os.environ.get("CALYPSO_TEST_BACKEND", "sqlite")

@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
@@ -18,6 +19,7 @@ from calypso.errors import CalypsoError
 
 if TYPE_CHECKING:
     from calypso.models import Passage
+    from calypso.services.documents import DocumentService
 
 
 class _Overrides(TypedDict, total=False):
@@ -139,17 +141,61 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             # Built here and saved as a snapshot by close(), so the next `calypso serve` loads the index
             # from disk instead of building it before its first answer.
             documents.index(args.namespace or documents.settings.default_namespace)
+        if summary.completed and not args.no_wait:  # keyword-searchable already; now the vectors
+            _embed_queued(documents)
     finally:
         services.close()
     print(summary.line())
     return 1 if summary.failed else 0  # any refused file is a failure a script must see
 
 
+def _embed_queued(documents: DocumentService) -> int:
+    """Give queued documents their vectors here, with a progress line (searchable by keywords meanwhile)."""
+    from calypso.services.embed_worker import embed_all
+
+    if documents.embedder is None or documents.embeddings is None:
+        return 0
+    queued = documents.embeddings.pending(documents.embedder.name)
+    if not queued:
+        return 0
+
+    model = documents.embedder.name
+
+    def progress(docs: int, passages: int) -> None:
+        print(
+            f"\rembedding {docs}/{queued} documents, {passages} passages ({model})", end="", file=sys.stderr, flush=True
+        )
+
+    started = time.perf_counter()
+    total = embed_all(documents, on_progress=progress)
+    elapsed = time.perf_counter() - started
+    print(f"\rembedded {total} passages in {elapsed:.1f}s with {model}" + " " * 20, file=sys.stderr, flush=True)
+    return total
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    """Re-embed every passage with the configured model (after changing CALYPSO_EMBEDDING_MODEL)."""
+    from calypso.services import open_services
+
+    services = open_services(_settings(args), exclusive=True)
+    try:
+        queued = services.documents.reindex()
+        print(f"queued {queued} document(s) for new vectors")
+        if not args.no_wait:
+            _embed_queued(services.documents)
+    except CalypsoError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 1
+    finally:
+        services.close()
+    return 0
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
     import signal
-    import time
 
     from calypso.services import open_services
+    from calypso.services.embed_worker import EmbedWorkers
     from calypso.services.ingest_worker import IngestWorkers
 
     settings = _settings(args)
@@ -164,16 +210,20 @@ def cmd_worker(args: argparse.Namespace) -> int:
     services = open_services(settings)
     count = args.threads or max(settings.ingest_workers, 1)
     workers = IngestWorkers(services.documents, count, role="worker")
+    embedders = EmbedWorkers(services.documents, max(settings.embed_workers, 1), role="worker")
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     workers.start()
-    print(f"calypso worker: {count} thread(s) ingesting; stop with SIGTERM or Ctrl-C", flush=True)
+    embedders.start()
+    embedding = f", embedding with {services.documents.embedder.name}" if services.documents.embedder else ""
+    print(f"calypso worker: {count} thread(s) ingesting{embedding}; stop with SIGTERM or Ctrl-C", flush=True)
     try:
         while not stop.wait(0.5):  # a timed wait, so the main thread runs the signal handlers promptly
             time.sleep(0)
     finally:
         # A running job finishes, or is released at its next batch for another worker to take.
+        embedders.stop()
         workers.stop(settings.job_lease_seconds)
         services.close()
     print("calypso worker: stopped", flush=True)
@@ -361,6 +411,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="only submit the files (workers of `calypso serve` or `calypso worker` finish them)",
     )
     ingest.set_defaults(func=cmd_ingest)
+
+    reindex = with_home(sub.add_parser("reindex", help="re-embed every passage with the configured embedding model"))
+    reindex.add_argument(
+        "--no-wait", action="store_true", help="only queue the documents (workers of `calypso serve` embed them)"
+    )
+    reindex.set_defaults(func=cmd_reindex)
 
     worker = with_home(sub.add_parser("worker", help="run ingestion workers until stopped (PostgreSQL only)"))
     worker.add_argument("--threads", type=int, default=None, help="worker threads (default: CALYPSO_INGEST_WORKERS)")

@@ -142,6 +142,13 @@ class Settings(BaseSettings):
         description="OpenAI-compatible /v1/embeddings server (TEI, vLLM, Ollama, OpenAI), e.g. http://localhost:8081/v1.",
     )
     embedding_api_key: str | None = Field(None, description="Bearer key for the embeddings server, if it needs one.")
+    embed_workers: int = Field(
+        1,
+        ge=0,
+        le=16,
+        description="Embedding worker threads inside `calypso serve` (0: only `calypso worker` processes embed); "
+        "documents are keyword-searchable before their vectors are in.",
+    )
     embedding_batch_size: int = Field(
         64,
         ge=1,

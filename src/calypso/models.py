@@ -220,7 +220,18 @@ class DocumentChange:
     workspace: str
     namespace: str
     document_key: int
-    kind: Literal["added", "deleted"]
+    kind: Literal["added", "deleted", "embedded"]  # embedded: a batch of the document's vectors landed
+
+
+@dataclass(frozen=True)
+class EmbeddingJob:
+    """A completed document whose passages need vectors of ``model``, leased to one embedding worker."""
+
+    document_key: int
+    workspace: str
+    namespace: str
+    model: str
+    attempts: int
 
 
 @dataclass

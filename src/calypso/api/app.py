@@ -28,6 +28,7 @@ from calypso.api.routes import (
 )
 from calypso.config import Settings
 from calypso.services import Services, open_services
+from calypso.services.embed_worker import EmbedWorkers
 from calypso.services.ingest_worker import IngestWorkers
 
 
@@ -42,9 +43,12 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         # Uploads return at once; these threads finish their jobs (and any left by a process that died).
         workers = IngestWorkers(app.state.services.documents, settings.ingest_workers, role="serve")
         workers.start()
+        embedders = EmbedWorkers(app.state.services.documents, settings.embed_workers, role="serve")
+        embedders.start()  # a document is searchable by keywords first; its vectors follow from here
         try:
             yield
         finally:
+            await asyncio.to_thread(embedders.stop)
             await asyncio.to_thread(workers.stop, settings.job_lease_seconds)
             # Upstream connections belong to this server's event loop, whoever owns the services.
             await app.state.services.answering.aclose()

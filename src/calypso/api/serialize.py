@@ -16,8 +16,19 @@ def _last_error(doc: Document) -> dict[str, Any] | None:
     return {"code": error.get("code"), "message": error.get("message")} if error else None
 
 
-def document_object(doc: Document, job: IngestJob | None = None) -> dict[str, Any]:
-    """A document; ``job`` (its ingestion job, if in progress) gives ``progress``."""
+def document_object(
+    doc: Document, job: IngestJob | None = None, embedded: int | None = None, model: str | None = None
+) -> dict[str, Any]:
+    """A document; ``job`` (its ingestion job, if in progress) gives ``progress``; ``embedded`` passages of
+    ``model`` give ``embeddings`` (null when search is keyword-only or the document is not completed)."""
+    embeddings = None
+    if model is not None and embedded is not None and doc.status == "completed":
+        embeddings = {
+            "model": model,
+            "status": "completed" if embedded >= doc.chunk_count else "in_progress",
+            "passages_embedded": embedded,
+            "passages": doc.chunk_count,
+        }
     progress = None
     if doc.status == "in_progress":
         progress = {
@@ -40,6 +51,7 @@ def document_object(doc: Document, job: IngestJob | None = None) -> dict[str, An
         "status": doc.status,
         "last_error": _last_error(doc),
         "progress": progress,
+        "embeddings": embeddings,
         "created_at": doc.created_at,
         "metadata": doc.metadata,
     }

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from calypso.citations.links import load_secret
 from calypso.config import Settings
+from calypso.embeddings import Embedder, EmbeddingError, SQLiteVectorCache, open_embedder
 from calypso.services.answering import Answerer
 from calypso.services.bots import BotService
 from calypso.services.conversations import ConversationService
@@ -68,11 +69,35 @@ def open_storage(settings: Settings, *, exclusive: bool = False) -> Storage:
     return SQLiteStorage(settings.database_path, exclusive=exclusive)
 
 
+def open_embedding_model(settings: Settings) -> Embedder | None:
+    """The configured embedder with its content-hash cache beside the data, or None: keyword-only search.
+
+    A missing local package or an unreachable embeddings server is one logged line, not a failed start.
+    """
+    try:
+        settings.home.mkdir(parents=True, exist_ok=True)
+        embedder = open_embedder(settings, cache=SQLiteVectorCache(settings.home / "embedding-cache.sqlite"))
+        if embedder is not None:
+            embedder.dimension  # noqa: B018 - an embeddings server is asked once, here, not mid-ingestion
+    except EmbeddingError as exc:
+        log.warning("embeddings are off, search is keyword-only: %s", exc.message)
+        return None
+    return embedder
+
+
 def open_services(settings: Settings, storage: Storage | None = None, *, exclusive: bool = False) -> Services:
-    """Every service over one storage; raises BotsFileError when the bots file is invalid."""
+    """Every service over one storage; raises BotsFileError when the bots file is invalid, DimensionMismatch
+    when stored vectors were made by another model under the configured model's name."""
     storage = storage if storage is not None else open_storage(settings, exclusive=exclusive)
     secret = load_secret(settings.signing_secret, settings.home)
-    documents = DocumentService(settings, storage.documents, secret, storage.jobs)
+    documents = DocumentService(
+        settings,
+        storage.documents,
+        secret,
+        storage.jobs,
+        embedder=open_embedding_model(settings),
+        embeddings=storage.embeddings,
+    )
     documents.file_links = storage.vector_stores
     return Services(
         settings=settings,

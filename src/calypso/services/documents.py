@@ -5,6 +5,11 @@ job (``submit``) that a worker (``services/ingest_worker.py``) finishes; ``inges
 or follows the job to its end. It owns one in-memory BM25 index per (workspace, namespace), loaded
 or built on first use and kept equal to the store by following its change feed
 (``services/index_sync.py``): writes made here and in every other process reach the index the same way.
+
+With an embedding model (``embedder``), a completed document is also queued for vectors, which the
+embedding workers fill in (``services/embed_worker.py``), and search is hybrid: the keyword run and the
+vector run (100 deep each) are fused by ``retrieval.hybrid.fuse`` with the request's weights. Passages
+not embedded yet are still found by their keywords.
 """
 
 from __future__ import annotations
@@ -14,12 +19,14 @@ import hashlib
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from calypso.citations.links import verify
 from calypso.config import Settings
+from calypso.embeddings.base import Embedder, check_dimension
 from calypso.errors import (
     CalypsoError,
     Conflict,
@@ -46,13 +53,21 @@ from calypso.models import (
     StoredChunk,
 )
 from calypso.retrieval.bm25 import BM25Index
+from calypso.retrieval.hybrid import fuse, fusion_weights
 from calypso.retrieval.query import keyword_query
 from calypso.retrieval.scoring import keyword_score
 from calypso.retrieval.tokenize import encode_terms
 from calypso.scope import DEFAULT_WORKSPACE, check_namespace
 from calypso.services.index_sync import NamespaceIndexes
 from calypso.services.ingest_worker import Progress, error_from_record, run_job, worker_id
-from calypso.store.base import DocumentStore, DuplicateContent, JobStore, VectorStoreStore
+from calypso.store.base import DocumentStore, DuplicateContent, EmbeddingStore, JobStore, VectorStoreStore
+
+HYBRID_DEPTH = 100  # each run's depth before fusion: fuse's 0 is the 100th (as tuned on SciFact)
+# Below this cosine a passage is not a match by meaning: the vector run always returns its 100 nearest,
+# and "What do ducks eat?" on the demo (nothing about ducks) came back at 0.03-0.05 while the passages that
+# answer its questions score 0.39-0.63 (minilm-l6-v2-int8). Without the floor fusion would rank noise.
+MIN_COSINE = 0.15
+QUERY_VECTORS_CACHED = 512  # recent queries' vectors kept, so a repeated question embeds nothing
 
 
 @dataclass
@@ -62,15 +77,37 @@ class IngestResult:
 
 
 class DocumentService:
-    def __init__(self, settings: Settings, store: DocumentStore, signing_secret: bytes, jobs: JobStore) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: DocumentStore,
+        signing_secret: bytes,
+        jobs: JobStore,
+        *,
+        embedder: Embedder | None = None,
+        embeddings: EmbeddingStore | None = None,
+    ) -> None:
         self.settings = settings
         self.store = store
         self.jobs = jobs
         self.jobs_waiting = threading.Event()  # set on submit: wakes this process's idle workers
         self._signing_secret = signing_secret
+        self.embedder = embedder if embeddings is not None else None
+        self.embeddings = embeddings
+        if self.embedder is not None and embeddings is not None:
+            # Vectors are stored by model name: the same name with another dimension cannot be searched.
+            check_dimension(embeddings.stored_models().get(self.embedder.name), self.embedder)
+        self._query_vectors: OrderedDict[str, Any] = OrderedDict()
+        self._query_lock = threading.Lock()
         # Snapshots of the indexes beside the embedded database only (see NamespaceIndexes).
         snapshots = None if settings.database_url else settings.home / "index"
-        self._indexes = NamespaceIndexes(store, snapshots)
+        self._indexes = NamespaceIndexes(
+            store,
+            snapshots,
+            embeddings=embeddings,
+            model=self.embedder.name if self.embedder is not None else None,
+            dimension=self.embedder.dimension if self.embedder is not None else 0,
+        )
         # Set by open_services: a document attached to a vector store is shown under the file id attached.
         self.file_links: VectorStoreStore | None = None
 
@@ -208,7 +245,8 @@ class DocumentService:
     ) -> list[int] | None:
         """Store a finished job (None: the worker lost it, nothing written); loaded indexes take it from the feed."""
         stored_terms = [encode_terms(t) for t in terms]
-        chunk_keys = self.jobs.complete(document_key, owner, document, pages, chunks, stored_terms)
+        model = self.embedder.name if self.embedder is not None else None
+        chunk_keys = self.jobs.complete(document_key, owner, document, pages, chunks, stored_terms, model)
         if chunk_keys is not None:
             self._indexes.catch_up()  # through the feed, like everyone else's writes: this process reads its own
         return chunk_keys
@@ -236,6 +274,32 @@ class DocumentService:
         for workspace, ids in by_workspace.items():
             found.update(self.jobs.jobs(workspace, ids))
         return found
+
+    def embedding_progress(self, documents: Sequence[Document]) -> dict[str, int]:
+        """Passages embedded by the configured model so far, by document id (empty without a model)."""
+        if self.embedder is None or self.embeddings is None or not documents:
+            return {}
+        by_workspace: dict[str, list[str]] = {}
+        for doc in documents:
+            if doc.status == "completed":
+                by_workspace.setdefault(doc.workspace, []).append(doc.id)
+        keys: dict[int, str] = {}
+        for workspace, ids in by_workspace.items():
+            keys.update((key, doc_id) for doc_id, key in self.store.document_keys(workspace, ids).items())
+        counts = self.embeddings.embedded_counts(list(keys), self.embedder.name)
+        return {doc_id: counts.get(key, 0) for key, doc_id in keys.items()}
+
+    def reindex(self, workspace: str | None = None) -> int:
+        """Drop every stored vector and queue every completed document for the configured model; returns how many."""
+        if self.embedder is None or self.embeddings is None:
+            raise InvalidRequest(
+                "No embedding model is configured (CALYPSO_EMBEDDING_MODEL is 'none' or its packages are missing); "
+                "there is nothing to reindex with.",
+                param="embedding_model",
+            )
+        queued = self.embeddings.reset(self.embedder.name, workspace)
+        self.jobs_waiting.set()
+        return queued
 
     def delete(self, document_id: str, workspace: str = DEFAULT_WORKSPACE) -> Document:
         deleted = self.store.delete_document(workspace, document_id)
@@ -383,31 +447,71 @@ class DocumentService:
 
         Keyword matching uses the query's content words (``keyword_query``). Each passage's ``score`` is in
         [0, 1] (``retrieval.scoring``), its raw BM25 in ``keyword_score``; ``ranking.score_threshold`` drops
-        passages scoring below it. The hybrid weights of ``ranking`` take effect with hybrid retrieval.
+        passages scoring below it. With vectors in the namespace the search is hybrid: ``ranking``'s
+        ``text_weight``/``embedding_weight`` weigh the two runs (``embedding_weight`` 0: keyword only); the
+        fused score is in [0, 1] and the raw cosine is in ``vector_score``.
         """
         namespace = check_namespace(namespace or self.settings.default_namespace)
         if not isinstance(query, str) or not query.strip():
             raise InvalidRequest("The query is empty; send the question or keywords to search for.", param="query")
         k = max_results or self.settings.search_max_results
         threshold = ranking.score_threshold if ranking is not None else 0.0
+        try:
+            text_weight, embedding_weight = fusion_weights(ranking)
+        except ValueError as exc:
+            raise InvalidRequest(str(exc), param="ranking_options.hybrid_search") from exc
         doc_keys = None
         if document_ids is not None:
             doc_keys = set(self.store.document_keys(workspace, list(document_ids)).values())
         index = self.index(namespace, workspace)
+        vectors = self._indexes.vectors(workspace, namespace) if embedding_weight > 0 else None
         keywords = keyword_query(query)
-        hits = index.search(keywords, k=k, doc_keys=doc_keys)
-        ceiling = index.max_score(keywords) if hits else 0.0
-        hits = [(key, raw) for key, raw in hits if keyword_score(raw, ceiling) >= threshold]
+        raw_keyword: dict[int, float] = {}
+        raw_cosine: dict[int, float] = {}
+        if vectors is None or not len(vectors):  # keyword-only: no model, nothing embedded, or weight 0
+            found = index.search(keywords, k=k, doc_keys=doc_keys)
+            ceiling = index.max_score(keywords) if found else 0.0
+            raw_keyword = dict(found)
+            ranked = [(key, keyword_score(raw, ceiling)) for key, raw in found]
+        else:
+            depth = max(k, HYBRID_DEPTH)
+            text_run = index.search(keywords, k=depth, doc_keys=doc_keys) if text_weight > 0 else []
+            dense_run = vectors.search(self._query_vector(query), k=depth, doc_keys=doc_keys)
+            dense_run = [(key, cosine) for key, cosine in dense_run if cosine >= MIN_COSINE]
+            raw_keyword, raw_cosine = dict(text_run), dict(dense_run)
+            ranked = fuse(text_run, dense_run, text_weight=text_weight, embedding_weight=embedding_weight)[:k]
+        hits = [(key, score) for key, score in ranked if score >= threshold]
         stored = self.store.get_chunks(workspace, [key for key, _ in hits], namespace)
         documents = self.store.get_documents_by_id(workspace, list({c.document_id for c in stored.values()}))
         if self.file_links is not None and documents:
             for doc_id, link in self.file_links.file_links(workspace, list(documents)).items():
                 documents[doc_id] = replace(documents[doc_id], file_id=link.file_id)
         passages = []
-        for key, raw in hits:
+        for key, score in hits:
             chunk = stored.get(key)
             # A chunk deleted between index lookup and fetch is simply gone.
             if chunk is not None and chunk.document_id in documents:
-                score = keyword_score(raw, ceiling)
-                passages.append(Passage(documents[chunk.document_id], chunk.chunk, score, keyword_score=float(raw)))
+                passages.append(
+                    Passage(
+                        documents[chunk.document_id],
+                        chunk.chunk,
+                        score,
+                        keyword_score=raw_keyword.get(key),
+                        vector_score=raw_cosine.get(key),
+                    )
+                )
         return passages
+
+    def _query_vector(self, query: str) -> Any:
+        with self._query_lock:
+            found = self._query_vectors.get(query)
+            if found is not None:
+                self._query_vectors.move_to_end(query)
+                return found
+        assert self.embedder is not None
+        vector = self.embedder.embed([query])[0]
+        with self._query_lock:
+            self._query_vectors[query] = vector
+            while len(self._query_vectors) > QUERY_VECTORS_CACHED:
+                self._query_vectors.popitem(last=False)
+        return vector

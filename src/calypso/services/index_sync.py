@@ -1,4 +1,5 @@
-"""The in-memory BM25 indexes of one process, following the store's document change feed.
+"""The in-memory indexes of one process (BM25, and passage vectors when an embedding model is set),
+following the store's document change feed.
 
 Every index update goes one way: a write lands in the store and appends an
 ``added`` or ``deleted`` change to the feed in the same transaction; each
@@ -15,6 +16,11 @@ index already reflects is harmless. Hence:
   store's notifications (PostgreSQL ``LISTEN``; SQLite cannot notify, so it polls)
   and catches up; a lost connection is reopened, then the feed is read from the
   last position, so nothing is missed.
+
+Vector indexes (``retrieval.vectors.ExactVectorIndex``) are built from the store's stored vectors on
+first use and follow the same feed: an ``embedded`` change (a batch of a document's vectors landed)
+reloads that document's vectors; ``deleted`` removes them. They have no snapshot: loading them is one
+scan of the vectors table.
 
 Snapshots (embedded backend): an index is saved under ``{home}/index`` with the
 feed position it covers, loaded memory-mapped at the next start and caught up
@@ -42,7 +48,8 @@ from calypso.errors import StorageError
 from calypso.models import DocumentChange, IndexedChunk
 from calypso.retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
 from calypso.retrieval.tokenize import decode_terms
-from calypso.store.base import DocumentStore
+from calypso.retrieval.vectors import ExactVectorIndex
+from calypso.store.base import DocumentStore, EmbeddingStore
 
 log = logging.getLogger("calypso.index")
 
@@ -117,11 +124,25 @@ class NamespaceIndexes:
     start the follower thread with the first index (off: only ``catch_up`` applies changes).
     """
 
-    def __init__(self, store: DocumentStore, snapshots: Path | None = None, *, follow: bool = True) -> None:
+    def __init__(
+        self,
+        store: DocumentStore,
+        snapshots: Path | None = None,
+        *,
+        follow: bool = True,
+        embeddings: EmbeddingStore | None = None,
+        model: str | None = None,
+        dimension: int = 0,
+    ) -> None:
         self.store = store
         self.snapshots = snapshots
         self.follow = follow
+        # Vectors of ``model`` are indexed beside BM25 when both are given.
+        self.embeddings = embeddings if model else None
+        self.model = model or ""
+        self.dimension = dimension
         self._indexes: dict[Key, BM25Index] = {}
+        self._vectors: dict[Key, ExactVectorIndex] = {}
         self._position = 0  # every index in _indexes reflects the feed up to here
         self._lock = threading.RLock()  # applying changes; publishing an index
         self._build_locks: dict[Key, threading.Lock] = {}
@@ -160,12 +181,19 @@ class NamespaceIndexes:
                 )
                 log.info("index %s/%s: %d passages built in %.1fs", *key, len(index), time.perf_counter() - started)
                 _return_freed_memory()
+            vectors, vseq = self._build_vectors(key)
             with self._lock:
                 if not self._indexes:
-                    self._position = seq
-                elif seq < self._position:
+                    self._position = min(seq, vseq)
+                if seq < self._position:
                     self._apply_to(key, index, self._changes(seq, self._position))
+                if vectors is not None and vseq < self._position:
+                    for change in self._changes(vseq, self._position):
+                        if (change.workspace, change.namespace) == key:
+                            self._apply_vectors(vectors, change)
                 # seq > position: the next catch-up replays (position, seq] onto it, harmlessly
+                if vectors is not None:
+                    self._vectors[key] = vectors
                 self._indexes[key] = index
                 self._unsaved[key] = 0 if loaded is not None else SAVE_AFTER_CHANGES
                 self.catch_up()  # what was written since the snapshot or during the build
@@ -173,6 +201,32 @@ class NamespaceIndexes:
         if loaded is None and self.snapshots is not None:
             self._save_in_background()
         return index
+
+    def vectors(self, workspace: str, namespace: str) -> ExactVectorIndex | None:
+        """The namespace's vector index (built with its BM25 index), or None without an embedding model."""
+        if self.embeddings is None:
+            return None
+        self.get(workspace, namespace)
+        return self._vectors.get((workspace, namespace))
+
+    def _build_vectors(self, key: Key) -> tuple[ExactVectorIndex | None, int]:
+        if self.embeddings is None:
+            return None, 1 << 62
+        seq = self.store.change_position()
+        started = time.perf_counter()
+        vectors = ExactVectorIndex(self.dimension, self.model)
+        for doc_key, chunk_keys, matrix in self.embeddings.namespace_vectors(*key, self.model):
+            vectors.add(doc_key, chunk_keys, matrix)
+        log.info("vectors %s/%s: %d loaded in %.1fs", *key, len(vectors), time.perf_counter() - started)
+        return vectors, seq
+
+    def _apply_vectors(self, vectors: ExactVectorIndex, change: DocumentChange) -> None:
+        if change.kind == "deleted":
+            vectors.remove(change.document_key)
+        elif change.kind == "embedded" and self.embeddings is not None:
+            chunk_keys, matrix = self.embeddings.document_vectors(change.document_key, self.model)
+            if matrix is not None:  # none: deleted since, and its own change follows
+                vectors.add(change.document_key, chunk_keys, matrix)
 
     def _load(self, key: Key) -> tuple[BM25Index, int] | None:
         if self.snapshots is None:
@@ -217,6 +271,9 @@ class NamespaceIndexes:
                     index = self._indexes.get(key)
                     if index is not None and _apply(self.store, index, change):
                         self._unsaved[key] = self._unsaved.get(key, 0) + 1
+                    vectors = self._vectors.get(key)
+                    if vectors is not None:
+                        self._apply_vectors(vectors, change)
                     self._position = change.seq
                 read += len(changes)
                 if len(changes) < FEED_BATCH:
@@ -350,6 +407,8 @@ def _fingerprint(store: DocumentStore, change: DocumentChange) -> list[object]:
 
 def _apply(store: DocumentStore, index: BM25Index, change: DocumentChange) -> bool:
     """Apply one change idempotently; True when it changed the index."""
+    if change.kind == "embedded":
+        return False  # vectors only
     if change.kind == "deleted":
         if change.document_key not in index:
             return False

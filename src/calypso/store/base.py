@@ -15,12 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
+import numpy as np
+
 from calypso.models import (
     ApiKey,
     Chunk,
     Conversation,
     Document,
     DocumentChange,
+    EmbeddingJob,
     FileBatch,
     IndexedChunk,
     IngestJob,
@@ -221,9 +224,11 @@ class JobStore(Protocol):
         pages: Sequence[Page],
         chunks: Sequence[Chunk],
         terms: Sequence[str | None],
+        embed_model: str | None = None,
     ) -> list[int] | None:
         """Finish a job in one transaction: pages, chunks (with terms), the document row (counts, title,
-        metadata, media type from ``doc``; status completed), the job row gone and an ``added`` change.
+        metadata, media type from ``doc``; status completed), the job row gone and an ``added`` change;
+        with ``embed_model``, an embedding job for that model (``EmbeddingStore``).
 
         Returns the chunk keys in chunk order, or None, having written nothing, when the worker no longer
         holds the job (another worker claimed it after the lease expired, or it was cancelled or deleted).
@@ -403,6 +408,38 @@ class VectorStoreStore(Protocol):
         ...
 
 
+class EmbeddingStore(Protocol):
+    """Passage vectors by model, and the queue of documents whose passages need them (``embeddings_sql``)."""
+
+    def claim(self, worker_id: str, lease_seconds: float, model: str) -> EmbeddingJob | None: ...
+
+    def renew(self, document_key: int, worker_id: str, lease_seconds: float) -> bool: ...
+
+    def release(self, document_key: int, worker_id: str) -> None: ...
+
+    def finish(self, document_key: int, worker_id: str) -> bool: ...
+
+    def pending(self, model: str) -> int: ...
+
+    def reset(self, model: str, workspace: str | None = None) -> int: ...
+
+    def missing_chunks(self, document_key: int, model: str) -> list[tuple[int, str]]: ...
+
+    def store_vectors(
+        self, job: EmbeddingJob, worker_id: str, chunk_keys: Sequence[int], vectors: np.ndarray
+    ) -> bool: ...
+
+    def document_vectors(self, document_key: int, model: str) -> tuple[list[int], np.ndarray | None]: ...
+
+    def namespace_vectors(
+        self, workspace: str, namespace: str, model: str
+    ) -> Iterator[tuple[int, list[int], np.ndarray]]: ...
+
+    def embedded_counts(self, document_keys: Sequence[int], model: str) -> dict[int, int]: ...
+
+    def stored_models(self) -> dict[str, int]: ...
+
+
 class Storage(Protocol):
     """Every entity store of one backend, over one database."""
 
@@ -414,5 +451,6 @@ class Storage(Protocol):
     keys: KeyStore
     policies: PolicyStore
     vector_stores: VectorStoreStore
+    embeddings: EmbeddingStore
 
     def close(self) -> None: ...

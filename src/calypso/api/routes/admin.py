@@ -1,4 +1,4 @@
-"""/v1/admin/keys: create, list and revoke workspace API keys (admin key required)."""
+"""/v1/admin: workspace API keys, workspace policies and reindexing (admin key required)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
 from calypso.api.auth import require_admin
-from calypso.api.deps import Keys, Policies
+from calypso.api.deps import Documents, Keys, Policies
 from calypso.models import ApiKey
 from calypso.scope import check_namespace
 
@@ -69,3 +69,12 @@ def set_policy(workspace: str, body: WorkspacePolicy, policies: Policies) -> dic
 def get_policy(workspace: str, policies: Policies) -> dict[str, Any]:
     policy = policies.sources_policy(check_namespace(workspace, "workspace"))
     return {"object": "workspace.policy", "workspace": workspace, "sources_policy": policy}
+
+
+@router.post("/reindex")
+def reindex(documents: Documents) -> dict[str, Any]:
+    """Drop every stored vector and queue every completed document for the configured embedding model
+    (after changing it); the embedding workers fill them in while search stays keyword-able."""
+    queued = documents.reindex()
+    model = documents.embedder.name if documents.embedder is not None else None
+    return {"object": "reindex", "model": model, "documents_queued": queued}

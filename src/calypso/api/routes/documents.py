@@ -27,7 +27,14 @@ WAIT = Query(False, description="Answer only when ingestion ended: completed, or
 
 
 def _document_json(documents: DocumentService, doc: Document) -> dict[str, Any]:
-    return document_object(doc, documents.jobs_of([doc]).get(doc.id))
+    return _documents_json(documents, [doc])[0]
+
+
+def _documents_json(documents: DocumentService, docs: list[Document]) -> list[dict[str, Any]]:
+    jobs = documents.jobs_of(docs)
+    embedded = documents.embedding_progress(docs)
+    model = documents.embedder.name if documents.embedder is not None else None
+    return [document_object(d, jobs.get(d.id), embedded.get(d.id), model) for d in docs]
 
 
 class CrawlRequest(BaseModel):
@@ -78,8 +85,7 @@ def list_documents(
     order: str = "desc",
 ) -> dict[str, Any]:
     page = documents.list_documents(namespace, check_limit(limit), after, check_order(order), workspace=workspace)
-    jobs = documents.jobs_of(page.items)
-    return list_object([document_object(d, jobs.get(d.id)) for d in page.items], page.has_more)
+    return list_object(_documents_json(documents, page.items), page.has_more)
 
 
 @router.get("/{document_id}")

@@ -23,16 +23,18 @@ from calypso.store.base import (
     BotStore,
     ConversationStore,
     DocumentStore,
+    EmbeddingStore,
     JobStore,
     KeyStore,
     PolicyStore,
     ResponseStore,
     VectorStoreStore,
 )
+from calypso.store.embeddings_sql import SQLEmbeddingStore, postgres_dialect
 from calypso.store.postgres.bots import PostgresBotStore
 from calypso.store.postgres.conversations import PostgresConversationStore
 from calypso.store.postgres.database import Database, redact_url
-from calypso.store.postgres.documents import PostgresDocumentStore
+from calypso.store.postgres.documents import PostgresDocumentStore, _record_change
 from calypso.store.postgres.jobs import PostgresJobStore
 from calypso.store.postgres.keys import PostgresKeyStore
 from calypso.store.postgres.policies import PostgresPolicyStore
@@ -57,6 +59,7 @@ class PostgresStorage:
         self.keys: KeyStore = PostgresKeyStore(self.database)
         self.policies: PolicyStore = PostgresPolicyStore(self.database)
         self.vector_stores: VectorStoreStore = SQLVectorStoreStore(self.database, "%s")
+        self.embeddings: EmbeddingStore = SQLEmbeddingStore(self.database, postgres_dialect(_record_change))
 
     def close(self) -> None:
         self.database.close()

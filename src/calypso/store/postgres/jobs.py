@@ -172,6 +172,7 @@ class PostgresJobStore:
         pages: Sequence[Page],
         chunks: Sequence[Chunk],
         terms: Sequence[str | None],
+        embed_model: str | None = None,
     ) -> list[int] | None:
         if len(terms) != len(chunks):
             raise ValueError(f"{len(terms)} terms for {len(chunks)} chunks")
@@ -194,6 +195,12 @@ class PostgresJobStore:
                 ),
             )
             db.execute("DELETE FROM ingest_jobs WHERE document_key = %s", (document_key,))
+            if embed_model is not None:  # its vectors come later, from an embedding worker
+                db.execute(
+                    "INSERT INTO embedding_jobs (document_key, model, created_at) VALUES (%s, %s, %s) "
+                    "ON CONFLICT (document_key) DO NOTHING",
+                    (document_key, embed_model, int(time.time())),
+                )
             _record_change(db, owned[0], owned[1], document_key, "added")
             return chunk_keys
 

@@ -250,6 +250,34 @@ def m008_vector_stores(db: Connection) -> None:
     )
 
 
+def m009_embeddings(db: Connection) -> None:
+    """Passage vectors as pgvector ``vector`` values keyed by the model that made them, the queue of
+    documents whose passages still need embedding, and the ``embedded`` change kind."""
+    db.execute(
+        """
+        CREATE TABLE chunk_embeddings (
+            chunk_key BIGINT PRIMARY KEY REFERENCES chunks (key) ON DELETE CASCADE,
+            document_key BIGINT NOT NULL REFERENCES documents (key) ON DELETE CASCADE,
+            model TEXT NOT NULL,
+            dimension INTEGER NOT NULL,
+            vector vector NOT NULL
+        );
+        CREATE INDEX chunk_embeddings_by_document ON chunk_embeddings (document_key, model);
+        CREATE TABLE embedding_jobs (
+            document_key BIGINT PRIMARY KEY REFERENCES documents (key) ON DELETE CASCADE,
+            model TEXT NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            lease_owner TEXT,
+            lease_expires_at DOUBLE PRECISION,
+            created_at BIGINT NOT NULL
+        );
+        ALTER TABLE document_changes DROP CONSTRAINT IF EXISTS document_changes_kind_check;
+        ALTER TABLE document_changes ADD CONSTRAINT document_changes_kind_check
+            CHECK (kind IN ('added', 'deleted', 'embedded'))
+        """
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_vector_extension", m001_vector_extension),
     ("002_documents", m002_documents),
@@ -259,6 +287,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("006_document_changes", m006_document_changes),
     ("007_ingestion_jobs", m007_ingestion_jobs),
     ("008_vector_stores", m008_vector_stores),
+    ("009_embeddings", m009_embeddings),
 ]
 
 

@@ -8,16 +8,18 @@ from calypso.store.base import (
     BotStore,
     ConversationStore,
     DocumentStore,
+    EmbeddingStore,
     JobStore,
     KeyStore,
     PolicyStore,
     ResponseStore,
     VectorStoreStore,
 )
+from calypso.store.embeddings_sql import SQLEmbeddingStore, sqlite_dialect
 from calypso.store.sqlite.bots import SQLiteBotStore
 from calypso.store.sqlite.conversations import SQLiteConversationStore
 from calypso.store.sqlite.database import Database
-from calypso.store.sqlite.documents import SQLiteDocumentStore
+from calypso.store.sqlite.documents import SQLiteDocumentStore, _record_change
 from calypso.store.sqlite.jobs import SQLiteJobStore
 from calypso.store.sqlite.keys import SQLiteKeyStore
 from calypso.store.sqlite.lock import ProcessLock
@@ -46,6 +48,7 @@ class SQLiteStorage:
         self.keys: KeyStore = SQLiteKeyStore(self.database)
         self.policies: PolicyStore = SQLitePolicyStore(self.database)
         self.vector_stores: VectorStoreStore = SQLVectorStoreStore(self.database, "?")
+        self.embeddings: EmbeddingStore = SQLEmbeddingStore(self.database, sqlite_dialect(_record_change))
 
     def close(self) -> None:
         self.database.close()

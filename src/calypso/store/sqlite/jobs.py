@@ -146,6 +146,7 @@ class SQLiteJobStore:
         pages: Sequence[Page],
         chunks: Sequence[Chunk],
         terms: Sequence[str | None],
+        embed_model: str | None = None,
     ) -> list[int] | None:
         def work(db: sqlite3.Connection) -> list[int] | None:
             owned = _owned(db, document_key, worker_id)
@@ -158,6 +159,12 @@ class SQLiteJobStore:
                 (len(pages), len(chunks), doc.title, json.dumps(doc.metadata), doc.media_type, document_key),
             )
             db.execute("DELETE FROM ingest_jobs WHERE document_key = ?", (document_key,))
+            if embed_model is not None:  # its vectors come later, from an embedding worker
+                db.execute(
+                    "INSERT INTO embedding_jobs (document_key, model, created_at) VALUES (?, ?, ?) "
+                    "ON CONFLICT (document_key) DO NOTHING",
+                    (document_key, embed_model, int(time.time())),
+                )
             _record_change(db, owned["workspace"], owned["namespace"], document_key, "added")
             return chunk_keys
 

@@ -287,6 +287,44 @@ def m010_vector_stores(db: sqlite3.Connection) -> None:
     )
 
 
+def m011_embeddings(db: sqlite3.Connection) -> None:
+    """Passage vectors (float32 blobs, keyed by the model that made them), the queue of documents whose
+    passages still need embedding, and the ``embedded`` change kind that tells indexes to load vectors."""
+    _run(
+        db,
+        """
+        CREATE TABLE chunk_embeddings (
+            chunk_key INTEGER PRIMARY KEY REFERENCES chunks(key) ON DELETE CASCADE,
+            document_key INTEGER NOT NULL REFERENCES documents(key) ON DELETE CASCADE,
+            model TEXT NOT NULL,
+            dimension INTEGER NOT NULL,
+            vector BLOB NOT NULL
+        );
+        CREATE INDEX chunk_embeddings_by_document ON chunk_embeddings (document_key, model);
+        CREATE TABLE embedding_jobs (
+            document_key INTEGER PRIMARY KEY REFERENCES documents(key) ON DELETE CASCADE,
+            model TEXT NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            lease_owner TEXT,
+            lease_expires_at REAL,
+            created_at INTEGER NOT NULL
+        );
+        CREATE TABLE document_changes_new (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            workspace TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            document_key INTEGER NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('added', 'deleted', 'embedded')),
+            at INTEGER NOT NULL
+        );
+        INSERT INTO document_changes_new (seq, workspace, namespace, document_key, kind, at)
+            SELECT seq, workspace, namespace, document_key, kind, at FROM document_changes;
+        DROP TABLE document_changes;
+        ALTER TABLE document_changes_new RENAME TO document_changes
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_documents", m001_documents),
     ("002_responses", m002_responses),
@@ -298,6 +336,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("008_document_changes", m008_document_changes),
     ("009_ingestion_jobs", m009_ingestion_jobs),
     ("010_vector_stores", m010_vector_stores),
+    ("011_embeddings", m011_embeddings),
 ]
 
 

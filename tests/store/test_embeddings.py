@@ -1,0 +1,193 @@
+"""Passage vectors on both backends: queued at completion, filled by a worker, searched hybrid (issue 12).
+
+The real local model (all-MiniLM-L6-v2 int8 from the ``embed`` extra) embeds small documents; the
+queries share no word with the passage they should find, so only the vectors can find it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from postgres_support import RawDatabase
+
+from calypso.config import Settings
+from calypso.embeddings import DimensionMismatch
+from calypso.models import RankingOptions
+from calypso.services import Services, open_services
+from calypso.services.documents import DocumentService
+from calypso.services.embed_worker import embed_all
+from calypso.services.ingest_worker import worker_id
+
+pytest.importorskip("onnxruntime")
+
+MODEL = "minilm-l6-v2-int8"
+DOCS = {
+    "canteen.txt": "The staff canteen serves breakfast from seven and a hot lunch from noon until two.",
+    "remote.txt": "Employees may work from home two days each week once their manager approves.",
+    "parking.txt": "Parking permits are issued by the facilities team every January.",
+}
+MEANING_ONLY = "when can I eat in the cafeteria"  # no word in common with the canteen passage
+
+
+@pytest.fixture
+def embedding_settings(settings: Settings) -> Settings:
+    return replace_settings(settings, embedding_model=MODEL)
+
+
+def replace_settings(settings: Settings, **changes: object) -> Settings:
+    return settings.model_copy(update=changes)
+
+
+@pytest.fixture
+def embedded(embedding_settings: Settings) -> Iterator[Services]:
+    opened = open_services(embedding_settings)
+    assert opened.documents.embedder is not None, "the embed extra is part of the test install"
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def raw(settings: Settings) -> Iterator[RawDatabase]:
+    db = RawDatabase.of(settings)
+    yield db
+    db.close()
+
+
+def _ingest_all(documents: DocumentService) -> dict[str, str]:
+    return {name: documents.ingest(text.encode(), name, "hr").document.id for name, text in DOCS.items()}
+
+
+def test_keyword_searchable_first_then_found_by_meaning(embedded: Services, raw: RawDatabase) -> None:
+    documents = embedded.documents
+    ids = _ingest_all(documents)
+    assert documents.embeddings is not None and documents.embeddings.pending(MODEL) == 3
+    listed = [documents.get(i) for i in ids.values()]
+    assert set(documents.embedding_progress(listed).values()) == {0}
+    assert documents.search(MEANING_ONLY, "hr") == []  # keywords alone find nothing
+    assert documents.search("canteen lunch", "hr")[0].document.id == ids["canteen.txt"]
+
+    assert embed_all(documents) == 3
+    assert documents.embeddings.pending(MODEL) == 0
+    assert documents.embedding_progress(listed) == {i: 1 for i in ids.values()}
+    kinds = [r[0] for r in raw.execute("SELECT kind FROM document_changes ORDER BY seq")]
+    assert kinds.count("embedded") == 3
+
+    hits = documents.search(MEANING_ONLY, "hr")
+    assert hits[0].document.id == ids["canteen.txt"]
+    assert hits[0].keyword_score is None and hits[0].vector_score is not None and hits[0].vector_score > 0.3
+    assert all(0.0 <= h.score <= 1.0 for h in hits)
+    assert documents.search("How do volcanoes form?", "hr") == []  # nearest by vector is not a match by meaning
+    # Keyword-only by weight: the vectors are not asked.
+    keyword_only = RankingOptions(text_weight=1.0, embedding_weight=0.0)
+    assert documents.search(MEANING_ONLY, "hr", ranking=keyword_only) == []
+    # The threshold cuts on the fused score.
+    assert documents.search(MEANING_ONLY, "hr", ranking=RankingOptions(score_threshold=0.99)) == [
+        h for h in hits if h.score >= 0.99
+    ]
+
+
+def test_another_process_sees_new_vectors(embedding_settings: Settings, embedded: Services) -> None:
+    # PostgreSQL: another process's own home; SQLite: a second reader of the same file (a CLI beside the server).
+    other_home = embedding_settings.home.parent / "other-home" if embedding_settings.database_url else None
+    other = open_services(replace_settings(embedding_settings, home=other_home or embedding_settings.home))
+    try:
+        assert other.documents.search(MEANING_ONLY, "hr") == []
+        ids = _ingest_all(embedded.documents)
+        embed_all(embedded.documents)
+        other.documents.catch_up()  # what its follower thread does within a second
+        assert other.documents.search(MEANING_ONLY, "hr")[0].document.id == ids["canteen.txt"]
+    finally:
+        other.close()
+
+
+def test_unchanged_text_is_not_embedded_again(embedded: Services) -> None:
+    documents = embedded.documents
+    ids = _ingest_all(documents)
+    embed_all(documents)
+    sent = documents.embedder.embedded  # type: ignore[union-attr]  # CachedEmbedder's count
+    assert sent == 3
+    documents.delete(ids["canteen.txt"])
+    documents.ingest(DOCS["canteen.txt"].encode(), "canteen-again.txt", "hr")
+    assert embed_all(documents) == 1  # stored again, from the cache
+    assert documents.embedder.embedded == sent  # type: ignore[union-attr]
+
+
+def test_deleting_a_document_takes_its_vectors(embedded: Services, raw: RawDatabase) -> None:
+    documents = embedded.documents
+    ids = _ingest_all(documents)
+    embed_all(documents)
+    documents.delete(ids["canteen.txt"])
+    assert raw.scalar("SELECT COUNT(*) FROM chunk_embeddings") == 2
+    assert all(h.document.id != ids["canteen.txt"] for h in documents.search(MEANING_ONLY, "hr"))
+
+
+def test_a_worker_that_lost_its_lease_stores_nothing(embedded: Services, raw: RawDatabase) -> None:
+    documents = embedded.documents
+    documents.ingest(DOCS["canteen.txt"].encode(), "canteen.txt", "hr")
+    store = documents.embeddings
+    assert store is not None
+    first = store.claim(worker_id("a"), -1.0, MODEL)  # a lease that has already run out
+    assert first is not None
+    second = store.claim(worker_id("b"), 60.0, MODEL)
+    assert second is not None and second.document_key == first.document_key and second.attempts == 2
+    vectors = np.ones((1, 384), dtype=np.float32) / np.sqrt(384)
+    key = store.missing_chunks(first.document_key, MODEL)[0][0]
+    assert store.store_vectors(first, "not-the-owner", [key], vectors) is False
+    assert raw.scalar("SELECT COUNT(*) FROM chunk_embeddings") == 0
+
+
+def test_reindex_drops_and_rebuilds_every_vector(embedded: Services, raw: RawDatabase) -> None:
+    documents = embedded.documents
+    ids = _ingest_all(documents)
+    embed_all(documents)
+    assert documents.reindex() == 3
+    assert raw.scalar("SELECT COUNT(*) FROM chunk_embeddings") == 0
+    documents.catch_up()
+    assert embed_all(documents) == 3
+    assert documents.search(MEANING_ONLY, "hr")[0].document.id == ids["canteen.txt"]
+
+
+class EightDimensions:
+    """An embedder under the real model's name that makes 8-dimensional vectors: a changed model."""
+
+    name = MODEL
+    dimension = 8
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return np.ones((len(texts), 8), dtype=np.float32) / np.sqrt(8)
+
+
+def test_a_model_of_another_dimension_under_the_same_name_is_refused(
+    embedding_settings: Settings, embedded: Services
+) -> None:
+    _ingest_all(embedded.documents)
+    embed_all(embedded.documents)
+    with pytest.raises(DimensionMismatch, match="calypso reindex"):
+        DocumentService(
+            embedding_settings,
+            embedded.storage.documents,
+            b"secret",
+            embedded.storage.jobs,
+            embedder=EightDimensions(),
+            embeddings=embedded.storage.embeddings,
+        )
+
+
+def test_embedding_workers_stop_between_batches(embedded: Services) -> None:
+    documents = embedded.documents
+    documents.ingest(" ".join(f"Sentence {i} about canteen lunches." for i in range(2000)).encode(), "long.txt", "hr")
+    stopping = threading.Event()
+    stopping.set()
+    assert embed_all(documents, stopping) == 0
+    assert documents.embeddings is not None and documents.embeddings.pending(MODEL) == 1
+
+
+def test_keyword_only_without_a_model(services: Services, settings: Settings, tmp_path: Path) -> None:
+    assert services.documents.embedder is None  # CALYPSO_EMBEDDING_MODEL=none in the test environment
+    doc = services.documents.ingest(DOCS["canteen.txt"].encode(), "canteen.txt", "hr").document
+    assert services.documents.embedding_progress([doc]) == {}
+    assert services.documents.search(MEANING_ONLY, "hr") == []
