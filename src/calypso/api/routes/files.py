@@ -56,7 +56,8 @@ def get_file(file_id: str, documents: Documents, workspace: Workspace) -> dict[s
     return file_object(documents.get_by_file_id(file_id, workspace))
 
 
-@router.api_route("/{file_id}/content", methods=["GET", "HEAD"])
+@router.head("/{file_id}/content", include_in_schema=False)  # the GET below, without its body
+@router.get("/{file_id}/content")
 def file_content(
     file_id: str,
     request: Request,
