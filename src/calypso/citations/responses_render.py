@@ -88,6 +88,7 @@ def _segment_fields(
         "page_number": page_number,
         "page_label": page_label,
         "locator_label": locator,
+        "attribution": citation.attribution,
     }
 
 

@@ -123,11 +123,13 @@ class DocumentService:
         source_url: str | None = None,
         workspace: str = DEFAULT_WORKSPACE,
         wake_workers: bool = True,
+        file_id: str | None = None,
     ) -> IngestResult:
         """Check an upload cheaply and store it as an ``in_progress`` document with its ingestion job.
 
         Refuses at once what needs no parsing to refuse (namespace, empty, too large, unknown type);
         the same bytes already in the namespace (in progress or completed) return that document.
+        ``file_id``: the id a client already holds for these bytes (a keyless gRPC upload); default a new one.
         """
         namespace = check_namespace(namespace or self.settings.default_namespace)
         if not data:
@@ -144,7 +146,7 @@ class DocumentService:
         doc_uuid = uuid.uuid4()
         document = Document(
             id=str(doc_uuid),
-            file_id=f"file-{doc_uuid.hex}",
+            file_id=file_id or f"file-{doc_uuid.hex}",
             workspace=workspace,
             namespace=namespace,
             filename=filename,
