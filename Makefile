@@ -12,8 +12,9 @@ $(BIN)/calypso: pyproject.toml
 
 install: $(BIN)/calypso
 
+# The demo knowledge base lives beside the checkout (./.calypso), not in the user's data directory.
 serve: install
-	$(BIN)/calypso serve --demo
+	$(BIN)/calypso serve --demo --home .calypso
 
 # The whole suite (tests/store and the document API on both backends), then every API test again on
 # PostgreSQL. pytest exits 5 when it collects nothing: that is a failure of the suite, say so.

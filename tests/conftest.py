@@ -11,6 +11,7 @@ The switch is the environment: ``CALYPSO_DATABASE_URL`` is set for the test
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +35,10 @@ SESSION_BACKEND = os.environ.get("CALYPSO_TEST_BACKEND", "sqlite")
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # The default data directory is the user's (platformdirs, which follows XDG_DATA_HOME): point it at a
+    # throwaway folder, so a Settings() or a `calypso` subprocess that names no home never writes there.
+    os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="calypso-test-data-home-")
+    os.environ.pop("CALYPSO_HOME", None)  # a developer's own setting must not leak into tests either
     config.addinivalue_line("markers", "backends(*names): run this test only on these storage backends")
     # pgserver finds its lock directory through platformdirs, which warns when XDG_RUNTIME_DIR is unset.
     config.addinivalue_line("filterwarnings", "ignore:XDG_RUNTIME_DIR is not set")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import calypso
 
 
 def _calypso(*args: str, home: Path) -> subprocess.CompletedProcess:
@@ -21,26 +24,31 @@ def test_ingest_reports_ingested_duplicate_and_refused(tmp_path: Path, data_dir:
     (folder / "notes.md").write_text("# Notes\n\nThe lighthouse keeper logs every ship at dawn.\n")
     (folder / "empty.txt").write_bytes(b"")
     (folder / "program.exe").write_bytes(b"MZ\x00\x00" * 64)
+    (folder / "data.json").write_text('{"looks": "like text"}')  # an unknown type: refused, as the API does
     pdf = data_dir / "ingestion-docs/pdf/federal-register-2020-17221.pdf"
     result = _calypso("ingest", str(folder), str(pdf), "--namespace", "ops", home=tmp_path / "home")
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr  # some files were refused
     out = result.stdout
     assert "ingested  " in out and "notes.md" in out and "federal-register-2020-17221.pdf" in out
+    assert "(1 page, 1 passage, namespace ops)" in out and "(15 pages, " in out
     assert "refused   " in out and "empty.txt" in out and "empty" in out.lower()
     assert "program.exe" in out and "supported" in out.lower()
-    assert "2 completed, 0 duplicates, 2 failed;" in out and " passages in " in out
+    refused_json = next(line for line in out.splitlines() if "data.json" in line)
+    assert refused_json.startswith("refused   ") and "application/pdf" in refused_json and ".md" in refused_json
+    assert "2 completed, 0 duplicates, 3 failed;" in out and " passages in " in out
 
     assert "federal-register-2020-17221.pdf  [" in result.stderr and " passages" in result.stderr  # progress
     # The namespace's index is left on disk, so the next server loads it instead of building it.
     assert (tmp_path / "home/index/default/ops/CURRENT").is_file()
 
     again = _calypso("ingest", str(folder / "notes.md"), "--namespace", "ops", home=tmp_path / "home")
-    assert "duplicate" in again.stdout and "0 completed, 1 duplicates, 0 failed" in again.stdout
+    assert "duplicate" in again.stdout and "0 completed, 1 duplicate, 0 failed" in again.stdout
+    assert again.returncode == 0
 
     found = _calypso("search", "lighthouse keeper", "--namespace", "ops", home=tmp_path / "home")
     assert found.returncode == 0, found.stderr
     first = found.stdout.splitlines()[0]
-    assert "notes.md (p. 1)" in first and "[chunk 0]" in first
+    assert "notes.md (Notes)" in first and "[chunk 0]" in first  # located by its heading, not an invented page
 
     pdf_hit = _calypso("search", "Federal Register", "--namespace", "ops", "-k", "1", home=tmp_path / "home")
     assert "federal-register-2020-17221.pdf (p" in pdf_hit.stdout
@@ -110,3 +118,36 @@ def test_ingest_no_wait_submits_and_worker_needs_postgres(tmp_path: Path) -> Non
     assert "submitted " in submitted.stdout and "1 submitted" in submitted.stdout
     worker = _calypso("worker", home=tmp_path / "home")
     assert worker.returncode == 1 and "needs PostgreSQL" in worker.stderr
+
+
+def test_the_default_home_is_the_user_data_directory(tmp_path: Path) -> None:
+    # The tests point XDG_DATA_HOME at a throwaway folder (conftest), so this is where the default lands.
+    env = {k: v for k, v in os.environ.items() if k != "CALYPSO_HOME"}
+    env["PYTHONPATH"] = str(Path(calypso.__file__).resolve().parents[1])  # this checkout, from any folder
+    run = functools.partial(subprocess.run, capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    settings = run([sys.executable, "-m", "calypso.cli", "settings"])
+    expected = Path(os.environ["XDG_DATA_HOME"]) / "calypso"
+    assert settings.returncode == 0
+    assert settings.stdout.splitlines()[0] == f"data directory: {expected} (default)"
+    # A search from another folder neither creates ./.calypso nor pretends to answer.
+    search = run([sys.executable, "-m", "calypso.cli", "search", "refund"])
+    assert search.returncode == 1 and not (tmp_path / ".calypso").exists()
+    assert "has no documents" in search.stderr and str(expected) in search.stderr
+    assert "calypso ingest" in search.stderr
+
+
+def test_search_and_ask_on_an_empty_knowledge_base_say_where_they_looked(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    for command in (["search", "refund"], ["ask", "How long is the refund window?"]):
+        result = _calypso(*command, home=home)
+        assert result.returncode == 1, result.stdout
+        assert f"the knowledge base at {home} has no documents in namespace 'general'" in result.stderr
+        assert not home.exists()  # looking did not create it
+    note = tmp_path / "note.md"
+    note.write_text("# Note\n\nThe lighthouse keeper logs every ship at dawn.\n")
+    assert _calypso("ingest", str(note), "--namespace", "ops", home=home).returncode == 0
+    other = _calypso("ask", "lighthouse", home=home)
+    assert other.returncode == 1 and "Namespaces with documents there: ops" in other.stderr
+    settings = _calypso("settings", "--home", str(home), home=tmp_path)
+    assert settings.stdout.splitlines()[0] == f"data directory: {home} (--home)"
+    assert _calypso("search", "lighthouse", "--namespace", "ops", home=home).returncode == 0

@@ -103,7 +103,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from calypso.cli_progress import FileProgress, IngestSummary
+    import mimetypes
+
+    from calypso.cli_progress import FileProgress, IngestSummary, count
     from calypso.services import open_services
 
     services = open_services(_settings(args), exclusive=True)
@@ -119,6 +121,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                     path.read_bytes(),
                     path.name,
                     args.namespace,
+                    # The type an HTTP client would declare for this name, so a file is refused or taken
+                    # exactly as the API would (a .json is refused by both; a .py is text in both).
+                    media_type=mimetypes.guess_type(path.name)[0],
                     wait=not args.no_wait,
                     on_progress=progress.update if progress else None,
                 )
@@ -143,8 +148,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 summary.passages += doc.chunk_count
                 state = "ingested "
             print(
-                f"{state} {path} -> {doc.id} ({doc.page_count} pages, {doc.chunk_count} passages, "
-                f"namespace {doc.namespace})",
+                f"{state} {path} -> {doc.id} ({count(doc.page_count, 'page')}, "
+                f"{count(doc.chunk_count, 'passage')}, namespace {doc.namespace})",
                 flush=True,
             )
         if summary.completed and not documents.settings.database_url:
@@ -156,7 +161,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     finally:
         services.close()
     print(summary.line())
-    return 1 if summary.failed and summary.failed == len(files) else 0
+    return 1 if summary.failed else 0  # any refused file is a failure a script must see
 
 
 def _embed_queued(documents: DocumentService) -> int:
@@ -240,12 +245,48 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return 0
 
 
+def _where(settings: Settings) -> str:
+    """Where the knowledge base lives, as a user can find it again."""
+    if settings.database_url:
+        return "the PostgreSQL database of CALYPSO_DATABASE_URL"
+    return str(settings.home.resolve())
+
+
+def _empty_knowledge_base(settings: Settings, namespace: str, found: list[str]) -> int:
+    """Say that there is nothing to search and where we looked; the exit status of search and ask."""
+    others = f" Namespaces with documents there: {', '.join(found)} (use --namespace)." if found else ""
+    print(
+        f"error: the knowledge base at {_where(settings)} has no documents in namespace {namespace!r}.{others} "
+        "Add some with `calypso ingest PATH...`, or point --home / CALYPSO_HOME at the data directory you "
+        "ingested into (`calypso settings` shows the current one).",
+        file=sys.stderr,
+    )
+    return 1
+
+
+def _missing_knowledge_base(settings: Settings) -> bool:
+    # An embedded data directory that was never created is empty: look without creating it.
+    return not settings.database_url and not settings.database_path.exists()
+
+
 def cmd_search(args: argparse.Namespace) -> int:
+    from calypso.scope import check_namespace
     from calypso.services import open_services
 
-    services = open_services(_settings(args))
+    settings = _settings(args)
     try:
-        passages: list[Passage] = services.documents.search(args.query, args.namespace, max_results=args.k)
+        namespace = check_namespace(args.namespace or settings.default_namespace)
+    except CalypsoError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 2
+    if _missing_knowledge_base(settings):
+        return _empty_knowledge_base(settings, namespace, [])
+    services = open_services(settings)
+    try:
+        found = services.documents.namespaces()
+        if namespace not in found:
+            return _empty_knowledge_base(settings, namespace, found)
+        passages: list[Passage] = services.documents.search(args.query, namespace, max_results=args.k)
     except CalypsoError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return 2
@@ -271,14 +312,19 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from calypso.services.answering import AskRequest
 
     settings = _settings(args)
-    services = open_services(settings)
-    answerer = services.answering
     try:
         namespace = check_namespace(args.namespace or settings.default_namespace)
     except CalypsoError as exc:
-        services.close()
         print(f"error: {exc.message}", file=sys.stderr)
         return 2
+    if _missing_knowledge_base(settings):
+        return _empty_knowledge_base(settings, namespace, [])
+    services = open_services(settings)
+    found = services.documents.namespaces()
+    if namespace not in found:
+        services.close()
+        return _empty_knowledge_base(settings, namespace, found)
+    answerer = services.answering
     request = AskRequest(
         messages=[{"role": "user", "content": args.question}],
         scope=RetrievalScope(namespaces=(namespace,), passage_count=args.k),
@@ -340,7 +386,18 @@ def cmd_keys(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_settings(_: argparse.Namespace) -> int:
+def cmd_settings(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    source = (
+        "--home" if getattr(args, "home", None) else "CALYPSO_HOME" if os.environ.get("CALYPSO_HOME") else "default"
+    )
+    print(f"data directory: {_where(settings)} ({source})")
+    if not settings.database_url:
+        print(
+            f"knowledge base: {settings.database_path.resolve()}"
+            + ("" if settings.database_path.exists() else " (not created yet)")
+        )
+    print()
     for name, default, help_ in settings_table():
         print(f"{name:32} {default:24} {help_}")
     return 0
@@ -351,7 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def with_home(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        p.add_argument("--home", help="data directory (default: $CALYPSO_HOME or ./.calypso)")
+        p.add_argument("--home", help="data directory (default: $CALYPSO_HOME, else the user's data directory)")
         return p
 
     serve = with_home(sub.add_parser("serve", help="serve the HTTP API (and the xAI gRPC API)"))
@@ -413,7 +470,9 @@ def build_parser() -> argparse.ArgumentParser:
         keys_parser.add_argument("--home", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     keys.set_defaults(func=cmd_keys)
 
-    sub.add_parser("settings", help="list every setting").set_defaults(func=cmd_settings)
+    with_home(sub.add_parser("settings", help="where the data directory is, and every setting")).set_defaults(
+        func=cmd_settings
+    )
     return parser
 
 

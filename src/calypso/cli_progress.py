@@ -13,6 +13,11 @@ from typing import TextIO
 BAR_WIDTH = 24
 
 
+def count(n: int, noun: str) -> str:
+    """ "1 page", "3 pages": a number with its noun in the right number."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 class FileProgress:
     """Progress of one file's ingestion; ``update`` is the job's ``on_progress`` callback."""
 
@@ -25,7 +30,7 @@ class FileProgress:
 
     def update(self, pages: int, written: int, total: int) -> None:
         done = BAR_WIDTH * written // total if total else 0
-        line = f"{self.name}  [{'#' * done}{'.' * (BAR_WIDTH - done)}] {pages} pages, {written}/{total} passages"
+        line = f"{self.name}  [{'#' * done}{'.' * (BAR_WIDTH - done)}] {count(pages, 'page')}, {written}/{count(total, 'passage')}"
         if self.tty:
             self.stream.write("\r" + line + "\x1b[K")
             self._drawn = True
@@ -57,6 +62,6 @@ class IngestSummary:
         seconds = time.monotonic() - self.started
         queued = f", {self.submitted} submitted" if self.submitted else ""
         return (
-            f"{self.completed} completed, {self.duplicates} duplicates, {self.failed} failed{queued}; "
-            f"{self.pages} pages, {self.passages} passages in {seconds:.1f} s"
+            f"{self.completed} completed, {count(self.duplicates, 'duplicate')}, {self.failed} failed{queued}; "
+            f"{count(self.pages, 'page')}, {count(self.passages, 'passage')} in {seconds:.1f} s"
         )

@@ -13,10 +13,25 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
+def default_home() -> Path:
+    """The user's data directory for Calypso (platformdirs: ~/.local/share/calypso on Linux).
+
+    Not the current directory: a command run from another folder would silently start an empty
+    knowledge base there.
+    """
+    from platformdirs import user_data_path  # imported here: only needed when no home is given
+
+    return user_data_path("calypso", appauthor=False)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CALYPSO_", extra="ignore")
 
-    home: Path = Field(Path(".calypso"), description="Data directory: the SQLite file and uploaded files live here.")
+    home: Path = Field(
+        default_factory=default_home,
+        description="Data directory: the SQLite file and uploaded files live here (default: the user's data "
+        "directory, e.g. ~/.local/share/calypso).",
+    )
     database_url: str = Field(
         "",
         description="PostgreSQL URL (postgresql://user:password@host:5432/db) for many processes over one database; "
@@ -213,7 +228,8 @@ def settings_table() -> list[tuple[str, str, str]]:
     """(environment variable, default, help) for every setting."""
     rows = []
     for name, field in Settings.model_fields.items():
-        rows.append((f"CALYPSO_{name.upper()}", repr(field.default), field.description or ""))
+        default = field.default_factory() if field.default_factory is not None else field.default  # type: ignore[call-arg]
+        rows.append((f"CALYPSO_{name.upper()}", repr(default), field.description or ""))
     return rows
 
 

@@ -16,6 +16,7 @@ class's ``grpc_status`` (a ``grpc.StatusCode`` name) with the same message.
     ├── Conflict                       409 invalid_request_error (code: conflict)
     ├── PayloadTooLarge                413 invalid_request_error (code: file_too_large)
     ├── UnsupportedMediaType           415 invalid_request_error (code: unsupported_file_type)
+    ├── RangeNotSatisfiable            416 invalid_request_error (code: range_not_satisfiable; Content-Range)
     ├── UnprocessableDocument          422 invalid_request_error (code: unprocessable_document)
     ├── UpstreamError                  502 upstream_error
     │   ├── UpstreamTimeout            504 upstream_error (code: timeout)
@@ -51,6 +52,10 @@ class CalypsoError(Exception):
 
     def to_dict(self) -> dict[str, Any]:
         return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+
+    def headers(self) -> dict[str, str]:
+        """HTTP headers the error response carries besides its body."""
+        return {"Retry-After": str(self.retry_after_seconds)} if self.retry_after_seconds is not None else {}
 
 
 class InvalidRequest(CalypsoError):
@@ -112,6 +117,21 @@ class UnsupportedMediaType(CalypsoError):
     type = "invalid_request_error"
     default_code = "unsupported_file_type"
     grpc_status = "INVALID_ARGUMENT"
+
+
+class RangeNotSatisfiable(CalypsoError):
+    """A ``Range`` header that selects no byte of the file; the answer says how long the file is."""
+
+    status = 416
+    type = "invalid_request_error"
+    default_code = "range_not_satisfiable"
+
+    def __init__(self, message: str, *, size: int = 0, param: str | None = "Range", code: str | None = None) -> None:
+        super().__init__(message, param=param, code=code)
+        self.size = size
+
+    def headers(self) -> dict[str, str]:
+        return {**super().headers(), "Content-Range": f"bytes */{self.size}"}
 
 
 class UnprocessableDocument(CalypsoError):

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
 T = TypeVar("T")
+PDF_MEDIA_TYPE = "application/pdf"
 Order = Literal["asc", "desc"]  # of a cursor listing
 SourcesPolicy = Literal["visible", "hidden"]  # hidden: answers show no sources (grounding state "hidden")
 # OpenAI's vector store file statuses: an upload is in_progress until its ingestion job ends.
@@ -149,11 +150,28 @@ class Passage:
     vector_score: float | None = None  # raw cosine similarity, when the passage was found by embedding
 
     @property
+    def has_pages(self) -> bool:
+        """Whether the document has real pages (a PDF, or a format parsed into several pages).
+
+        DOCX, HTML, Markdown and text are parsed as one page, which is not a page a reader could find:
+        such passages are located by their heading path instead (GUIDE, "Where a passage is").
+        """
+        return self.document.media_type == PDF_MEDIA_TYPE or self.document.page_count > 1
+
+    @property
     def page_label(self) -> str:
         return self.chunk.page_labels[0] if self.chunk.page_labels else str(self.chunk.page_start)
 
     @property
+    def heading_label(self) -> str:
+        """The heading path as readers see it: "Chapter 3 › Trustee Compensation"; "" when there is none."""
+        return " › ".join(self.chunk.heading_path)
+
+    @property
     def locator_label(self) -> str:
+        """Where the passage is: its page(s) when the document has pages, else its heading path (maybe "")."""
+        if not self.has_pages:
+            return self.heading_label
         labels = self.chunk.page_labels
         if len(labels) > 1:
             return f"pp. {labels[0]}–{labels[-1]}"
@@ -161,7 +179,8 @@ class Passage:
 
     @property
     def display_label(self) -> str:
-        return f"{self.document.filename} ({self.locator_label})"
+        locator = self.locator_label
+        return f"{self.document.filename} ({locator})" if locator else self.document.filename
 
 
 # -- records that storage hands back ---------------------------------------------------------

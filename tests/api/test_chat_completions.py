@@ -180,7 +180,7 @@ def test_numeric_answer_over_demo_docs(client, http) -> None:
     assert choice.finish_reason == "stop" and choice.message.role == "assistant"
     message = as_message(completion)
     assert message["content"].startswith("Customers may request a full refund within 30 days of purchase. [1]")
-    assert message["content"].endswith("\n\nSources:\n[1] refund_policy_2026.md (p. 1)")
+    assert message["content"].endswith("\n\nSources:\n[1] refund_policy_2026.md (Refund Policy 2026 › Eligibility)")
     assert message["annotations"][0]["type"] == "url_citation"
     assert message["annotations"][0]["url_citation"]["start_index"] == 0
     assert message["annotations"][0]["url_citation"]["title"] == "Refund Policy 2026"
@@ -451,3 +451,12 @@ def test_client_leaving_mid_stream_stops_the_upstream(live, fake) -> None:
                 if '"content":"word' in line:
                     break
     assert fake.wait_for_disconnects(1, timeout=5)
+
+
+def test_a_request_without_model_uses_the_default_bot_on_both_endpoints(http) -> None:
+    # docs/bots.md: a request without `model` uses calypso-rag-agent, on Chat Completions as on Responses.
+    chat = http.post("/v1/chat/completions", json={"messages": _user(REFUND_Q)})
+    assert chat.status_code == 200, chat.text
+    assert chat.json()["model"] == "calypso-rag-agent" and "30 days" in chat.json()["choices"][0]["message"]["content"]
+    responses = http.post("/v1/responses", json={"input": REFUND_Q})
+    assert responses.status_code == 200 and responses.json()["model"] == "calypso-rag-agent"

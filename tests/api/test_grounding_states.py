@@ -17,7 +17,11 @@ LEAKS = ("refund_policy_2026.md", "file-", "/v1/files/", "file_citation", "url_c
 @pytest.fixture
 def bots(kb, http: httpx.Client):
     ingest_demo(kb)
-    for bot in ({"id": "hidden-bot", "sources_policy": "hidden"}, {"id": "plain-bot", "namespace": None}):
+    for bot in (
+        {"id": "hidden-bot", "sources_policy": "hidden"},
+        {"id": "plain-bot", "namespace": None},
+        {"id": "quiet-bot", "include_citations": False},
+    ):
         assert http.post("/v1/bots", json=bot).status_code == 201
     return http
 
@@ -95,3 +99,24 @@ def test_workspace_policy_hides_sources_for_every_bot(bots, endpoint, stream) ->
         assert leak not in json.dumps(body), leak
     bots.put("/v1/admin/workspaces/default/policy", json={"sources_policy": "visible"})
     assert endpoint(bots, "calypso-rag-agent", QUESTION, stream)[0] == "available"
+
+
+@pytest.mark.parametrize(("endpoint", "stream"), ENDPOINTS)
+def test_citations_disabled_reports_hidden(bots, endpoint, stream) -> None:
+    # include_citations false: the answer used sources but shows none, so they are not "available".
+    state, body = endpoint(bots, "quiet-bot", QUESTION, stream)
+    assert state == "hidden"
+    assert "30 days" in json.dumps(body)
+
+
+def test_a_bot_without_knowledge_base_says_what_is_true(bots) -> None:
+    # The built-in answerer only quotes sources; without a knowledge base nothing was searched, so it
+    # must not claim it "could not find anything in the knowledge base".
+    reply = bots.post("/v1/responses", json={"model": "plain-bot", "input": QUESTION}).json()
+    text = next(o for o in reply["output"] if o["type"] == "message")["content"][0]["text"]
+    assert "could not find" not in text and "no knowledge base" in text
+    assert reply["metadata"]["_aicore"]["retrieval_status"] == "not_run"
+    chat = bots.post(
+        "/v1/chat/completions", json={"model": "plain-bot", "messages": [{"role": "user", "content": QUESTION}]}
+    )
+    assert "no knowledge base" in chat.json()["choices"][0]["message"]["content"]

@@ -44,7 +44,8 @@ def test_hand_read_bodies_carry_their_models() -> None:
     schemas = doc["components"]["schemas"]
     chat = doc["paths"]["/v1/chat/completions"]["post"]["requestBody"]["content"]["application/json"]
     assert chat["schema"] == {"$ref": "#/components/schemas/ChatCompletionRequest"}
-    assert set(schemas["ChatCompletionRequest"]["required"]) == {"model", "messages"}
+    assert set(schemas["ChatCompletionRequest"]["required"]) == {"messages"}  # model: the default bot
+    assert schemas["ChatCompletionRequest"]["properties"]["model"]["default"] == "calypso-rag-agent"
     assert "ChatMessage" in schemas and "ContentPart" in schemas
     assert schemas["CreateBot"]["required"] == ["id"] and schemas["UpdateBot"]["required"] == []
     assert schemas["CreateBot"]["additionalProperties"] is False
@@ -59,7 +60,7 @@ def test_hand_read_bodies_carry_their_models() -> None:
         ("post", "/v1/documents", {"200", "201", "400", "413", "415", "422", "500"}),
         ("post", "/v1/bots", {"201", "400", "409", "413", "500"}),
         ("delete", "/v1/bots/{bot_id}", {"200", "404", "409", "500"}),
-        ("get", "/v1/files/{file_id}/content", {"200", "400", "403", "404", "500"}),
+        ("get", "/v1/files/{file_id}/content", {"200", "206", "400", "403", "404", "416", "500"}),
         ("get", "/v1/admin/workspaces/{workspace}/policy", {"200", "400", "500"}),
         ("get", "/v1/models", {"200", "500"}),
         ("post", "/v1/admin/keys", {"201", "400", "413", "500"}),

@@ -62,8 +62,6 @@ def test_seed_000_shape_field_by_field(demo_kb, openai_client) -> None:
         for key in (
             "source_index",
             "label",
-            "page_number",
-            "page_label",
             "locator_label",
             "modality",
             "knowledge_id",
@@ -72,7 +70,13 @@ def test_seed_000_shape_field_by_field(demo_kb, openai_client) -> None:
             "cited",
         ):
             assert key in attributes, key
-        assert attributes["label"] == f"{result.filename} ({attributes['locator_label']})"
+        # Pages only where the document has them (GUIDE "Where a passage is"): never an invented "p. 1".
+        has_pages = result.filename.endswith(".pdf")
+        assert ("page_number" in attributes and "page_label" in attributes) == has_pages
+        if attributes["locator_label"]:
+            assert attributes["label"] == f"{result.filename} ({attributes['locator_label']})"
+        else:
+            assert attributes["label"] == result.filename
         assert attributes["modality"] == "text" and attributes["knowledge_id"] == "general"
         indexes.append(attributes["source_index"])
     assert indexes == list(range(1, len(indexes) + 1))
@@ -187,16 +191,24 @@ def test_streaming_events_and_final_response(demo_kb, openai_client) -> None:
         "response.file_search_call.in_progress",
         "response.file_search_call.searching",
         "response.file_search_call.completed",
-        "response.output_item.done",
         "response.output_item.added",
         "response.content_part.added",
+        "response.output_text.delta",
     ]
-    assert types[-4:] == [
+    assert types[-5:] == [
         "response.output_text.done",
         "response.content_part.done",
         "response.output_item.done",
+        "response.output_item.done",
         "response.completed",
     ]
+    # The file_search_call is done once display numbers exist: its streamed results equal the completed ones.
+    search_done = events[-2]
+    assert search_done.output_index == 0 and search_done.item.type == "file_search_call"
+    streamed_results = [r.model_dump() for r in search_done.item.results]
+    assert streamed_results == [r.model_dump() for r in _search(events[-1].response).results]
+    assert all("source_index" in r["attributes"] and "cited" in r["attributes"] for r in streamed_results)
+    assert any(r["attributes"]["cited"] for r in streamed_results)
     assert [e.sequence_number for e in events] == list(range(len(events)))
     text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
     final = events[-1].response

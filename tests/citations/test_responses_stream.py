@@ -113,8 +113,11 @@ def test_display_text_is_the_numeric_chat_content() -> None:
         "Refunds 💸 are possible within 30 days [1]. Gift cards are never refundable [2]. "
         "Orders ship fast.[3][2] Again [1][1]."
     )
-    assert sources_appendix(answer) == (
-        "\n\nSources:\n[1] refund_policy_2026.pdf (p. 1)\n[2] gift_cards.md (p. 1)\n[3] shipping.md (p. 1)"
+    assert (
+        sources_appendix(answer)
+        == (
+            "\n\nSources:\n[1] refund_policy_2026.pdf\n[2] gift_cards.md\n[3] shipping.md"  # text/plain: no page, no heading
+        )
     )
 
 

@@ -56,8 +56,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(CalypsoError)
     async def calypso_error(request: Request, exc: CalypsoError) -> JSONResponse:
         log_server_error(exc, request_id(request), f"{request.method} {request.url.path}")
-        retry = {"Retry-After": str(exc.retry_after_seconds)} if exc.retry_after_seconds is not None else None
-        return JSONResponse(exc.to_dict(), status_code=exc.status, headers=retry)
+        return JSONResponse(exc.to_dict(), status_code=exc.status, headers=exc.headers() or None)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:

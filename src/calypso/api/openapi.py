@@ -55,6 +55,7 @@ _DESCRIPTIONS = {
     "or the document's ingestion already ended (cancel).",
     413: "The request body or uploaded file is over the size limit.",
     415: "Unsupported file type.",
+    416: "The Range header selects no byte of the file (Content-Range gives its length).",
     422: "The file could not be read (corrupt, encrypted or undecodable).",
     500: "Unexpected server error; the message quotes the request id to find it in the log.",
     502: "The upstream (model or crawled site) failed.",
@@ -72,7 +73,7 @@ _EXTRA: dict[tuple[str, str], set[int]] = {
     ("post", "/v1/documents/{document_id}/cancel"): {409},  # its ingestion already ended
     ("post", "/v1/files"): {415, 422},
     ("post", "/v1/documents/crawl"): {201, 415, 422, *_ANSWERING},
-    ("get", "/v1/files/{file_id}/content"): {403},  # a signed link that does not verify
+    ("get", "/v1/files/{file_id}/content"): {403, 416},  # a signed link that does not verify; a Range past the end
     ("get", "/v1/admin/workspaces/{workspace}/policy"): {400},  # an invalid workspace name
     ("post", "/v1/bots"): {409},
     ("patch", "/v1/bots/{bot_id}"): {409},
@@ -290,6 +291,8 @@ def _successes(method: str, path: str, responses: dict[str, Any]) -> None:
     if key == ("get", "/v1/files/{file_id}/content"):
         binary = {"type": "string", "format": "binary", "description": "The file as uploaded, with its media type."}
         responses["200"]["content"] = {"*/*": {"schema": binary}}
+        partial = {"type": "string", "format": "binary", "description": "The bytes a Range header asked for."}
+        responses["206"] = {"description": "Partial content (a Range request)", "content": {"*/*": {"schema": partial}}}
     if key in _STREAMING:
         events = {"type": "string", "description": "Server-sent events, with `stream: true`."}
         responses["200"].setdefault("content", {})["text/event-stream"] = {"schema": events}

@@ -103,9 +103,9 @@ def passage_object(passage: Passage) -> dict[str, Any]:
             "document_id": doc.id,
             "namespace": doc.namespace,
             "chunk_index": chunk.chunk_index,
-            "page_number": chunk.page_start,
-            "page_end": chunk.page_end,
-            "page_label": passage.page_label,
+            # Page fields only where the document has pages: a DOCX or web page is located by headings.
+            **({"page_number": chunk.page_start, "page_end": chunk.page_end} if passage.has_pages else {}),
+            **({"page_label": passage.page_label} if passage.has_pages else {}),
             "locator_label": passage.locator_label,
             "label": passage.display_label,
             "heading_path": list(chunk.heading_path),

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from calypso.citations.composer import MarkerEvent, TextEvent
 from calypso.citations.content import ContentBuilder, replay
-from calypso.citations.grounded import GroundedAnswer, Source, grounding_status, utf16_len
+from calypso.citations.grounded import GroundedAnswer, Source, grounding_status, quote_locator, utf16_len
 from calypso.citations.links import LinkSigner, source_url
 from calypso.citations.styles import HIDDEN, NUMERIC, SOURCE, RenderStyle, style_for
 
@@ -74,7 +74,7 @@ def chat_annotations(
                 {
                     "type": "url_citation",
                     "url_citation": {
-                        "url": source_url(passage, links, citation.quote.page_number),
+                        "url": source_url(passage, links, citation.quote.page_number, citation.quote.text),
                         "title": passage.document.title or passage.document.filename,
                         "start_index": start,
                         "end_index": end,
@@ -108,6 +108,7 @@ def citations(
         passage = source.passage
         cited = [c for s in answer.segments for c in s.citations if c.retrieval_number == source.retrieval_number]
         quote = cited[0].quote
+        page_number, page_label, _ = quote_locator(quote, passage)
         out.append(
             {
                 "source_index": source_index(source, style),
@@ -117,9 +118,9 @@ def citations(
                 "text_preview": passage.chunk.text[:PREVIEW_CHARS],
                 "score": round(passage.score, 4),
                 "label": passage.display_label,
-                "url": source_url(passage, links, quote.page_number),
-                "page_number": quote.page_number,
-                "page_label": quote.page_label,
+                "url": source_url(passage, links, quote.page_number, quote.text),
+                "page_number": page_number,
+                "page_label": page_label,
                 "quote": quote.text,
                 "support": quote.support,
                 # "model" when the model cited this source anywhere; "inferred" when only Calypso did.

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from calypso.citations.footnotes import is_passage_footnote
 from calypso.citations.grounded import (
     GroundedAnswer,
     MarkerPlacement,
@@ -26,6 +27,7 @@ from calypso.citations.grounded import (
 )
 from calypso.citations.inference import Attributor, complete_sentences, may_end_sentence
 from calypso.citations.markers import MarkerPiece, MarkerStream, TextPiece
+from calypso.text.control import CONTROL
 from calypso.text.sentences import last_sentence_start, settled_end
 
 QuoteFinder = Callable[[str, Source], Quote]
@@ -81,6 +83,7 @@ class AnswerComposer:
 
     # -- feeding -----------------------------------------------------------
     def feed(self, delta: str) -> list[TextEvent | MarkerEvent]:
+        delta = CONTROL.sub("", delta)  # never shown to a reader (a model may copy them from old passages)
         self.raw.append(delta)
         return self._handle(self.markers.feed(delta))
 
@@ -96,6 +99,8 @@ class AnswerComposer:
     def _handle(self, pieces: list[TextPiece | MarkerPiece]) -> list[TextEvent | MarkerEvent]:
         events: list[TextEvent | MarkerEvent] = []
         for piece in pieces:
+            if isinstance(piece, MarkerPiece) and self._is_footnote(piece.marker.raw):
+                piece = TextPiece(piece.marker.raw)  # the passage's own footnote, copied: text, not a citation
             if isinstance(piece, TextPiece):
                 # Spaces before a marker are dropped from the plain text, so hold them until we know.
                 # Only the new piece is scanned: re.search(r"[ \t]+$") over held + new was quadratic.
@@ -109,6 +114,12 @@ class AnswerComposer:
             else:
                 events += self._marker_with_attribution(piece)
         return events
+
+    def _is_footnote(self, raw: str) -> bool:
+        if not self.sources:
+            return False
+        before = self._window(max(self.plain_len - 200, 0))[2] + self.held_space
+        return is_passage_footnote(raw, before, [s.passage.chunk.text for s in self.sources])
 
     def _emit_text(self, text: str) -> list[TextEvent | MarkerEvent]:
         self._piece_starts.append(self.plain_len)

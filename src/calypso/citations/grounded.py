@@ -49,6 +49,14 @@ class Quote:
     supported: bool  # support >= the configured threshold
 
 
+def quote_locator(quote: Quote, passage: Passage) -> tuple[int | None, str | None, str]:
+    """(page number, page label, locator label) of a quote: its page where the document has pages,
+    else no page at all and the passage's heading path (never an invented "p. 1")."""
+    if passage.has_pages:
+        return quote.page_number, quote.page_label, f"p. {quote.page_label}"
+    return None, None, passage.locator_label
+
+
 @dataclass
 class SegmentCitation:
     retrieval_number: int
@@ -160,7 +168,8 @@ def grounded_sources_state(answer: GroundedAnswer, hidden: bool = False) -> str:
         return "none"
     if not answer.cited_sources:
         return "missing"
-    return "hidden" if hidden else "available"
+    # include_citations false: sources were used but the bot shows none, exactly like a hiding policy.
+    return "hidden" if hidden or not answer.citations_enabled else "available"
 
 
 def grounding_status(answer: GroundedAnswer, hidden: bool = False) -> dict[str, Any]:

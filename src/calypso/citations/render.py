@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from calypso.citations.content import numbered_text as render_numbered
-from calypso.citations.grounded import GroundedAnswer
+from calypso.citations.grounded import GroundedAnswer, quote_locator
 
 __all__ = ["render_evidence", "render_numbered"]
 
@@ -16,9 +16,10 @@ def render_evidence(answer: GroundedAnswer) -> str:
             source = answer.source(citation.retrieval_number)
             quote = citation.quote
             flag = "" if quote.supported else "  (weak support)"
+            locator = quote_locator(quote, source.passage)[2]
+            where = f" ({locator})" if locator else ""
             lines.append(
-                f"[{source.display_number}] {source.passage.document.filename} (p. {quote.page_label}), "
-                f"support {quote.support:.2f}{flag}"
+                f"[{source.display_number}] {source.passage.document.filename}{where}, support {quote.support:.2f}{flag}"
             )
             lines.append(f'    "{" ".join(quote.text.split())}"')
     return "\n".join(lines) if lines else "(no citations)"

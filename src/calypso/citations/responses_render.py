@@ -26,10 +26,12 @@ from calypso.citations.grounded import (
     SegmentCitation,
     Source,
     grounding_status,
+    quote_locator,
     utf16_len,
 )
 from calypso.citations.links import LinkSigner, source_url
 from calypso.citations.offsets import OffsetMap
+from calypso.models import Passage
 
 
 @dataclass
@@ -51,8 +53,15 @@ class LinkSpan(NamedTuple):
     source: Source
 
 
-def _url(source: Source, options: RenderOptions, page: int | None = None) -> str:
-    return source_url(source.passage, options.links, page)
+def _url(source: Source, options: RenderOptions, page: int | None = None, quote: str | None = None) -> str:
+    return source_url(source.passage, options.links, page, quote)
+
+
+def page_attributes(passage: Passage) -> dict[str, Any]:
+    """``page_number``/``page_label`` of a passage, only when its document has pages."""
+    if not passage.has_pages:
+        return {}
+    return {"page_number": passage.chunk.page_start, "page_label": passage.page_label}
 
 
 # -- annotations ---------------------------------------------------------------------------
@@ -62,6 +71,7 @@ def _segment_fields(
     segment: Segment, citation: SegmentCitation, source: Source, start: int, end: int, text: str
 ) -> dict[str, Any]:
     quote = citation.quote
+    page_number, page_label, locator = quote_locator(quote, source.passage)
     return {
         "segment_start": start,
         "segment_end": end,
@@ -75,9 +85,9 @@ def _segment_fields(
         "quote_end": quote.passage_end,
         "document_id": source.passage.document.id,
         "chunk_index": source.passage.chunk.chunk_index,
-        "page_number": quote.page_number,
-        "page_label": quote.page_label,
-        "locator_label": f"p. {quote.page_label}",
+        "page_number": page_number,
+        "page_label": page_label,
+        "locator_label": locator,
         "attribution": citation.attribution,
     }
 
@@ -140,7 +150,7 @@ class InlineLinker:
             if citation is None:
                 continue
             source = self.sources[number - 1]
-            url = _url(source, self.options, citation.quote.page_number)
+            url = _url(source, self.options, citation.quote.page_number, citation.quote.text)
             link = f"[[{source.display_number}]]({url})"
             start = inline_text_len + len(piece)
             piece += link
@@ -152,13 +162,9 @@ class InlineLinker:
 # -- file search results, metadata -------------------------------------------------------------
 
 
-def file_search_results(sources: list[Source], options: RenderOptions, final: bool = True) -> list[dict[str, Any]]:
-    """Every retrieved passage, in the order given.
-
-    Final results (``answer.by_display_number``) carry ``source_index`` and
-    ``cited``; ``final=False`` (streamed before the answer, retrieval order)
-    omits them: display numbers exist only once the answer is written.
-    """
+def file_search_results(sources: list[Source], options: RenderOptions) -> list[dict[str, Any]]:
+    """Every retrieved passage, in the order given (``answer.by_display_number``), with ``source_index``
+    and ``cited``: the streamed ``output_item.done`` and the completed response carry the same results."""
     if options.hidden:
         return []
     results = []
@@ -166,16 +172,14 @@ def file_search_results(sources: list[Source], options: RenderOptions, final: bo
         passage = source.passage
         attributes: dict[str, Any] = {
             "label": passage.display_label,
-            "page_number": passage.chunk.page_start,
-            "page_label": passage.page_label,
+            **page_attributes(passage),
             "locator_label": passage.locator_label,
             "modality": "text",
             "knowledge_id": passage.document.namespace,
             "document_id": passage.document.id,
             "chunk_index": passage.chunk.chunk_index,
         }
-        if final:
-            attributes = {"source_index": source.display_number, **attributes, "cited": source.cited}
+        attributes = {"source_index": source.display_number, **attributes, "cited": source.cited}
         results.append(
             {
                 "file_id": passage.document.file_id,
@@ -223,8 +227,7 @@ def aicore_metadata(answer: GroundedAnswer, options: RenderOptions) -> dict[str,
             "filename": s.passage.document.filename,
             "document_id": s.passage.document.id,
             "chunk_index": s.passage.chunk.chunk_index,
-            "page_number": s.passage.chunk.page_start,
-            "page_label": s.passage.page_label,
+            **page_attributes(s.passage),
             "locator_label": s.passage.locator_label,
             "url": _url(s, options),
             "score": round(s.passage.score, 6),

@@ -6,12 +6,17 @@ route numbers and frames them). Event order, as OpenAI streams a
 file-search answer::
 
     response.created, response.in_progress
-    [output_item.added (file_search_call), file_search_call.in_progress/.searching/.completed,
-     output_item.done]                                  -- when retrieval ran
+    [output_item.added (file_search_call), file_search_call.in_progress/.searching/.completed]
+                                                        -- when retrieval ran
     output_item.added (message), content_part.added
     output_text.delta … with output_text.annotation.added after the delta that closes its segment
-    output_text.done, content_part.done, output_item.done, response.completed
+    output_text.done, content_part.done, output_item.done (message),
+    [output_item.done (file_search_call)], response.completed
     -- or, on failure at any point: error, response.failed
+
+The file_search_call's ``output_item.done`` comes last: its results carry ``source_index`` (display
+numbers) and ``cited``, which exist only once the answer is written, and a streamed item must equal
+the completed one (the numbers a client sees in annotations match the results').
 
 ``render_response`` replays a finished answer through the same renderer, so
 the non-streamed reply equals ``response.completed`` and inline links and
@@ -106,16 +111,7 @@ class ResponsesStreamRenderer:
             )
             for phase in ("in_progress", "searching", "completed"):
                 out.append({"type": f"response.file_search_call.{phase}", "output_index": 0, "item_id": wire.search_id})
-            # Retrieval order, without display numbers: those exist once the answer is written.
-            results = file_search_results(sources, self.options, final=False)
-            out.append(
-                {
-                    "type": "response.output_item.done",
-                    "output_index": 0,
-                    "item": wire.search_item(query, "completed", results),
-                }
-            )
-            self._output_index = 1
+            self._output_index = 1  # the item itself is done with the answer: see the module docstring
         out.append(
             {
                 "type": "response.output_item.added",
@@ -164,9 +160,13 @@ class ResponsesStreamRenderer:
         text = self._text()
         message = wire.message_item(text, list(self._annotations), "completed")
         output = []
+        search_done: list[dict[str, Any]] = []
         if answer.retrieval_ran and answer.knowledge_base:
             results = file_search_results(answer.by_display_number, options)
-            output.append(wire.search_item(self._query, "completed", results))
+            search = wire.search_item(self._query, "completed", results)
+            output.append(search)
+            if self._query is not None:  # its output_item.added was streamed
+                search_done.append({"type": "response.output_item.done", "output_index": 0, "item": search})
         output.append(message)
         response = wire.skeleton("completed", output, citations=all_source_urls(answer, options))
         response["usage"] = usage(answer)
@@ -176,6 +176,7 @@ class ResponsesStreamRenderer:
             self._item_event("response.output_text.done", content_index=0, text=text, logprobs=[]),
             self._item_event("response.content_part.done", content_index=0, part=message["content"][0]),
             {"type": "response.output_item.done", "output_index": self._output_index, "item": message},
+            *search_done,
             {"type": "response.completed", "response": response},
         ]
 

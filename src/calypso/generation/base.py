@@ -31,6 +31,7 @@ class GenerationRequest:
     # Retrieved passages, for backends that answer from them directly (the extractive answerer).
     passages: list[Passage] = field(default_factory=list)
     question: str = ""
+    searched: bool = True  # False: nothing was searched (a bot without a knowledge base, a tool-result turn)
 
 
 @dataclass

@@ -16,8 +16,14 @@ from calypso.generation.sentence_pick import MAX_CHARS, MAX_SENTENCES, SentenceS
 from calypso.models import Passage
 
 NOT_FOUND = "I could not find anything about this in the knowledge base."
+# Said when nothing was searched: this answerer only quotes sources, so it has nothing to say.
+NO_KNOWLEDGE_BASE = (
+    "I can only answer by quoting a knowledge base, and none was searched for this question: "
+    "this bot has no knowledge base. Give it a namespace, or configure a language model "
+    "(CALYPSO_LLM_BASE_URL) to answer without one."
+)
 
-__all__ = ["MAX_CHARS", "MAX_SENTENCES", "NOT_FOUND", "ExtractiveGenerator", "select_sentences"]
+__all__ = ["MAX_CHARS", "MAX_SENTENCES", "NOT_FOUND", "NO_KNOWLEDGE_BASE", "ExtractiveGenerator", "select_sentences"]
 
 
 def select_sentences(
@@ -44,7 +50,10 @@ class ExtractiveGenerator(Generator):
         self.similarity = similarity
 
     async def stream(self, request: GenerationRequest) -> AsyncGenerator[GenerationEvent, None]:
-        text = compose(select_sentences(request.question, request.passages, self.similarity))
+        if request.searched:
+            text = compose(select_sentences(request.question, request.passages, self.similarity))
+        else:
+            text = NO_KNOWLEDGE_BASE
         words = text.split(" ")
         for i in range(0, len(words), self.words_per_token):
             piece = " ".join(words[i : i + self.words_per_token])

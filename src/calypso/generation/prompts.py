@@ -24,8 +24,8 @@ def format_sources(passages: list[Passage]) -> str:
     blocks = []
     for number, passage in enumerate(passages, start=1):
         header = f"[Source {number}] {passage.display_label}"
-        if passage.chunk.heading_path:
-            header += " — " + " › ".join(passage.chunk.heading_path)
+        if passage.has_pages and passage.heading_label:  # without pages the label already is the heading path
+            header += " — " + passage.heading_label
         blocks.append(f"{header}\n<<<\n{passage.chunk.text}\n>>>")
     return "<sources>\n" + "\n\n".join(blocks) + "\n</sources>"
 

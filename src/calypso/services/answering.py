@@ -218,6 +218,7 @@ class Answerer:
             tool_choice=request.tool_choice,
             passages=passages or [],
             question=query or "",
+            searched=passages is not None,
         )
         mode = self.attribution_mode(request)
         attributor = Attributor(sources, self.find_quote, mode) if mode != "off" and sources else None

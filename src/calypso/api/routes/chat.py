@@ -23,6 +23,7 @@ from calypso.api.sse import sse_response
 from calypso.api.streaming import ChunkWriter, GuardedStream, StreamOptions, chat_chunks, prime, usage_object
 from calypso.api.translate.responses import fit_history
 from calypso.api.validation import parse_body
+from calypso.bots import DEFAULT_BOT_ID
 from calypso.citations.chat_render import RenderedChat, render_chat, style_for
 from calypso.citations.grounded import GroundedAnswer
 from calypso.errors import InvalidRequest
@@ -57,7 +58,8 @@ class ChatMessage(BaseModel):
 
 class ChatCompletionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    model: str
+    # OpenAI requires it; here a request without one uses the default bot, as /v1/responses does.
+    model: str = DEFAULT_BOT_ID
     messages: list[ChatMessage]
     stream: StrictBool = False
     stream_options: StreamOptions | None = None

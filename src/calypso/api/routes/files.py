@@ -15,6 +15,7 @@ from fastapi.responses import Response
 from calypso.api.auth import Workspace, current_workspace
 from calypso.api.deps import Documents, VectorStores, check_limit, check_order, read_upload
 from calypso.api.file_headers import user_file_headers
+from calypso.api.ranges import byte_range
 from calypso.api.serialize import file_object, list_object
 
 router = APIRouter(prefix="/v1/files", tags=["files"])
@@ -55,6 +56,7 @@ def get_file(file_id: str, documents: Documents, workspace: Workspace) -> dict[s
     return file_object(documents.get_by_file_id(file_id, workspace))
 
 
+@router.head("/{file_id}/content", include_in_schema=False)  # the GET below, without its body
 @router.get("/{file_id}/content")
 def file_content(
     file_id: str,
@@ -63,13 +65,27 @@ def file_content(
     expires: int | None = None,
     signature: str | None = None,
 ) -> Response:
-    """The original bytes, with the stored media type: with an API key, or with a signed link's expires+signature."""
+    """The original bytes, with the stored media type: with an API key, or with a signed link's expires+signature.
+
+    HEAD answers the same headers without the body; a ``Range`` request gets 206 with those bytes.
+    """
     if expires is not None or signature is not None:
         document = documents.signed_file(file_id, expires, signature)
     else:
         document = documents.get_by_file_id(file_id, current_workspace(request))
-    headers = user_file_headers(document.filename, document.media_type)
-    return Response(documents.content(document), media_type=document.media_type, headers=headers)
+    data = documents.content(document)
+    headers = {**user_file_headers(document.filename, document.media_type), "Accept-Ranges": "bytes"}
+    status = 200
+    selected = byte_range(request.headers.get("range"), len(data))
+    if selected is not None:
+        start, end = selected
+        headers["Content-Range"] = f"bytes {start}-{end - 1}/{len(data)}"
+        data, status = data[start:end], 206
+    if request.method == "HEAD":
+        # Starlette sends no body for HEAD but would compute Content-Length from the empty one.
+        headers["Content-Length"] = str(len(data))
+        return Response(None, status_code=status, media_type=document.media_type, headers=headers)
+    return Response(data, status_code=status, media_type=document.media_type, headers=headers)
 
 
 @router.delete("/{file_id}")

@@ -17,11 +17,13 @@ import io
 import os
 import zipfile
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Protocol
 
 from calypso.errors import EmptyDocument, UnsupportedMediaType
 from calypso.ingest.limits import DEFAULT_LIMITS, MAX_ZIP_MEMBERS, ParseLimits
 from calypso.models import ParsedDocument
+from calypso.text.control import CONTROL, OffsetShift, clean_text
 
 PDF = "application/pdf"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -123,7 +125,10 @@ def detect_media_type(data: bytes, filename: str, media_type: str | None = None)
     if ext_type is not None:
         return ext_type
     sniffed = _sniff(data)
-    if sniffed is not None:
+    # PDF, DOCX and HTML are known by their bytes whatever the name. Bytes that merely look like text
+    # are read as text only without an extension ("README"): "data.json" or "model.bin" sent as
+    # application/octet-stream is a type we do not know, refused rather than indexed as plain text.
+    if sniffed is not None and (sniffed != TEXT or not os.path.splitext(filename or "")[1]):
         return sniffed
     shown = media_type or os.path.splitext(filename or "")[1] or "unknown"
     raise UnsupportedMediaType(
@@ -156,6 +161,23 @@ def _parser_for(media_type: str) -> Callable[[bytes, str, ParseLimits], ParsedDo
     return module.parse
 
 
+def _without_control_characters(parsed: ParsedDocument) -> ParsedDocument:
+    """``parsed`` with control characters removed from its text, its pages and headings moved to match.
+
+    Stored text, chunk offsets, pages and quotes all index the cleaned text, so they stay consistent.
+    """
+    shift = OffsetShift(parsed.text)
+    text = clean_text(parsed.text)
+    pages = parsed.pages
+    headings = parsed.headings
+    if shift:
+        pages = [replace(page, start=shift(page.start), end=shift(page.end)) for page in pages]
+        headings = [replace(h, start=shift(h.start)) for h in headings]
+    headings = [replace(h, title=clean_text(h.title)) if CONTROL.search(h.title) else h for h in headings]
+    title = clean_text(parsed.title) if parsed.title else parsed.title
+    return replace(parsed, text=text, pages=pages, headings=headings, title=title)
+
+
 def parse_document(
     data: bytes, filename: str, media_type: str | None = None, limits: ParseLimits | None = None
 ) -> tuple[ParsedDocument, str]:
@@ -171,7 +193,7 @@ def parse_document(
         size = f"{len(data)} bytes" + (" of whitespace" if data else "")
         raise EmptyDocument(f"The file {filename!r} is empty ({size}); upload a file with content.", param="file")
     detected = detect_media_type(data, filename, media_type)
-    parsed = _parser_for(detected)(data, filename, limits)
+    parsed = _without_control_characters(_parser_for(detected)(data, filename, limits))
     limits.check_chars(len(parsed.text), filename)  # PDF and DOCX stop early; text formats are checked here
     if not parsed.text.strip():
         hint = (

@@ -19,6 +19,7 @@ from lxml import etree
 from calypso.errors import UnprocessableDocument
 from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits
 from calypso.ingest.parsers.bombs import check_zip_package
+from calypso.ingest.titles import plausible_title
 from calypso.models import Heading, Page, ParsedDocument
 
 _W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
@@ -173,7 +174,7 @@ def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS) -> P
     builder.walk(document.element.body)
     text = "".join(builder.parts)
     # Not the first "Heading 1": in long documents that is a chapter name, not the title.
-    title = (document.core_properties.title or "").strip() or builder.title
+    title = plausible_title(document.core_properties.title) or builder.title
     author = (document.core_properties.author or "").strip()
     return ParsedDocument(
         text=text,

@@ -16,8 +16,10 @@ import pypdfium2.raw as pdfium_c
 from calypso.errors import UnprocessableDocument
 from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits, too_large
 from calypso.ingest.parsers.bombs import check_flate_streams
+from calypso.ingest.titles import plausible_title
 from calypso.ingest.worker import run_capped
 from calypso.models import Page, ParsedDocument
+from calypso.text.control import clean_text
 
 SEPARATOR = "\n\n"
 
@@ -65,7 +67,9 @@ def _page_text(pdf: pdfium.PdfDocument, index: int, limits: ParseLimits, used: i
     text: str = raw.replace("\r\n", "\n").replace("\r", "\n")
     for marker in _DROP:
         text = text.replace(marker, "")
-    return text.rstrip()
+    # Symbol-font glyphs come out as control characters (GeoTopo's \x04, \x12 ...): removed per page,
+    # before the trailing whitespace, so a page still ends on text.
+    return clean_text(text).rstrip()
 
 
 def _label(pdf: pdfium.PdfDocument, index: int) -> str:
@@ -132,7 +136,8 @@ def _parse(data: bytes, filename: str, limits: ParseLimits) -> ParsedDocument:
     text = SEPARATOR.join(texts)
     if not pages:  # a PDF with zero pages still gets a page covering the (empty) text
         pages.append(Page(number=1, label="1", start=0, end=0))
-    title = (meta.get("Title") or "").strip() or None
+    # "10811.exe" is a file name, not a title: such metadata gives way to the name of the uploaded file.
+    title = plausible_title(meta.get("Title")) or filename
     metadata = {"page_count": count}
     metadata.update({ours: meta[key].strip() for key, ours in _METADATA_KEYS.items() if meta.get(key, "").strip()})
     return ParsedDocument(text=text, pages=pages, title=title, metadata=metadata)

@@ -1,0 +1,112 @@
+"""Where a citation points: DOCX and HTML passages by heading path (never "p. 1"), web pages by text fragment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+from calypso.citations.links import text_fragment
+from calypso.generation.prompts import format_sources
+
+HANDBOOK = "ingestion-docs/docx/doj-ust-chapter13-trustee-handbook-872p.docx"
+DUCK = "ingestion-docs/html/wiki_duck.html"
+
+
+@pytest.fixture
+def located_kb(kb, data_dir: Path):
+    for name in (HANDBOOK, DUCK, "ingestion-docs/pdf/scotus-transcript-p1.pdf"):
+        path = data_dir / name
+        kb.ingest(path.read_bytes(), path.name)
+    return kb
+
+
+def _message(response):
+    return next(item for item in response.output if item.type == "message")
+
+
+@pytest.mark.parametrize(
+    ("query", "filename"),
+    [
+        ("standing trustee compensation percentage fee", Path(HANDBOOK).name),
+        ("mallard ducks dabbling feeding", Path(DUCK).name),
+    ],
+)
+def test_docx_and_html_passages_are_located_by_heading_path(located_kb, query: str, filename: str) -> None:
+    passages = [p for p in located_kb.search(query, max_results=10) if p.document.filename == filename]
+    assert passages
+    for passage in passages:
+        assert passage.chunk.heading_path, "the real documents have headings above every passage searched here"
+        path = " › ".join(passage.chunk.heading_path)
+        assert passage.locator_label == path
+        assert passage.display_label == f"{filename} ({path})"
+        assert "p. 1" not in passage.display_label
+    header = format_sources(passages[:1]).splitlines()[1]
+    assert header == f"[Source 1] {filename} ({' › '.join(passages[0].chunk.heading_path)})"
+
+
+def test_pdf_passages_keep_their_page(located_kb) -> None:
+    (passage,) = [p for p in located_kb.search("Mirzayance oral argument", max_results=5) if p.has_pages][:1]
+    assert passage.locator_label == f"p. {passage.chunk.page_labels[0]}"
+
+
+def test_search_and_responses_show_no_invented_page(located_kb, http, openai_client) -> None:
+    hits = http.post("/v1/search", json={"query": "standing trustee compensation percentage fee"}).json()["data"]
+    docx_hits = [h for h in hits if h["filename"].endswith(".docx")]
+    assert docx_hits
+    for hit in docx_hits:
+        attributes = hit["attributes"]
+        assert "page_number" not in attributes and "page_label" not in attributes
+        assert attributes["locator_label"] == " › ".join(attributes["heading_path"])
+
+    response = openai_client.responses.create(
+        model="calypso-rag-agent", input="What is the standing trustee compensation?", include=["inline_citations"]
+    )
+    search = next(item for item in response.output if item.type == "file_search_call")
+    for result in search.results:
+        if result.filename.endswith((".docx", ".html")):
+            assert "p. " not in result.attributes["label"] and "page_number" not in result.attributes
+    meta = response.metadata["_aicore"]
+    assert all("(p. 1)" not in s["label"] for s in meta["grounded_sources"] if s["filename"].endswith(".docx"))
+    annotations = _message(response).content[0].annotations
+    assert annotations
+    for annotation in annotations:
+        aicore = annotation.model_extra["_aicore"]
+        if annotation.filename.endswith(".docx"):
+            assert aicore["page_number"] is None and aicore["page_label"] is None
+            assert aicore["locator_label"] and not aicore["locator_label"].startswith("p.")
+    assert "(p. 1)" not in meta["display_text"]
+
+
+def test_html_citation_links_highlight_the_quote(located_kb, openai_client) -> None:
+    response = openai_client.responses.create(
+        model="calypso-rag-agent",
+        input="What do ducks eat?",
+        include=["inline_citations"],
+        tools=[{"type": "file_search", "vector_store_ids": ["general"], "max_num_results": 3}],
+    )
+    search = next(item for item in response.output if item.type == "file_search_call")
+    passages = {r.attributes["source_index"]: r.text for r in search.results}
+    html = [a for a in _message(response).content[0].annotations if a.filename == Path(DUCK).name]
+    assert html
+    for annotation in html:
+        fragment = annotation.url.split("#", 1)[1]
+        assert fragment.startswith(":~:text=")
+        passage = passages[annotation.model_extra["_aicore"]["source_index"]]
+        quote = passage[
+            annotation.model_extra["_aicore"]["quote_start"] : annotation.model_extra["_aicore"]["quote_end"]
+        ]
+        terms = [unquote(t) for t in fragment[len(":~:text=") :].split(",")]
+        assert 1 <= len(terms) <= 2
+        assert quote.split()[-1].strip("*_") in terms[-1]  # the fragment ends where the quote ends
+        assert all(word in quote for term in terms for word in term.split())
+
+
+def test_text_fragment_encoding_per_spec() -> None:
+    assert text_fragment("Ducks, geese & swans") == ":~:text=Ducks%2C%20geese%20%26%20swans"
+    assert text_fragment("a well-known duck") == ":~:text=a%20well%2Dknown%20duck"
+    long = "The overall body plan of ducks is elongated and broad, and they are also relatively long-necked."
+    assert text_fragment(long) == ":~:text=The%20overall%20body%20plan,are%20also%20relatively%20long%2Dnecked."
+    assert text_fragment("## Feeding\n\n**Ducks** eat | grass") == ":~:text=Feeding%20Ducks%20eat%20grass"
+    assert text_fragment("  ") == ""
