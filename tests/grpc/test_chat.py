@@ -8,7 +8,7 @@ import re
 import grpc
 import httpx
 import pytest
-from conftest import Collection, GrpcServer
+from grpc_support import Collection, GrpcServer
 from xai_sdk.chat import user
 from xai_sdk.tools import collections_search, web_search
 

@@ -7,7 +7,7 @@ import asyncio
 import grpc
 import httpx
 import pytest
-from conftest import DEMO, POLL, Collection, GrpcServer
+from grpc_support import DEMO, POLL, Collection, GrpcServer
 from xai_sdk.proto import collections_pb2
 
 

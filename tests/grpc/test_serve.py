@@ -8,7 +8,6 @@ import sys
 import time
 from pathlib import Path
 
-import grpc
 import httpx
 import pytest
 from tests_support import free_port
