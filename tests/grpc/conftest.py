@@ -13,7 +13,7 @@ from tests_support import LiveServer, free_port
 pytest.importorskip("xai_sdk", reason="the xAI gRPC surface needs the 'xai' extra (pip install -e '.[xai]')")
 
 
-from grpc_support import DEMO, Collection, GrpcServer  # noqa: E402
+from grpc_support import DEMO, POLL, Collection, GrpcServer  # noqa: E402
 
 from calypso.api.app import create_app  # noqa: E402
 from calypso.config import Settings  # noqa: E402
