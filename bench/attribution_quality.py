@@ -262,7 +262,10 @@ def evaluate_semantic(cache: Path | None = None, timed: int = 40) -> dict:
     print(f"\nWith the embedding model {embedder.name} (semantic feature {', '.join(sup.semantic.FEATURE_NAMES)}):\n")
     print("| set | scorer | n | threshold | macro-F1 | balanced acc | note |")
     print("|---|---|---:|---:|---:|---:|---|")
-    for set_name, rows_, note in (("AttributionBench ID", id_rows, "held out"), ("AttributionBench OOD", ood_rows, "in-sample")):
+    for set_name, rows_, note in (
+        ("AttributionBench ID", id_rows, "held out"),
+        ("AttributionBench OOD", ood_rows, "in-sample"),
+    ):
         y = [e.label for e in rows_]
         for scorer_name, fn in (
             ("lexical", sup.support_score),
@@ -273,7 +276,15 @@ def evaluate_semantic(cache: Path | None = None, timed: int = 40) -> dict:
             out[(set_name, scorer_name)] = macro_f1(y, [s >= t_sup for s in scores])
             if set_name.endswith("ID"):
                 _, oracle = best_threshold(y, scores)
-                print(row(f"{set_name} | {scorer_name}, oracle cut", y, scores, best_threshold(y, scores)[0], "tuned ON ID: info only"))
+                print(
+                    row(
+                        f"{set_name} | {scorer_name}, oracle cut",
+                        y,
+                        scores,
+                        best_threshold(y, scores)[0],
+                        "tuned ON ID: info only",
+                    )
+                )
                 for group in sorted({e.group for e in rows_}):
                     ix = [i for i, e in enumerate(rows_) if e.group == group]
                     print(row(f"ID {group} | {scorer_name}", [y[i] for i in ix], [scores[i] for i in ix], t_sup))
@@ -287,12 +298,12 @@ def evaluate_semantic(cache: Path | None = None, timed: int = 40) -> dict:
     for name, rows_ in (("AttributionBench ID", id_rows), ("AttributionBench OOD", ood_rows)):
         sample = [e for e in rows_ if e.claim and e.evidence.strip()][:: max(1, len(rows_) // timed)][:timed]
         cold_embedder = CachedEmbedder(model, MemoryVectorCache())
-        cold = [t for t in score_all(sample, lambda c, e: sup.support_score(c, e, embedder=cold_embedder))[1]]
+        cold = score_all(sample, lambda c, e, m=cold_embedder: sup.support_score(c, e, embedder=m))[1]
         warm_cache = MemoryVectorCache()
         warm_embedder = CachedEmbedder(model, warm_cache)
         sentences = [e.evidence[a:b] for e in sample for a, b in sup.split_sentences(e.evidence)]
         warm_embedder.embed(sentences)  # what a sentence-vector store would hold; the segments are not in it
-        warm = score_all(sample, lambda c, e: sup.support_score(c, e, embedder=warm_embedder))[1]
+        warm = score_all(sample, lambda c, e, m=warm_embedder: sup.support_score(c, e, embedder=m))[1]
         lexical = score_all(sample, sup.support_score)[1]
         n_sent = len(sentences) / len(sample)
         print(

@@ -35,7 +35,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import attribution_quality as aq
 
-from calypso.citations import semantic
 from calypso.citations import support as sup
 
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "calypso-bench-embeddings.sqlite"
@@ -140,7 +139,9 @@ def main(argv: list[str] | None = None) -> int:
         f"l2={args.l2}; OOD macro-F1 at the threshold {100 * f1:.1f}"
     )
     names_var, weights_var, bias_var = (
-        ("SEMANTIC_FEATURE_NAMES", "_SEM_WEIGHTS", "_SEM_BIAS") if args.semantic else ("FEATURE_NAMES", "_WEIGHTS", "_BIAS")
+        ("SEMANTIC_FEATURE_NAMES", "_SEM_WEIGHTS", "_SEM_BIAS")
+        if args.semantic
+        else ("FEATURE_NAMES", "_WEIGHTS", "_BIAS")
     )
     print(f"{names_var}: tuple[str, ...] = (")
     for n in names:
