@@ -1,6 +1,6 @@
 """Citation support scorer as a classifier: AttributionBench (ID, OOD) and WiCE.
 
-    .venv/bin/python bench/attribution_quality.py [--quick]
+    .venv/bin/python bench/attribution_quality.py [--quick] [--semantic]
 
 Data: $CALYPSO_EVAL_DATA (default <repo>/../shared/data)/attributionbench and /wice.
 
@@ -16,6 +16,12 @@ A row's evidence is its ``references`` joined with blank lines (the segment cite
 all); rows with no reference score 0 (the OOD file has 75). WiCE evidence is the cited
 page's sentences joined with newlines; supported -> positive, not_supported -> negative,
 partially_supported either excluded (headline) or counted as negative.
+
+``--semantic`` adds the scorer with the local embedding model (calypso.citations.semantic,
+weights from ``bench/fit_support.py --semantic``, also fitted on the OOD file only) side by side
+with the lexical one, and its cost per segment: cold (the segment and every passage sentence
+embedded) and with the passage's sentence vectors already cached (the segment embedded only).
+Vectors for the quality rows come through the same cache file as fit_support.py's.
 """
 
 from __future__ import annotations
@@ -241,11 +247,83 @@ def evaluate(quick: bool = False) -> dict:
     }
 
 
+def evaluate_semantic(cache: Path | None = None, timed: int = 40) -> dict:
+    """The scorer with and without the local model on ID (held out) and OOD (fitted), and its cost."""
+    import fit_support
+
+    from calypso.embeddings import CachedEmbedder, MemoryVectorCache
+
+    embedder = fit_support.open_bench_embedder(cache or fit_support.DEFAULT_CACHE)
+    root = data_dir()
+    id_rows = load_attributionbench(ID_FILE, root)
+    ood_rows = load_attributionbench(OOD_FILE, root)
+    t_sup = sup.SUPPORT_THRESHOLD
+    out: dict = {}
+    print(f"\nWith the embedding model {embedder.name} (semantic feature {', '.join(sup.semantic.FEATURE_NAMES)}):\n")
+    print("| set | scorer | n | threshold | macro-F1 | balanced acc | note |")
+    print("|---|---|---:|---:|---:|---:|---|")
+    for set_name, rows_, note in (
+        ("AttributionBench ID", id_rows, "held out"),
+        ("AttributionBench OOD", ood_rows, "in-sample"),
+    ):
+        y = [e.label for e in rows_]
+        for scorer_name, fn in (
+            ("lexical", sup.support_score),
+            ("+ semantic", lambda c, e: sup.support_score(c, e, embedder=embedder)),
+        ):
+            scores, _ = score_all(rows_, fn)
+            print(row(f"{set_name} | {scorer_name}", y, scores, t_sup, note))
+            out[(set_name, scorer_name)] = macro_f1(y, [s >= t_sup for s in scores])
+            if set_name.endswith("ID"):
+                _, oracle = best_threshold(y, scores)
+                print(
+                    row(
+                        f"{set_name} | {scorer_name}, oracle cut",
+                        y,
+                        scores,
+                        best_threshold(y, scores)[0],
+                        "tuned ON ID: info only",
+                    )
+                )
+                for group in sorted({e.group for e in rows_}):
+                    ix = [i for i, e in enumerate(rows_) if e.group == group]
+                    print(row(f"ID {group} | {scorer_name}", [y[i] for i in ix], [scores[i] for i in ix], t_sup))
+
+    # Cost on fresh in-memory caches: `timed` rows of each file, the model loaded and warmed first.
+    model = embedder.inner
+    model.embed(["warm up the model"])
+    print("\nCost per segment with the semantic feature (local model, in process):\n")
+    print("| evidence | n | mean sentences | cold mean / p99 ms | sentences cached mean / p99 ms | lexical mean ms |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, rows_ in (("AttributionBench ID", id_rows), ("AttributionBench OOD", ood_rows)):
+        sample = [e for e in rows_ if e.claim and e.evidence.strip()][:: max(1, len(rows_) // timed)][:timed]
+        cold_embedder = CachedEmbedder(model, MemoryVectorCache())
+        cold = score_all(sample, lambda c, e, m=cold_embedder: sup.support_score(c, e, embedder=m))[1]
+        warm_cache = MemoryVectorCache()
+        warm_embedder = CachedEmbedder(model, warm_cache)
+        sentences = [e.evidence[a:b] for e in sample for a, b in sup.split_sentences(e.evidence)]
+        warm_embedder.embed(sentences)  # what a sentence-vector store would hold; the segments are not in it
+        warm = score_all(sample, lambda c, e, m=warm_embedder: sup.support_score(c, e, embedder=m))[1]
+        lexical = score_all(sample, sup.support_score)[1]
+        n_sent = len(sentences) / len(sample)
+        print(
+            f"| {name} | {len(sample)} | {n_sent:.1f} | {sum(cold) / len(cold):.1f} / {percentile(cold, 99):.1f} "
+            f"| {sum(warm) / len(warm):.1f} / {percentile(warm, 99):.1f} | {sum(lexical) / len(lexical):.2f} |"
+        )
+        out[name + " ms"] = (sum(cold) / len(cold), sum(warm) / len(warm))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a quarter of OOD, half of WiCE (ID always whole)")
+    parser.add_argument("--semantic", action="store_true", help="also the scorer with the local embedding model")
+    parser.add_argument("--semantic-only", action="store_true", help="only the --semantic tables")
     args = parser.parse_args(argv)
-    evaluate(quick=args.quick)
+    if not args.semantic_only:
+        evaluate(quick=args.quick)
+    if args.semantic or args.semantic_only:
+        evaluate_semantic()
     return 0
 
 

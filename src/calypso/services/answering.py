@@ -155,7 +155,8 @@ class Answerer:
 
     def find_quote(self, segment_text: str, source: Source) -> Quote:
         passage = source.passage
-        evidence = best_evidence(segment_text, passage.chunk.text)
+        # With an embedding model the score adds the semantic feature (calypso.citations.semantic).
+        evidence = best_evidence(segment_text, passage.chunk.text, embedder=self.documents.embedder)
         threshold = self.settings.support_threshold
         threshold = SUPPORT_THRESHOLD if threshold is None else threshold
         document_start = passage.chunk.start + evidence.start
