@@ -103,7 +103,13 @@ def embed(services: Services, label: str) -> dict:
         f"{load_before}, after {loadavg()}",
         flush=True,
     )
-    return {"model_load_s": load_s, "passages": passages, "seconds": seconds, "rate": passages / seconds, "cores": cores}
+    return {
+        "model_load_s": load_s,
+        "passages": passages,
+        "seconds": seconds,
+        "rate": passages / seconds,
+        "cores": cores,
+    }
 
 
 def scifact(args: argparse.Namespace, work: Path) -> dict:
@@ -156,16 +162,21 @@ def latency(documents, queries: list[str]) -> dict:  # type: ignore[no-untyped-d
     times: dict[str, list[float]] = {"hybrid, query embedded": [], "keyword only": [], "hybrid, vector memoised": []}
     load_before = loadavg()
     for q in queries:
-        times["hybrid, query embedded"].append(timed(lambda: documents.search(q, NAMESPACE, max_results=10)))
-        times["keyword only"].append(
-            timed(lambda: documents.search(q, NAMESPACE, max_results=10, ranking=keyword))
-        )
-        times["hybrid, vector memoised"].append(timed(lambda: documents.search(q, NAMESPACE, max_results=10)))
+        times["hybrid, query embedded"].append(timed(lambda q=q: documents.search(q, NAMESPACE, max_results=10)))
+        times["keyword only"].append(timed(lambda q=q: documents.search(q, NAMESPACE, max_results=10, ranking=keyword)))
+        times["hybrid, vector memoised"].append(timed(lambda q=q: documents.search(q, NAMESPACE, max_results=10)))
     out = {}
-    print(f"\nsearch latency, {len(queries)} SciFact claims, k=10 (load average before {load_before}, after {loadavg()})")
+    print(
+        f"\nsearch latency, {len(queries)} SciFact claims, k=10 (load average before {load_before}, after {loadavg()})"
+    )
     print("| search | p50 ms | p90 ms | p99 ms | mean ms |\n|---|---|---|---|---|")
     for name, ts in times.items():
-        row = {"p50": percentile(ts, 50), "p90": percentile(ts, 90), "p99": percentile(ts, 99), "mean": sum(ts) / len(ts)}
+        row = {
+            "p50": percentile(ts, 50),
+            "p90": percentile(ts, 90),
+            "p99": percentile(ts, 99),
+            "mean": sum(ts) / len(ts),
+        }
         out[name] = row
         print(f"| {name} | {row['p50']:.2f} | {row['p90']:.2f} | {row['p99']:.2f} | {row['mean']:.2f} |")
     return out
