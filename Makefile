@@ -7,7 +7,7 @@ $(BIN)/calypso: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found; run make PYTHON=python3"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,bench,embed]'
+	$(BIN)/pip install --quiet -e '.[test,bench,embed,xai]'
 	@touch $@
 
 install: $(BIN)/calypso

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
+from calypso.citations.inference import AttributionMode
 from calypso.citations.styles import MarkerStyle
 from calypso.config import Settings
 from calypso.errors import InvalidNamespace, InvalidRequest
@@ -37,6 +38,7 @@ CONFIG_FIELDS = (
     "system_prompt",
     "generator",
     "generator_options",
+    "attribution",
 )
 MAX_DOCUMENT_IDS = 1000
 MAX_SYSTEM_PROMPT = 32_000
@@ -67,6 +69,8 @@ class Bot(BaseModel):
     system_prompt: StrictStr | None = Field(None, max_length=MAX_SYSTEM_PROMPT)
     generator: StrictStr | None = None  # a generator registry name; None: the configured default
     generator_options: dict[str, Any] = Field(default_factory=dict)  # temperature, max_tokens, model, …
+    # Citations for sentences the model left uncited (citations/inference.py); None: CALYPSO_ATTRIBUTION.
+    attribution: AttributionMode | None = None
     source: Literal["api", "file", "default"] = "api"
     created_at: int = 0
     updated_at: int = 0

@@ -28,6 +28,7 @@ class _Overrides(TypedDict, total=False):
     home: Path
     host: str
     port: int
+    grpc_port: int
     demo: bool
 
 
@@ -39,6 +40,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         overrides["host"] = args.host
     if getattr(args, "port", None) is not None:
         overrides["port"] = args.port
+    if getattr(args, "grpc_port", None) is not None:
+        overrides["grpc_port"] = args.grpc_port
     if getattr(args, "demo", False):
         overrides["demo"] = True
     return Settings(**overrides)
@@ -59,6 +62,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from calypso.api.app import create_app
     from calypso.api.auth import auth_enabled
     from calypso.demo import ingest_demo
+    from calypso.grpc_api import missing_dependency
     from calypso.services import open_services
 
     settings = _settings(args)
@@ -78,9 +82,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(
         f"Calypso serving {settings.home.resolve()} on http://{settings.host}:{settings.port} (OpenAPI: /openapi.json)"
     )
+    grpc_port = settings.grpc_port
+    if grpc_port:
+        notice = missing_dependency()
+        if notice:
+            print(notice)
+            grpc_port = 0
+        else:
+            print(f"xAI gRPC API (xai-sdk) on {settings.host}:{grpc_port} (--grpc-port 0 turns it off)")
     try:
         uvicorn.run(
-            create_app(settings, services), host=settings.host, port=settings.port, log_level=settings.log_level
+            create_app(settings, services, grpc_port=grpc_port),
+            host=settings.host,
+            port=settings.port,
+            log_level=settings.log_level,
         )
     finally:
         services.close()
@@ -339,9 +354,15 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--home", help="data directory (default: $CALYPSO_HOME or ./.calypso)")
         return p
 
-    serve = with_home(sub.add_parser("serve", help="serve the HTTP API"))
+    serve = with_home(sub.add_parser("serve", help="serve the HTTP API (and the xAI gRPC API)"))
     serve.add_argument("--host", default=None, help="bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="port (default 8080)")
+    serve.add_argument(
+        "--grpc-port",
+        type=int,
+        default=None,
+        help="port for xAI's gRPC API, the xai-sdk client (default 50051; 0: off)",
+    )
     serve.add_argument("--demo", action="store_true", help="ingest the bundled demo documents if missing")
     serve.set_defaults(func=cmd_serve)
 

@@ -31,6 +31,13 @@ class Settings(BaseSettings):
     )
     host: str = Field("127.0.0.1", description="Address `calypso serve` binds to.")
     port: int = Field(8080, description="Port `calypso serve` listens on.")
+    grpc_port: int = Field(
+        50051,
+        ge=0,
+        le=65535,
+        description="Port `calypso serve` also listens on for xAI's gRPC API (the xai-sdk client; needs the "
+        "'xai' extra); 0: off.",
+    )
     default_namespace: str = Field("general", description="Namespace used when an upload or search names none.")
     max_upload_bytes: int = Field(50 * 1024 * 1024, description="Largest accepted upload or crawled page, in bytes.")
     parse_processes: int = Field(
@@ -144,6 +151,13 @@ class Settings(BaseSettings):
         "flag",
         pattern="^(flag|drop)$",
         description="Citations whose passage scores below the support threshold: 'flag' or 'drop'.",
+    )
+    attribution: str = Field(
+        "fill",
+        pattern="^(off|fill|verify)$",
+        description="Citations for sentences the model left without a marker: 'off', 'fill' (cite the best "
+        "supporting passage when it clears the support threshold), or 'verify' (fill, and take out the model's own "
+        "citations below the threshold, reporting them as unsupported). A bot's 'attribution' overrides it.",
     )
     support_threshold: float | None = Field(
         None,

@@ -2,7 +2,8 @@
 
 Every error a client can see is a ``CalypsoError``; the API turns it into
 OpenAI's shape ``{"error": {"message", "type", "param", "code"}}`` with the
-class's HTTP status.
+class's HTTP status. The xAI gRPC surface (``calypso.grpc_api``) sends the
+class's ``grpc_status`` (a ``grpc.StatusCode`` name) with the same message.
 
     CalypsoError                       500 server_error
     ├── InvalidRequest                 400 invalid_request_error
@@ -36,6 +37,7 @@ class CalypsoError(Exception):
     type: str = "server_error"
     default_code: str | None = None
     retry_after_seconds: int | None = None  # sent as Retry-After: the condition is expected to pass
+    grpc_status: str = "INTERNAL"  # a grpc.StatusCode name; a name, so this module needs no grpc
 
     def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
         super().__init__(message)
@@ -54,6 +56,7 @@ class CalypsoError(Exception):
 class InvalidRequest(CalypsoError):
     status = 400
     type = "invalid_request_error"
+    grpc_status = "INVALID_ARGUMENT"
 
 
 class EmptyDocument(InvalidRequest):
@@ -74,51 +77,60 @@ class AuthenticationFailed(CalypsoError):
     status = 401
     type = "authentication_error"
     default_code = "invalid_api_key"
+    grpc_status = "UNAUTHENTICATED"
 
 
 class PermissionDenied(CalypsoError):
     status = 403
     type = "permission_error"
+    grpc_status = "PERMISSION_DENIED"
 
 
 class NotFound(CalypsoError):
     status = 404
     type = "invalid_request_error"
     default_code = "not_found"
+    grpc_status = "NOT_FOUND"
 
 
 class Conflict(CalypsoError):
     status = 409
     type = "invalid_request_error"
     default_code = "conflict"
+    grpc_status = "FAILED_PRECONDITION"
 
 
 class PayloadTooLarge(CalypsoError):
     status = 413
     type = "invalid_request_error"
     default_code = "file_too_large"
+    grpc_status = "INVALID_ARGUMENT"
 
 
 class UnsupportedMediaType(CalypsoError):
     status = 415
     type = "invalid_request_error"
     default_code = "unsupported_file_type"
+    grpc_status = "INVALID_ARGUMENT"
 
 
 class UnprocessableDocument(CalypsoError):
     status = 422
     type = "invalid_request_error"
     default_code = "unprocessable_document"
+    grpc_status = "INVALID_ARGUMENT"
 
 
 class UpstreamError(CalypsoError):
     status = 502
     type = "upstream_error"
+    grpc_status = "UNAVAILABLE"
 
 
 class UpstreamTimeout(UpstreamError):
     status = 504
     default_code = "timeout"
+    grpc_status = "DEADLINE_EXCEEDED"
 
 
 class UpstreamBusy(UpstreamError):
@@ -139,6 +151,7 @@ class StoreUnavailable(StorageError):
     status = 503
     default_code = "database_unavailable"
     retry_after_seconds = 2
+    grpc_status = "UNAVAILABLE"
 
 
 class DataDirectoryInUse(StorageError):

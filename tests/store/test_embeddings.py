@@ -80,6 +80,7 @@ def test_keyword_searchable_first_then_found_by_meaning(embedded: Services, raw:
     assert hits[0].document.id == ids["canteen.txt"]
     assert hits[0].keyword_score is None and hits[0].vector_score is not None and hits[0].vector_score > 0.3
     assert all(0.0 <= h.score <= 1.0 for h in hits)
+    assert documents.search("How do volcanoes form?", "hr") == []  # nearest by vector is not a match by meaning
     # Keyword-only by weight: the vectors are not asked.
     keyword_only = RankingOptions(text_weight=1.0, embedding_weight=0.0)
     assert documents.search(MEANING_ONLY, "hr", ranking=keyword_only) == []

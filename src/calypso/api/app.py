@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -22,6 +23,7 @@ from calypso.api.routes import (
     documents,
     files,
     models,
+    playground,
     responses,
     search,
     vector_stores,
@@ -32,8 +34,12 @@ from calypso.services.embed_worker import EmbedWorkers
 from calypso.services.ingest_worker import IngestWorkers
 
 
-def create_app(settings: Settings | None = None, services: Services | None = None) -> FastAPI:
-    """The HTTP API over ``services``; without them it opens its own at start and closes them at shutdown."""
+def create_app(settings: Settings | None = None, services: Services | None = None, *, grpc_port: int = 0) -> FastAPI:
+    """The HTTP API over ``services``; without them it opens its own at start and closes them at shutdown.
+
+    ``grpc_port``: also serve xAI's gRPC API there, on this app's event loop and services, for the
+    app's lifetime (``calypso.grpc_api``; needs the ``xai`` extra). 0: HTTP only.
+    """
     settings = settings or (services.settings if services is not None else Settings())
 
     @asynccontextmanager
@@ -45,9 +51,19 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         workers.start()
         embedders = EmbedWorkers(app.state.services.documents, settings.embed_workers, role="serve")
         embedders.start()  # a document is searchable by keywords first; its vectors follow from here
+        grpc_server = None
         try:
+            if grpc_port:
+                from calypso.grpc_api.server import start_grpc
+
+                try:
+                    grpc_server = await start_grpc(app.state.services, app.state.auth_enabled, grpc_port)
+                except RuntimeError as exc:  # the port is taken: HTTP still serves, and says why gRPC does not
+                    logging.getLogger("calypso.grpc").warning("gRPC listener off: %s", exc)
             yield
         finally:
+            if grpc_server is not None:
+                await grpc_server.stop(grace=2)  # in-flight calls get 2 s, as uvicorn's own shutdown
             await asyncio.to_thread(embedders.stop)
             await asyncio.to_thread(workers.stop, settings.job_lease_seconds)
             # Upstream connections belong to this server's event loop, whoever owns the services.
@@ -71,6 +87,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.add_middleware(RequestIdMiddleware)
     for module in (documents, files, search, vector_stores, models, bots, responses, chat, conversations, admin):
         app.include_router(module.router)
+    playground.install(app)  # the web page at / (outside /v1: it loads without a key)
 
     @app.get("/health", tags=["meta"])
     def health() -> dict[str, str]:

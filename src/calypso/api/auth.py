@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from calypso.config import Settings
 from calypso.errors import AuthenticationFailed, CalypsoError, PermissionDenied
 from calypso.scope import DEFAULT_WORKSPACE
+from calypso.services.keys import KeyService
 
 
 def auth_enabled(settings: Settings) -> bool:
@@ -32,7 +33,11 @@ def auth_enabled(settings: Settings) -> bool:
 
 
 def _bearer(request: Request) -> str:
-    header = request.headers.get("authorization")
+    return bearer_key(request.headers.get("authorization"))
+
+
+def bearer_key(header: str | None) -> str:
+    """The key of an ``Authorization: Bearer KEY`` header (HTTP header or gRPC metadata); 401 otherwise."""
     if not header:
         raise AuthenticationFailed(
             "Missing API key: send 'Authorization: Bearer <key>' (create one with `calypso keys create`)."
@@ -48,8 +53,12 @@ def authenticate(request: Request) -> str:
     """The workspace of the request's key; 401 for a missing, malformed, unknown or revoked key."""
     if not request.app.state.auth_enabled:
         return DEFAULT_WORKSPACE
-    key = _bearer(request)
-    workspace: str | None = request.app.state.services.keys.workspace_for(key)
+    return workspace_for_header(request.app.state.services.keys, request.headers.get("authorization"))
+
+
+def workspace_for_header(keys: KeyService, header: str | None) -> str:
+    """The workspace of the key an Authorization header (or gRPC metadata) carries; 401 when it has none."""
+    workspace = keys.workspace_for(bearer_key(header))
     if workspace is None:
         raise AuthenticationFailed("Invalid or revoked API key; ask your administrator for a new one.")
     return workspace

@@ -84,6 +84,7 @@ def chat_annotations(
                         "source_index": source_index(source, builder.style),
                         "start_index_utf16": utf16_len(content[:start]),
                         "end_index_utf16": utf16_len(content[:end]),
+                        "attribution": citation.attribution,
                     },
                 }
             )
@@ -105,9 +106,8 @@ def citations(
     out = []
     for source in answer.cited_sources:
         passage = source.passage
-        quote = next(
-            c.quote for s in answer.segments for c in s.citations if c.retrieval_number == source.retrieval_number
-        )
+        cited = [c for s in answer.segments for c in s.citations if c.retrieval_number == source.retrieval_number]
+        quote = cited[0].quote
         out.append(
             {
                 "source_index": source_index(source, style),
@@ -122,6 +122,8 @@ def citations(
                 "page_label": quote.page_label,
                 "quote": quote.text,
                 "support": quote.support,
+                # "model" when the model cited this source anywhere; "inferred" when only Calypso did.
+                "_aicore": {"attribution": "model" if any(c.attribution == "model" for c in cited) else "inferred"},
             }
         )
     return out

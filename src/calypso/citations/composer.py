@@ -21,10 +21,12 @@ from calypso.citations.grounded import (
     Segment,
     SegmentCitation,
     Source,
+    UnsupportedCitation,
     utf16_len,
 )
+from calypso.citations.inference import Attributor, complete_sentences, may_end_sentence
 from calypso.citations.markers import MarkerPiece, MarkerStream, TextPiece
-from calypso.text.sentences import last_sentence_start
+from calypso.text.sentences import last_sentence_start, settled_end
 
 QuoteFinder = Callable[[str, Source], Quote]
 
@@ -43,10 +45,26 @@ class MarkerEvent:
 
 
 class AnswerComposer:
-    def __init__(self, sources: list[Source], find_quote: QuoteFinder, drop_unsupported: bool = False) -> None:
+    """``attributor`` (citations/inference.py) cites the sentences the model left uncited; None: markers only."""
+
+    def __init__(
+        self,
+        sources: list[Source],
+        find_quote: QuoteFinder,
+        drop_unsupported: bool = False,
+        attributor: Attributor | None = None,
+    ) -> None:
         self.sources = sources
         self.find_quote = find_quote
         self.drop_unsupported = drop_unsupported
+        self.attributor = attributor
+        self.verify = attributor is not None and attributor.verify
+        self.unsupported: list[UnsupportedCitation] = []
+        # With an attributor, plain text is handed out only up to the first sentence end still open
+        # (``_released``), so an inferred citation can follow its sentence before any later text.
+        self._released = 0
+        self._floor = 0  # where the next sentence to attribute starts
+        self._pending: int | None = None  # the first sentence end still open (text from here is held)
         self.markers = MarkerStream()
         self.plain: list[str] = []
         self.plain_len = 0
@@ -68,8 +86,10 @@ class AnswerComposer:
 
     def flush(self) -> list[TextEvent | MarkerEvent]:
         events = self._handle(self.markers.flush())
+        if self.attributor is not None:
+            events += self._attribute(self.plain_len, final=True)
         if self.held_space:
-            events.append(self._emit_text(self.held_space))
+            events += self._emit_text(self.held_space)
             self.held_space = ""
         return events
 
@@ -83,18 +103,25 @@ class AnswerComposer:
                 space = piece.text[len(kept) :]
                 text, self.held_space = (self.held_space + kept, space) if kept else ("", self.held_space + space)
                 if text:
-                    events.append(self._emit_text(text))
-            else:
+                    events += self._emit_text(text)
+            elif self.attributor is None:
                 events.append(self._place_marker(piece))
+            else:
+                events += self._marker_with_attribution(piece)
         return events
 
-    def _emit_text(self, text: str) -> TextEvent:
+    def _emit_text(self, text: str) -> list[TextEvent | MarkerEvent]:
         self._piece_starts.append(self.plain_len)
         self._piece_utf16_starts.append(self._utf16_len)
         self.plain.append(text)
         self.plain_len += len(text)
         self._utf16_len += utf16_len(text)
-        return TextEvent(text)
+        if self.attributor is None:
+            self._released = self.plain_len
+            return [TextEvent(text)]
+        if self._pending is None and not may_end_sentence(text):
+            return self._release(self.plain_len)  # the common case: nothing to decide, O(len(text))
+        return self._attribute(self.plain_len, final=False)
 
     def _window(self, floor: int) -> tuple[int, int, str]:
         """(start, UTF-16 start, text) of the plain text from the piece holding ``floor`` to the end."""
@@ -106,6 +133,98 @@ class AnswerComposer:
     def _plain_text(self) -> str:
         return "".join(self.plain)
 
+    # -- inferred attribution ----------------------------------------------
+    def _release(self, upto: int) -> list[TextEvent | MarkerEvent]:
+        """Hand out the plain text not yet handed out, up to ``upto``."""
+        if upto <= self._released:
+            return []
+        base, _, window = self._window(self._released)
+        text = window[self._released - base : upto - base]
+        self._released = upto
+        return [TextEvent(text)]
+
+    def _attribute(self, end: int, final: bool) -> list[TextEvent | MarkerEvent]:
+        """Attribute every sentence between the floor and ``end`` whose end is final; release the text."""
+        if final:
+            release = end
+            self._pending = None
+        else:
+            # Sentence ends before the first open one are decided: scan on from there only.
+            scan = self._pending if self._pending is not None else self._released
+            base, _, window = self._window(scan)
+            release = base + settled_end(window, scan - base, end - base)
+            self._pending = release if release < end else None
+            if not may_end_sentence(window[scan - base : release - base]):
+                return self._release(release)  # no sentence end decided: no sentence can be complete
+        base, _, window = self._window(self._floor)
+        done = complete_sentences(window, self._floor - base, end - base, release - base, final)
+        events: list[TextEvent | MarkerEvent] = []
+        for start, stop in done:
+            events += self._release(base + stop)
+            events += self._infer(base + start, base + stop, "")
+            self._floor = base + stop
+        events += self._release(release)
+        return events
+
+    def _marker_with_attribution(self, piece: MarkerPiece) -> list[TextEvent | MarkerEvent]:
+        """A model marker: the sentences before its own are complete; its own is attributed if it cites nothing."""
+        position = self.plain_len
+        base, _, window = self._window(self._floor)
+        done = complete_sentences(window, self._floor - base, position - base, position - base, True)
+        self._pending = None
+        events: list[TextEvent | MarkerEvent] = []
+        for start, stop in done[:-1]:
+            events += self._release(base + stop)
+            events += self._infer(base + start, base + stop, "")
+            self._floor = base + stop
+        events += self._release(position)
+        marker = self._place_marker(piece)
+        events.append(marker)
+        if marker.segment is None and done:
+            # The marker names no passage, or verify took out all it named: its sentence is uncited.
+            start, _ = done[-1]
+            events += self._infer(base + start, position, marker.placement.leading_space)
+        self._floor = max(self._floor, position)
+        return events
+
+    def _infer(self, start: int, end: int, leading_space: str) -> list[TextEvent | MarkerEvent]:
+        """An inferred citation for the sentence ``[start, end)`` of the plain text, if a passage supports it."""
+        assert self.attributor is not None
+        base, base_utf16, window = self._window(start)
+        text = window[start - base : end - base]
+        found = self.attributor.best(text)
+        if found is None:
+            return []
+        source, quote = found
+        newly: list[Source] = []
+        if not source.cited:
+            source.cited = True
+            source.display_number = self.next_display
+            self.next_display += 1
+            newly.append(source)
+        citation = SegmentCitation(source.retrieval_number, quote, source.display_number, attribution="inferred")
+        segment = Segment(
+            start=start,
+            end=end,
+            text=text,
+            start_utf16=base_utf16 + utf16_len(window[: start - base]),
+            end_utf16=base_utf16 + utf16_len(window[: end - base]),
+            citations=[citation],
+        )
+        self.segments.append(segment)
+        number = source.retrieval_number
+        placement = MarkerPlacement(
+            position=end,
+            raw="",
+            leading_space=leading_space,
+            numbers=(number,),
+            valid_numbers=(number,),
+            segment_index=len(self.segments) - 1,
+            inferred=True,
+        )
+        self.placements.append(placement)
+        return [MarkerEvent(placement, segment, newly, [citation])]
+
     # -- markers and segments ----------------------------------------------
     def _place_marker(self, piece: MarkerPiece) -> MarkerEvent:
         marker = piece.marker
@@ -114,6 +233,7 @@ class AnswerComposer:
         valid = tuple(n for n in marker.numbers if 1 <= n <= len(self.sources))
         segment_index = self._segment_for(position) if valid else None
         kept: list[int] = []
+        taken_out: list[int] = []  # verify: below the threshold, reported instead of shown
         newly: list[Source] = []
         added: list[SegmentCitation] = []
         segment: Segment | None  # the segment the marker cites: None when it cites nothing
@@ -125,6 +245,12 @@ class AnswerComposer:
                     continue
                 source = self.sources[number - 1]
                 quote = self.find_quote(segment.text, source)
+                if self.verify and not quote.supported:
+                    taken_out.append(number)
+                    self.unsupported.append(
+                        UnsupportedCitation(number, marker.raw, segment.start, segment.end, segment.text, quote.support)
+                    )
+                    continue
                 if self.drop_unsupported and not quote.supported:
                     continue
                 if not source.cited:
@@ -146,6 +272,7 @@ class AnswerComposer:
             numbers=marker.numbers,
             valid_numbers=tuple(kept),
             segment_index=segment_index if kept else None,
+            unsupported=tuple(taken_out),
         )
         self.placements.append(placement)
         segment = self.segments[segment_index] if segment_index is not None and kept else None
@@ -194,6 +321,7 @@ class AnswerComposer:
         tool_calls: list[dict[str, Any]] | None = None,
         prompt_tokens: int = 0,
         completion_tokens: int = 0,
+        attribution: str = "off",
     ) -> GroundedAnswer:
         """The grounded answer; call after ``flush()``. The keywords fill the remaining GroundedAnswer fields."""
         for source in self.sources:
@@ -215,4 +343,6 @@ class AnswerComposer:
             tool_calls=tool_calls,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
+            attribution=attribution,
+            unsupported=self.unsupported,
         )

@@ -56,10 +56,15 @@ class ContentBuilder:
         return out
 
     def _marker_text(self, placement: MarkerPlacement) -> str:
+        if placement.unsupported and not placement.valid_numbers:
+            # verify took out every passage it named: reported as unsupported, not shown as evidence.
+            self._carry = self._carry or placement.leading_space
+            return ""
         if self.style == SOURCE:
             if placement.valid_numbers:
                 # Every number as written, so render() keeps seeing (and dropping) the invalid ones too.
-                return placement.leading_space + "".join(f"[Source {n}]" for n in placement.numbers)
+                shown = (n for n in placement.numbers if n not in placement.unsupported)
+                return placement.leading_space + "".join(f"[Source {n}]" for n in shown)
             return placement.leading_space + placement.raw  # seed 004: markers stay in place
         if self.style == HIDDEN or not self.citing or not placement.valid_numbers:
             # Removed; "days [Source 9][Source 1]" keeps its space for the "[1]" that follows.

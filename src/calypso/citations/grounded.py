@@ -54,6 +54,7 @@ class SegmentCitation:
     retrieval_number: int
     quote: Quote
     display_number: int = 0
+    attribution: str = "model"  # "model": the model's marker; "inferred": found by calypso.citations.inference
 
 
 @dataclass
@@ -78,6 +79,20 @@ class MarkerPlacement:
     numbers: tuple[int, ...]  # as written
     valid_numbers: tuple[int, ...]  # those naming a retrieved passage (and kept after verification)
     segment_index: int | None  # the segment it cites, None when no valid number
+    inferred: bool = False  # placed by Calypso after a sentence the model left uncited (raw is "")
+    unsupported: tuple[int, ...] = ()  # numbers "verify" took out: below the support threshold
+
+
+@dataclass
+class UnsupportedCitation:
+    """A model citation that ``verify`` found below the support threshold: reported, not shown as evidence."""
+
+    retrieval_number: int  # as the model wrote it
+    marker: str  # the marker as written
+    start: int  # the segment it claimed to support, in the plain text
+    end: int
+    text: str
+    support: float
 
 
 @dataclass
@@ -96,6 +111,16 @@ class GroundedAnswer:
     tool_calls: list[dict[str, Any]] | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    attribution: str = "off"  # off | fill | verify: what Calypso did about uncited sentences (inference.py)
+    unsupported: list[UnsupportedCitation] = field(default_factory=list)  # verify: model citations taken out
+
+    def attribution_counts(self) -> dict[str, int]:
+        """How many (segment, source) citations came from the model's markers and how many were inferred."""
+        counts = {"model": 0, "inferred": 0}
+        for segment in self.segments:
+            for citation in segment.citations:
+                counts[citation.attribution] = counts.get(citation.attribution, 0) + 1
+        return counts
 
     @property
     def cited_sources(self) -> list[Source]:
@@ -146,4 +171,32 @@ def grounding_status(answer: GroundedAnswer, hidden: bool = False) -> dict[str, 
         "grounded_sources_state": state,
         "grounded_sources_hint": GROUNDING_HINTS[state],
         "generator": answer.generator,
+        "attribution": attribution_summary(answer, hidden),
+    }
+
+
+def attribution_summary(answer: GroundedAnswer, hidden: bool = False) -> dict[str, Any]:
+    """The mode, how many citations the model wrote and how many Calypso inferred, and what verify took out.
+
+    ``unsupported`` lists the model's citations that ``verify`` found below the threshold
+    (docs/citations.md); a hidden sources policy shows only counts.
+    """
+    counts = answer.attribution_counts()
+    unsupported = [
+        {
+            "text": u.text,
+            "start_index": u.start,
+            "end_index": u.end,
+            "marker": u.marker,
+            "retrieval_number": u.retrieval_number,
+            "support_score": u.support,
+        }
+        for u in answer.unsupported
+    ]
+    return {
+        "mode": answer.attribution,
+        "model": counts["model"],
+        "inferred": counts["inferred"],
+        "unsupported": len(unsupported),
+        "unsupported_citations": [] if hidden else unsupported,
     }

@@ -78,6 +78,7 @@ def _segment_fields(
         "page_number": quote.page_number,
         "page_label": quote.page_label,
         "locator_label": f"p. {quote.page_label}",
+        "attribution": citation.attribution,
     }
 
 

@@ -16,6 +16,9 @@ exercised without a model::
         fake.disconnects   # streams the client abandoned before the end
 
 Scripts are consumed in order; when the queue is empty ``fake.default`` answers.
+``Script.markerless(quote=(1, 2), unsupported="...")`` answers like a small model that
+writes no citation marker: it copies one sentence from each named ``[Source N]`` passage of
+the prompt it receives, then adds the unsupported sentence.
 ``Script.from_text(text, token_size=3)`` splits a text into small tokens so that
 citation markers such as ``[Source 1]`` arrive split across chunks.
 
@@ -32,8 +35,9 @@ import json
 import logging
 import threading
 import time
+import re
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
@@ -43,6 +47,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from calypso.loopback import LoopbackServer
+from calypso.text.sentences import sentence_spans
 
 FAKE_MODEL = "fake-model"
 
@@ -73,6 +78,23 @@ class Script:
     usage: dict[str, Any] | None = None  # default: rough word counts
     model: str | None = None  # default: the requested model
     keepalive: bool = False  # send ": keepalive" SSE comments between chunks
+    quote: tuple[int, ...] | None = None  # markerless mode: copy a sentence of each of these [Source N]
+    unsupported: str = ""  # markerless mode: a sentence no passage supports, after the quotes
+    token_size: int = 4  # markerless mode: characters per token
+
+    @classmethod
+    def markerless(cls, quote: tuple[int, ...] = (1,), unsupported: str = "", **options: Any) -> Script:
+        """An answer without markers, built from the prompt: a sentence of each quoted source, then ``unsupported``."""
+        return cls(tokens=[], quote=tuple(quote), unsupported=unsupported, **options)
+
+    def for_request(self, body: dict[str, Any]) -> Script:
+        """The script as sent for this request: markerless scripts take their text from the prompt."""
+        if self.quote is None:
+            return self
+        text = quoting_answer(body.get("messages") or [], self.quote, self.unsupported)
+        size = max(1, self.token_size)
+        tokens = [text[i : i + size] for i in range(0, len(text), size)]
+        return replace(self, tokens=tokens, quote=None)
 
     @classmethod
     def from_text(cls, text: str, token_size: int = 4, **options: Any) -> Script:
@@ -83,6 +105,37 @@ class Script:
     @property
     def text(self) -> str:
         return "".join(self.tokens)
+
+
+_SOURCE_BLOCK = re.compile(r"^\[Source (\d+)\][^\n]*\n<<<\n(.*?)\n>>>$", re.S | re.M)
+_QUOTABLE_WORDS = 8  # a quoted sentence has at least this many words (not a heading or a fragment)
+
+
+def prompt_passages(messages: list[Any]) -> dict[int, str]:
+    """The ``[Source N]`` passages of the prompt's system message, by number."""
+    system = next((m.get("content") for m in messages if isinstance(m, dict) and m.get("role") == "system"), "")
+    return {int(n): text for n, text in _SOURCE_BLOCK.findall(system if isinstance(system, str) else "")}
+
+
+def quotable_sentence(passage: str) -> str:
+    """The passage's first whole sentence of at least eight words (its longest when none has eight)."""
+    sentences = [passage[s:e] for s, e in sentence_spans(passage)]
+    # A chunk may start inside a sentence (overlap): skip a first piece that does not start a sentence.
+    if len(sentences) > 1 and not sentences[0][:1].isupper():
+        sentences = sentences[1:]
+    long = [s for s in sentences if len(s.split()) >= _QUOTABLE_WORDS and s.rstrip()[-1:] in ".!?"]
+    if long:
+        return " ".join(long[0].split())
+    return " ".join(max(sentences, key=len, default="").split())
+
+
+def quoting_answer(messages: list[Any], quote: tuple[int, ...], unsupported: str = "") -> str:
+    """What a markerless small model writes: source sentences copied without markers, then ``unsupported``."""
+    passages = prompt_passages(messages)
+    parts = [quotable_sentence(passages[n]) for n in quote if n in passages]
+    if unsupported:
+        parts.append(unsupported)
+    return " ".join(p for p in parts if p) or "I could not find that in the sources."
 
 
 def _normalize_tool_calls(calls: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
@@ -319,6 +372,7 @@ class FakeUpstream:
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             return _error(400, "'messages' is a required property.", param="messages")
         script, failing = self._next()
+        script = script.for_request(body)
         if failing:
             error = script.error_message or f"Scripted failure with status {script.status}."
             headers = {"retry-after": f"{script.retry_after:g}"} if script.retry_after is not None else None

@@ -12,11 +12,12 @@ import asyncio
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from calypso.citations.composer import AnswerComposer
 from calypso.citations.events import AnswerEvent, Done, Retrieved, ToolCallsEvent
 from calypso.citations.grounded import GroundedAnswer, Quote, Source
+from calypso.citations.inference import AttributionMode, Attributor
 from calypso.citations.support import SUPPORT_THRESHOLD, best_evidence
 from calypso.config import Settings
 from calypso.errors import InvalidRequest
@@ -44,6 +45,7 @@ class AskRequest:
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     workspace: str = DEFAULT_WORKSPACE
+    attribution: AttributionMode | None = None  # off | fill | verify; None: CALYPSO_ATTRIBUTION
 
     @property
     def knowledge_base(self) -> bool:
@@ -170,6 +172,13 @@ class Answerer:
             supported=evidence.score >= threshold,
         )
 
+    def attribution_mode(self, request: AskRequest) -> AttributionMode:
+        """The request's (its bot's) mode, else the server's; off where citations cannot exist."""
+        if not request.citing or request.messages[-1]["role"] == "tool":
+            return "off"
+        mode = request.attribution or self.settings.attribution
+        return cast(AttributionMode, mode)
+
     # -- the pipeline ------------------------------------------------------
     async def _retrieve(self, request: AskRequest) -> tuple[list[Passage] | None, str | None]:
         scope = request.scope
@@ -210,7 +219,11 @@ class Answerer:
             passages=passages or [],
             question=query or "",
         )
-        composer = AnswerComposer(sources, self.find_quote, self.settings.unsupported_citations == "drop")
+        mode = self.attribution_mode(request)
+        attributor = Attributor(sources, self.find_quote, mode) if mode != "off" and sources else None
+        composer = AnswerComposer(
+            sources, self.find_quote, self.settings.unsupported_citations == "drop", attributor=attributor
+        )
         finish: Finish | None = None
         tool_calls: list[dict[str, Any]] | None = None
         events = generator.stream(generation)
@@ -239,6 +252,7 @@ class Answerer:
             tool_calls=tool_calls,
             prompt_tokens=finish.usage.prompt_tokens,
             completion_tokens=finish.usage.completion_tokens,
+            attribution=mode,
         )
         yield Done(answer)
 

@@ -200,4 +200,5 @@ def ask_request(
         tools=tools,
         tool_choice=tool_choice,
         workspace=workspace,
+        attribution=bot.attribution,
     )

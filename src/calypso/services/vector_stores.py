@@ -257,6 +257,18 @@ class VectorStoreService:
             raise NotFound(f"File {file_id!r} was deleted while it was being attached.", param=param)
         return StoreFile(link, document)
 
+    def attach_upload(
+        self, workspace: str, store_id: str, file_id: str, data: bytes, filename: str, attributes: dict[str, Any]
+    ) -> StoreFile:
+        """Ingest bytes straight into the store's namespace as the file ``file_id`` (an id the client holds that
+        names no document yet: the xAI gRPC surface's keyless uploads, ``grpc_api/staging.py``)."""
+        store = self.get(workspace, store_id)
+        document = self.documents.submit(data, filename, store.namespace, workspace=workspace, file_id=file_id).document
+        link = VectorStoreFile(workspace, store.id, file_id, document.id, attributes)
+        if not self.store.link_file(link, int(time.time())):
+            raise NotFound(f"File {file_id!r} was deleted while it was being attached.", param="file_id")
+        return StoreFile(link, document)
+
     def delete_everywhere(self, workspace: str, file_id: str) -> Document:
         """Delete a file and remove it from every vector store (OpenAI's ``files.delete``): its copies go too."""
         document = self.documents.get_by_file_id(file_id, workspace)

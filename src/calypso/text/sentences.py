@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["last_sentence_start", "sentence_spans"]
+__all__ = ["last_sentence_start", "sentence_spans", "settled_end"]
 
 _CJK_TERMINAL = "。！？｡"
 # A candidate sentence end: a run of terminal punctuation, or a line break.
@@ -158,6 +158,49 @@ def last_sentence_start(text: str, floor: int = 0, end: int | None = None) -> in
     """
     spans = sentence_spans(text, floor, end)
     return spans[-1][0] if spans else None
+
+
+# How many characters of the next sentence a cut decision may read: the next word, after up
+# to three opening quotes (_opens_sentence reads 20), a month name (12), a list mark.
+_DECIDED_AFTER = 24
+_DECIDED_AFTER_BRACKET = 48  # "end.[note" may still close into a glued footnote of up to 42 characters
+
+
+def settled_end(text: str, start: int = 0, end: int | None = None) -> int:
+    """How far the sentence ends of ``text[start:end]`` are final while more text is still to come.
+
+    A streaming caller (the answer composer, inferring citations sentence by sentence) may
+    treat every cut before the returned offset as final: appending text after ``end`` never
+    moves, adds or removes a cut before it. The offset is that of the first candidate end
+    (terminal punctuation or line break) whose decision still depends on characters not yet
+    seen; ``end`` when there is none. Mirrors the scan of ``_cuts``.
+    """
+    end = len(text) if end is None else min(end, len(text))
+    start = max(0, start)
+    if start >= end:
+        return end
+    piece = text[start:end]
+    n = len(piece)
+    pos = 0
+    while (match := _CANDIDATE.search(piece, pos)) is not None:
+        a, b = match.span()
+        if piece[a] == "\n":
+            nxt = _skip_space(piece, a)
+            if n - nxt < _DECIDED_AFTER:
+                return start + a
+            pos = nxt
+            continue
+        close = _after_closers(piece, b)
+        nxt = _skip_space(piece, close)
+        if b >= n or n - nxt < _DECIDED_AFTER:
+            return start + a  # the run may go on, or the next word is not complete
+        if piece[close] in "[【" and n - close < _DECIDED_AFTER_BRACKET:
+            return start + a
+        if any(c in _CJK_TERMINAL for c in piece[a:b]):
+            pos = nxt
+        else:
+            pos = max(nxt, close)
+    return end
 
 
 def _skip_space(text: str, pos: int) -> int:

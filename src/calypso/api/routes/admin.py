@@ -71,10 +71,15 @@ def get_policy(workspace: str, policies: Policies) -> dict[str, Any]:
     return {"object": "workspace.policy", "workspace": workspace, "sources_policy": policy}
 
 
+class Reindex(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    workspace: str | None = None  # one workspace; absent: all
+
+
 @router.post("/reindex")
-def reindex(documents: Documents) -> dict[str, Any]:
-    """Drop every stored vector and queue every completed document for the configured embedding model
-    (after changing it); the embedding workers fill them in while search stays keyword-able."""
-    queued = documents.reindex()
+def reindex(documents: Documents, body: Reindex | None = None) -> dict[str, Any]:
+    """Drop stored vectors and queue every completed document (of ``workspace``, or all) for the configured
+    embedding model, after changing it; the embedding workers re-embed while keyword search goes on."""
+    queued = documents.reindex(body.workspace if body is not None else None)
     model = documents.embedder.name if documents.embedder is not None else None
     return {"object": "reindex", "model": model, "documents_queued": queued}

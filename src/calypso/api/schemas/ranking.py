@@ -3,8 +3,8 @@
 The wire shape follows openai-python's ``FileSearchTool.RankingOptions`` (``ranker`` ``auto`` or
 ``default-2024-11-15``) and ``VectorStoreSearchParams.RankingOptions`` (which also allows ``none``).
 Calypso has one ranker, so ``ranker`` is accepted and checked but changes nothing. ``score_threshold``
-(0..1) drops passages scoring below it; ``hybrid_search`` weights are kept on ``RankingOptions`` and take
-effect with hybrid (keyword + embedding) retrieval: keyword-only search has nothing to weigh.
+(0..1) drops passages scoring below it; ``hybrid_search`` weights the keyword and vector runs of hybrid
+retrieval (``retrieval.hybrid.fuse``); keyword-only search (no embedding model) has nothing to weigh.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ Threshold = Annotated[float, Field(ge=0, le=1, strict=True, allow_inf_nan=False)
 
 
 class HybridSearch(BaseModel):
-    """Shares of the text (keyword) and embedding ranks in reciprocal rank fusion."""
+    """Weights of the text (keyword) and embedding runs in hybrid fusion."""
 
     model_config = ConfigDict(extra="forbid")
     embedding_weight: Weight

@@ -1,0 +1,80 @@
+"""What inferred attribution costs per answer (issue 17): the answering service with the scripted upstream.
+
+The Alps PDF goes into a temporary knowledge base; for each of the 39 questions the
+fake upstream answers in markerless mode (one sentence copied from each of the five
+retrieved passages, then an unsupported sentence), streamed in 4-character tokens.
+The answer goes through ``Answerer.stream`` with ``attribution`` off, fill and verify;
+the figure is the wall time per answer (retrieval, HTTP to the loopback fake, composer),
+so fill − off is what inference adds.
+
+    PYTHONPATH=src .venv/bin/python bench/inference_cost.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+try:
+    import calypso  # noqa: F401
+except ImportError:  # running from a checkout without an install
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from _common import data_dir  # bench/ is sys.path[0] when run as a script
+
+from calypso.citations.events import Done
+from calypso.config import Settings
+from calypso.generation.fake_upstream import FakeUpstream, Script
+from calypso.scope import RetrievalScope
+from calypso.services import open_services
+from calypso.services.answering import Answerer, AskRequest
+
+UNSUPPORTED = "My neighbour's grey cat prefers warm sofas to cold mountain passes."
+
+
+async def run(answerer: Answerer, rows: list[dict], mode: str) -> tuple[list[float], int]:
+    times, inferred = [], 0
+    for row in rows:
+        request = AskRequest(
+            [{"role": "user", "content": row["question"].strip()}],
+            RetrievalScope(namespaces=("alps",)),
+            generator="upstream",
+            attribution=mode,  # type: ignore[arg-type]
+        )
+        started = time.perf_counter()
+        async for event in answerer.stream(request):
+            if isinstance(event, Done):
+                inferred += event.answer.attribution_counts()["inferred"]
+        times.append((time.perf_counter() - started) * 1000)
+    return times, inferred
+
+
+def main() -> None:
+    path = data_dir() / "alps-wiki-qa" / "alps_qa_with_pdf_pages.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    pdf = data_dir() / "alps-wiki-qa" / "alps_wiki.pdf"
+    with tempfile.TemporaryDirectory() as home, FakeUpstream(
+        default=Script.markerless(quote=(1, 2, 3, 4, 5), unsupported=UNSUPPORTED)
+    ) as fake:
+        settings = Settings(home=Path(home), generator="upstream", llm_base_url=fake.base_url, llm_model="fake")
+        services = open_services(settings)
+        try:
+            services.documents.ingest(pdf.read_bytes(), pdf.name, "alps")
+            answerer = Answerer(services.documents)
+            asyncio.run(run(answerer, rows[:3], "fill"))  # warm up
+            print(f"{'mode':<7} {'p50 ms':>7} {'p90 ms':>7} {'inferred/answer':>16}")
+            for mode in ("off", "fill", "verify"):
+                times, inferred = asyncio.run(run(answerer, rows, mode))
+                p90 = sorted(times)[int(0.9 * (len(times) - 1))]
+                print(f"{mode:<7} {statistics.median(times):>7.1f} {p90:>7.1f} {inferred / len(rows):>16.2f}")
+        finally:
+            services.close()
+    print(f"({len(rows)} questions, 6 sentences per answer, 5 passages)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""Inferred attribution: cite the sentences the model left without a marker.
+
+Small local models often write no citation marker at all. For each answer sentence
+without one, ``Attributor.best`` scores every passage retrieved for this answer with
+the support scorer (``citations/support.py``, through the answerer's quote finder) and
+returns the best one when it clears the support threshold; a sentence no passage
+supports stays uncited, so an inferred citation is never a guess. The composer places
+the citation right after the sentence, exactly where a model's marker would stand, so
+every dialect renders it like the model's own (``attribution: "inferred"``).
+
+Modes (``CALYPSO_ATTRIBUTION``, or a bot's ``attribution``):
+
+* ``off``: the model's markers only, as before;
+* ``fill`` (default): also cite the sentences the model left uncited;
+* ``verify``: ``fill``, and the model's own citations are re-checked: one below the
+  threshold is taken out of the evidence and reported as unsupported
+  (``metadata._aicore.attribution.unsupported_citations``), and its sentence is then
+  treated as uncited.
+
+Streaming: a sentence is attributed as soon as its end is final (``settled_end`` in
+calypso.text.sentences),
+and the composer holds back text only from the first candidate sentence end whose
+decision is still open, so the citation event comes right after the text that ends
+its sentence and streamed and one-shot answers agree however the deltas are split.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Final, Literal
+
+from calypso.citations.grounded import Quote, Source
+from calypso.retrieval.tokenize import STOPWORDS_EN_EXTENDED, Analyzer
+from calypso.text.sentences import sentence_spans
+
+AttributionMode = Literal["off", "fill", "verify"]
+MODES: Final = ("off", "fill", "verify")
+
+# A sentence needs this many distinct content words to be attributed: a heading or a
+# one-word reply ("Summary", "Yes.") matches any passage that has the word.
+MIN_CONTENT_TERMS = 3
+
+_ENDS = re.compile(r"[.!?…‼⁇⁈⁉؟。！？｡\n]")  # calypso.text.sentences' candidate ends
+_ANALYZER = Analyzer(stopwords=STOPWORDS_EN_EXTENDED)
+
+QuoteFinder = Callable[[str, Source], Quote]
+
+
+def content_terms(text: str) -> int:
+    """Distinct content stems in ``text`` (stopwords removed)."""
+    return len(set(_ANALYZER.tokenize(text)))
+
+
+def may_end_sentence(text: str) -> bool:
+    """Whether ``text`` holds a character a sentence can end at (terminal punctuation, a line break)."""
+    return _ENDS.search(text) is not None
+
+
+def complete_sentences(text: str, start: int, end: int, release: int, final: bool) -> list[tuple[int, int]]:
+    """The sentences of ``text[start:end]`` whose end is final, given that cuts before ``release`` are.
+
+    ``release`` is ``settled_end``'s answer while more text may come. With ``final`` (the
+    end of the answer, or a citation marker the model put at ``end``) every sentence, the
+    last one included, is complete.
+    """
+    spans = sentence_spans(text, start, end)
+    if final:
+        return spans
+    return [spans[i] for i in range(len(spans) - 1) if spans[i + 1][0] <= release]
+
+
+class Attributor:
+    """Finds the passage that best supports a sentence, among those retrieved for this answer."""
+
+    def __init__(self, sources: list[Source], find_quote: QuoteFinder, mode: AttributionMode = "fill") -> None:
+        self.sources = sources
+        self.find_quote = find_quote
+        self.mode = mode
+
+    @property
+    def verify(self) -> bool:
+        return self.mode == "verify"
+
+    def best(self, sentence: str) -> tuple[Source, Quote] | None:
+        """The best supporting (source, quote) when its support clears the threshold; None otherwise.
+
+        Ties go to the earlier retrieved passage (the better ranked one).
+        """
+        if not self.sources or content_terms(sentence) < MIN_CONTENT_TERMS:
+            return None
+        best: tuple[Source, Quote] | None = None
+        for source in self.sources:
+            quote = self.find_quote(sentence, source)
+            if quote.supported and (best is None or quote.support > best[1].support):
+                best = (source, quote)
+        return best

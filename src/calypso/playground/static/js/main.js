@@ -1,0 +1,340 @@
+// The playground: pick a bot, manage documents, ask, and check every citation.
+// Only the public API is used: /v1/models, /v1/bots, /v1/documents, /v1/responses (streamed),
+// /v1/chat/completions (dialect view) and the signed source links the answers carry.
+
+import { Answer, STATES, popoverContent, renderAnswerText, renderEvidence, renderSources } from "./answer.js";
+import { ApiError, getJson, postJson, saveKey, savedKey, streamEvents } from "./api.js";
+import { Documents } from "./documents.js";
+import { $, el } from "./dom.js";
+
+const DEFAULT_NAMESPACE = "general";
+
+const state = {
+  bots: new Map(), // id -> bot object from /v1/bots (when readable)
+  namespaceEdited: false,
+  answer: null,
+  abort: null,
+  view: "answer",
+  dialect: "responses",
+};
+
+// -- alerts --------------------------------------------------------------------------------------
+
+function showError(error) {
+  const alert = $("alert");
+  let message = error instanceof ApiError ? error.message : String(error && error.message ? error.message : error);
+  if (error instanceof ApiError && error.status === 401) message += " Paste an API key at the top right.";
+  alert.replaceChildren(el("span", {}, message), closeButton());
+  alert.hidden = false;
+}
+
+function closeButton() {
+  const button = el("button", { type: "button", class: "link-button", "aria-label": "Dismiss message" }, "Dismiss");
+  button.addEventListener("click", () => {
+    $("alert").hidden = true;
+  });
+  return button;
+}
+
+function clearError() {
+  $("alert").hidden = true;
+}
+
+// -- API key ------------------------------------------------------------------------------------
+
+function setupKey() {
+  const input = $("api-key");
+  input.value = savedKey();
+  $("key-status").textContent = savedKey() ? "key saved in this browser" : "";
+  $("key-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    saveKey(input.value.trim());
+    $("key-status").textContent = input.value.trim() ? "key saved in this browser" : "key cleared";
+    clearError();
+    loadBots();
+  });
+}
+
+// -- bots and namespace -------------------------------------------------------------------------
+
+const documents = new Documents({ namespace: currentNamespace, onError: showError });
+
+function currentBot() {
+  return state.bots.get($("bot-select").value) || null;
+}
+
+function currentNamespace() {
+  return $("namespace").value.trim() || DEFAULT_NAMESPACE;
+}
+
+/** The namespace to send as a file_search tool: only when the user chose one other than the bot's. */
+function toolNamespace() {
+  const bot = currentBot();
+  if (!state.namespaceEdited) return null;
+  return bot && bot.namespace === currentNamespace() ? null : currentNamespace();
+}
+
+async function loadBots() {
+  const select = $("bot-select");
+  const previous = select.value;
+  try {
+    const models = await getJson("models");
+    state.bots.clear();
+    try {
+      for (const bot of (await getJson("bots?limit=100")).data) state.bots.set(bot.id, bot);
+    } catch {
+      /* bot details are optional: the model list is enough to ask */
+    }
+    select.replaceChildren(...models.data.map((m) => el("option", { value: m.id }, m.id)));
+    if (models.data.some((m) => m.id === previous)) select.value = previous;
+    onBotChange();
+  } catch (error) {
+    showError(error);
+  }
+}
+
+function onBotChange() {
+  const bot = currentBot();
+  state.namespaceEdited = false;
+  $("namespace").value = (bot && bot.namespace) || DEFAULT_NAMESPACE;
+  const details = [];
+  if (bot) {
+    details.push(bot.namespace ? `searches “${bot.namespace}”` : "no knowledge base");
+    if (bot.sources_policy === "hidden") details.push("sources hidden by policy");
+    if (bot.generator) details.push(`generator: ${bot.generator}`);
+  }
+  $("bot-details").textContent = details.join(" · ");
+  updateNamespaceNote();
+  documents.setHidden(Boolean(bot && bot.sources_policy === "hidden"));
+}
+
+function updateNamespaceNote() {
+  const tool = toolNamespace();
+  $("namespace-note").textContent = tool
+    ? `Uploads go here, and answers search it (a file_search tool on “${tool}”).`
+    : "Uploads go here; answers search the bot's own namespace.";
+}
+
+function setupBots() {
+  $("bot-select").addEventListener("change", onBotChange);
+  $("namespace").addEventListener("change", () => {
+    state.namespaceEdited = true;
+    updateNamespaceNote();
+    documents.refresh();
+  });
+}
+
+// -- asking -------------------------------------------------------------------------------------
+
+function setupAsk() {
+  const question = $("question");
+  question.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      $("ask-form").requestSubmit();
+    }
+  });
+  $("ask-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (state.abort) {
+      state.abort.abort();
+      return;
+    }
+    const text = question.value.trim();
+    if (text) ask(text);
+  });
+}
+
+async function ask(question) {
+  clearError();
+  hidePopover();
+  const model = $("bot-select").value;
+  const namespace = toolNamespace();
+  const answer = new Answer(question, model, namespace);
+  state.answer = answer;
+  const payload = { model, input: question, stream: true };
+  if (namespace) payload.tools = [{ type: "file_search", vector_store_ids: [namespace] }];
+
+  const card = $("answer-card");
+  card.hidden = false;
+  card.setAttribute("aria-busy", "true");
+  // Nothing of the previous answer stays in the page (a hidden-sources answer must not sit beside old sources).
+  $("sources").hidden = true;
+  for (const id of ["source-list", "evidence-text", "evidence-legend", "dialect-output"]) $(id).replaceChildren();
+  setState(null, "Searching and writing…");
+  renderAll(answer);
+  const button = $("ask-button");
+  button.textContent = "Stop";
+  state.abort = new AbortController();
+  let frame = 0;
+  try {
+    await streamEvents("responses", payload, (type, data) => {
+      if (state.answer !== answer) return;
+      const over = answer.feed(type, data);
+      if (over) renderAll(answer);
+      else if (!frame) frame = requestAnimationFrame(() => {
+        frame = 0;
+        if (state.answer === answer) renderAll(answer);
+      });
+    }, state.abort.signal);
+  } catch (error) {
+    if (error.name !== "AbortError") showError(error);
+    else answer.error = answer.error || "Stopped.";
+  } finally {
+    if (frame) cancelAnimationFrame(frame);
+    state.abort = null;
+    button.textContent = "Ask";
+    if (state.answer === answer) {
+      card.setAttribute("aria-busy", "false");
+      renderAll(answer);
+      if (answer.error) showError(answer.error);
+    }
+  }
+}
+
+function setState(grounding, hint) {
+  const badge = $("state-badge");
+  const info = STATES[grounding];
+  badge.textContent = info ? info.label : "Answering…";
+  badge.dataset.tone = info ? info.tone : "busy";
+  $("state-hint").textContent = hint || "";
+}
+
+function renderAll(answer) {
+  renderAnswerText($("answer-text"), answer, wireBadge);
+  if (!answer.final) {
+    if (!answer.text) $("answer-text").append(el("span", { class: "subtle" }, "…"));
+    return;
+  }
+  const grounding = answer.state;
+  const weak = answer.annotations.some((a) => a._aicore.supported === false);
+  let hint = answer.aicore.grounded_sources_hint || "";
+  if (grounding === "available" && weak) hint += " Some sentences are only weakly supported by their source: see Evidence.";
+  setState(grounding, hint);
+  // Seed 000: a sources panel only when the state is available; otherwise nothing of the sources is kept.
+  const sources = $("sources");
+  if (grounding === "available") {
+    renderSources($("source-list"), answer);
+    sources.hidden = false;
+  } else {
+    $("source-list").replaceChildren();
+    sources.hidden = true;
+  }
+  if (grounding === "hidden") documents.setHidden(true);
+  renderEvidence($("evidence-text"), $("evidence-legend"), answer);
+  renderDialect();
+}
+
+// -- citation popover ---------------------------------------------------------------------------
+
+let popoverOwner = null;
+
+function wireBadge(badge, source) {
+  const show = () => showPopover(badge, source);
+  badge.addEventListener("mouseenter", show);
+  badge.addEventListener("focus", show);
+  badge.addEventListener("mouseleave", () => {
+    if (document.activeElement !== badge) hidePopover();
+  });
+  badge.addEventListener("blur", hidePopover);
+  badge.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") hidePopover();
+  });
+  if (!source.url) badge.addEventListener("click", (event) => event.preventDefault());
+}
+
+function showPopover(badge, source) {
+  const popover = $("citation-popover");
+  popover.replaceChildren(...popoverContent(source));
+  popover.hidden = false;
+  if (popoverOwner && popoverOwner !== badge) popoverOwner.removeAttribute("aria-describedby");
+  popoverOwner = badge;
+  badge.setAttribute("aria-describedby", "citation-popover");
+  const rect = badge.getBoundingClientRect();
+  const width = popover.offsetWidth;
+  const left = Math.min(Math.max(8, rect.left + window.scrollX - 24), window.scrollX + document.documentElement.clientWidth - width - 8);
+  let top = rect.bottom + window.scrollY + 8;
+  if (rect.bottom + popover.offsetHeight + 16 > window.innerHeight && rect.top > popover.offsetHeight + 16) {
+    top = rect.top + window.scrollY - popover.offsetHeight - 8; // no room below: open above
+  }
+  popover.style.left = `${left}px`;
+  popover.style.top = `${top}px`;
+}
+
+function hidePopover() {
+  const popover = $("citation-popover");
+  popover.hidden = true;
+  popover.replaceChildren(); // a hidden popover keeps no quote or filename in the page
+  if (popoverOwner) popoverOwner.removeAttribute("aria-describedby");
+  popoverOwner = null;
+}
+
+// -- views and dialects -------------------------------------------------------------------------
+
+function setupViews() {
+  for (const button of document.querySelectorAll(".view-button")) {
+    button.addEventListener("click", () => {
+      state.view = button.dataset.view;
+      for (const other of document.querySelectorAll(".view-button")) {
+        other.setAttribute("aria-pressed", String(other === button));
+      }
+      for (const view of ["answer", "evidence", "dialects"]) $(`view-${view}`).hidden = view !== state.view;
+      hidePopover();
+      renderDialect();
+    });
+  }
+  for (const button of document.querySelectorAll(".dialect-button")) {
+    button.addEventListener("click", () => {
+      state.dialect = button.dataset.dialect;
+      for (const other of document.querySelectorAll(".dialect-button")) {
+        other.setAttribute("aria-pressed", String(other === button));
+      }
+      renderDialect();
+    });
+  }
+}
+
+async function renderDialect() {
+  const output = $("dialect-output");
+  const answer = state.answer;
+  if (state.view !== "dialects" || !answer) return;
+  if (!answer.final) {
+    output.textContent = "The dialects appear when the answer is complete.";
+    return;
+  }
+  if (state.dialect === "responses") {
+    output.textContent = JSON.stringify(answer.final, null, 2);
+  } else if (state.dialect === "source") {
+    output.textContent = answer.state === "available" ? answer.sourceMarkerText() : answer.text;
+  } else {
+    if (answer.namespace) {
+      output.textContent = `Chat Completions has no per-request namespace: it searches the bot's own. ` +
+        `This answer searched “${answer.namespace}”; ask a bot whose namespace is “${answer.namespace}” to compare.`;
+      return;
+    }
+    if (!answer.chatReply) {
+      output.textContent = "Asking /v1/chat/completions…";
+      try {
+        answer.chatReply = await postJson("chat/completions", {
+          model: answer.model,
+          messages: [{ role: "user", content: answer.question }],
+        });
+      } catch (error) {
+        answer.chatReply = { error: { message: error.message, type: error.type, code: error.code } };
+      }
+    }
+    if (state.answer === answer && state.dialect === "chat") output.textContent = JSON.stringify(answer.chatReply, null, 2);
+  }
+}
+
+// -- start --------------------------------------------------------------------------------------
+
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape") hidePopover();
+});
+window.addEventListener("resize", hidePopover);
+setupKey();
+setupBots();
+setupAsk();
+setupViews();
+loadBots();
