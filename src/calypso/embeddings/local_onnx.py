@@ -104,6 +104,11 @@ class LocalOnnxEmbedder:
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             options.intra_op_num_threads = self.threads
             options.inter_op_num_threads = 1
+            # Idle intra-op threads sleep instead of spinning: on cores shared with the API, the
+            # ingestion workers and other processes, spinning burned 40% of the model's CPU for
+            # nothing (16.6 against 27.5 passages per CPU second, docs/benchmarks.md "Hybrid search
+            # through DocumentService"); a wake-up costs microseconds against ~40 ms per batch.
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             options.log_severity_level = 3
             # The arena keeps the largest batch's activations for the life of the process
             # (1.6 GB peak at batch 32 x 256 pieces, measured): allocate per run instead.

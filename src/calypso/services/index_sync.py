@@ -143,6 +143,7 @@ class NamespaceIndexes:
         self.dimension = dimension
         self._indexes: dict[Key, BM25Index] = {}
         self._vectors: dict[Key, ExactVectorIndex] = {}
+        self._vectors_seq: dict[Key, int] = {}  # feed position each vector index's load already covers
         self._position = 0  # every index in _indexes reflects the feed up to here
         self._lock = threading.RLock()  # applying changes; publishing an index
         self._build_locks: dict[Key, threading.Lock] = {}
@@ -194,6 +195,7 @@ class NamespaceIndexes:
                 # seq > position: the next catch-up replays (position, seq] onto it, harmlessly
                 if vectors is not None:
                     self._vectors[key] = vectors
+                    self._vectors_seq[key] = vseq
                 self._indexes[key] = index
                 self._unsaved[key] = 0 if loaded is not None else SAVE_AFTER_CHANGES
                 self.catch_up()  # what was written since the snapshot or during the build
@@ -272,7 +274,10 @@ class NamespaceIndexes:
                     if index is not None and _apply(self.store, index, change):
                         self._unsaved[key] = self._unsaved.get(key, 0) + 1
                     vectors = self._vectors.get(key)
-                    if vectors is not None:
+                    # A BM25 snapshot older than the vectors (the usual restart once embedding is done)
+                    # moves the position back before them: re-reading every embedded document again
+                    # would double the start-up load and leave the matrix half dead rows.
+                    if vectors is not None and change.seq > self._vectors_seq.get(key, 0):
                         self._apply_vectors(vectors, change)
                     self._position = change.seq
                 read += len(changes)
