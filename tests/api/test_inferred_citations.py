@@ -147,7 +147,10 @@ def test_inline_dialect_inserts_links_for_inferred_citations(alps, http, fake) -
     assert "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta") == text
     for annotation in content["annotations"]:
         assert annotation["type"] == "url_citation" and annotation["_aicore"]["attribution"] == "inferred"
-        assert text[annotation["start_index"] : annotation["end_index"]] == f"[[{annotation['title']}]]({annotation['url']})"
+        assert (
+            text[annotation["start_index"] : annotation["end_index"]]
+            == f"[[{annotation['title']}]]({annotation['url']})"
+        )
 
 
 def _chat(http: httpx.Client, model: str, stream: bool) -> tuple[str, dict[str, Any]]:
@@ -233,7 +236,10 @@ def test_fill_keeps_the_models_markers_and_fills_the_rest(alps, http, fake) -> N
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_verify_reports_a_wrong_marker_and_cites_the_right_source(alps, http, fake, stream: bool) -> None:
-    assert http.post("/v1/bots", json={"id": "checker", "attribution": "verify", "marker_style": "source"}).status_code == 201
+    assert (
+        http.post("/v1/bots", json={"id": "checker", "attribution": "verify", "marker_style": "source"}).status_code
+        == 201
+    )
     fake.script(Script(tokens=[]))
     _responses(http, stream=False)
     first, _ = _quoted(fake)

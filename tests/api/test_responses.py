@@ -168,7 +168,13 @@ def test_native_mode_and_sources_appendix(demo_kb, openai_client) -> None:
     )
     meta = native.metadata["_aicore"]
     # The status block, with the attribution counts (docs/citations.md "Inferred citations").
-    assert set(meta) == {"retrieval_status", "grounded_sources_state", "grounded_sources_hint", "generator", "attribution"}
+    assert set(meta) == {
+        "retrieval_status",
+        "grounded_sources_state",
+        "grounded_sources_hint",
+        "generator",
+        "attribution",
+    }
     assert native.metadata["citation_compat"] == "native"
     nested = openai_client.responses.create(
         model="calypso-rag-agent", input=QUESTION, metadata={"_aicore": {"sources_appendix": "omit"}}

@@ -33,7 +33,9 @@ def _sources() -> list[Source]:
 def _find_quote(segment: str, source: Source) -> Quote:
     evidence = best_evidence(segment, source.passage.chunk.text)
     supported = evidence.score >= SUPPORT_THRESHOLD
-    return Quote(evidence.text, evidence.start, evidence.end, 0, 0, source.retrieval_number, "1", evidence.score, supported)
+    return Quote(
+        evidence.text, evidence.start, evidence.end, 0, 0, source.retrieval_number, "1", evidence.score, supported
+    )
 
 
 def compose(deltas: list[str], mode: str = "fill") -> tuple[GroundedAnswer, list[TextEvent | MarkerEvent]]:
@@ -142,7 +144,9 @@ def test_text_is_held_only_from_an_open_sentence_end() -> None:
     held = composer.feed(". Tou")
     assert held == []  # the full stop may or may not end the sentence: wait for the next word
     later = composer.feed("rism is a major industry in the region")
-    assert isinstance(later[1], MarkerEvent) and later[1].placement.position == len("Glaciers cover parts of the range.")
+    assert isinstance(later[1], MarkerEvent) and later[1].placement.position == len(
+        "Glaciers cover parts of the range."
+    )
 
 
 @pytest.mark.parametrize(

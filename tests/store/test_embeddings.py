@@ -118,6 +118,7 @@ def test_a_restart_loads_each_vector_once(embedding_settings: Settings, embedded
         vectors = again.documents._indexes.vectors("default", "hr")
         assert vectors is not None and len(vectors) == len(DOCS)
         assert vectors._n == len(DOCS)  # rows held, live or dead: no document was removed and added again
+        assert vectors.capacity == len(DOCS)  # trimmed after the load: no doubling slack held
     finally:
         again.close()
 

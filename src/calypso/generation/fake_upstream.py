@@ -33,9 +33,9 @@ import asyncio
 import collections
 import json
 import logging
+import re
 import threading
 import time
-import re
 import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any

@@ -121,6 +121,23 @@ class ExactVectorIndex:
         order = np.argsort(-scores, kind="stable")
         return [(int(view.chunk_keys[i]), float(scores[j])) for j, i in zip(order, candidates[order])]
 
+    def trim(self) -> None:
+        """Give back the spare capacity that growing by doubling left (up to half the matrix after a load)."""
+        with self._lock:
+            if self._dead:
+                self._compact_locked()
+            elif len(self._rows) > self._n:
+                n = self._n
+                self._rows = self._rows[:n].copy()
+                self._chunk_keys = self._chunk_keys[:n].copy()
+                self._doc_keys = self._doc_keys[:n].copy()
+                self._live = self._live[:n].copy()
+            self._view = self._snapshot()
+
+    @property
+    def capacity(self) -> int:
+        return len(self._rows)
+
     def _remove_locked(self, doc_key: int) -> None:
         hit = (self._doc_keys[: self._n] == doc_key) & self._live[: self._n]
         self._dead += int(hit.sum())

@@ -219,6 +219,7 @@ class NamespaceIndexes:
         vectors = ExactVectorIndex(self.dimension, self.model)
         for doc_key, chunk_keys, matrix in self.embeddings.namespace_vectors(*key, self.model):
             vectors.add(doc_key, chunk_keys, matrix)
+        vectors.trim()  # 384 MB held for 293 MB of vectors at 200k passages before this
         log.info("vectors %s/%s: %d loaded in %.1fs", *key, len(vectors), time.perf_counter() - started)
         return vectors, seq
 
