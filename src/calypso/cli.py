@@ -19,6 +19,7 @@ from calypso.errors import CalypsoError
 
 if TYPE_CHECKING:
     from calypso.models import Passage
+    from calypso.services import Services
     from calypso.services.documents import DocumentService
 
 
@@ -269,7 +270,9 @@ def _missing_knowledge_base(settings: Settings) -> bool:
     return not settings.database_url and not settings.database_path.exists()
 
 
-def cmd_search(args: argparse.Namespace) -> int:
+def _open_knowledge_base(args: argparse.Namespace) -> tuple[Services, str] | int:
+    """The services and the namespace search and ask read, or their exit status when there is nothing to read:
+    2 for a bad namespace, 1 (having said where it looked) for an empty knowledge base."""
     from calypso.scope import check_namespace
     from calypso.services import open_services
 
@@ -282,10 +285,19 @@ def cmd_search(args: argparse.Namespace) -> int:
     if _missing_knowledge_base(settings):
         return _empty_knowledge_base(settings, namespace, [])
     services = open_services(settings)
+    found = services.documents.namespaces()
+    if namespace not in found:
+        services.close()
+        return _empty_knowledge_base(settings, namespace, found)
+    return services, namespace
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    opened = _open_knowledge_base(args)
+    if isinstance(opened, int):
+        return opened
+    services, namespace = opened
     try:
-        found = services.documents.namespaces()
-        if namespace not in found:
-            return _empty_knowledge_base(settings, namespace, found)
         passages: list[Passage] = services.documents.search(args.query, namespace, max_results=args.k)
     except CalypsoError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
@@ -307,23 +319,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from calypso.citations.composer import MarkerEvent, TextEvent
     from calypso.citations.events import Done
     from calypso.citations.render import render_evidence, render_numbered
-    from calypso.scope import RetrievalScope, check_namespace
-    from calypso.services import open_services
+    from calypso.scope import RetrievalScope
     from calypso.services.answering import AskRequest
 
-    settings = _settings(args)
-    try:
-        namespace = check_namespace(args.namespace or settings.default_namespace)
-    except CalypsoError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
-        return 2
-    if _missing_knowledge_base(settings):
-        return _empty_knowledge_base(settings, namespace, [])
-    services = open_services(settings)
-    found = services.documents.namespaces()
-    if namespace not in found:
-        services.close()
-        return _empty_knowledge_base(settings, namespace, found)
+    opened = _open_knowledge_base(args)
+    if isinstance(opened, int):
+        return opened
+    services, namespace = opened
     answerer = services.answering
     request = AskRequest(
         messages=[{"role": "user", "content": args.question}],

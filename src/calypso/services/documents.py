@@ -97,7 +97,7 @@ class DocumentService:
         self.embeddings = embeddings
         if self.embedder is not None and embeddings is not None:
             # Vectors are stored by model name: the same name with another dimension cannot be searched.
-            check_dimension(embeddings.stored_models().get(self.embedder.name), self.embedder)
+            check_dimension(embeddings.stored_dimension(self.embedder.name), self.embedder)
         self._query_vectors: OrderedDict[str, Any] = OrderedDict()
         self._query_lock = threading.Lock()
         # Snapshots of the indexes beside the embedded database only (see NamespaceIndexes).

@@ -262,7 +262,8 @@ class SQLEmbeddingStore:
             found.update((int(k), int(n)) for k, n in rows)
         return found
 
-    def stored_models(self) -> dict[str, int]:
-        """Each model that made stored vectors, with its dimension."""
-        rows = self.database.rows("SELECT model, MAX(dimension) FROM chunk_embeddings GROUP BY model")
-        return {model: int(dim) for model, dim in rows}
+    def stored_dimension(self, model: str) -> int | None:
+        """The dimension of vectors stored under ``model``, or None when it has none: a start-up check,
+        so it reads the first row of that model instead of grouping the whole table."""
+        row = self.database.row(self._sql("SELECT dimension FROM chunk_embeddings WHERE model = ? LIMIT 1"), (model,))
+        return int(row[0]) if row else None
