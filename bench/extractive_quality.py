@@ -15,11 +15,20 @@ and the final ``GroundedAnswer`` is scored:
 * dirty: answers holding a control character, a footnote marker ("[24]"), markdown
   emphasis or a word broken by a line-end hyphen ("exam- ple").
 
-    PYTHONPATH=src .venv/bin/python bench/extractive_quality.py [--verbose]
+``--similarity model`` (the default) chooses sentences with the embedding model too, as the
+server does (``CALYPSO_EXTRACTIVE_SEMANTIC_WEIGHT``, ``--weight`` to try another), ``none`` by
+words only. Both load the model, and retrieval is the same in both (keywords: no embedding
+worker runs, so no passage has a vector), so the runs differ only in the sentence choice.
+Every question is asked twice: the first pass embeds each candidate sentence (cold cache),
+the second finds them in the content-hash cache (warm); the time per answer is reported for
+both (p50/p99, the whole ``Answerer.stream``).
+
+    PYTHONPATH=src .venv/bin/python bench/extractive_quality.py [--similarity model|none] [--weight W] [--verbose]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import re
@@ -33,7 +42,7 @@ try:
     import calypso  # noqa: F401
 except ImportError:  # running from a checkout without an install
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from _common import data_dir  # bench/ is sys.path[0] when run as a script
+from _common import data_dir, percentile  # bench/ is sys.path[0] when run as a script
 
 from calypso.citations.events import Done
 from calypso.citations.grounded import GroundedAnswer
@@ -99,28 +108,44 @@ def score(row: dict, answer: GroundedAnswer) -> Score:
     )
 
 
-async def ask_all(answerer: Answerer, rows: list[dict], namespace: str) -> list[tuple[dict, GroundedAnswer]]:
+async def ask_all(
+    answerer: Answerer, rows: list[dict], namespace: str, seconds: list[float]
+) -> list[tuple[dict, GroundedAnswer]]:
     out = []
     scope = RetrievalScope(namespaces=(namespace,))
     for row in rows:
         request = AskRequest([{"role": "user", "content": row["question"].strip()}], scope, generator="extractive")
         answer = None
+        t0 = time.perf_counter()
         async for event in answerer.stream(request):
             if isinstance(event, Done):
                 answer = event.answer
+        seconds.append(time.perf_counter() - t0)
         assert answer is not None
         out.append((row, answer))
     return out
 
 
-def run(filename: str, rows: list[dict], verbose: bool) -> list[Score]:
+def run(
+    filename: str, rows: list[dict], verbose: bool, weight: float, timings: dict[str, list[float]]
+) -> list[Score]:
     path = data_dir() / "alps-wiki-qa" / filename
     with tempfile.TemporaryDirectory() as home:
-        services = open_services(Settings(home=Path(home), generator="extractive"))
+        settings = Settings(
+            home=Path(home),
+            generator="extractive",
+            embedding_model="minilm-l6-v2-int8",
+            extractive_semantic_weight=weight,
+        )
+        services = open_services(settings)
         try:
+            assert services.documents.embedder is not None, "the local embedding model is not installed"
+            services.documents.embedder.embed(["load the model before timing"])
             services.documents.ingest(path.read_bytes(), filename, "alps")
             answerer = Answerer(services.documents)
-            answered = asyncio.run(ask_all(answerer, rows, "alps"))
+            answered = asyncio.run(ask_all(answerer, rows, "alps", timings.setdefault("cold", [])))
+            again = asyncio.run(ask_all(answerer, rows, "alps", timings.setdefault("warm", [])))
+            assert [a.text for _, a in again] == [a.text for _, a in answered], "a cached vector changed an answer"
         finally:
             services.close()
     scores = [score(row, answer) for row, answer in answered]
@@ -148,19 +173,32 @@ def summary(name: str, scores: list[Score]) -> str:
 
 
 def main() -> None:
-    verbose = "--verbose" in sys.argv or "-v" in sys.argv
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--similarity", choices=("model", "none"), default="model")
+    parser.add_argument("--weight", type=float, default=None, help="semantic weight (default: the server's)")
+    parser.add_argument("--verbose", "-v", action="store_true")
+    args = parser.parse_args()
+    weight = args.weight if args.weight is not None else Settings().extractive_semantic_weight
+    weight = 0.0 if args.similarity == "none" else weight
     path = data_dir() / "alps-wiki-qa" / "alps_qa_with_pdf_pages.jsonl"
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     t0 = time.perf_counter()
     lines = []
+    timings: dict[str, list[float]] = {}
     for filename in ("alps_wiki.pdf", "alps_wiki.html"):
-        lines.append(summary(filename, run(filename, rows, verbose)))
+        lines.append(summary(filename, run(filename, rows, args.verbose, weight, timings)))
     print(
         f"{'document':<15} {'cited':>6} {'fact':>7} {'fact|ans':>8} {'answer':>7} {'sent.':>6} {'segs':>6} {'chars':>6} {'dirty':>7}"
     )
     for line in lines:
         print(line)
-    print(f"({len(rows)} questions per document, {time.perf_counter() - t0:.0f}s)")
+    print(f"({len(rows)} questions per document, similarity {args.similarity}, weight {weight}, "
+          f"{time.perf_counter() - t0:.0f}s)")
+    for name, seconds in timings.items():
+        print(
+            f"time per answer, {name} cache: p50 {percentile(seconds, 50) * 1000:.1f} ms, "
+            f"p99 {percentile(seconds, 99) * 1000:.1f} ms ({len(seconds)} answers)"
+        )
 
 
 if __name__ == "__main__":

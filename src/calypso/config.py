@@ -126,6 +126,14 @@ class Settings(BaseSettings):
         "auto",
         description="Answer generator: 'extractive', 'upstream', or 'auto' (upstream when CALYPSO_LLM_BASE_URL is set).",
     )
+    extractive_semantic_weight: float = Field(
+        0.35,
+        ge=0,
+        le=1,
+        description="Share of the embedding model's cosine in how the extractive answerer chooses sentences "
+        "(the rest is the question's content words); 0: words only, no model call. Tuned on SciFact train "
+        "claims (docs/benchmarks.md, 'Extractive answers').",
+    )
     llm_base_url: str | None = Field(None, description="OpenAI-compatible upstream, e.g. http://localhost:11434/v1.")
     llm_api_key: str | None = Field(None, description="Bearer key for the upstream, if it needs one.")
     llm_model: str | None = Field(None, description="Model name sent to the upstream.")

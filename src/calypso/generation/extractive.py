@@ -12,7 +12,13 @@ import asyncio
 from collections.abc import AsyncGenerator
 
 from calypso.generation.base import Finish, GenerationEvent, GenerationRequest, Generator, TextDelta, Usage
-from calypso.generation.sentence_pick import MAX_CHARS, MAX_SENTENCES, SentenceSimilarity, pick_sentences
+from calypso.generation.sentence_pick import (
+    MAX_CHARS,
+    MAX_SENTENCES,
+    SEMANTIC_WEIGHT,
+    SentenceSimilarity,
+    pick_sentences,
+)
 from calypso.models import Passage
 
 NOT_FOUND = "I could not find anything about this in the knowledge base."
@@ -27,10 +33,14 @@ __all__ = ["MAX_CHARS", "MAX_SENTENCES", "NOT_FOUND", "NO_KNOWLEDGE_BASE", "Extr
 
 
 def select_sentences(
-    question: str, passages: list[Passage], similarity: SentenceSimilarity | None = None
+    question: str,
+    passages: list[Passage],
+    similarity: SentenceSimilarity | None = None,
+    semantic_weight: float = SEMANTIC_WEIGHT,
 ) -> list[tuple[int, int, str]]:
     """(source number, offset of the sentence in its passage, cleaned sentence) of the best sentences, best first."""
-    return [(c.number, c.start, c.text) for c in pick_sentences(question, passages, similarity=similarity)]
+    picked = pick_sentences(question, passages, similarity=similarity, semantic_weight=semantic_weight)
+    return [(c.number, c.start, c.text) for c in picked]
 
 
 def compose(picked: list[tuple[int, int, str]]) -> str:
@@ -41,17 +51,30 @@ def compose(picked: list[tuple[int, int, str]]) -> str:
 
 
 class ExtractiveGenerator(Generator):
-    """``similarity`` (optional) adds a semantic score to the sentence choice, e.g. embedding cosine."""
+    """``similarity`` (optional) adds a semantic score to the sentence choice, weighing ``semantic_weight``
+    against the lexical one (``calypso.generation.similarity.EmbeddingSimilarity``: embedding cosine)."""
 
     name = "extractive"
 
-    def __init__(self, words_per_token: int = 1, similarity: SentenceSimilarity | None = None) -> None:
+    def __init__(
+        self,
+        words_per_token: int = 1,
+        similarity: SentenceSimilarity | None = None,
+        semantic_weight: float = SEMANTIC_WEIGHT,
+    ) -> None:
         self.words_per_token = words_per_token
         self.similarity = similarity
+        self.semantic_weight = semantic_weight
 
     async def stream(self, request: GenerationRequest) -> AsyncGenerator[GenerationEvent, None]:
-        if request.searched:
-            text = compose(select_sentences(request.question, request.passages, self.similarity))
+        if request.searched and self.similarity is not None:
+            # A model run takes tens of milliseconds of CPU: off the event loop, so other requests go on.
+            picked = await asyncio.to_thread(
+                select_sentences, request.question, request.passages, self.similarity, self.semantic_weight
+            )
+            text = compose(picked)
+        elif request.searched:
+            text = compose(select_sentences(request.question, request.passages))
         else:
             text = NO_KNOWLEDGE_BASE
         words = text.split(" ")

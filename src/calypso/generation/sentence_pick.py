@@ -12,8 +12,13 @@ A sentence's score is the idf-weighted share of the question's content words it 
 (stems, plus near-stems like ``climber``/``climbed`` at half weight; stopwords and question
 words never count), a small prior for the passage's retrieval rank, a bonus for numbers
 when the question asks how many/when, and penalties for fragments and bibliography
-entries. ``SentenceSimilarity`` is the hook for a semantic score (e.g. embedding cosine):
-given, it is averaged with the lexical score.
+entries. ``SentenceSimilarity`` is the hook for a semantic score (embedding cosine,
+``calypso.generation.similarity``): given, a sentence's relevance is
+``(1 - semantic_weight) * lexical + semantic_weight * semantic``, a sentence that shares no
+content word with the question may still be chosen when its semantic score reaches
+``SEMANTIC_ONLY_MIN``, and two sentences whose vectors' cosine reaches ``DUPLICATE_COSINE``
+count as near-duplicates. The weights are tuned on held-out data (docs/benchmarks.md,
+"Extractive answers (issue 12)").
 """
 
 from __future__ import annotations
@@ -22,20 +27,37 @@ import math
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from calypso.models import Passage
 from calypso.retrieval.tokenize import STOPWORDS_EN_EXTENDED, Analyzer
 from calypso.text.sentences import sentence_spans
 
-# (question, sentences) -> similarity of each sentence to the question, each in [0, 1].
-SentenceSimilarity = Callable[[str, Sequence[str]], Sequence[float]]
+
+
+@dataclass(frozen=True)
+class SemanticScores:
+    """What a similarity gives back: each sentence's relevance in [0, 1], and optionally its unit vector."""
+
+    relevance: Sequence[float]
+    vectors: Any = None  # numpy rows, one per sentence, unit length: near-duplicates by cosine
+
+
+# (question, sentences) -> each sentence's similarity to the question in [0, 1] (or SemanticScores with vectors);
+# None: no semantic score this time (the model failed), choose by words only.
+SentenceSimilarity = Callable[[str, Sequence[str]], "Sequence[float] | SemanticScores | None"]
 
 MAX_SENTENCES = 3
 MAX_CHARS = 700
 MIN_SENTENCE_CHARS = 20
 RELATIVE_FLOOR = 0.6  # a sentence scoring under this share of the best one is padding, not an answer
 DUPLICATE_JACCARD = 0.6  # content-word overlap above which two sentences say the same thing
+# Tuned on SciFact train claims against their gold rationale sentences (bench/extractive_rationales.py):
+SEMANTIC_WEIGHT = 0.35  # share of the (pool-normalised) semantic score in a sentence's relevance
+SEMANTIC_FLOOR = 0.7  # RELATIVE_FLOOR with a semantic score: the blend is flatter, so padding needs a higher bar
+SEMANTIC_ONLY_MIN = 0.5  # semantic score from which a sentence sharing no content word may be chosen
+DUPLICATE_COSINE = 0.9  # embedding cosine from which two sentences say the same thing
 QUESTION_WORDS = frozenset("what which who whom whose when where why how do does did".split())
 
 _ANALYZER = Analyzer(stopwords=STOPWORDS_EN_EXTENDED | QUESTION_WORDS)
@@ -83,6 +105,7 @@ class Candidate:
     # The previous sentence's content words when this one refers back to it ("he", "its" ...).
     context: frozenset[str] = frozenset()
     score: float = 0.0
+    vector: Any = field(default=None, compare=False, repr=False)  # unit embedding, when a similarity gave one
 
 
 def _is_control(ch: str) -> bool:
@@ -242,10 +265,31 @@ def question_terms(question: str) -> list[str]:
     return sorted(_terms(question))
 
 
+def semantic_scores(
+    question: str, pool: list[Candidate], similarity: SentenceSimilarity | None
+) -> SemanticScores | None:
+    """The similarity's answer for the pool, as ``SemanticScores``; None when there is none."""
+    if similarity is None or not pool:
+        return None
+    got = similarity(question, [c.text for c in pool])
+    if got is None:
+        return None
+    scores = got if isinstance(got, SemanticScores) else SemanticScores(relevance=list(got))
+    if len(scores.relevance) != len(pool):
+        raise ValueError(f"the similarity scored {len(scores.relevance)} sentences of {len(pool)}")
+    return scores
+
+
 def score_candidates(
-    question: str, pool: list[Candidate], similarity: SentenceSimilarity | None = None
+    question: str,
+    pool: list[Candidate],
+    semantic: SemanticScores | None = None,
+    *,
+    semantic_weight: float = SEMANTIC_WEIGHT,
+    semantic_only_min: float = SEMANTIC_ONLY_MIN,
 ) -> list[Candidate]:
-    """The candidates that share a content word with the question, scored, best first."""
+    """The candidates worth quoting, scored, best first: those that share a content word with the
+    question, and with a semantic score those whose score reaches ``semantic_only_min``."""
     query = question_terms(question)
     if not query or not pool:
         return []
@@ -254,7 +298,10 @@ def score_candidates(
     weight = {t: math.log(1 + (n + 1) / (df[t] + 0.5)) for t in query}
     total = sum(weight.values())
     wants_number = bool(_WANTS_NUMBER.search(question))
-    semantic = list(similarity(question, [c.text for c in pool])) if similarity is not None else None
+    spread: list[float] = []
+    if semantic is not None:
+        low, high = min(semantic.relevance), max(semantic.relevance)
+        spread = [(float(r) - low) / (high - low) if high > low else 1.0 for r in semantic.relevance]
     scored = []
     for index, candidate in enumerate(pool):
         matched = 0.0
@@ -268,10 +315,18 @@ def score_candidates(
                 hits += 1
             elif t in candidate.context:
                 matched += 0.4 * weight[t]  # named in the sentence before, referred to here
-        if hits == 0:
-            continue
         lexical = matched / total
-        score = lexical if semantic is None else 0.5 * lexical + 0.5 * float(semantic[index])
+        vector = None
+        if semantic is None:
+            if hits == 0:
+                continue
+            score = lexical
+        else:
+            meaning = float(semantic.relevance[index])
+            if hits == 0 and meaning < semantic_only_min:
+                continue
+            score = (1 - semantic_weight) * lexical + semantic_weight * spread[index]
+            vector = semantic.vectors[index] if semantic.vectors is not None else None
         score += 0.1 / candidate.number  # earlier-ranked passages win ties
         score += 0.1 * hits / len(candidate.terms)  # of two sentences with the same words, the one about less else
         if wants_number and _HAS_NUMBER.search(candidate.text):
@@ -280,15 +335,18 @@ def score_candidates(
             score *= 0.7
         if candidate.reference:
             score *= 0.3
-        scored.append(replace(candidate, score=score))
+        scored.append(replace(candidate, score=score, vector=vector))
     scored.sort(key=lambda c: (-c.score, c.number, c.start))
     return scored
 
 
-def _duplicate(a: Candidate, b: Candidate) -> bool:
+def _duplicate(a: Candidate, b: Candidate, duplicate_cosine: float = DUPLICATE_COSINE) -> bool:
     if a.text.lower() in b.text.lower() or b.text.lower() in a.text.lower():
         return True
-    return len(a.terms & b.terms) / max(1, len(a.terms | b.terms)) > DUPLICATE_JACCARD
+    if len(a.terms & b.terms) / max(1, len(a.terms | b.terms)) > DUPLICATE_JACCARD:
+        return True
+    # Worded differently, saying the same: overlapping chunks of two versions of a document, paraphrases.
+    return a.vector is not None and b.vector is not None and float(a.vector @ b.vector) >= duplicate_cosine
 
 
 def pick_sentences(
@@ -298,18 +356,30 @@ def pick_sentences(
     similarity: SentenceSimilarity | None = None,
     max_sentences: int = MAX_SENTENCES,
     max_chars: int = MAX_CHARS,
+    semantic_weight: float = SEMANTIC_WEIGHT,
+    semantic_only_min: float = SEMANTIC_ONLY_MIN,
+    duplicate_cosine: float = DUPLICATE_COSINE,
 ) -> list[Candidate]:
-    """The best sentences for the question, best first: no near-duplicates, stopping where relevance falls off."""
-    scored = score_candidates(question, candidates(passages), similarity)
+    """The best sentences for the question, best first: no near-duplicates, stopping where relevance falls off.
+
+    ``similarity`` is asked once, for every candidate (unless ``semantic_weight`` is 0); when it gives
+    nothing (None: the model failed) the choice is the lexical one."""
+    pool = candidates(passages)
+    if not question_terms(question):
+        return []
+    semantic = semantic_scores(question, pool, similarity) if semantic_weight > 0 else None
+    scored = score_candidates(
+        question, pool, semantic, semantic_weight=semantic_weight, semantic_only_min=semantic_only_min
+    )
     if not scored:
         return []
-    floor = RELATIVE_FLOOR * scored[0].score
+    floor = (SEMANTIC_FLOOR if semantic is not None else RELATIVE_FLOOR) * scored[0].score
     chosen: list[Candidate] = []
     total = 0
     for candidate in scored:
         if candidate.score < floor:
             break
-        if any(_duplicate(candidate, c) for c in chosen):
+        if any(_duplicate(candidate, c, duplicate_cosine) for c in chosen):
             continue  # overlapping chunks repeat sentences
         if chosen and total + len(candidate.text) > max_chars:
             continue

@@ -24,6 +24,7 @@ from calypso.errors import InvalidRequest
 from calypso.generation import registry
 from calypso.generation.base import Finish, GenerationRequest, Generator, TextDelta, ToolCalls
 from calypso.generation.prompts import build_messages
+from calypso.generation.similarity import EmbeddingSimilarity
 from calypso.generation.upstream import UpstreamConfig
 from calypso.models import Page, Passage
 from calypso.scope import DEFAULT_WORKSPACE, RetrievalScope
@@ -112,6 +113,8 @@ class Answerer:
         return self._generators[key]
 
     def _build_generator(self, name: str, model: str | None = None) -> Generator:
+        if name == "extractive":
+            return self._extractive()
         if name != "upstream":
             return registry.create(name)
         s = self.settings
@@ -131,6 +134,17 @@ class Answerer:
                 max_retries=s.llm_max_retries,
             ),
         )
+
+    def _extractive(self) -> Generator:
+        """The built-in answerer, choosing sentences with the search's embedding model when there is one.
+
+        The model is the server's own (a ``CachedEmbedder``): the question's vector is the one search
+        stored, and sentences already seen are cache reads."""
+        embedder = self.documents.embedder
+        weight = self.settings.extractive_semantic_weight
+        if embedder is None or weight <= 0:
+            return registry.create("extractive")
+        return registry.create("extractive", similarity=EmbeddingSimilarity(embedder), semantic_weight=weight)
 
     async def aclose(self) -> None:
         """Close the generators' connections; they are rebuilt on the next question."""

@@ -1,0 +1,62 @@
+"""Embedding similarity for the extractive answerer's sentence choice.
+
+``EmbeddingSimilarity(embedder)`` is a ``SentenceSimilarity``: given the question and the
+candidate sentences it embeds them in one ``embed`` call (question first) and returns each
+sentence's cosine to the question, clipped to [0, 1], with the sentence vectors, which the
+picker uses to spot near-duplicates. Given the server's embedder (a ``CachedEmbedder``), the
+question's vector is the one search already stored under its content hash, and a sentence
+seen in an earlier answer costs a cache read, not a model run.
+
+An embedding failure (an embeddings server down, a model that cannot load) never fails the
+answer: the call returns None, so the picker scores lexically, one log line says why, and the
+model is not asked again for ``retry_after`` seconds (an unreachable server would otherwise
+cost every answer its timeout).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from calypso.embeddings.base import Embedder
+from calypso.generation.sentence_pick import SemanticScores
+
+log = logging.getLogger("calypso.generation")
+
+RETRY_AFTER_SECONDS = 30.0
+
+
+class EmbeddingSimilarity:
+    """Cosine of each sentence to the question under ``embedder``; None (lexical only) when it fails."""
+
+    def __init__(self, embedder: Embedder, *, retry_after: float = RETRY_AFTER_SECONDS) -> None:
+        self.embedder = embedder
+        self.retry_after = retry_after
+        self._lock = threading.Lock()
+        self._down_until = 0.0  # monotonic time before which the embedder is not asked
+        self.failures = 0  # embedding failures so far, for reports and tests
+
+    def __call__(self, question: str, sentences: Sequence[str]) -> SemanticScores | None:
+        if not sentences or time.monotonic() < self._down_until:
+            return None
+        try:
+            vectors = self.embedder.embed([question, *sentences])
+        except Exception as exc:  # noqa: BLE001 - any failure of the model falls back to lexical, by design
+            with self._lock:
+                self.failures += 1
+                self._down_until = time.monotonic() + self.retry_after
+            message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            log.warning(
+                "extractive answer: embedding the sentences failed, choosing them by words only for the next %.0f s: %s",
+                self.retry_after,
+                message,
+            )
+            return None
+        vectors = np.asarray(vectors, dtype=np.float32)
+        rows = vectors[1:]
+        cosines = np.clip(rows @ vectors[0], 0.0, 1.0)
+        return SemanticScores(relevance=[float(c) for c in cosines], vectors=rows)
