@@ -126,9 +126,7 @@ async def ask_all(
     return out
 
 
-def run(
-    filename: str, rows: list[dict], verbose: bool, weight: float, timings: dict[str, list[float]]
-) -> list[Score]:
+def run(filename: str, rows: list[dict], verbose: bool, weight: float, timings: dict[str, list[float]]) -> list[Score]:
     path = data_dir() / "alps-wiki-qa" / filename
     with tempfile.TemporaryDirectory() as home:
         settings = Settings(
@@ -192,8 +190,10 @@ def main() -> None:
     )
     for line in lines:
         print(line)
-    print(f"({len(rows)} questions per document, similarity {args.similarity}, weight {weight}, "
-          f"{time.perf_counter() - t0:.0f}s)")
+    print(
+        f"({len(rows)} questions per document, similarity {args.similarity}, weight {weight}, "
+        f"{time.perf_counter() - t0:.0f}s)"
+    )
     for name, seconds in timings.items():
         print(
             f"time per answer, {name} cache: p50 {percentile(seconds, 50) * 1000:.1f} ms, "

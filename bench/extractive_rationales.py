@@ -15,7 +15,7 @@ Claims are split as BEIR splits them: the claims of ``qrels/train.tsv`` tune the
 sentences once per run (a content-hash cache in memory), so a grid costs one embedding pass.
 
     PYTHONPATH=src .venv/bin/python bench/extractive_rationales.py [--split train|test] [--grid]
-        [--weight W] [--only-min M] [--dup-cos C]
+        [--weight W] [--only-min M]
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from _common import data_dir  # bench/ is sys.path[0] when run as a script
 from calypso.embeddings import CachedEmbedder, MemoryVectorCache
 from calypso.embeddings.local_onnx import LocalOnnxEmbedder
 from calypso.generation import sentence_pick
-from calypso.generation.sentence_pick import SemanticScores, SentenceSimilarity, pick_sentences
+from calypso.generation.sentence_pick import SentenceSimilarity, pick_sentences
 from calypso.generation.similarity import EmbeddingSimilarity
 from calypso.models import Chunk, Document, Passage
 
@@ -125,11 +125,12 @@ def main() -> None:
     parser.add_argument("--grid", action="store_true", help="try weight x semantic-only floor (tune on train)")
     parser.add_argument("--weight", type=float, default=sentence_pick.SEMANTIC_WEIGHT)
     parser.add_argument("--only-min", type=float, default=sentence_pick.SEMANTIC_ONLY_MIN)
-    parser.add_argument("--dup-cos", type=float, default=sentence_pick.DUPLICATE_COSINE)
     args = parser.parse_args()
     claims = load(args.split)
     model = Recorded(EmbeddingSimilarity(CachedEmbedder(LocalOnnxEmbedder(), MemoryVectorCache())))
-    print(f"{len(claims)} claims ({args.split}); {'setting':<25} {'top1':>6} {'any':>6} {'prec.':>6} {'none':>6} {'sent.':>6}")
+    print(
+        f"{len(claims)} claims ({args.split}); {'setting':<25} {'top1':>6} {'any':>6} {'prec.':>6} {'none':>6} {'sent.':>6}"
+    )
     print(line("lexical only", evaluate(claims, None)))
     if args.grid:
         for weight in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
@@ -137,9 +138,9 @@ def main() -> None:
                 name = f"w={weight} only>={only_min if only_min <= 1 else 'never'}"
                 print(line(name, evaluate(claims, model, semantic_weight=weight, semantic_only_min=only_min)))
     else:
-        options = {"semantic_weight": args.weight, "semantic_only_min": args.only_min, "duplicate_cosine": args.dup_cos}
-        print(line(f"w={args.weight} only>={args.only_min} dup>={args.dup_cos}", evaluate(claims, model, **options)))
-    print(f"(embedding {sum(1 for v in model.seen.values() if isinstance(v, SemanticScores))} answers: {model.seconds:.1f}s)")
+        options = {"semantic_weight": args.weight, "semantic_only_min": args.only_min}
+        print(line(f"w={args.weight} only>={args.only_min}", evaluate(claims, model, **options)))
+    print(f"(embedding {sum(1 for v in model.seen.values() if v is not None)} answers: {model.seconds:.1f}s)")
 
 
 if __name__ == "__main__":

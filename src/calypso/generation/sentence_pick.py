@@ -16,8 +16,8 @@ entries. ``SentenceSimilarity`` is the hook for a semantic score (embedding cosi
 ``calypso.generation.similarity``): given, a sentence's relevance is
 ``(1 - semantic_weight) * lexical + semantic_weight * semantic``, a sentence that shares no
 content word with the question may still be chosen when its semantic score reaches
-``SEMANTIC_ONLY_MIN``, and two sentences whose vectors' cosine reaches ``DUPLICATE_COSINE``
-count as near-duplicates. The weights are tuned on held-out data (docs/benchmarks.md,
+``SEMANTIC_ONLY_MIN``. (Near-duplicates stay lexical: an embedding-cosine check dropped more
+gold rationale sentences than it saved padding, see the benchmarks.) The weights are tuned on held-out data (docs/benchmarks.md,
 "Extractive answers (issue 12)").
 """
 
@@ -27,26 +27,15 @@ import math
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, replace
 
 from calypso.models import Passage
 from calypso.retrieval.tokenize import STOPWORDS_EN_EXTENDED, Analyzer
 from calypso.text.sentences import sentence_spans
 
-
-
-@dataclass(frozen=True)
-class SemanticScores:
-    """What a similarity gives back: each sentence's relevance in [0, 1], and optionally its unit vector."""
-
-    relevance: Sequence[float]
-    vectors: Any = None  # numpy rows, one per sentence, unit length: near-duplicates by cosine
-
-
-# (question, sentences) -> each sentence's similarity to the question in [0, 1] (or SemanticScores with vectors);
+# (question, sentences) -> each sentence's similarity to the question in [0, 1];
 # None: no semantic score this time (the model failed), choose by words only.
-SentenceSimilarity = Callable[[str, Sequence[str]], "Sequence[float] | SemanticScores | None"]
+SentenceSimilarity = Callable[[str, Sequence[str]], "Sequence[float] | None"]
 
 MAX_SENTENCES = 3
 MAX_CHARS = 700
@@ -57,7 +46,6 @@ DUPLICATE_JACCARD = 0.6  # content-word overlap above which two sentences say th
 SEMANTIC_WEIGHT = 0.35  # share of the (pool-normalised) semantic score in a sentence's relevance
 SEMANTIC_FLOOR = 0.7  # RELATIVE_FLOOR with a semantic score: the blend is flatter, so padding needs a higher bar
 SEMANTIC_ONLY_MIN = 0.5  # semantic score from which a sentence sharing no content word may be chosen
-DUPLICATE_COSINE = 0.9  # embedding cosine from which two sentences say the same thing
 QUESTION_WORDS = frozenset("what which who whom whose when where why how do does did".split())
 
 _ANALYZER = Analyzer(stopwords=STOPWORDS_EN_EXTENDED | QUESTION_WORDS)
@@ -105,7 +93,6 @@ class Candidate:
     # The previous sentence's content words when this one refers back to it ("he", "its" ...).
     context: frozenset[str] = frozenset()
     score: float = 0.0
-    vector: Any = field(default=None, compare=False, repr=False)  # unit embedding, when a similarity gave one
 
 
 def _is_control(ch: str) -> bool:
@@ -265,25 +252,22 @@ def question_terms(question: str) -> list[str]:
     return sorted(_terms(question))
 
 
-def semantic_scores(
-    question: str, pool: list[Candidate], similarity: SentenceSimilarity | None
-) -> SemanticScores | None:
-    """The similarity's answer for the pool, as ``SemanticScores``; None when there is none."""
+def semantic_scores(question: str, pool: list[Candidate], similarity: SentenceSimilarity | None) -> list[float] | None:
+    """The similarity's score of each candidate; None when there is none."""
     if similarity is None or not pool:
         return None
     got = similarity(question, [c.text for c in pool])
     if got is None:
         return None
-    scores = got if isinstance(got, SemanticScores) else SemanticScores(relevance=list(got))
-    if len(scores.relevance) != len(pool):
-        raise ValueError(f"the similarity scored {len(scores.relevance)} sentences of {len(pool)}")
-    return scores
+    if len(got) != len(pool):
+        raise ValueError(f"the similarity scored {len(got)} sentences of {len(pool)}")
+    return [float(r) for r in got]
 
 
 def score_candidates(
     question: str,
     pool: list[Candidate],
-    semantic: SemanticScores | None = None,
+    semantic: list[float] | None = None,
     *,
     semantic_weight: float = SEMANTIC_WEIGHT,
     semantic_only_min: float = SEMANTIC_ONLY_MIN,
@@ -300,8 +284,8 @@ def score_candidates(
     wants_number = bool(_WANTS_NUMBER.search(question))
     spread: list[float] = []
     if semantic is not None:
-        low, high = min(semantic.relevance), max(semantic.relevance)
-        spread = [(float(r) - low) / (high - low) if high > low else 1.0 for r in semantic.relevance]
+        low, high = min(semantic), max(semantic)
+        spread = [(r - low) / (high - low) if high > low else 1.0 for r in semantic]
     scored = []
     for index, candidate in enumerate(pool):
         matched = 0.0
@@ -316,17 +300,14 @@ def score_candidates(
             elif t in candidate.context:
                 matched += 0.4 * weight[t]  # named in the sentence before, referred to here
         lexical = matched / total
-        vector = None
         if semantic is None:
             if hits == 0:
                 continue
             score = lexical
         else:
-            meaning = float(semantic.relevance[index])
-            if hits == 0 and meaning < semantic_only_min:
+            if hits == 0 and semantic[index] < semantic_only_min:
                 continue
             score = (1 - semantic_weight) * lexical + semantic_weight * spread[index]
-            vector = semantic.vectors[index] if semantic.vectors is not None else None
         score += 0.1 / candidate.number  # earlier-ranked passages win ties
         score += 0.1 * hits / len(candidate.terms)  # of two sentences with the same words, the one about less else
         if wants_number and _HAS_NUMBER.search(candidate.text):
@@ -335,18 +316,15 @@ def score_candidates(
             score *= 0.7
         if candidate.reference:
             score *= 0.3
-        scored.append(replace(candidate, score=score, vector=vector))
+        scored.append(replace(candidate, score=score))
     scored.sort(key=lambda c: (-c.score, c.number, c.start))
     return scored
 
 
-def _duplicate(a: Candidate, b: Candidate, duplicate_cosine: float = DUPLICATE_COSINE) -> bool:
+def _duplicate(a: Candidate, b: Candidate) -> bool:
     if a.text.lower() in b.text.lower() or b.text.lower() in a.text.lower():
         return True
-    if len(a.terms & b.terms) / max(1, len(a.terms | b.terms)) > DUPLICATE_JACCARD:
-        return True
-    # Worded differently, saying the same: overlapping chunks of two versions of a document, paraphrases.
-    return a.vector is not None and b.vector is not None and float(a.vector @ b.vector) >= duplicate_cosine
+    return len(a.terms & b.terms) / max(1, len(a.terms | b.terms)) > DUPLICATE_JACCARD
 
 
 def pick_sentences(
@@ -358,7 +336,6 @@ def pick_sentences(
     max_chars: int = MAX_CHARS,
     semantic_weight: float = SEMANTIC_WEIGHT,
     semantic_only_min: float = SEMANTIC_ONLY_MIN,
-    duplicate_cosine: float = DUPLICATE_COSINE,
 ) -> list[Candidate]:
     """The best sentences for the question, best first: no near-duplicates, stopping where relevance falls off.
 
@@ -379,7 +356,7 @@ def pick_sentences(
     for candidate in scored:
         if candidate.score < floor:
             break
-        if any(_duplicate(candidate, c, duplicate_cosine) for c in chosen):
+        if any(_duplicate(candidate, c) for c in chosen):
             continue  # overlapping chunks repeat sentences
         if chosen and total + len(candidate.text) > max_chars:
             continue

@@ -2,8 +2,7 @@
 
 ``EmbeddingSimilarity(embedder)`` is a ``SentenceSimilarity``: given the question and the
 candidate sentences it embeds them in one ``embed`` call (question first) and returns each
-sentence's cosine to the question, clipped to [0, 1], with the sentence vectors, which the
-picker uses to spot near-duplicates. Given the server's embedder (a ``CachedEmbedder``), the
+sentence's cosine to the question, clipped to [0, 1]. Given the server's embedder (a ``CachedEmbedder``), the
 question's vector is the one search already stored under its content hash, and a sentence
 seen in an earlier answer costs a cache read, not a model run.
 
@@ -23,7 +22,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from calypso.embeddings.base import Embedder
-from calypso.generation.sentence_pick import SemanticScores
 
 log = logging.getLogger("calypso.generation")
 
@@ -40,7 +38,7 @@ class EmbeddingSimilarity:
         self._down_until = 0.0  # monotonic time before which the embedder is not asked
         self.failures = 0  # embedding failures so far, for reports and tests
 
-    def __call__(self, question: str, sentences: Sequence[str]) -> SemanticScores | None:
+    def __call__(self, question: str, sentences: Sequence[str]) -> list[float] | None:
         if not sentences or time.monotonic() < self._down_until:
             return None
         try:
@@ -57,6 +55,5 @@ class EmbeddingSimilarity:
             )
             return None
         vectors = np.asarray(vectors, dtype=np.float32)
-        rows = vectors[1:]
-        cosines = np.clip(rows @ vectors[0], 0.0, 1.0)
-        return SemanticScores(relevance=[float(c) for c in cosines], vectors=rows)
+        cosines = np.clip(vectors[1:] @ vectors[0], 0.0, 1.0)  # rows are unit length: a dot product is the cosine
+        return [float(c) for c in cosines]
