@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from collections.abc import Sequence
 
 import pytest
@@ -116,3 +117,21 @@ def test_weight_zero_never_asks_the_model() -> None:
     assert picked == [] and asked == []
     pick_sentences(QUESTION, [_passage(PARK)], similarity=similarity)
     assert len(asked) == 1 and len(asked[0]) == 3  # every candidate, in one call
+
+
+def test_a_hung_embeddings_server_does_not_hold_the_answer(caplog: pytest.LogCaptureFixture) -> None:
+    # A real socket on loopback that accepts connections and never answers.
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        hung = OpenAIEmbedder(f"http://127.0.0.1:{port}/v1", "minilm", dimension=384, max_retries=0, timeout=30)
+        similarity = EmbeddingSimilarity(hung, timeout=0.3)
+        text = "Ducks live near water. Ducks eat aquatic plants, small fish, insects and snails."
+        with caplog.at_level(logging.WARNING, logger="calypso.generation"):
+            picked = select_sentences(QUESTION, [_passage(text)], similarity)
+        # Answered by words while the server still holds the request (its client would wait 30 s).
+        assert picked == select_sentences(QUESTION, [_passage(text)])
+        assert "did not answer within 0.3 s" in caplog.text and similarity.failures == 1
+        similarity.close()
+    hung.close()

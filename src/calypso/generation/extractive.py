@@ -66,6 +66,12 @@ class ExtractiveGenerator(Generator):
         self.similarity = similarity
         self.semantic_weight = semantic_weight
 
+    async def aclose(self) -> None:
+        """Stop the similarity's threads, if it keeps any (``Answerer.aclose`` calls this)."""
+        close = getattr(self.similarity, "close", None)
+        if close is not None:
+            close()
+
     async def stream(self, request: GenerationRequest) -> AsyncGenerator[GenerationEvent, None]:
         if request.searched and self.similarity is not None:
             # A model run takes tens of milliseconds of CPU: off the event loop, so other requests go on.

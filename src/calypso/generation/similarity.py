@@ -9,7 +9,9 @@ seen in an earlier answer costs a cache read, not a model run.
 An embedding failure (an embeddings server down, a model that cannot load) never fails the
 answer: the call returns None, so the picker scores lexically, one log line says why, and the
 model is not asked again for ``retry_after`` seconds (an unreachable server would otherwise
-cost every answer its timeout).
+cost every answer its timeout). A model that has not answered after ``timeout`` seconds (a hung
+server, a queue of answers on a saturated machine) counts as failed: the embedding runs on a
+small pool of its own threads, and the answer goes on without waiting for it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 
 import numpy as np
 
@@ -26,14 +30,22 @@ from calypso.embeddings.base import Embedder
 log = logging.getLogger("calypso.generation")
 
 RETRY_AFTER_SECONDS = 30.0
+# Cold (no sentence cached), 30-70 sentences take 0.1-0.9 s on 2 busy cores (docs/benchmarks.md); beyond
+# this the answer is not worth the wait.
+TIMEOUT_SECONDS = 3.0
+THREADS = 2  # the local model cannot go faster with more on 2 cores; more queue, then time out to lexical
 
 
 class EmbeddingSimilarity:
     """Cosine of each sentence to the question under ``embedder``; None (lexical only) when it fails."""
 
-    def __init__(self, embedder: Embedder, *, retry_after: float = RETRY_AFTER_SECONDS) -> None:
+    def __init__(
+        self, embedder: Embedder, *, retry_after: float = RETRY_AFTER_SECONDS, timeout: float = TIMEOUT_SECONDS
+    ) -> None:
         self.embedder = embedder
         self.retry_after = retry_after
+        self.timeout = timeout
+        self._pool = ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="calypso-sentence-embed")
         self._lock = threading.Lock()
         self._down_until = 0.0  # monotonic time before which the embedder is not asked
         self.failures = 0  # embedding failures so far, for reports and tests
@@ -41,19 +53,30 @@ class EmbeddingSimilarity:
     def __call__(self, question: str, sentences: Sequence[str]) -> list[float] | None:
         if not sentences or time.monotonic() < self._down_until:
             return None
+        future = self._pool.submit(self.embedder.embed, [question, *sentences])
         try:
-            vectors = self.embedder.embed([question, *sentences])
+            vectors = future.result(timeout=self.timeout)
+        except FutureTimeout:
+            future.cancel()  # still queued: never run it; running: its result is dropped
+            self._failed(f"the embedding model did not answer within {self.timeout:g} s")
+            return None
         except Exception as exc:  # noqa: BLE001 - any failure of the model falls back to lexical, by design
-            with self._lock:
-                self.failures += 1
-                self._down_until = time.monotonic() + self.retry_after
-            message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
-            log.warning(
-                "extractive answer: embedding the sentences failed, choosing them by words only for the next %.0f s: %s",
-                self.retry_after,
-                message,
-            )
+            self._failed(getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}")
             return None
         vectors = np.asarray(vectors, dtype=np.float32)
         cosines = np.clip(vectors[1:] @ vectors[0], 0.0, 1.0)  # rows are unit length: a dot product is the cosine
         return [float(c) for c in cosines]
+
+    def _failed(self, why: str) -> None:
+        with self._lock:
+            self.failures += 1
+            self._down_until = time.monotonic() + self.retry_after
+        log.warning(
+            "extractive answer: embedding the sentences failed, choosing them by words only for the next %.0f s: %s",
+            self.retry_after,
+            why,
+        )
+
+    def close(self) -> None:
+        """Stop the embedding threads (a call still running finishes in the background)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
