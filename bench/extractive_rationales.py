@@ -15,7 +15,7 @@ Claims are split as BEIR splits them: the claims of ``qrels/train.tsv`` tune the
 sentences once per run (a content-hash cache in memory), so a grid costs one embedding pass.
 
     PYTHONPATH=src .venv/bin/python bench/extractive_rationales.py [--split train|test] [--grid]
-        [--weight W] [--only-min M]
+        [--weight W] [--floor F] [--only-min M]
 """
 
 from __future__ import annotations
@@ -116,15 +116,18 @@ def evaluate(claims: list[Claim], similarity: SentenceSimilarity | None, **optio
 
 
 def line(name: str, r: dict[str, float]) -> str:
-    return f"{name:<34} {r['top1']:6.1%} {r['any']:6.1%} {r['precision']:6.1%} {r['none']:6.1%} {r['sentences']:6.2f}"
+    return f"{name:<40} {r['top1']:6.1%} {r['any']:6.1%} {r['precision']:6.1%} {r['none']:6.1%} {r['sentences']:6.2f}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--split", choices=("train", "test"), default="test")
-    parser.add_argument("--grid", action="store_true", help="try weight x semantic-only floor (tune on train)")
+    parser.add_argument(
+        "--grid", action="store_true", help="try weight x floor x semantic-only minimum (tune on train)"
+    )
     parser.add_argument("--weight", type=float, default=sentence_pick.SEMANTIC_WEIGHT)
     parser.add_argument("--only-min", type=float, default=sentence_pick.SEMANTIC_ONLY_MIN)
+    parser.add_argument("--floor", type=float, default=sentence_pick.SEMANTIC_FLOOR)
     args = parser.parse_args()
     claims = load(args.split)
     model = Recorded(EmbeddingSimilarity(CachedEmbedder(LocalOnnxEmbedder(), MemoryVectorCache())))
@@ -133,13 +136,16 @@ def main() -> None:
     )
     print(line("lexical only", evaluate(claims, None)))
     if args.grid:
-        for weight in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
-            for only_min in (0.3, 0.4, 0.5, 0.6, 2.0):
-                name = f"w={weight} only>={only_min if only_min <= 1 else 'never'}"
-                print(line(name, evaluate(claims, model, semantic_weight=weight, semantic_only_min=only_min)))
+        for floor in (0.6, 0.65, 0.7, 0.75):
+            for weight in (0.15, 0.25, 0.35, 0.5, 0.7, 1.0):
+                for only_min in (0.4, 0.5, 2.0):
+                    name = f"floor={floor} w={weight} only>={only_min if only_min <= 1 else 'never'}"
+                    options = {"semantic_weight": weight, "semantic_only_min": only_min, "semantic_floor": floor}
+                    print(line(name, evaluate(claims, model, **options)))
     else:
-        options = {"semantic_weight": args.weight, "semantic_only_min": args.only_min}
-        print(line(f"w={args.weight} only>={args.only_min}", evaluate(claims, model, **options)))
+        options = {"semantic_weight": args.weight, "semantic_only_min": args.only_min, "semantic_floor": args.floor}
+        name = f"floor={args.floor} w={args.weight} only>={args.only_min}"
+        print(line(name, evaluate(claims, model, **options)))
     print(f"(embedding {sum(1 for v in model.seen.values() if v is not None)} answers: {model.seconds:.1f}s)")
 
 

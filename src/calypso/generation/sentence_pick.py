@@ -336,6 +336,7 @@ def pick_sentences(
     max_chars: int = MAX_CHARS,
     semantic_weight: float = SEMANTIC_WEIGHT,
     semantic_only_min: float = SEMANTIC_ONLY_MIN,
+    semantic_floor: float = SEMANTIC_FLOOR,
 ) -> list[Candidate]:
     """The best sentences for the question, best first: no near-duplicates, stopping where relevance falls off.
 
@@ -350,7 +351,7 @@ def pick_sentences(
     )
     if not scored:
         return []
-    floor = (SEMANTIC_FLOOR if semantic is not None else RELATIVE_FLOOR) * scored[0].score
+    floor = (semantic_floor if semantic is not None else RELATIVE_FLOOR) * scored[0].score
     chosen: list[Candidate] = []
     total = 0
     for candidate in scored:
