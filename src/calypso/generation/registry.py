@@ -2,7 +2,8 @@
 
 Built-in: "upstream" (an OpenAI-compatible server; options are the fields of
 ``UpstreamConfig``, or ``config=UpstreamConfig(...)``, plus optional
-``client=httpx.AsyncClient``). "extractive" (the built-in answerer, no options).
+``client=httpx.AsyncClient``). "extractive" (the built-in answerer; optional ``similarity``, a
+``SentenceSimilarity`` such as ``generation.similarity.EmbeddingSimilarity``, and ``semantic_weight``).
 Extensions register the same way.
 """
 
