@@ -17,11 +17,12 @@ from tests_support import free_port
 from calypso.citations.composer import AnswerComposer
 from calypso.citations.grounded import GroundedAnswer, Quote, Source
 from calypso.citations.support import best_evidence
+from calypso.config import Settings
 from calypso.embeddings import CachedEmbedder, MemoryVectorCache, OpenAIEmbedder
 from calypso.embeddings.local_onnx import LocalOnnxEmbedder
 from calypso.generation.base import GenerationRequest, TextDelta
 from calypso.generation.extractive import NOT_FOUND, ExtractiveGenerator, select_sentences
-from calypso.generation.sentence_pick import SentenceSimilarity, pick_sentences
+from calypso.generation.sentence_pick import SEMANTIC_WEIGHT, SentenceSimilarity, pick_sentences
 from calypso.generation.similarity import EmbeddingSimilarity
 from calypso.models import Chunk, Document, Passage
 
@@ -135,3 +136,7 @@ def test_a_hung_embeddings_server_does_not_hold_the_answer(caplog: pytest.LogCap
         assert "did not answer within 0.3 s" in caplog.text and similarity.failures == 1
         similarity.close()
     hung.close()
+
+
+def test_the_server_default_weight_is_the_tuned_one() -> None:
+    assert Settings().extractive_semantic_weight == SEMANTIC_WEIGHT

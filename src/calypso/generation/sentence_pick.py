@@ -16,9 +16,9 @@ entries. ``SentenceSimilarity`` is the hook for a semantic score (embedding cosi
 ``calypso.generation.similarity``): given, a sentence's relevance is
 ``(1 - semantic_weight) * lexical + semantic_weight * semantic``, a sentence that shares no
 content word with the question may still be chosen when its semantic score reaches
-``SEMANTIC_ONLY_MIN``. (Near-duplicates stay lexical: an embedding-cosine check dropped more
-gold rationale sentences than it saved padding, see the benchmarks.) The weights are tuned on held-out data (docs/benchmarks.md,
-"Extractive answers (issue 12)").
+``SEMANTIC_ONLY_MIN``. The weights are tuned on SciFact train claims (docs/benchmarks.md,
+"Extractive answers (issue 12)"). Near-duplicates stay lexical: an embedding-cosine check
+dropped more gold rationale sentences than padding.
 """
 
 from __future__ import annotations
