@@ -17,13 +17,16 @@ and the final ``GroundedAnswer`` is scored:
 
 ``--similarity model`` (the default) chooses sentences with the embedding model too, as the
 server does (``CALYPSO_EXTRACTIVE_SEMANTIC_WEIGHT``, ``--weight`` to try another), ``none`` by
-words only. Both load the model, and retrieval is the same in both (keywords: no embedding
-worker runs, so no passage has a vector), so the runs differ only in the sentence choice.
+words only. Both load the model, and retrieval is the same in both, so the runs differ only in
+the sentence choice: ``--retrieval keywords`` (the default: no passage is embedded, so search is
+BM25 alone) or ``hybrid`` (every passage embedded first, as a server's embedding worker would,
+so search fuses BM25 with the vectors and has the question's vector cached before the answer).
 Every question is asked twice: the first pass embeds each candidate sentence (cold cache),
 the second finds them in the content-hash cache (warm); the time per answer is reported for
 both (p50/p99, the whole ``Answerer.stream``).
 
-    PYTHONPATH=src .venv/bin/python bench/extractive_quality.py [--similarity model|none] [--weight W] [--verbose]
+    PYTHONPATH=src .venv/bin/python bench/extractive_quality.py [--similarity model|none] [--weight W]
+        [--retrieval keywords|hybrid] [--verbose]
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from calypso.config import Settings
 from calypso.scope import RetrievalScope
 from calypso.services import open_services
 from calypso.services.answering import Answerer, AskRequest
+from calypso.services.embed_worker import embed_all
 from calypso.text.sentences import sentence_spans
 
 # What a cleaned answer never holds: control characters, footnote markers, markdown emphasis, "exam- ple".
@@ -126,7 +130,9 @@ async def ask_all(
     return out
 
 
-def run(filename: str, rows: list[dict], verbose: bool, weight: float, timings: dict[str, list[float]]) -> list[Score]:
+def run(
+    filename: str, rows: list[dict], verbose: bool, weight: float, timings: dict[str, list[float]], hybrid: bool
+) -> list[Score]:
     path = data_dir() / "alps-wiki-qa" / filename
     with tempfile.TemporaryDirectory() as home:
         settings = Settings(
@@ -140,6 +146,8 @@ def run(filename: str, rows: list[dict], verbose: bool, weight: float, timings: 
             assert services.documents.embedder is not None, "the local embedding model is not installed"
             services.documents.embedder.embed(["load the model before timing"])
             services.documents.ingest(path.read_bytes(), filename, "alps")
+            if hybrid:
+                embed_all(services.documents)
             answerer = Answerer(services.documents)
             answered = asyncio.run(ask_all(answerer, rows, "alps", timings.setdefault("cold", [])))
             again = asyncio.run(ask_all(answerer, rows, "alps", timings.setdefault("warm", [])))
@@ -174,6 +182,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--similarity", choices=("model", "none"), default="model")
     parser.add_argument("--weight", type=float, default=None, help="semantic weight (default: the server's)")
+    parser.add_argument("--retrieval", choices=("keywords", "hybrid"), default="keywords")
     parser.add_argument("--verbose", "-v", action="store_true")
     args = parser.parse_args()
     weight = args.weight if args.weight is not None else Settings().extractive_semantic_weight
@@ -184,7 +193,7 @@ def main() -> None:
     lines = []
     timings: dict[str, list[float]] = {}
     for filename in ("alps_wiki.pdf", "alps_wiki.html"):
-        lines.append(summary(filename, run(filename, rows, args.verbose, weight, timings)))
+        lines.append(summary(filename, run(filename, rows, args.verbose, weight, timings, args.retrieval == "hybrid")))
     print(
         f"{'document':<15} {'cited':>6} {'fact':>7} {'fact|ans':>8} {'answer':>7} {'sent.':>6} {'segs':>6} {'chars':>6} {'dirty':>7}"
     )
@@ -192,6 +201,7 @@ def main() -> None:
         print(line)
     print(
         f"({len(rows)} questions per document, similarity {args.similarity}, weight {weight}, "
+        f"retrieval {args.retrieval}, "
         f"{time.perf_counter() - t0:.0f}s)"
     )
     for name, seconds in timings.items():
