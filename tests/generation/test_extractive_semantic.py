@@ -20,6 +20,7 @@ from calypso.citations.support import best_evidence
 from calypso.config import Settings
 from calypso.embeddings import CachedEmbedder, MemoryVectorCache, OpenAIEmbedder
 from calypso.embeddings.local_onnx import LocalOnnxEmbedder
+from calypso.embeddings.serve_embeddings import EmbeddingsServer
 from calypso.generation.base import GenerationRequest, TextDelta
 from calypso.generation.extractive import NOT_FOUND, ExtractiveGenerator, select_sentences
 from calypso.generation.sentence_pick import SEMANTIC_WEIGHT, SentenceSimilarity, pick_sentences
@@ -140,3 +141,17 @@ def test_a_hung_embeddings_server_does_not_hold_the_answer(caplog: pytest.LogCap
 
 def test_the_server_default_weight_is_the_tuned_one() -> None:
     assert Settings().extractive_semantic_weight == SEMANTIC_WEIGHT
+
+
+def test_through_an_openai_compatible_embeddings_server(minilm: LocalOnnxEmbedder) -> None:
+    # The HTTP backend against a real /v1/embeddings server on loopback serving the same model.
+    with EmbeddingsServer(minilm, model="minilm") as server:
+        client = OpenAIEmbedder(server.base_url, "minilm", batch_size=64)
+        try:
+            picked = select_sentences(QUESTION, [_passage(PARK)], EmbeddingSimilarity(client))
+        finally:
+            client.close()
+        assert picked == [(1, 0, ANSWER)]
+        # One request: the question and the three candidate sentences together.
+        assert len(server.requests) == 1 and server.requests[0]["input"][0] == QUESTION
+        assert len(server.requests[0]["input"]) == 4
