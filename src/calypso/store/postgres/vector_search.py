@@ -97,7 +97,7 @@ class PgVectorSearch:
         self.dimension = int(dimension)
         self.ef_search = ef_search
         self._lock = threading.Lock()
-        self._counts: tuple[float, int, int] | None = None  # (when, scope's vectors, all vectors of the dimension)
+        self._counts: tuple[float, int, int] | None = None  # (when, the namespace's passages, all vectors)
         d = self.dimension
         scope = "d.workspace = %(ws)s AND d.namespace = %(ns)s AND e.model = %(model)s"
         docs = " AND d.key = ANY(%(docs)s)"  # the joined document: one spelling for both queries
@@ -186,11 +186,11 @@ class PgVectorSearch:
             return cached[1], cached[2]
         row = self.database.row(
             "SELECT EXISTS (SELECT 1 FROM chunk_embeddings e JOIN documents d ON d.key = e.document_key "
-            "WHERE d.workspace = %(ws)s AND d.namespace = %(ns)s AND e.model = %(model)s), "
+            "WHERE d.workspace = %s AND d.namespace = %s AND e.model = %s), "
             "(SELECT coalesce(sum(chunk_count), 0) FROM documents "
-            "WHERE workspace = %(ws)s AND namespace = %(ns)s AND status = 'completed'), "
+            "WHERE workspace = %s AND namespace = %s AND status = 'completed'), "
             "(SELECT reltuples FROM pg_class WHERE oid = 'chunk_embeddings'::regclass)",
-            {"ws": self.workspace, "ns": self.namespace, "model": self.model},
+            (self.workspace, self.namespace, self.model, self.workspace, self.namespace),
         )
         if row is None or not row[0]:
             return 0, 0
