@@ -11,8 +11,11 @@ import numpy as np
 import psycopg
 import pytest
 
+from calypso.config import Settings
 from calypso.models import Chunk, Document, Page
 from calypso.retrieval.vectors import ExactVectorIndex
+from calypso.services import open_services
+from calypso.services.embed_worker import embed_all
 from calypso.store.postgres import PostgresStorage
 from calypso.store.postgres.vector_search import PgVectorSearch, hnsw_index_name
 
@@ -170,3 +173,37 @@ def test_another_dimension_gets_its_own_index(storage: PostgresStorage) -> None:
     assert len(search) == 0 and search.search(np.ones(16, dtype=np.float32) / 4, 10) == []
     indexes = storage.database.rows("SELECT indexname FROM pg_indexes WHERE tablename = 'chunk_embeddings'")
     assert {hnsw_index_name(D), hnsw_index_name(16)} <= {r[0] for r in indexes}
+
+
+def test_hybrid_search_through_the_service_reads_vectors_from_the_database(settings: Settings) -> None:
+    pytest.importorskip("onnxruntime")
+    docs = {
+        "canteen.txt": "The staff canteen serves breakfast from seven and a hot lunch from noon until two.",
+        "remote.txt": "Employees may work from home two days each week once their manager approves.",
+        "parking.txt": "Parking permits are issued by the facilities team every January.",
+    }
+    meaning_only = "when can I eat in the cafeteria"  # no word in common with the canteen passage
+    model = settings.model_copy(update={"embedding_model": "minilm-l6-v2-int8"})
+    hnsw = open_services(model.model_copy(update={"pg_vector_search": "hnsw"}))
+    memory = open_services(model.model_copy(update={"pg_vector_search": "memory", "home": settings.home.parent / "b"}))
+    try:
+        documents = hnsw.documents
+        ids = {name: documents.ingest(text.encode(), name, "hr").document.id for name, text in docs.items()}
+        assert documents.search(meaning_only, "hr") == []  # keywords alone: nothing embedded yet
+        assert embed_all(documents) == 3
+        assert isinstance(documents._indexes.vectors("default", "hr"), PgVectorSearch)
+        hits = documents.search(meaning_only, "hr")
+        assert hits[0].document.id == ids["canteen.txt"] and (hits[0].vector_score or 0) > 0.3
+        # The in-memory index over the same database ranks and scores the same.
+        memory.documents.catch_up()
+        assert isinstance(memory.documents._indexes.vectors("default", "hr"), ExactVectorIndex)
+        same = memory.documents.search(meaning_only, "hr")
+        assert [h.chunk.chunk_index for h in same] == [h.chunk.chunk_index for h in hits]
+        assert [h.document.id for h in same] == [h.document.id for h in hits]
+        assert np.allclose([h.score for h in same], [h.score for h in hits], atol=1e-5)
+        # A deleted document is gone from the database's search at once.
+        documents.delete(ids["canteen.txt"])
+        assert ids["canteen.txt"] not in {h.document.id for h in documents.search(meaning_only, "hr")}
+    finally:
+        hnsw.close()
+        memory.close()

@@ -156,6 +156,8 @@ class PgVectorSearch:
         scope, total = self._scope_counts()
         if scope == 0:
             return 0
+        if scope <= k:  # HNSW would return them all at best: the scan reads no more
+            return None
         ef = max(self.ef_search, k, math.ceil(1.5 * k * total / scope))
         if ef > MAX_EF_SEARCH or (doc_keys is not None and len(doc_keys) < k):
             return None
