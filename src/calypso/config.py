@@ -163,7 +163,7 @@ class Settings(BaseSettings):
         description="Texts per request to the embeddings server (the local model uses its measured batch of 4).",
     )
     pg_vector_search: str = Field(
-        "hnsw",
+        "memory",
         pattern="^(memory|hnsw)$",
         description="PostgreSQL only: where passage vectors are searched. 'hnsw': in the database, through pgvector's "
         "HNSW index (an exact scan for namespaces too small for it); each API process holds no vectors. 'memory': "

@@ -17,7 +17,7 @@ from calypso.retrieval.vectors import ExactVectorIndex
 from calypso.services import open_services
 from calypso.services.embed_worker import embed_all
 from calypso.store.postgres import PostgresStorage
-from calypso.store.postgres.vector_search import PgVectorSearch, hnsw_index_name
+from calypso.store.postgres.vector_search import PgVectorSearch, ensure_hnsw_index, hnsw_index_name
 
 pytestmark = pytest.mark.backends("postgres")
 
@@ -168,11 +168,19 @@ def test_deleted_documents_never_come_back(storage: PostgresStorage, corpus: Cor
         assert len(found) == (20 if namespace == "big" else 0)  # "small" held that one document only
 
 
-def test_another_dimension_gets_its_own_index(storage: PostgresStorage) -> None:
+def _hnsw_indexes(storage: PostgresStorage) -> set[str]:
+    rows = storage.database.rows("SELECT indexname FROM pg_indexes WHERE tablename = 'chunk_embeddings'")
+    return {r[0] for r in rows if r[0].startswith("chunk_embeddings_hnsw_")}
+
+
+def test_the_index_is_built_when_hnsw_search_is_chosen_and_only_then(settings: Settings, storage: PostgresStorage) -> None:
+    # Searching in memory (the default) leaves writes free of graph insertions.
+    open_services(settings.model_copy(update={"embedding_model": "none"})).close()
+    assert _hnsw_indexes(storage) == set()
     search = storage.vector_search(MODEL, 16, 40)("w", "ns")
+    assert _hnsw_indexes(storage) == {hnsw_index_name(16)}
+    assert not ensure_hnsw_index(storage.database, 16)  # found, not built again
     assert len(search) == 0 and search.search(np.ones(16, dtype=np.float32) / 4, 10) == []
-    indexes = storage.database.rows("SELECT indexname FROM pg_indexes WHERE tablename = 'chunk_embeddings'")
-    assert {hnsw_index_name(D), hnsw_index_name(16)} <= {r[0] for r in indexes}
 
 
 def test_hybrid_search_through_the_service_reads_vectors_from_the_database(settings: Settings) -> None:

@@ -293,18 +293,6 @@ def m010_static_chunking_and_file_links(db: Connection) -> None:
     )
 
 
-def m011_hnsw_index(db: Connection) -> None:
-    """pgvector's HNSW index (cosine) over the 384-dimension vectors, the bundled model's, for
-    ``CALYPSO_PG_VECTOR_SEARCH=hnsw`` (``store/postgres/vector_search.py``; other dimensions get theirs
-    at first use). Built here so that no API process builds it at a request; at 200k vectors on 2 cores
-    it takes about 80 s (docs/benchmarks.md, "pgvector HNSW on PostgreSQL")."""
-    from calypso.store.postgres.vector_search import DEFAULT_DIMENSIONS, hnsw_index_sql
-
-    db.execute("SET LOCAL maintenance_work_mem = '1GB'")  # a build that fits in memory is several times faster
-    for dimension in DEFAULT_DIMENSIONS:
-        db.execute(hnsw_index_sql(dimension))
-
-
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_vector_extension", m001_vector_extension),
     ("002_documents", m002_documents),
@@ -316,7 +304,6 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("008_vector_stores", m008_vector_stores),
     ("009_embeddings", m009_embeddings),
     ("010_static_chunking_and_file_links", m010_static_chunking_and_file_links),
-    ("011_hnsw_index", m011_hnsw_index),
 ]
 
 

@@ -26,22 +26,24 @@ PostgreSQL (issue 12)"), with ``bench/pgvector_hnsw.py``.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
 from collections.abc import Collection
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:  # the migrations import this module, and database.py imports the migrations
-    from calypso.store.postgres.database import Database
+from calypso.store.postgres.database import Database
+from calypso.store.postgres.migrations import MIGRATION_LOCK
+
+log = logging.getLogger("calypso.store.postgres")
 
 MAX_EF_SEARCH = 1000  # pgvector's ceiling for hnsw.ef_search
 COUNT_TTL_SECONDS = 10.0  # how long the scope's vector count is trusted (it only steers the plan)
 HNSW_M = 16  # pgvector's defaults: measured recall and build time in docs/benchmarks.md
 HNSW_EF_CONSTRUCTION = 64
-DEFAULT_DIMENSIONS = (384,)  # the bundled model's: indexed by the migration; others at first use
 
 
 def hnsw_index_name(dimension: int) -> str:
@@ -58,14 +60,32 @@ def hnsw_index_sql(dimension: int, m: int = HNSW_M, ef_construction: int = HNSW_
     )
 
 
-def ensure_hnsw_index(database: Database, dimension: int) -> None:
-    """Create the HNSW index for ``dimension`` if missing (migration 011 made the bundled model's): one
-    process builds it under the migrations' advisory lock, the others wait and find it."""
-    from calypso.store.postgres.migrations import MIGRATION_LOCK
+def ensure_hnsw_index(database: Database, dimension: int) -> bool:
+    """Create the HNSW index for ``dimension`` unless it exists; True when this call built it.
 
+    Not a migration: with the index in place every vector written costs a graph insertion (224 vectors/s
+    against 8,830 without it, docs/benchmarks.md), which a deployment searching in memory should not pay.
+    One process builds it under the migrations' advisory lock; the others wait, then find it.
+    """
+    name = hnsw_index_name(dimension)
+    exists = "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = %s"
+    if database.row(exists, (name,)) is not None:
+        return False  # checked first: CREATE INDEX IF NOT EXISTS would still lock the table for a moment
     with database.connection() as conn, conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        if conn.execute(exists, (name,)).fetchone() is not None:
+            return False  # another process built it while this one waited
+        count = conn.execute("SELECT count(*) FROM chunk_embeddings WHERE dimension = %s", (dimension,)).fetchone()
+        log.warning(
+            "building the pgvector HNSW index %s over %d vectors (about 80-110 s per 200,000 on 2 cores)",
+            name, count[0] if count else 0,
+        )
+        started = time.monotonic()
+        # pgvector builds far faster while the graph fits in maintenance_work_mem (64 MB by default; ~400 MB at 200k)
+        conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
         conn.execute(hnsw_index_sql(dimension))
+        log.warning("built %s in %.1f s", name, time.monotonic() - started)
+    return True
 
 
 def _literal(query: np.ndarray) -> str:
@@ -99,24 +119,25 @@ class PgVectorSearch:
         self._lock = threading.Lock()
         self._counts: tuple[float, int, int] | None = None  # (when, the namespace's passages, all vectors)
         d = self.dimension
-        scope = "d.workspace = %(ws)s AND d.namespace = %(ns)s AND e.model = %(model)s"
-        docs = " AND d.key = ANY(%(docs)s)"  # the joined document: one spelling for both queries
-        # HNSW: the index yields at most ef_search candidates of the whole dimension; the scope filters them after.
+        # HNSW: the index yields at most ef_search candidates of the whole dimension, then each is checked
+        # against the scope by primary key. A subquery in WHERE runs per candidate (a SubPlan, never
+        # flattened): as a join, a namespace the statistics call small made the planner rescan all its
+        # documents for every candidate (40 ms at 200k passages instead of 5).
         self._hnsw = (
             "SELECT h.chunk_key, h.distance FROM ("
             f" SELECT e.chunk_key, e.document_key, e.model, e.vector::vector({d}) <=> %(q)s::vector({d}) AS distance"
             f" FROM chunk_embeddings e WHERE e.dimension = {d}"
             f" ORDER BY e.vector::vector({d}) <=> %(q)s::vector({d}) LIMIT %(ef)s"
-            ") h JOIN documents d ON d.key = h.document_key "
-            f"WHERE {scope.replace('e.model', 'h.model')}{{docs}} ORDER BY h.distance LIMIT %(k)s"
+            ") h WHERE h.model = %(model)s{docs} AND (SELECT d.workspace = %(ws)s AND d.namespace = %(ns)s"
+            " FROM documents d WHERE d.key = h.document_key) ORDER BY h.distance LIMIT %(k)s"
         )
         # Exact: the scope's own rows, ordered by the uncast column so that no HNSW index can serve it.
         self._exact = (
             "SELECT e.chunk_key, e.vector <=> %(q)s::vector AS distance "
             "FROM chunk_embeddings e JOIN documents d ON d.key = e.document_key "
-            f"WHERE {scope}{{docs}} ORDER BY e.vector <=> %(q)s::vector LIMIT %(k)s"
+            "WHERE d.workspace = %(ws)s AND d.namespace = %(ns)s AND e.model = %(model)s{docs} "
+            "ORDER BY e.vector <=> %(q)s::vector LIMIT %(k)s"
         )
-        self._docs = docs
 
     def __len__(self) -> int:
         """About how many vectors the namespace holds: 0 only when it has none (then asked again at every call)."""
@@ -167,7 +188,8 @@ class PgVectorSearch:
         """Nothing to release: the index lives in the database (the in-memory indexes' contract)."""
 
     def _sql(self, template: str, doc_keys: Collection[int] | None) -> str:
-        return template.replace("{docs}", self._docs if doc_keys is not None else "")
+        table = "h" if template is self._hnsw else "e"
+        return template.replace("{docs}", f" AND {table}.document_key = ANY(%(docs)s)" if doc_keys is not None else "")
 
     def _run(self, sql: str, params: dict[str, Any], ef: int | None) -> list[tuple[int, float]]:
         with self.database.connection() as conn, conn.transaction():
