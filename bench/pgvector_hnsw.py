@@ -56,7 +56,9 @@ def vectors(kind: str, n: int, queries: int, rng: np.random.Generator) -> tuple[
         q = rng.standard_normal((queries, D), dtype=np.float32)
     else:
         con = sqlite3.connect(EMBEDDINGS)
-        real = np.stack([np.frombuffer(v, dtype=np.float32) for (v,) in con.execute("SELECT vector FROM embedding_cache")])
+        real = np.stack(
+            [np.frombuffer(v, dtype=np.float32) for (v,) in con.execute("SELECT vector FROM embedding_cache")]
+        )
         con.close()
         a, b = real[rng.integers(0, len(real), n)], real[rng.integers(0, len(real), n)]
         x = a * 0.75 + b * 0.25 + rng.standard_normal((n, D), dtype=np.float32) * 0.02
@@ -87,7 +89,7 @@ def make_schema(url: str, n: int) -> tuple[np.ndarray, np.ndarray, dict[str, np.
                 (name, PER_DOC, lo, hi - 1),
             )
         conn.execute(
-            "INSERT INTO chunks (document_key, chunk_index, text, start, \"end\", page_start, page_end, page_labels, "
+            'INSERT INTO chunks (document_key, chunk_index, text, start, "end", page_start, page_end, page_labels, '
             "heading_path) SELECT d.key, c, 'x', 0, 1, 1, 1, '{}', '{}' FROM documents d, generate_series(0, %s::int) c "
             "ORDER BY d.key, c",
             (PER_DOC - 1,),
@@ -106,13 +108,27 @@ def copy_vectors(url: str, keys: np.ndarray, doc_keys: np.ndarray, x: np.ndarray
     """Binary COPY into chunk_embeddings; returns vectors per second."""
     model = MODEL.encode()
     row = np.dtype(
-        [("nf", ">i2"), ("l1", ">i4"), ("ck", ">i8"), ("l2", ">i4"), ("dk", ">i8"), ("l3", ">i4"),
-         ("model", f"S{len(model)}"), ("l4", ">i4"), ("dim", ">i4"), ("l5", ">i4"), ("vd", ">i2"), ("vu", ">i2"),
-         ("v", ">f4", (D,))]
+        [
+            ("nf", ">i2"),
+            ("l1", ">i4"),
+            ("ck", ">i8"),
+            ("l2", ">i4"),
+            ("dk", ">i8"),
+            ("l3", ">i4"),
+            ("model", f"S{len(model)}"),
+            ("l4", ">i4"),
+            ("dim", ">i4"),
+            ("l5", ">i4"),
+            ("vd", ">i2"),
+            ("vu", ">i2"),
+            ("v", ">f4", (D,)),
+        ]
     )
     started = time.perf_counter()
     with psycopg.connect(url, autocommit=True) as conn, conn.cursor() as cur:
-        with cur.copy("COPY chunk_embeddings (chunk_key, document_key, model, dimension, vector) FROM STDIN (FORMAT BINARY)") as cp:
+        with cur.copy(
+            "COPY chunk_embeddings (chunk_key, document_key, model, dimension, vector) FROM STDIN (FORMAT BINARY)"
+        ) as cp:
             cp.write(b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0))
             for lo in range(0, len(keys), 20000):
                 hi = min(len(keys), lo + 20000)
@@ -137,7 +153,9 @@ def build_index(url: str, m: int, ef_construction: int, mem: str) -> tuple[float
     return seconds, size / 2**20
 
 
-def timed(conn: psycopg.Connection, sql: str, params: dict, ef: int | None, qs: np.ndarray) -> tuple[list[float], list[list[int]]]:
+def timed(
+    conn: psycopg.Connection, sql: str, params: dict, ef: int | None, qs: np.ndarray
+) -> tuple[list[float], list[list[int]]]:
     times, results = [], []
     for q in qs:
         params["q"] = _literal(q)
@@ -184,8 +202,11 @@ def run(pg: Postgres, kind: str, args: argparse.Namespace) -> None:
         f"load average {loadavg()}",
         flush=True,
     )
-    print(f"INSERT through text input, 2,000 vectors in one transaction: {before:,.0f}/s without the HNSW index, "
-          f"{insert_rate(url):,.0f}/s with it", flush=True)
+    print(
+        f"INSERT through text input, 2,000 vectors in one transaction: {before:,.0f}/s without the HNSW index, "
+        f"{insert_rate(url):,.0f}/s with it",
+        flush=True,
+    )
     scopes = {"all": np.ones(n, dtype=bool), **masks}
     truth = {}
     for name, mask in scopes.items():
@@ -249,7 +270,11 @@ def searched(url: str, qs: np.ndarray, truth: dict[str, list[set[int]]], k: int,
                 how = f"HNSW ef_search={plan}" if plan else "exact scan"
                 line(
                     f"PgVectorSearch {name} ({len(search):,} passages; estimates {count_ms:.0f} ms), ef_search "
-                    f"setting {ef}: {how}", times, results, expected[: len(sample)], k,
+                    f"setting {ef}: {how}",
+                    times,
+                    results,
+                    expected[: len(sample)],
+                    k,
                 )
     finally:
         database.close()
@@ -291,8 +316,11 @@ def main() -> None:
         pg.admin("CREATE EXTENSION IF NOT EXISTS vector", db)
         ext = pg.admin("SELECT extversion FROM pg_extension WHERE extname = 'vector'", db)[0][0]
         workers = pg.admin("SHOW max_parallel_maintenance_workers")[0][0]
-        print(f"{version}, pgvector {ext}, max_parallel_maintenance_workers {workers}, {os.cpu_count()} CPUs, "
-              f"load average {loadavg()}", flush=True)
+        print(
+            f"{version}, pgvector {ext}, max_parallel_maintenance_workers {workers}, {os.cpu_count()} CPUs, "
+            f"load average {loadavg()}",
+            flush=True,
+        )
         for kind in args.data.split(","):
             run(pg, kind, args)
     finally:

@@ -38,7 +38,19 @@ class Corpus:
 
     def add(self, namespace: str, vectors: np.ndarray) -> int:
         number = len(self.ids)
-        doc = Document(f"d{number}", f"file-d{number}", "w", namespace, "a.txt", "text/plain", 1, f"sha{number}", 1, 1, len(vectors))
+        doc = Document(
+            f"d{number}",
+            f"file-d{number}",
+            "w",
+            namespace,
+            "a.txt",
+            "text/plain",
+            1,
+            f"sha{number}",
+            1,
+            1,
+            len(vectors),
+        )
         chunks = [Chunk(i, f"passage {i} of {number}", 0, 1, 1, 1, ("1",)) for i in range(len(vectors))]
         key, chunk_keys = self.storage.documents.add_document(doc, [Page(1, "1", 0, 1)], chunks, b"x")
         for chunk_key, vector in zip(chunk_keys, vectors):
@@ -56,7 +68,9 @@ class Corpus:
             assert embeddings.store_vectors(job, "test", keys, np.stack([self.vectors[k] for k in keys]))
             embeddings.finish(job.document_key, "test")
 
-    def exact(self, namespace: str, query: np.ndarray, k: int, doc_keys: set[int] | None = None) -> list[tuple[int, float]]:
+    def exact(
+        self, namespace: str, query: np.ndarray, k: int, doc_keys: set[int] | None = None
+    ) -> list[tuple[int, float]]:
         index = ExactVectorIndex(D, MODEL)
         for doc_key in self.docs.get(namespace, []):
             keys = [c for c, d in self.doc_of.items() if d == doc_key]
@@ -173,7 +187,9 @@ def _hnsw_indexes(storage: PostgresStorage) -> set[str]:
     return {r[0] for r in rows if r[0].startswith("chunk_embeddings_hnsw_")}
 
 
-def test_the_index_is_built_when_hnsw_search_is_chosen_and_only_then(settings: Settings, storage: PostgresStorage) -> None:
+def test_the_index_is_built_when_hnsw_search_is_chosen_and_only_then(
+    settings: Settings, storage: PostgresStorage
+) -> None:
     # Searching in memory (the default) leaves writes free of graph insertions.
     open_services(settings.model_copy(update={"embedding_model": "none"})).close()
     assert _hnsw_indexes(storage) == set()

@@ -78,7 +78,8 @@ def ensure_hnsw_index(database: Database, dimension: int) -> bool:
         count = conn.execute("SELECT count(*) FROM chunk_embeddings WHERE dimension = %s", (dimension,)).fetchone()
         log.warning(
             "building the pgvector HNSW index %s over %d vectors (about 80-110 s per 200,000 on 2 cores)",
-            name, count[0] if count else 0,
+            name,
+            count[0] if count else 0,
         )
         started = time.monotonic()
         # pgvector builds far faster while the graph fits in maintenance_work_mem (64 MB by default; ~400 MB at 200k)
