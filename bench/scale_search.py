@@ -306,9 +306,10 @@ def hybrid_in_process(settings: Settings, queries: list[str]) -> dict:
             times["embed"].append((time.perf_counter() - t) * 1000)
         out = {
             "hybrid_build_s": build_s,
-            "vectors_load_s": handler.seconds,
+            "vectors_load_s": handler.seconds or 0.0,  # none logged: nothing loaded (hnsw)
             "vector_rows": len(vectors),
-            "vector_matrix_mb": vectors._rows.nbytes / 2**20,
+            # CALYPSO_PG_VECTOR_SEARCH=hnsw: searched in PostgreSQL, no matrix in this process
+            "vector_matrix_mb": vectors._rows.nbytes / 2**20 if hasattr(vectors, "_rows") else 0.0,
             "hybrid_index_rss_mb": rss_built - rss0,
             "model_load_s": model_load_s,
             "hybrid_process_rss_mb": proc_status_mb(os.getpid(), "VmRSS"),

@@ -170,6 +170,20 @@ class Settings(BaseSettings):
         le=2048,
         description="Texts per request to the embeddings server (the local model uses its measured batch of 4).",
     )
+    pg_vector_search: str = Field(
+        "memory",
+        pattern="^(memory|hnsw)$",
+        description="PostgreSQL only: where passage vectors are searched. 'hnsw': in the database, through pgvector's "
+        "HNSW index (an exact scan for namespaces too small for it); each API process holds no vectors. 'memory': "
+        "every API process loads its namespaces' vectors and searches them exactly (1.5 KB per passage per process).",
+    )
+    pg_hnsw_ef_search: int = Field(
+        200,
+        ge=10,
+        le=1000,
+        description="PostgreSQL with pg_vector_search=hnsw: HNSW candidates per query (pgvector's hnsw.ef_search); "
+        "more is slower and closer to exact.",
+    )
     support_semantic: bool = Field(
         False,
         description="Add the embedding model's cosine to the citation support score. Off: measured +0.4 macro-F1 "

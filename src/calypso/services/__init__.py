@@ -7,6 +7,7 @@ API routes and CLI commands.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from calypso.citations.links import load_secret
@@ -85,18 +86,31 @@ def open_embedding_model(settings: Settings) -> Embedder | None:
     return embedder
 
 
+def database_vector_search(
+    settings: Settings, storage: Storage, embedder: Embedder | None
+) -> Callable[[str, str], object] | None:
+    """The backend's own vector search (PostgreSQL with ``pg_vector_search=hnsw``), or None: vectors in memory."""
+    offer = getattr(storage, "vector_search", None)  # only PostgresStorage offers one
+    if embedder is None or offer is None or settings.pg_vector_search != "hnsw":
+        return None
+    factory: Callable[[str, str], object] = offer(embedder.name, embedder.dimension, settings.pg_hnsw_ef_search)
+    return factory
+
+
 def open_services(settings: Settings, storage: Storage | None = None, *, exclusive: bool = False) -> Services:
     """Every service over one storage; raises BotsFileError when the bots file is invalid, DimensionMismatch
     when stored vectors were made by another model under the configured model's name."""
     storage = storage if storage is not None else open_storage(settings, exclusive=exclusive)
     secret = load_secret(settings.signing_secret, settings.home)
+    embedder = open_embedding_model(settings)
     documents = DocumentService(
         settings,
         storage.documents,
         secret,
         storage.jobs,
-        embedder=open_embedding_model(settings),
+        embedder=embedder,
         embeddings=storage.embeddings,
+        vector_search=database_vector_search(settings, storage, embedder),
     )
     documents.file_links = storage.vector_stores
     return Services(

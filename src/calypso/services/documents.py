@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -87,7 +87,10 @@ class DocumentService:
         *,
         embedder: Embedder | None = None,
         embeddings: EmbeddingStore | None = None,
+        vector_search: Callable[[str, str], object] | None = None,
     ) -> None:
+        """``vector_search``: (workspace, namespace) -> a vector search the database runs, instead of
+        loading the namespace's vectors into this process (PostgreSQL with pgvector HNSW)."""
         self.settings = settings
         self.store = store
         self.jobs = jobs
@@ -108,6 +111,7 @@ class DocumentService:
             embeddings=embeddings,
             model=self.embedder.name if self.embedder is not None else None,
             dimension=self.embedder.dimension if self.embedder is not None else 0,
+            vector_search=vector_search,
         )
         # Set by open_services: a document attached to a vector store is shown under the file id attached.
         self.file_links: VectorStoreStore | None = None

@@ -40,8 +40,9 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import cast
 from urllib.parse import quote
 
 from calypso.errors import StorageError
@@ -133,8 +134,11 @@ class NamespaceIndexes:
         embeddings: EmbeddingStore | None = None,
         model: str | None = None,
         dimension: int = 0,
+        vector_search: Callable[[str, str], object] | None = None,
     ) -> None:
         self.store = store
+        # (workspace, namespace) -> a search the database runs (pgvector HNSW): nothing loaded, nothing to follow.
+        self.vector_search = vector_search
         self.snapshots = snapshots
         self.follow = follow
         # Vectors of ``model`` are indexed beside BM25 when both are given.
@@ -214,6 +218,8 @@ class NamespaceIndexes:
     def _build_vectors(self, key: Key) -> tuple[ExactVectorIndex | None, int]:
         if self.embeddings is None:
             return None, 1 << 62
+        if self.vector_search is not None:  # same search contract; its position is past every change: never fed
+            return cast(ExactVectorIndex, self.vector_search(*key)), 1 << 62
         seq = self.store.change_position()
         started = time.perf_counter()
         vectors = ExactVectorIndex(self.dimension, self.model)

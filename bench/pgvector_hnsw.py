@@ -1,0 +1,331 @@
+"""pgvector HNSW on PostgreSQL (issue 12): build time, size, latency and recall@k against exact, with namespaces.
+
+    PYTHONPATH=src .venv/bin/python bench/pgvector_hnsw.py [--size 200000] [--queries 200] [--data structured,random]
+
+A throwaway pgserver (PostgreSQL 16 + pgvector, as the tests start it) gets Calypso's real schema
+(migrations), ``size`` passages in documents of 20 spread over four namespaces holding 60%, 29%, 10%
+and 1% of them, and one unit vector per passage written by binary COPY into ``chunk_embeddings``.
+
+Vectors: ``structured`` mixes real 384-d MiniLM embeddings (0.75 a + 0.25 b + noise, as
+/work/scratch/ann_micro2.py; from /tmp/calypso-bench-embeddings.sqlite, the embedding cache a
+bench run leaves) with queries = a real embedding + noise; ``random`` draws uniform unit vectors
+and queries (the hard case for any graph index). Exact top-k is computed in numpy per namespace.
+
+Measured, per data set: the write rate, the HNSW build (``m``, ``ef_construction``,
+``maintenance_work_mem``) and its size; then for ``hnsw.ef_search`` in --ef: raw HNSW top-k over
+the whole table (one namespace holding everything), and HNSW with each namespace's filter
+applied after the scan (pgvector 0.6 has no iterative scans: rows returned and how often fewer
+than k); the exact SQL scan per namespace; and ``PgVectorSearch`` (HNSW, exact scan for small
+scopes or short results) per namespace: p50/p99 and recall@k.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import struct
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import Postgres, percentile  # noqa: E402
+
+from calypso.store.postgres.database import Database  # noqa: E402
+from calypso.store.postgres.migrations import migrate  # noqa: E402
+from calypso.store.postgres.vector_search import PgVectorSearch, _literal, hnsw_index_name, hnsw_index_sql  # noqa: E402
+
+D = 384
+PER_DOC = 20
+MODEL = "bench-model"
+SHARES = (("ns60", 0.60), ("ns29", 0.29), ("ns10", 0.10), ("ns1", 0.01))
+EMBEDDINGS = Path("/tmp/calypso-bench-embeddings.sqlite")
+
+
+def loadavg() -> str:
+    return " ".join(open("/proc/loadavg").read().split()[:3])
+
+
+def vectors(kind: str, n: int, queries: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    if kind == "random":
+        x = rng.standard_normal((n, D), dtype=np.float32)
+        q = rng.standard_normal((queries, D), dtype=np.float32)
+    else:
+        con = sqlite3.connect(EMBEDDINGS)
+        real = np.stack(
+            [np.frombuffer(v, dtype=np.float32) for (v,) in con.execute("SELECT vector FROM embedding_cache")]
+        )
+        con.close()
+        a, b = real[rng.integers(0, len(real), n)], real[rng.integers(0, len(real), n)]
+        x = a * 0.75 + b * 0.25 + rng.standard_normal((n, D), dtype=np.float32) * 0.02
+        q = real[rng.integers(0, len(real), queries)] + rng.standard_normal((queries, D), dtype=np.float32) * 0.03
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    return x.astype(np.float32), q.astype(np.float32)
+
+
+def make_schema(url: str, n: int) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """Documents and chunks through plain SQL; returns chunk keys, their document keys, row masks per namespace."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        migrate(conn)
+        # The HNSW index is built after the bulk load, as CALYPSO_PG_VECTOR_SEARCH=hnsw does at its first start
+        # (inserting into the graph row by row is what the insert rate below measures).
+        conn.execute(f"DROP INDEX IF EXISTS {hnsw_index_name(D)}")
+        docs = n // PER_DOC
+        bounds, start = [], 0
+        for name, share in SHARES:
+            count = round(docs * share) if name != SHARES[-1][0] else docs - start
+            bounds.append((name, start, start + count))
+            start += count
+        for name, lo, hi in bounds:
+            conn.execute(
+                "INSERT INTO documents (id, file_id, workspace, namespace, filename, media_type, bytes, sha256, "
+                "created_at, page_count, chunk_count) SELECT 'doc_' || i, 'file_' || i, 'default', %s, 'f.txt', "
+                "'text/plain', 1, md5(i::text), 0, 1, %s::int FROM generate_series(%s::int, %s::int) i ORDER BY i",
+                (name, PER_DOC, lo, hi - 1),
+            )
+        conn.execute(
+            'INSERT INTO chunks (document_key, chunk_index, text, start, "end", page_start, page_end, page_labels, '
+            "heading_path) SELECT d.key, c, 'x', 0, 1, 1, 1, '{}', '{}' FROM documents d, generate_series(0, %s::int) c "
+            "ORDER BY d.key, c",
+            (PER_DOC - 1,),
+        )
+        rows = conn.execute(
+            "SELECT c.key, c.document_key, d.namespace FROM chunks c JOIN documents d ON d.key = c.document_key "
+            "ORDER BY c.key"
+        ).fetchall()
+    keys = np.array([r[0] for r in rows], dtype=np.int64)
+    doc_keys = np.array([r[1] for r in rows], dtype=np.int64)
+    names = np.array([r[2] for r in rows])
+    return keys, doc_keys, {name: names == name for name, _ in SHARES}
+
+
+def copy_vectors(url: str, keys: np.ndarray, doc_keys: np.ndarray, x: np.ndarray) -> float:
+    """Binary COPY into chunk_embeddings; returns vectors per second."""
+    model = MODEL.encode()
+    row = np.dtype(
+        [
+            ("nf", ">i2"),
+            ("l1", ">i4"),
+            ("ck", ">i8"),
+            ("l2", ">i4"),
+            ("dk", ">i8"),
+            ("l3", ">i4"),
+            ("model", f"S{len(model)}"),
+            ("l4", ">i4"),
+            ("dim", ">i4"),
+            ("l5", ">i4"),
+            ("vd", ">i2"),
+            ("vu", ">i2"),
+            ("v", ">f4", (D,)),
+        ]
+    )
+    started = time.perf_counter()
+    with psycopg.connect(url, autocommit=True) as conn, conn.cursor() as cur:
+        with cur.copy(
+            "COPY chunk_embeddings (chunk_key, document_key, model, dimension, vector) FROM STDIN (FORMAT BINARY)"
+        ) as cp:
+            cp.write(b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0))
+            for lo in range(0, len(keys), 20000):
+                hi = min(len(keys), lo + 20000)
+                buf = np.zeros(hi - lo, dtype=row)
+                buf["nf"], buf["l1"], buf["ck"], buf["l2"], buf["dk"] = 5, 8, keys[lo:hi], 8, doc_keys[lo:hi]
+                buf["l3"], buf["model"], buf["l4"], buf["dim"] = len(model), model, 4, D
+                buf["l5"], buf["vd"], buf["vu"], buf["v"] = 4 + 4 * D, D, 0, x[lo:hi]
+                cp.write(buf.tobytes())
+            cp.write(struct.pack(">h", -1))
+        conn.execute("ANALYZE chunk_embeddings")
+    return len(keys) / (time.perf_counter() - started)
+
+
+def build_index(url: str, m: int, ef_construction: int, mem: str) -> tuple[float, float]:
+    """(seconds, MB) of the HNSW build."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"SET maintenance_work_mem = '{mem}'")
+        started = time.perf_counter()
+        conn.execute(hnsw_index_sql(D, m, ef_construction))
+        seconds = time.perf_counter() - started
+        size = conn.execute(f"SELECT pg_relation_size('chunk_embeddings_hnsw_{D}')").fetchone()[0]
+    return seconds, size / 2**20
+
+
+def timed(
+    conn: psycopg.Connection, sql: str, params: dict, ef: int | None, qs: np.ndarray
+) -> tuple[list[float], list[list[int]]]:
+    times, results = [], []
+    for q in qs:
+        params["q"] = _literal(q)
+        started = time.perf_counter()
+        with conn.transaction():
+            if ef is not None:
+                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+            rows = conn.execute(sql, params, prepare=False).fetchall()
+        times.append((time.perf_counter() - started) * 1000)
+        results.append([r[0] for r in rows])
+    return times, results
+
+
+def recall(results: list[list[int]], truth: list[set[int]], k: int) -> float:
+    return float(np.mean([len(set(r) & t) / k for r, t in zip(results, truth)]))
+
+
+def line(label: str, times: list[float], results: list[list[int]], truth: list[set[int]], k: int) -> None:
+    short = sum(len(r) < k for r in results)
+    rows = np.mean([len(r) for r in results])
+    print(
+        f"| {label} | {percentile(times, 50):.2f} | {percentile(times, 99):.2f} | {recall(results, truth, k):.4f} "
+        f"| {rows:.1f} | {short}/{len(results)} |",
+        flush=True,
+    )
+
+
+def run(pg: Postgres, kind: str, args: argparse.Namespace) -> None:
+    rng = np.random.default_rng(0)
+    n, k = args.size, args.k
+    url = pg.create_database(f"hnsw_{kind}")
+    print(f"\n## {kind} vectors, {n:,} passages, k={k}, {args.queries} queries (load average {loadavg()})", flush=True)
+    x, qs = vectors(kind, n, args.queries, rng)
+    keys, doc_keys, masks = make_schema(url, n)
+    rate = copy_vectors(url, keys, doc_keys, x)
+    print(f"binary COPY: {rate:,.0f} vectors/s", flush=True)
+    before = insert_rate(url)
+    with psycopg.connect(url, autocommit=True) as conn:
+        table_mb = conn.execute("SELECT pg_total_relation_size('chunk_embeddings')").fetchone()[0] / 2**20
+    seconds, size = build_index(url, args.m, args.ef_construction, args.maintenance_work_mem)
+    print(
+        f"HNSW build (m={args.m}, ef_construction={args.ef_construction}, maintenance_work_mem="
+        f"{args.maintenance_work_mem}): {seconds:.1f} s, index {size:.0f} MB (table before it {table_mb:.0f} MB); "
+        f"load average {loadavg()}",
+        flush=True,
+    )
+    print(
+        f"INSERT through text input, 2,000 vectors in one transaction: {before:,.0f}/s without the HNSW index, "
+        f"{insert_rate(url):,.0f}/s with it",
+        flush=True,
+    )
+    scopes = {"all": np.ones(n, dtype=bool), **masks}
+    truth = {}
+    for name, mask in scopes.items():
+        sub, sub_keys = x[mask], keys[mask]
+        truth[name] = [set(sub_keys[np.argpartition(-(sub @ q), k - 1)[:k]].tolist()) for q in qs]
+    raw = (
+        f"SELECT e.chunk_key FROM chunk_embeddings e WHERE e.dimension = {D} "
+        f"ORDER BY e.vector::vector({D}) <=> %(q)s::vector({D}) LIMIT %(k)s"
+    )
+    # The namespace filter after the scan, as PgVectorSearch writes it (each candidate checked by primary key).
+    probe = PgVectorSearch(None, "default", "", MODEL, D)  # type: ignore[arg-type]  # for its SQL only
+    filtered = probe._sql(probe._hnsw, None)
+    exact = (
+        "SELECT e.chunk_key FROM chunk_embeddings e JOIN documents d ON d.key = e.document_key "
+        "WHERE d.workspace = 'default' AND d.namespace = %(ns)s AND e.model = %(model)s "
+        "ORDER BY e.vector <=> %(q)s::vector LIMIT %(k)s"
+    )
+    header = "| search | p50 ms | p99 ms | recall@k | rows | queries short of k |\n|---|---|---|---|---|---|"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT %s::vector", (_literal(qs[0]),))  # warm the connection
+        print(header)
+        for ef in args.ef:
+            times, results = timed(conn, raw, {"k": k}, ef, qs)
+            line(f"HNSW, whole table, ef_search={ef}", times, results, truth["all"], k)
+        for ef in args.ef:
+            for name, _ in SHARES:
+                params = {"k": k, "ef": ef, "ws": "default", "ns": name, "model": MODEL}
+                times, results = timed(conn, filtered, params, ef, qs)
+                line(f"HNSW then namespace {name}, ef_search={ef}", times, results, truth[name], k)
+        for name, _ in SHARES:
+            sample = qs[: max(20, len(qs) // 4)] if name in ("ns60", "ns29") else qs
+            times, results = timed(conn, exact, {"k": k, "ns": name, "model": MODEL}, None, sample)
+            line(f"exact SQL scan, namespace {name}", times, results, truth[name][: len(sample)], k)
+    searched(url, qs, truth, k, args)
+    # One namespace holding every passage: the deployment HNSW suits best (no filter discards candidates).
+    pg.admin("UPDATE documents SET namespace = 'all'", url)
+    searched(url, qs, {"all": truth["all"]}, k, args)
+    print(f"(load average {loadavg()})", flush=True)
+    pg.admin(f'DROP DATABASE "hnsw_{kind}" WITH (FORCE)')
+
+
+def searched(url: str, qs: np.ndarray, truth: dict[str, list[set[int]]], k: int, args: argparse.Namespace) -> None:
+    """``PgVectorSearch`` as the service runs it: the plan it picks (ef_search, or exact), latency, recall."""
+    database = Database(url, max_size=2)
+    try:
+        for ef in args.ef:
+            for name, expected in truth.items():
+                if name == "all" and len(truth) > 1:
+                    continue  # the whole table is one namespace only in the second call
+                search = PgVectorSearch(database, "default", name, MODEL, D, ef_search=ef)
+                started = time.perf_counter()
+                plan = search.plan(k)
+                count_ms = (time.perf_counter() - started) * 1000
+                sample = qs if plan is not None else qs[: max(20, len(qs) // 4)]
+                times, results = [], []
+                for q in sample:
+                    t = time.perf_counter()
+                    found = search.search(q, k)
+                    times.append((time.perf_counter() - t) * 1000)
+                    results.append([key for key, _ in found])
+                how = f"HNSW ef_search={plan}" if plan else "exact scan"
+                line(
+                    f"PgVectorSearch {name} ({len(search):,} passages; estimates {count_ms:.0f} ms), ef_search "
+                    f"setting {ef}: {how}",
+                    times,
+                    results,
+                    expected[: len(sample)],
+                    k,
+                )
+    finally:
+        database.close()
+
+
+def insert_rate(url: str, n: int = 2000) -> float:
+    """Vectors per second through the embedding store's own INSERT (text input), rewriting ``n`` stored rows."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "DELETE FROM chunk_embeddings WHERE chunk_key IN (SELECT chunk_key FROM chunk_embeddings ORDER BY "
+            "chunk_key DESC LIMIT %s) RETURNING chunk_key, document_key, model, dimension, vector::text",
+            (n,),
+        ).fetchall()
+        started = time.perf_counter()
+        with conn.transaction(), conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO chunk_embeddings (chunk_key, document_key, model, dimension, vector) "
+                "VALUES (%s, %s, %s, %s, %s::vector)",
+                rows,
+            )
+        return len(rows) / (time.perf_counter() - started)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", type=int, default=200_000)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--k", type=int, default=100)
+    ap.add_argument("--data", default="structured,random")
+    ap.add_argument("--ef", type=lambda s: [int(v) for v in s.split(",")], default=[100, 200, 400])
+    ap.add_argument("--m", type=int, default=16)
+    ap.add_argument("--ef-construction", type=int, default=64)
+    ap.add_argument("--maintenance-work-mem", default="1GB")
+    args = ap.parse_args()
+    pg = Postgres()
+    try:
+        version = pg.admin("SELECT version()")[0][0].split(",")[0]
+        db = pg.create_database("hnsw_probe")
+        pg.admin("CREATE EXTENSION IF NOT EXISTS vector", db)
+        ext = pg.admin("SELECT extversion FROM pg_extension WHERE extname = 'vector'", db)[0][0]
+        workers = pg.admin("SHOW max_parallel_maintenance_workers")[0][0]
+        print(
+            f"{version}, pgvector {ext}, max_parallel_maintenance_workers {workers}, {os.cpu_count()} CPUs, "
+            f"load average {loadavg()}",
+            flush=True,
+        )
+        for kind in args.data.split(","):
+            run(pg, kind, args)
+    finally:
+        pg.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+"""Passage vector search inside PostgreSQL: pgvector's HNSW index, with an exact SQL scan where HNSW falls short.
+
+The alternative to every API process loading a namespace's vectors into memory
+(``retrieval.vectors.ExactVectorIndex``, 1.5 KB per passage per process): the query goes to
+the database, which holds one HNSW graph for all processes (``CALYPSO_PG_VECTOR_SEARCH=hnsw``).
+
+``chunk_embeddings.vector`` has no fixed dimension (the model decides it), and HNSW needs one, so the
+index is a partial expression index per dimension: ``(vector::vector(d)) WHERE dimension = d``
+(``hnsw_index_sql``). A query uses it only when it orders by that same expression.
+
+pgvector 0.6 (pgserver's) has no iterative index scans: an HNSW scan yields at most
+``hnsw.ef_search`` rows and a filter (workspace, namespace, document keys) is applied after it, so
+a scope that holds a small share of the vectors can get fewer than k rows, or none. Hence:
+
+- the HNSW scan is asked for enough candidates (``ef_search`` raised to 1.5k / the namespace's share
+  of all vectors, from estimates cached for ``COUNT_TTL_SECONDS``) that about 1.5k are in scope;
+- a namespace whose share needs more than pgvector's 1000 candidates, and a document filter naming
+  fewer documents than k, are searched by an exact scan of their own rows (ordered by the uncast
+  column, which no index matches);
+- an HNSW run that still returns fewer than k rows is repeated as an exact scan.
+
+So a search returns k rows whenever the scope holds k vectors; deleted documents never come back
+(their rows cascade away with the document). Measured in docs/benchmarks.md ("pgvector HNSW on
+PostgreSQL (issue 12)"), with ``bench/pgvector_hnsw.py``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Collection
+from typing import Any
+
+import numpy as np
+
+from calypso.store.postgres.database import Database
+from calypso.store.postgres.migrations import MIGRATION_LOCK
+
+log = logging.getLogger("calypso.store.postgres")
+
+MAX_EF_SEARCH = 1000  # pgvector's ceiling for hnsw.ef_search
+COUNT_TTL_SECONDS = 10.0  # how long the scope's vector count is trusted (it only steers the plan)
+HNSW_M = 16  # pgvector's defaults: measured recall and build time in docs/benchmarks.md
+HNSW_EF_CONSTRUCTION = 64
+
+
+def hnsw_index_name(dimension: int) -> str:
+    return f"chunk_embeddings_hnsw_{int(dimension)}"
+
+
+def hnsw_index_sql(dimension: int, m: int = HNSW_M, ef_construction: int = HNSW_EF_CONSTRUCTION) -> str:
+    """The partial HNSW index (cosine) over the vectors of one dimension."""
+    d = int(dimension)
+    return (
+        f"CREATE INDEX IF NOT EXISTS {hnsw_index_name(d)} ON chunk_embeddings "
+        f"USING hnsw ((vector::vector({d})) vector_cosine_ops) WITH (m = {int(m)}, ef_construction = {int(ef_construction)}) "
+        f"WHERE dimension = {d}"
+    )
+
+
+def ensure_hnsw_index(database: Database, dimension: int) -> bool:
+    """Create the HNSW index for ``dimension`` unless it exists; True when this call built it.
+
+    Not a migration: with the index in place every vector written costs a graph insertion (224 vectors/s
+    against 8,830 without it, docs/benchmarks.md), which a deployment searching in memory should not pay.
+    One process builds it under the migrations' advisory lock; the others wait, then find it.
+    """
+    name = hnsw_index_name(dimension)
+    exists = "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = %s"
+    if database.row(exists, (name,)) is not None:
+        return False  # checked first: CREATE INDEX IF NOT EXISTS would still lock the table for a moment
+    with database.connection() as conn, conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        if conn.execute(exists, (name,)).fetchone() is not None:
+            return False  # another process built it while this one waited
+        count = conn.execute("SELECT count(*) FROM chunk_embeddings WHERE dimension = %s", (dimension,)).fetchone()
+        log.warning(
+            "building the pgvector HNSW index %s over %d vectors (about 80-110 s per 200,000 on 2 cores)",
+            name,
+            count[0] if count else 0,
+        )
+        started = time.monotonic()
+        # pgvector builds far faster while the graph fits in maintenance_work_mem (64 MB by default; ~400 MB at 200k)
+        conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
+        conn.execute(hnsw_index_sql(dimension))
+        log.warning("built %s in %.1f s", name, time.monotonic() - started)
+    return True
+
+
+def _literal(query: np.ndarray) -> str:
+    # pgvector's text input; float32's repr round-trips exactly.
+    return "[" + ",".join(repr(float(x)) for x in query) + "]"
+
+
+class PgVectorSearch:
+    """One namespace's vectors of ``model``, searched in PostgreSQL: ``search`` gives ``(chunk_key, cosine)`` best first.
+
+    ``ef_search``: HNSW candidates per query at least (pgvector's ``hnsw.ef_search``; raised to k, and for a
+    namespace holding a share of the vectors, to 1.5k / share).
+    """
+
+    def __init__(
+        self,
+        database: Database,
+        workspace: str,
+        namespace: str,
+        model: str,
+        dimension: int,
+        *,
+        ef_search: int = 200,
+    ) -> None:
+        self.database = database
+        self.workspace = workspace
+        self.namespace = namespace
+        self.model = model
+        self.dimension = int(dimension)
+        self.ef_search = ef_search
+        self._lock = threading.Lock()
+        self._counts: tuple[float, int, int] | None = None  # (when, the namespace's passages, all vectors)
+        d = self.dimension
+        # HNSW: the index yields at most ef_search candidates of the whole dimension, then each is checked
+        # against the scope by primary key. A subquery in WHERE runs per candidate (a SubPlan, never
+        # flattened): as a join, a namespace the statistics call small made the planner rescan all its
+        # documents for every candidate (40 ms at 200k passages instead of 5).
+        self._hnsw = (
+            "SELECT h.chunk_key, h.distance FROM ("
+            f" SELECT e.chunk_key, e.document_key, e.model, e.vector::vector({d}) <=> %(q)s::vector({d}) AS distance"
+            f" FROM chunk_embeddings e WHERE e.dimension = {d}"
+            f" ORDER BY e.vector::vector({d}) <=> %(q)s::vector({d}) LIMIT %(ef)s"
+            ") h WHERE h.model = %(model)s{docs} AND (SELECT d.workspace = %(ws)s AND d.namespace = %(ns)s"
+            " FROM documents d WHERE d.key = h.document_key) ORDER BY h.distance LIMIT %(k)s"
+        )
+        # Exact: the scope's own rows, ordered by the uncast column so that no HNSW index can serve it.
+        self._exact = (
+            "SELECT e.chunk_key, e.vector <=> %(q)s::vector AS distance "
+            "FROM chunk_embeddings e JOIN documents d ON d.key = e.document_key "
+            "WHERE d.workspace = %(ws)s AND d.namespace = %(ns)s AND e.model = %(model)s{docs} "
+            "ORDER BY e.vector <=> %(q)s::vector LIMIT %(k)s"
+        )
+
+    def __len__(self) -> int:
+        """About how many vectors the namespace holds: 0 only when it has none (then asked again at every call)."""
+        return self._scope_counts()[0]
+
+    def search(
+        self, query: np.ndarray, k: int = 10, doc_keys: Collection[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """Up to ``k`` chunks by cosine with ``query`` (a unit vector), optionally within ``doc_keys``."""
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        if q.shape[0] != self.dimension:
+            # The service checked the model's dimension against the stored vectors at start: a bug if reached.
+            raise ValueError(f"a {q.shape[0]}-dimensional query for vectors of {self.dimension} ({self.model!r})")
+        if k <= 0 or (doc_keys is not None and not doc_keys):
+            return []
+        ef = self.plan(k, doc_keys)
+        if ef == 0:
+            return []
+        params: dict[str, Any] = {"q": _literal(q), "ws": self.workspace, "ns": self.namespace, "model": self.model}
+        params["k"] = k
+        if doc_keys is not None:
+            params["docs"] = list(doc_keys)
+        if ef is not None:
+            params["ef"] = ef
+            rows = self._run(self._sql(self._hnsw, doc_keys), params, ef)
+            if len(rows) >= k:
+                return rows
+        return self._run(self._sql(self._exact, doc_keys), params, None)
+
+    def plan(self, k: int, doc_keys: Collection[int] | None = None) -> int | None:
+        """The ``hnsw.ef_search`` an HNSW scan would use for a top-``k`` search; None: an exact scan; 0: no vectors.
+
+        Enough HNSW candidates that about 1.5k of them fall in the namespace; past pgvector's 1000 the
+        namespace is too small a share for the index, and its own rows are scanned. A document filter
+        narrows the scope by an unknown amount: fewer documents than k go straight to the exact scan.
+        """
+        scope, total = self._scope_counts()
+        if scope == 0:
+            return 0
+        if scope <= k:  # HNSW would return them all at best: the scan reads no more
+            return None
+        ef = max(self.ef_search, k, math.ceil(1.5 * k * total / scope))
+        if ef > MAX_EF_SEARCH or (doc_keys is not None and len(doc_keys) < k):
+            return None
+        return ef
+
+    def close(self) -> None:
+        """Nothing to release: the index lives in the database (the in-memory indexes' contract)."""
+
+    def _sql(self, template: str, doc_keys: Collection[int] | None) -> str:
+        table = "h" if template is self._hnsw else "e"
+        return template.replace("{docs}", f" AND {table}.document_key = ANY(%(docs)s)" if doc_keys is not None else "")
+
+    def _run(self, sql: str, params: dict[str, Any], ef: int | None) -> list[tuple[int, float]]:
+        with self.database.connection() as conn, conn.transaction():
+            if ef is not None:  # for this transaction only: the pooled connection goes back unchanged
+                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+            rows = conn.execute(sql, params, prepare=False).fetchall()
+        return [(int(key), 1.0 - float(distance)) for key, distance in rows]
+
+    def _scope_counts(self) -> tuple[int, int]:
+        """(the namespace's passages, all vectors): estimates that steer the plan, cached for COUNT_TTL_SECONDS.
+
+        Exact counts cost 70 ms at 200k vectors; these read the namespace's documents and the table's
+        statistics. The namespace counts as empty only when it has no vector at all (asked again each time).
+        """
+        with self._lock:
+            cached = self._counts
+        if cached is not None and time.monotonic() - cached[0] < COUNT_TTL_SECONDS:
+            return cached[1], cached[2]
+        row = self.database.row(
+            "SELECT EXISTS (SELECT 1 FROM chunk_embeddings e JOIN documents d ON d.key = e.document_key "
+            "WHERE d.workspace = %s AND d.namespace = %s AND e.model = %s), "
+            "(SELECT coalesce(sum(chunk_count), 0) FROM documents "
+            "WHERE workspace = %s AND namespace = %s AND status = 'completed'), "
+            "(SELECT reltuples FROM pg_class WHERE oid = 'chunk_embeddings'::regclass)",
+            (self.workspace, self.namespace, self.model, self.workspace, self.namespace),
+        )
+        if row is None or not row[0]:
+            return 0, 0
+        scope = max(1, int(row[1]))
+        total = max(scope, int(row[2] or 0))  # reltuples: -1 before the table's first analyze
+        with self._lock:
+            self._counts = (time.monotonic(), scope, total)
+        return scope, total

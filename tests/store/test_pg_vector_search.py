@@ -1,0 +1,233 @@
+"""Vector search inside PostgreSQL (pgvector HNSW, exact scans where it falls short), against the exact in-memory index.
+
+Real pgserver database, vectors written through the embedding store as a worker writes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import psycopg
+import pytest
+
+from calypso.config import Settings
+from calypso.models import Chunk, Document, Page
+from calypso.retrieval.vectors import ExactVectorIndex
+from calypso.services import open_services
+from calypso.services.embed_worker import embed_all
+from calypso.store.postgres import PostgresStorage
+from calypso.store.postgres.vector_search import PgVectorSearch, ensure_hnsw_index, hnsw_index_name
+
+pytestmark = pytest.mark.backends("postgres")
+
+MODEL = "test-model"
+D = 384
+PER_DOC = 10
+
+
+class Corpus:
+    """Documents of ``PER_DOC`` passages with known unit vectors, by namespace."""
+
+    def __init__(self, storage: PostgresStorage) -> None:
+        self.storage = storage
+        self.vectors: dict[int, np.ndarray] = {}  # chunk key -> vector
+        self.doc_of: dict[int, int] = {}  # chunk key -> document key
+        self.docs: dict[str, list[int]] = {}  # namespace -> document keys
+        self.ids: dict[int, str] = {}  # document key -> id
+
+    def add(self, namespace: str, vectors: np.ndarray) -> int:
+        number = len(self.ids)
+        doc = Document(
+            f"d{number}",
+            f"file-d{number}",
+            "w",
+            namespace,
+            "a.txt",
+            "text/plain",
+            1,
+            f"sha{number}",
+            1,
+            1,
+            len(vectors),
+        )
+        chunks = [Chunk(i, f"passage {i} of {number}", 0, 1, 1, 1, ("1",)) for i in range(len(vectors))]
+        key, chunk_keys = self.storage.documents.add_document(doc, [Page(1, "1", 0, 1)], chunks, b"x")
+        for chunk_key, vector in zip(chunk_keys, vectors):
+            self.vectors[chunk_key], self.doc_of[chunk_key] = vector, key
+        self.docs.setdefault(namespace, []).append(key)
+        self.ids[key] = doc.id
+        return key
+
+    def embed(self) -> None:
+        """Store every document's vectors through the embedding queue, as a worker does."""
+        embeddings = self.storage.embeddings
+        embeddings.reset(MODEL)
+        while (job := embeddings.claim("test", 60, MODEL)) is not None:
+            keys = [key for key, _ in embeddings.missing_chunks(job.document_key, MODEL)]
+            assert embeddings.store_vectors(job, "test", keys, np.stack([self.vectors[k] for k in keys]))
+            embeddings.finish(job.document_key, "test")
+
+    def exact(
+        self, namespace: str, query: np.ndarray, k: int, doc_keys: set[int] | None = None
+    ) -> list[tuple[int, float]]:
+        index = ExactVectorIndex(D, MODEL)
+        for doc_key in self.docs.get(namespace, []):
+            keys = [c for c, d in self.doc_of.items() if d == doc_key]
+            index.add(doc_key, keys, np.stack([self.vectors[c] for c in keys]))
+        return index.search(query, k, doc_keys)
+
+
+def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
+    v = rng.standard_normal((n, D), dtype=np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+@pytest.fixture
+def storage(database_url: str) -> Iterator[PostgresStorage]:
+    opened = PostgresStorage(database_url)
+    yield opened
+    opened.close()
+
+
+def make_corpus(storage: PostgresStorage, near: np.ndarray | None = None, far: int = 0) -> Corpus:
+    """50 documents (500 passages) in ``big``, one (5 passages, 1% of the vectors) in ``small``; with ``near``,
+    the passages of every ``big`` document after the first ``far`` lie close to it."""
+    rng = np.random.default_rng(12)
+    corpus = Corpus(storage)
+    for number in range(50):
+        vectors = _unit(rng, PER_DOC)
+        if near is not None and number >= far:
+            vectors = near + 0.05 * vectors
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        corpus.add("big", vectors)
+    corpus.add("small", _unit(rng, 5))
+    corpus.embed()
+    with psycopg.connect(storage.database.url, autocommit=True) as conn:
+        conn.execute("ANALYZE chunk_embeddings")  # the table's row estimate, as autovacuum keeps it
+    return corpus
+
+
+@pytest.fixture
+def corpus(storage: PostgresStorage) -> Corpus:
+    return make_corpus(storage)
+
+
+def _search(storage: PostgresStorage, namespace: str, ef_search: int = 40) -> PgVectorSearch:
+    return storage.vector_search(MODEL, D, ef_search)("w", namespace)
+
+
+def _same(found: list[tuple[int, float]], expected: list[tuple[int, float]]) -> None:
+    assert [key for key, _ in found] == [key for key, _ in expected]
+    assert np.allclose([c for _, c in found], [c for _, c in expected], atol=1e-5)
+
+
+def test_hnsw_finds_the_exact_top_k_on_small_data(storage: PostgresStorage, corpus: Corpus) -> None:
+    search = _search(storage, "big", ef_search=1000)  # a graph of 500 searched this wide is searched whole
+    assert search.plan(10) == 1000  # the HNSW index, not the exact scan
+    rng = np.random.default_rng(3)
+    for query in _unit(rng, 5):
+        _same(search.search(query, 10), corpus.exact("big", query, 10))
+    # A passage's own vector finds it first, at cosine 1.
+    chunk_key = next(iter(corpus.vectors))
+    top = search.search(corpus.vectors[chunk_key], 3)
+    assert top[0][0] == chunk_key and top[0][1] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_the_hnsw_query_runs_on_the_index(storage: PostgresStorage, corpus: Corpus) -> None:
+    search = _search(storage, "big")
+    params = {"q": "[" + ",".join(["0.05"] * D) + "]", "ws": "w", "ns": "big", "model": MODEL, "k": 10, "ef": 40}
+    with psycopg.connect(storage.database.url, autocommit=True) as conn:
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + search._sql(search._hnsw, None), params))
+        exact = "\n".join(r[0] for r in conn.execute("EXPLAIN " + search._sql(search._exact, None), params))
+    assert f"Index Scan using {hnsw_index_name(D)}" in plan, plan
+    assert "hnsw" not in exact, exact  # the exact scan must not be cut short by the index
+
+
+def test_a_small_namespace_among_a_big_one_gets_k_results(storage: PostgresStorage, corpus: Corpus) -> None:
+    search = _search(storage, "small", ef_search=40)
+    assert search.plan(10) is None  # 1% of the vectors: HNSW's candidates would hold about one of its passages
+    query = _unit(np.random.default_rng(4), 1)[0]
+    _same(search.search(query, 10), corpus.exact("small", query, 10))
+    _same(search.search(query, 5), corpus.exact("small", query, 5))  # HNSW tried (5 asked), exact if short
+    assert len(search.search(query, 50)) == 5  # all it has, however many are asked
+
+
+def test_hnsw_short_of_k_falls_back_to_the_exact_scan(storage: PostgresStorage) -> None:
+    # The query sits among the other documents' passages: HNSW's 40 candidates hold none of the first ten documents.
+    query = _unit(np.random.default_rng(5), 1)[0]
+    corpus = make_corpus(storage, near=query, far=10)
+    filtered = set(corpus.docs["big"][:10])
+    search = _search(storage, "big", ef_search=40)
+    assert search.plan(10, filtered) is not None  # ten documents: HNSW is tried first
+    found = search.search(query, 10, filtered)
+    assert len(found) == 10 and {corpus.doc_of[key] for key, _ in found} <= filtered
+    _same(found, corpus.exact("big", query, 10, filtered))
+    # Fewer documents than k go straight to the exact scan.
+    few = set(corpus.docs["big"][:3])
+    assert search.plan(10, few) is None
+    _same(search.search(query, 10, few), corpus.exact("big", query, 10, few))
+    assert search.search(query, 10, set()) == []
+
+
+def test_deleted_documents_never_come_back(storage: PostgresStorage, corpus: Corpus) -> None:
+    for namespace, ef_search in (("big", 1000), ("small", 40)):
+        search = _search(storage, namespace, ef_search)
+        doc_key = corpus.docs[namespace][0]
+        chunk_key = next(c for c, d in corpus.doc_of.items() if d == doc_key)
+        assert search.search(corpus.vectors[chunk_key], 5)[0][0] == chunk_key
+        assert storage.documents.delete_document("w", corpus.ids[doc_key]) is not None
+        found = search.search(corpus.vectors[chunk_key], 20)  # counts still cached: the plan is unchanged
+        assert doc_key not in {corpus.doc_of[key] for key, _ in found}
+        assert len(found) == (20 if namespace == "big" else 0)  # "small" held that one document only
+
+
+def _hnsw_indexes(storage: PostgresStorage) -> set[str]:
+    rows = storage.database.rows("SELECT indexname FROM pg_indexes WHERE tablename = 'chunk_embeddings'")
+    return {r[0] for r in rows if r[0].startswith("chunk_embeddings_hnsw_")}
+
+
+def test_the_index_is_built_when_hnsw_search_is_chosen_and_only_then(
+    settings: Settings, storage: PostgresStorage
+) -> None:
+    # Searching in memory (the default) leaves writes free of graph insertions.
+    open_services(settings.model_copy(update={"embedding_model": "none"})).close()
+    assert _hnsw_indexes(storage) == set()
+    search = storage.vector_search(MODEL, 16, 40)("w", "ns")
+    assert _hnsw_indexes(storage) == {hnsw_index_name(16)}
+    assert not ensure_hnsw_index(storage.database, 16)  # found, not built again
+    assert len(search) == 0 and search.search(np.ones(16, dtype=np.float32) / 4, 10) == []
+
+
+def test_hybrid_search_through_the_service_reads_vectors_from_the_database(settings: Settings) -> None:
+    pytest.importorskip("onnxruntime")
+    docs = {
+        "canteen.txt": "The staff canteen serves breakfast from seven and a hot lunch from noon until two.",
+        "remote.txt": "Employees may work from home two days each week once their manager approves.",
+        "parking.txt": "Parking permits are issued by the facilities team every January.",
+    }
+    meaning_only = "when can I eat in the cafeteria"  # no word in common with the canteen passage
+    model = settings.model_copy(update={"embedding_model": "minilm-l6-v2-int8"})
+    hnsw = open_services(model.model_copy(update={"pg_vector_search": "hnsw"}))
+    memory = open_services(model.model_copy(update={"pg_vector_search": "memory", "home": settings.home.parent / "b"}))
+    try:
+        documents = hnsw.documents
+        ids = {name: documents.ingest(text.encode(), name, "hr").document.id for name, text in docs.items()}
+        assert documents.search(meaning_only, "hr") == []  # keywords alone: nothing embedded yet
+        assert embed_all(documents) == 3
+        assert isinstance(documents._indexes.vectors("default", "hr"), PgVectorSearch)
+        hits = documents.search(meaning_only, "hr")
+        assert hits[0].document.id == ids["canteen.txt"] and (hits[0].vector_score or 0) > 0.3
+        # The in-memory index over the same database ranks and scores the same.
+        memory.documents.catch_up()
+        assert isinstance(memory.documents._indexes.vectors("default", "hr"), ExactVectorIndex)
+        same = memory.documents.search(meaning_only, "hr")
+        assert [h.chunk.chunk_index for h in same] == [h.chunk.chunk_index for h in hits]
+        assert [h.document.id for h in same] == [h.document.id for h in hits]
+        assert np.allclose([h.score for h in same], [h.score for h in hits], atol=1e-5)
+        # A deleted document is gone from the database's search at once.
+        documents.delete(ids["canteen.txt"])
+        assert ids["canteen.txt"] not in {h.document.id for h in documents.search(meaning_only, "hr")}
+    finally:
+        hnsw.close()
+        memory.close()
