@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ CONNECTIVITY = 16  # edges per node: 32 gained no recall worth its memory in the
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 128  # usearch widens it to the candidates asked for
 BUILD_THREADS = max(1, min(2, os.cpu_count() or 1))  # searches stay single-threaded
+EXTEND_ROWS = 8192  # rows per usearch call: a stop request or waiting searches get in between (~0.5 s)
 
 _notified = False
 
@@ -71,23 +73,29 @@ class GraphIndex:
         self._searching = 0
         self._extending = False
 
-    def extend(self, rows: np.ndarray, start: int, threads: int = BUILD_THREADS) -> None:
-        """Add ``rows`` as positions ``start, start+1, ...``; ``start`` must equal ``covered``."""
+    def extend(
+        self, rows: np.ndarray, start: int, threads: int = BUILD_THREADS, stop: Callable[[], bool] | None = None
+    ) -> bool:
+        """Add ``rows`` as positions ``start, start+1, ...`` (``start`` must equal ``covered``), a slice at a
+        time; False when ``stop()`` said to give up between two slices (what was added stays)."""
         if start != self.covered:
             raise ValueError(f"the graph covers {self.covered} rows, not {start}")
-        if not len(rows):
-            return
-        with self._state:
-            self._extending = True  # new searches go exact from here on
-            while self._searching:
-                self._state.wait()
-        try:
-            keys = np.arange(start, start + len(rows), dtype=np.uint64)
-            self._index.add(keys, np.ascontiguousarray(rows, dtype=np.float32), threads=threads)
-            self.covered = start + len(rows)
-        finally:
+        for at in range(0, len(rows), EXTEND_ROWS):
+            if stop is not None and stop():
+                return False
+            part = np.ascontiguousarray(rows[at : at + EXTEND_ROWS], dtype=np.float32)
             with self._state:
-                self._extending = False
+                self._extending = True  # new searches go exact from here on
+                while self._searching:
+                    self._state.wait()
+            try:
+                keys = np.arange(start + at, start + at + len(part), dtype=np.uint64)
+                self._index.add(keys, part, threads=threads)
+                self.covered = start + at + len(part)
+            finally:
+                with self._state:
+                    self._extending = False
+        return True
 
     def candidates(self, query: np.ndarray, count: int) -> tuple[np.ndarray, int] | None:
         """Up to ``count`` row positions near ``query`` and the rows the graph covered; None while it is extended."""

@@ -23,9 +23,11 @@ the lock, so searches never see half a document.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import math
 import threading
+import weakref
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
@@ -56,12 +58,23 @@ class ExactVectorIndex:
     """Chunk vectors by document; ``search`` gives ``(chunk_key, cosine)`` best first.
 
     ``ann_min_vectors``: build a graph for candidates once this many rows are live (0: always exact).
+    ``absorb_rows``: tail rows that make the graph absorb them; ``graph_threads``: threads building it.
     """
 
-    def __init__(self, dimension: int, model: str = "", *, ann_min_vectors: int = 0) -> None:
+    def __init__(
+        self,
+        dimension: int,
+        model: str = "",
+        *,
+        ann_min_vectors: int = 0,
+        absorb_rows: int = ABSORB_ROWS,
+        graph_threads: int = ann.BUILD_THREADS,
+    ) -> None:
         self.dimension = dimension
         self.model = model
         self.ann_min_vectors = ann_min_vectors if ann_min_vectors > 0 and ann.available() else 0
+        self.absorb_rows = max(1, absorb_rows)
+        self.graph_threads = graph_threads
         self._lock = threading.Lock()
         self._rows = np.zeros((0, dimension), dtype=np.float32)
         self._chunk_keys = np.zeros(0, dtype=np.int64)
@@ -76,6 +89,8 @@ class ExactVectorIndex:
         self._idle = threading.Condition(self._lock)  # notified when the builder thread ends
         self._closed = False
         self._view = self._snapshot()
+        if self.ann_min_vectors:
+            _with_graphs.add(self)
 
     def __len__(self) -> int:
         return self._n - self._dead
@@ -176,6 +191,11 @@ class ExactVectorIndex:
         return len(self._rows)
 
     @property
+    def rows(self) -> int:
+        """Rows held, dead ones included (positions 0..rows-1)."""
+        return self._n
+
+    @property
     def graph_rows(self) -> int:
         """Rows the current graph covers (0: searches are exact)."""
         graph = self._graph
@@ -192,10 +212,12 @@ class ExactVectorIndex:
             self._idle.wait_for(lambda: self._builder is None, timeout)
             return self._graph is not None
 
-    def close(self) -> None:
-        """Stop the background builder after its current step."""
-        with self._lock:
+    def close(self, timeout: float | None = None) -> None:
+        """Stop the background builder at its next slice of rows (searches stay possible, exact or not)."""
+        with self._idle:
             self._closed = True
+            if timeout is not None:
+                self._idle.wait_for(lambda: self._builder is None, timeout)
 
     # -- the graph, built and extended in the background --------------------------------
     def _graph_work_locked(self) -> bool:
@@ -203,7 +225,7 @@ class ExactVectorIndex:
             return False
         if self._graph is None:
             return self._n - self._dead >= self.ann_min_vectors
-        return self._n - self._graph.covered >= ABSORB_ROWS
+        return self._n - self._graph.covered >= self.absorb_rows
 
     def _start_builder_locked(self) -> None:
         if self._builder is None and self._graph_work_locked():
@@ -221,19 +243,24 @@ class ExactVectorIndex:
                     rows, n, graph, generation = self._rows, self._n, self._graph, self._generation
                 if graph is None:
                     fresh = ann.GraphIndex(self.dimension)
-                    fresh.extend(rows[:n], 0)
+                    if not fresh.extend(rows[:n], 0, self.graph_threads, self._stopping):
+                        return
                     with self._lock:
                         if generation == self._generation:  # else rows moved meanwhile: build again
                             self._graph = fresh
                             self._view = self._snapshot()
-                else:  # in place: searches go exact for the few ms it takes (see ann.py)
-                    graph.extend(rows[graph.covered : n], graph.covered)
+                            log.info("vector graph: %d rows in %.1f MB", n, fresh.memory_bytes / 2**20)
+                else:  # in place, a slice at a time: searches go exact while one is added (see ann.py)
+                    graph.extend(rows[graph.covered : n], graph.covered, self.graph_threads, self._stopping)
         except Exception:  # noqa: BLE001 - searches stay exact; the next write tries again
             log.exception("vector graph build failed; searching exactly")
         finally:
             with self._lock:
                 self._builder = None
                 self._idle.notify_all()
+
+    def _stopping(self) -> bool:
+        return self._closed
 
     # -- rows -------------------------------------------------------------------------
     def _remove_locked(self, doc_key: int) -> None:
@@ -269,6 +296,17 @@ class ExactVectorIndex:
             self._ranges,
             self._graph,
         )
+
+
+# Indexes that may run a builder: stopped at exit, as a thread still inside usearch when the interpreter
+# goes down aborts the process ("terminate called without an active exception").
+_with_graphs: weakref.WeakSet[ExactVectorIndex] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_builders() -> None:
+    for index in list(_with_graphs):
+        index.close(timeout=10)
 
 
 def _select(view: _View, allowed: np.ndarray) -> np.ndarray:
