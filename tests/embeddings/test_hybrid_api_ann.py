@@ -4,7 +4,6 @@ filters select by attributes, and a deleted document's passages never come back.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -49,15 +48,12 @@ def client(services: Services) -> Iterator[openai.OpenAI]:
 
 
 def _upload(client: openai.OpenAI, name: str) -> str:
+    """The document's id; its file in the vector store ``hr`` gets the topic as attribute."""
     text, topic = DOCS[name]
     with httpx.Client(base_url=str(client.base_url), timeout=60) as http:
-        answer = http.post(
-            "documents",
-            params={"wait": "true"},
-            data={"namespace": "hr", "metadata": json.dumps({"topic": topic})},
-            files={"file": (name, text)},
-        )
+        answer = http.post("documents", params={"wait": "true"}, data={"namespace": "hr"}, files={"file": (name, text)})
     assert answer.status_code == 201, answer.text
+    client.vector_stores.files.update(answer.json()["file_id"], vector_store_id="hr", attributes={"topic": topic})
     return str(answer.json()["id"])
 
 
