@@ -251,7 +251,10 @@ class ExactVectorIndex:
                             self._view = self._snapshot()
                             log.info("vector graph: %d rows in %.1f MB", n, fresh.memory_bytes / 2**20)
                 else:  # in place, a slice at a time: searches go exact while one is added (see ann.py)
-                    graph.extend(rows[graph.covered : n], graph.covered, self.graph_threads, self._stopping)
+                    # A bounded step, then the buffer is taken again: a load's old, larger buffer (trim
+                    # replaces it) is not kept alive for the whole extension.
+                    end = min(n, graph.covered + 4 * ann.EXTEND_ROWS)
+                    graph.extend(rows[graph.covered : end], graph.covered, self.graph_threads, self._stopping)
         except Exception:  # noqa: BLE001 - searches stay exact; the next write tries again
             log.exception("vector graph build failed; searching exactly")
         finally:
