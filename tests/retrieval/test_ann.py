@@ -4,6 +4,7 @@ never a dead or stale chunk, the unabsorbed tail found, compaction rebuilds, fil
 from __future__ import annotations
 
 import logging
+import subprocess
 import sys
 import threading
 from typing import Any
@@ -15,7 +16,8 @@ from calypso.embeddings.base import normalise
 from calypso.retrieval import ann
 from calypso.retrieval.vectors import ExactVectorIndex
 
-pytest.importorskip("usearch")
+if not ann.available():  # (imports usearch after onnxruntime: see ann._usearch)
+    pytest.skip("usearch is not installed", allow_module_level=True)
 import usearch.index  # noqa: E402
 
 DIM = 32
@@ -247,3 +249,12 @@ def test_concurrent_searches_and_writes_stay_consistent() -> None:
     assert not errors, errors[0]
     assert twin.graph.wait_for_graph(timeout=60)
     twin.assert_same(near(rng, twin), 10)
+
+
+def test_the_model_runtime_loads_after_the_graph() -> None:
+    # A server whose namespace (and graph) loads before the embedding model imports onnxruntime after
+    # usearch: that order crashed the process (segfault), so ann.py loads onnxruntime first.
+    pytest.importorskip("onnxruntime")
+    code = "from calypso.retrieval import ann; assert ann.available(); import onnxruntime; print('alive')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "alive" in done.stdout, (done.returncode, done.stderr[-2000:])

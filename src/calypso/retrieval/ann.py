@@ -38,6 +38,11 @@ _notified = False
 def _usearch() -> Any:
     """The usearch ``Index`` class, or None when the package is missing (logged once)."""
     global _notified
+    try:  # onnxruntime (the local embedding model) must be loaded first: importing it after usearch 2.26's
+        # compiled module crashes the process (segfault in onnxruntime's pybind state; the other order works).
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        pass
     try:
         from usearch.index import Index
     except ImportError:
