@@ -258,3 +258,14 @@ def test_the_model_runtime_loads_after_the_graph() -> None:
     code = "from calypso.retrieval import ann; assert ann.available(); import onnxruntime; print('alive')"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "alive" in done.stdout, (done.returncode, done.stderr[-2000:])
+
+
+def test_a_bulk_load_builds_the_graph_once_at_its_end() -> None:
+    rng = np.random.default_rng(10)
+    index = ExactVectorIndex(DIM, ann_min_vectors=100, absorb_rows=ABSORB, graph_threads=1)
+    with index.bulk():
+        for d, (keys, vecs) in clustered(rng, 100).items():
+            index.add(d, keys, vecs)
+        assert not index.wait_for_graph(timeout=0.5)  # nothing started during the load
+        index.trim()
+    assert index.wait_for_graph(timeout=60) and index.graph_rows == index.rows  # one build over every row

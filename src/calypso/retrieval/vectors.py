@@ -28,7 +28,8 @@ import logging
 import math
 import threading
 import weakref
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,6 +89,7 @@ class ExactVectorIndex:
         self._builder: threading.Thread | None = None
         self._idle = threading.Condition(self._lock)  # notified when the builder thread ends
         self._closed = False
+        self._bulk = 0  # open bulk() blocks: no graph work starts meanwhile
         self._view = self._snapshot()
         if self.ann_min_vectors:
             _with_graphs.add(self)
@@ -206,6 +208,19 @@ class ExactVectorIndex:
         graph = self._graph
         return graph.memory_bytes if graph is not None else 0
 
+    @contextmanager
+    def bulk(self) -> Iterator[None]:
+        """Writes inside start no graph work until the block ends: a build racing a load slowed the load
+        of 200k vectors threefold (5.9 s -> 19.8 s under load) for a graph that was not ready sooner."""
+        with self._lock:
+            self._bulk += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._bulk -= 1
+                self._start_builder_locked()
+
     def wait_for_graph(self, timeout: float | None = None) -> bool:
         """Wait until no graph work is pending; True when a graph then serves searches."""
         with self._idle:
@@ -221,7 +236,7 @@ class ExactVectorIndex:
 
     # -- the graph, built and extended in the background --------------------------------
     def _graph_work_locked(self) -> bool:
-        if self._closed or not self.ann_min_vectors:
+        if self._closed or self._bulk or not self.ann_min_vectors:
             return False
         if self._graph is None:
             return self._n - self._dead >= self.ann_min_vectors
