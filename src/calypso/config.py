@@ -167,7 +167,7 @@ class Settings(BaseSettings):
         ge=0,
         description="Vectors in a namespace from which its vector search takes candidates from an HNSW graph "
         "(usearch, built in the background; scores stay exact cosines); below it, or 0, search is exact "
-        "(about 3 ms at 50k passages, docs/benchmarks.md).",
+        "(1.3 ms at 20k passages, 10.5-12 ms at 200k on an idle machine: docs/benchmarks.md).",
     )
     support_semantic: bool = Field(
         False,
