@@ -32,13 +32,19 @@ gets a random unit vector of the default model's dimension, written through
 ``storage.embeddings`` exactly as an embedding worker writes them (``reset`` queues every document,
 then per document ``claim``, ``missing_chunks``, ``store_vectors``, ``finish``). The model's own
 speed is measured by bench/hybrid_quality.py; exact search costs the same whatever the vectors'
-values. Then, with the default model: a fresh ``DocumentService`` loads both indexes ("build s",
-of which "vectors s" is the vector index, from the ``calypso.index`` log line), and every claim is
-searched interleaved: ``DocumentService.search`` hybrid at the default weights, first time seen
-(the query is embedded by the real model; the content-hash cache file is removed before each
-phase), keyword-only (``embedding_weight=0``), the vector index alone (top 100, memoised query
-vector) and the model alone on the query. Then ``calypso serve`` with the model and the vectors:
-ready s, hybrid over HTTP, RSS.
+values, and random unit vectors are the ANN graph's worst case for recall (no clusters; structured
+vectors: bench/ann_recall.py). Then, with the default model, twice: with the server's settings
+(``CALYPSO_ANN_MIN_VECTORS``: from that many vectors on a namespace's vector index builds an HNSW
+graph in the background), then with ``ann_min_vectors=0`` (exact search, the reference). Each time a
+fresh ``DocumentService`` loads both indexes ("build s", of which "vectors s" is the vector index,
+from the ``calypso.index`` log line), the run waits until the graph is built ("graph ready s", from
+the start of the load; searches are exact until then), and every claim is searched interleaved:
+``DocumentService.search`` hybrid at the default weights, first time seen (the query is embedded by
+the real model; the content-hash cache file is removed before each phase), keyword-only
+(``embedding_weight=0``), the vector index alone (top 100, memoised query vector; its recall@100
+against an exact product over its own rows) and the model alone on the query. Then ``calypso serve``
+with the model and the vectors, measured once its log says the graph is built: ready s, hybrid over
+HTTP, RSS.
 
     PYTHONPATH=src .venv/bin/python bench/scale_search.py --sizes 200000 --vectors --throughput-size 0 --no-bm25s
 """
@@ -261,7 +267,9 @@ class _VectorLoadLog(logging.Handler):
 
 
 def hybrid_in_process(settings: Settings, queries: list[str]) -> dict:
-    """Both indexes loaded by a fresh service; hybrid (query embedded), keyword, vector index, model, interleaved."""
+    """Both indexes loaded by a fresh service (and its ANN graph built, when the namespace is large enough for
+    one); hybrid (query embedded), keyword, vector index, model, interleaved; the vector index's recall@100
+    against an exact product over its own rows."""
     drop_embedding_cache(settings)
     handler = _VectorLoadLog()
     index_log = logging.getLogger("calypso.index")
@@ -282,6 +290,10 @@ def hybrid_in_process(settings: Settings, queries: list[str]) -> dict:
         rss_built = proc_status_mb(os.getpid(), "VmRSS")
         vectors = documents._indexes.vectors("default", NAMESPACE)  # the service's own vector index
         assert vectors is not None
+        graph = vectors.wait_for_graph(timeout=1800)  # searches are exact until then: measure the steady state
+        graph_s = time.perf_counter() - t0  # from the start of the load (the build starts during it)
+        rss_graph = proc_status_mb(os.getpid(), "VmRSS")
+        recall: list[float] = []
         t0 = time.perf_counter()
         model.load()
         model_load_s = time.perf_counter() - t0
@@ -299,8 +311,11 @@ def hybrid_in_process(settings: Settings, queries: list[str]) -> dict:
             times["keyword"].append((time.perf_counter() - t) * 1000)
             qv = documents._query_vector(q)  # memoised by the hybrid search above
             t = time.perf_counter()
-            vectors.search(qv, k=100)
+            found = vectors.search(qv, k=100)
             times["vectors"].append((time.perf_counter() - t) * 1000)
+            view = vectors._view
+            exact = view.chunk_keys[np.argpartition(-(view.rows @ qv), 99)[:100]]
+            recall.append(len({c for c, _ in found} & set(exact.tolist())) / 100)
             t = time.perf_counter()
             model.embed([q])
             times["embed"].append((time.perf_counter() - t) * 1000)
@@ -311,6 +326,13 @@ def hybrid_in_process(settings: Settings, queries: list[str]) -> dict:
             # CALYPSO_PG_VECTOR_SEARCH=hnsw: searched in PostgreSQL, no matrix in this process
             "vector_matrix_mb": vectors._rows.nbytes / 2**20 if hasattr(vectors, "_rows") else 0.0,
             "hybrid_index_rss_mb": rss_built - rss0,
+            "ann_min_vectors": settings.ann_min_vectors,
+            "graph_rows": vectors.graph_rows if graph else 0,
+            "graph_ready_s": graph_s if graph else None,
+            "graph_mb": vectors.graph_bytes / 2**20,
+            "graph_rss_mb": rss_graph - rss_built,
+            "vectors_recall_at_100": float(np.mean(recall)),
+            "load_average": loadavg(),
             "model_load_s": model_load_s,
             "hybrid_process_rss_mb": proc_status_mb(os.getpid(), "VmRSS"),
         }
@@ -327,13 +349,18 @@ def hybrid_in_process(settings: Settings, queries: list[str]) -> dict:
 class Server:
     """``calypso serve`` in its own process on a database; ready once a search answers."""
 
-    def __init__(self, settings: Settings, port: int, probe: str) -> None:
+    def __init__(self, settings: Settings, port: int, probe: str, wait_for: str | None = None) -> None:
+        """``wait_for``: also wait until the server logs a line holding it (INFO logs on, read by a thread)."""
+        self.wait_for = wait_for
+        self.logged = threading.Event()
+        self.log_tail: list[str] = []
+        self.wait_s: float | None = None
         env = {
             **os.environ,
             "CALYPSO_HOME": str(settings.home),
             "CALYPSO_DATABASE_URL": settings.database_url,
             "CALYPSO_EMBEDDING_MODEL": settings.embedding_model,
-            "CALYPSO_LOG_LEVEL": "warning",
+            "CALYPSO_LOG_LEVEL": "info" if wait_for else "warning",
             "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]),
         }
         self.port = port
@@ -345,8 +372,14 @@ class Server:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
+        if wait_for:
+            threading.Thread(target=self._read_log, daemon=True).start()
         try:
             self._wait(t0, probe)
+            if wait_for:
+                if not self.logged.wait(1800):
+                    raise SystemExit(f"calypso serve never logged {wait_for!r}: {self.log_tail[-20:]}")
+                self.wait_s = time.perf_counter() - t0
         except BaseException:
             self.stop()
             raise
@@ -355,7 +388,8 @@ class Server:
     def _wait(self, t0: float, probe: str) -> None:
         while True:
             if self.process.poll() is not None:
-                raise SystemExit(f"calypso serve exited: {self.process.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+                tail = "\n".join(self.log_tail[-20:]) if self.wait_for else self.process.stderr.read().decode()[-2000:]  # type: ignore[union-attr]
+                raise SystemExit(f"calypso serve exited: {tail}")
             if time.perf_counter() - t0 > 1800:
                 raise SystemExit("calypso serve did not answer within 30 minutes")
             try:
@@ -364,6 +398,14 @@ class Server:
             except httpx.HTTPError:
                 time.sleep(0.1)
         httpx.post(self.url + "/v1/search", json={"query": probe}, timeout=1800).raise_for_status()
+
+    def _read_log(self) -> None:
+        assert self.process.stderr is not None
+        for raw in self.process.stderr:  # drained to the end: a full pipe would stall the server
+            line = raw.decode(errors="replace").rstrip()
+            self.log_tail = [*self.log_tail[-50:], line]
+            if self.wait_for and self.wait_for in line:
+                self.logged.set()
 
     def memory(self) -> tuple[float, float]:
         return proc_status_mb(self.process.pid, "VmRSS"), proc_status_mb(self.process.pid, "VmHWM")
@@ -377,8 +419,8 @@ class Server:
             self.process.wait()
 
 
-def over_http(settings: Settings, queries: list[str], port: int) -> dict:
-    server = Server(settings, port, queries[0])
+def over_http(settings: Settings, queries: list[str], port: int, wait_for: str | None = None) -> dict:
+    server = Server(settings, port, queries[0], wait_for)
     try:
         times = []
         with httpx.Client(base_url=server.url, timeout=120) as client:
@@ -394,6 +436,7 @@ def over_http(settings: Settings, queries: list[str], port: int) -> dict:
         server.stop()
     return {
         "ready_s": server.ready_s,
+        "waited_s": server.wait_s,
         "http_p50": percentile(times, 50),
         "http_p99": percentile(times, 99),
         "server_rss_mb": rss,
@@ -594,21 +637,32 @@ def hybrid(row: dict, settings: Settings, queries: list[str], port: int, label: 
         raise SystemExit(f"--vectors measures the embedded default {MODEL_NAME!r}, not {settings.embedding_model!r}")
     print(f"  [{label}] load average {loadavg()}", flush=True)
     row.update(write_vectors(settings, MODEL_NAME, DIMENSION, label))
-    row.update(hybrid_in_process(settings, queries))
-    gc.collect()
-    print(
-        f"  [{label}] hybrid in process: both indexes loaded in {row['hybrid_build_s']:.1f} s (vectors "
-        f"{row['vectors_load_s']:.2f} s, {row['vector_rows']:,} rows, matrix {row['vector_matrix_mb']:.0f} MB); "
-        f"hybrid p50 {row['hybrid_p50']:.2f} ms p99 {row['hybrid_p99']:.2f} ms; keyword {row['keyword_p50']:.2f}/"
-        f"{row['keyword_p99']:.2f}; vector index {row['vectors_p50']:.2f}/{row['vectors_p99']:.2f}; model on the "
-        f"query {row['embed_p50']:.2f}/{row['embed_p99']:.2f}; load average {loadavg()}",
-        flush=True,
-    )
+    # The server's settings (a graph from CALYPSO_ANN_MIN_VECTORS on), then exact search as the reference.
+    for prefix, run in (("", settings), ("exact_", settings.model_copy(update={"ann_min_vectors": 0}))):
+        measured = hybrid_in_process(run, queries)
+        row.update({f"{prefix}{key}": value for key, value in measured.items()})
+        gc.collect()
+        graph = (
+            f"graph of {measured['graph_rows']:,} rows ready {measured['graph_ready_s']:.1f} s after the load began, "
+            f"usearch {measured['graph_mb']:.0f} MB, RSS +{measured['graph_rss_mb']:.0f} MB"
+            if measured["graph_rows"]
+            else "no graph: exact search"
+        )
+        print(
+            f"  [{label}] hybrid in process, ann_min_vectors={run.ann_min_vectors}: both indexes loaded in "
+            f"{measured['hybrid_build_s']:.1f} s (vectors {measured['vectors_load_s']:.2f} s, "
+            f"{measured['vector_rows']:,} rows, matrix {measured['vector_matrix_mb']:.0f} MB); {graph}; hybrid p50 "
+            f"{measured['hybrid_p50']:.2f} ms p99 {measured['hybrid_p99']:.2f} ms; keyword {measured['keyword_p50']:.2f}/"
+            f"{measured['keyword_p99']:.2f}; vector index {measured['vectors_p50']:.2f}/{measured['vectors_p99']:.2f} "
+            f"(recall@100 {measured['vectors_recall_at_100']:.4f}); model on the query {measured['embed_p50']:.2f}/"
+            f"{measured['embed_p99']:.2f}; load average {measured['load_average']} -> {loadavg()}",
+            flush=True,
+        )
     drop_embedding_cache(settings)
-    http = over_http(settings, queries, port)
+    http = over_http(settings, queries, port, "vector graph:" if row["graph_rows"] else None)
     row.update({f"hybrid_{key}": value for key, value in http.items()})
     print(
-        f"  [{label}] hybrid http: ready in {http['ready_s']:.1f} s; p50 {http['http_p50']:.2f} ms p99 "
+        f"  [{label}] hybrid http: ready in {http['ready_s']:.1f} s (graph built {http['waited_s'] or 0:.1f} s); p50 {http['http_p50']:.2f} ms p99 "
         f"{http['http_p99']:.2f} ms; server RSS {http['server_rss_mb']:.0f} MB, peak {http['server_hwm_mb']:.0f} MB",
         flush=True,
     )
@@ -634,18 +688,22 @@ def report(rows: list[dict], bm25s_rows: list[dict], args: argparse.Namespace) -
     hy = [r for r in rows if "hybrid_p50" in r]
     if hy:
         print(
-            "\n| passages | backend | vectors write s | load both s | vectors load s | hybrid p50 | hybrid p99 | keyword p50 "
-            "| vector index p50 | model p50 | http hybrid p50 | http hybrid p99 | ready s | RSS no model MB "
-            "| RSS model+vectors MB | peak MB |\n|" + "---|" * 16
+            "\n| passages | backend | vectors write s | load both s | vectors load s | graph rows | graph ready s "
+            "| graph MB | hybrid p50 | hybrid p99 | exact: hybrid p50 | exact: hybrid p99 | keyword p50 "
+            "| vector index p50 | recall@100 | exact: vector index p50 | model p50 | http hybrid p50 | http hybrid p99 "
+            "| ready s | RSS no model MB | RSS model+vectors MB | peak MB |\n|" + "---|" * 23
         )
         for r in hy:
             print(
                 f"| {r['passages']:,} | {r['backend']} | {r['vectors_write_s']:.0f} | {r['hybrid_build_s']:.1f} | "
-                f"{r['vectors_load_s']:.2f} | {r['hybrid_p50']:.2f} | {r['hybrid_p99']:.2f} | {r['keyword_p50']:.2f} | "
-                f"{r['vectors_p50']:.2f} | {r['embed_p50']:.2f} | {r['hybrid_http_p50']:.2f} | "
-                f"{r['hybrid_http_p99']:.2f} | {r['hybrid_ready_s']:.1f} | {r['server_rss_mb']:.0f} | "
-                f"{r['hybrid_server_rss_mb']:.0f} | {r['hybrid_server_hwm_mb']:.0f} |"
+                f"{r['vectors_load_s']:.2f} | {r['graph_rows']:,} | {r['graph_ready_s'] or 0:.1f} | "
+                f"{r['graph_mb']:.0f} | {r['hybrid_p50']:.2f} | {r['hybrid_p99']:.2f} | {r['exact_hybrid_p50']:.2f} | "
+                f"{r['exact_hybrid_p99']:.2f} | {r['keyword_p50']:.2f} | {r['vectors_p50']:.2f} | "
+                f"{r['vectors_recall_at_100']:.4f} | {r['exact_vectors_p50']:.2f} | {r['embed_p50']:.2f} | "
+                f"{r['hybrid_http_p50']:.2f} | {r['hybrid_http_p99']:.2f} | {r['hybrid_ready_s']:.1f} | "
+                f"{r['server_rss_mb']:.0f} | {r['hybrid_server_rss_mb']:.0f} | {r['hybrid_server_hwm_mb']:.0f} |"
             )
+        print("hybrid and vector index with the server's settings (CALYPSO_ANN_MIN_VECTORS); exact: ann_min_vectors=0")
     print("\n| passages | bm25s build s | score matrix MB | worker peak+ MB |\n|---|---|---|---|")
     for b in bm25s_rows:
         print(f"| {b['passages']:,} | {b['build_s']:.1f} | {b['index_mb']:.0f} | {b['peak_mb']:.0f} |")

@@ -184,6 +184,13 @@ class Settings(BaseSettings):
         description="PostgreSQL with pg_vector_search=hnsw: HNSW candidates per query (pgvector's hnsw.ef_search); "
         "more is slower and closer to exact.",
     )
+    ann_min_vectors: int = Field(
+        50_000,
+        ge=0,
+        description="Vectors in a namespace from which its vector search takes candidates from an HNSW graph "
+        "(usearch, built in the background; scores stay exact cosines); below it, or 0, search is exact "
+        "(1.3 ms at 20k passages, 10.5-12 ms at 200k on an idle machine: docs/benchmarks.md).",
+    )
     support_semantic: bool = Field(
         False,
         description="Add the embedding model's cosine to the citation support score. Off: measured +0.4 macro-F1 "

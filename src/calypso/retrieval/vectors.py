@@ -1,25 +1,47 @@
-"""Exact nearest-neighbour search over unit vectors, in memory: the embedded backend's vector index.
+"""Nearest-neighbour search over unit vectors, in memory, with exact scores: the embedded backend's vector index.
 
-One index per namespace, beside its BM25 index, keyed the same way: chunk keys grouped
-by document key, so a document is added or removed whole. Search is one float32
-matrix-vector product and a partial sort: at 200k x 384 it takes 6.6 ms p50 on the
-reference machine (docs/benchmarks.md, "Embedding models"), inside the hybrid query
-budget with no ANN structure to build or persist. float16 storage would halve memory
-but numpy has no fast kernel for it (35 times slower), so rows stay float32.
+One index per namespace, beside its BM25 index, keyed the same way: chunk keys grouped by document
+key, so a document is added or removed whole, and its rows are contiguous (a document -> row range
+map serves filters without scanning every row). Rows are float32: numpy has no fast float16 kernel.
 
-Writers take a lock; a search reads an immutable view (matrix, keys, live mask) taken
-under the lock, so searches never see half a document.
+Small namespaces are searched by one matrix-vector product and a partial sort (1.3 ms at 20k x 384).
+From ``ann_min_vectors`` rows on, a background thread builds an HNSW graph (``retrieval/ann.py``)
+whose keys are row positions; a search then takes the graph's candidates, drops dead rows, scores
+them exactly from the float32 rows, adds an exact product over the "tail" (rows added since the
+graph's last extension), and keeps the top k: scores are exact cosines either way, only which rows
+are looked at changes (10.5 ms -> ~0.5 ms at 200k; recall of the exact top 10 0.99, top 100 0.97
+for real questions: docs/benchmarks.md, "ANN vector index"). Until the graph is built, while it is
+extended, or when it proposes fewer than k usable rows, a search is exact: it never waits for the graph.
+
+- Removing a document marks its rows dead (the graph keeps proposing them; the live mask drops
+  them). Compaction moves rows, so it drops the graph and a new one is built in the background.
+- The tail is absorbed into the graph in batches of ``ABSORB_ROWS`` by the same background thread.
+
+Writers take a lock; a search reads an immutable view (matrix, keys, live mask, graph) taken under
+the lock, so searches never see half a document.
 """
 
 from __future__ import annotations
 
+import atexit
+import logging
+import math
 import threading
-from collections.abc import Collection, Sequence
+import weakref
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
 from calypso.embeddings.base import DimensionMismatch
+from calypso.retrieval import ann
+
+log = logging.getLogger("calypso.index")
+
+GRAPH_CANDIDATES = 200  # graph candidates reranked exactly (at least 2k): recall@100 0.987 at 200k
+ABSORB_ROWS = 1024  # tail rows that make the background thread extend the graph (the tail costs ~30 us/1k)
+NARROW_FRACTION = 0.1  # a filter selecting fewer of the rows is searched exactly over those rows only
 
 
 @dataclass(frozen=True)
@@ -28,14 +50,32 @@ class _View:
     chunk_keys: np.ndarray  # (n,) int64
     doc_keys: np.ndarray  # (n,) int64
     live: np.ndarray  # (n,) bool
+    live_count: int
+    ranges: dict[int, tuple[int, int]]  # document -> its rows [start, end); shared, see _select
+    graph: ann.GraphIndex | None  # covers rows [0, graph.covered) of this view's matrix
 
 
 class ExactVectorIndex:
-    """Chunk vectors by document; ``search`` gives ``(chunk_key, cosine)`` best first."""
+    """Chunk vectors by document; ``search`` gives ``(chunk_key, cosine)`` best first.
 
-    def __init__(self, dimension: int, model: str = "") -> None:
+    ``ann_min_vectors``: build a graph for candidates once this many rows are live (0: always exact).
+    ``absorb_rows``: tail rows that make the graph absorb them; ``graph_threads``: threads building it.
+    """
+
+    def __init__(
+        self,
+        dimension: int,
+        model: str = "",
+        *,
+        ann_min_vectors: int = 0,
+        absorb_rows: int = ABSORB_ROWS,
+        graph_threads: int = ann.BUILD_THREADS,
+    ) -> None:
         self.dimension = dimension
         self.model = model
+        self.ann_min_vectors = ann_min_vectors if ann_min_vectors > 0 and ann.available() else 0
+        self.absorb_rows = max(1, absorb_rows)
+        self.graph_threads = graph_threads
         self._lock = threading.Lock()
         self._rows = np.zeros((0, dimension), dtype=np.float32)
         self._chunk_keys = np.zeros(0, dtype=np.int64)
@@ -43,14 +83,22 @@ class ExactVectorIndex:
         self._live = np.zeros(0, dtype=bool)
         self._n = 0
         self._dead = 0
-        self._docs: set[int] = set()
+        self._ranges: dict[int, tuple[int, int]] = {}
+        self._graph: ann.GraphIndex | None = None
+        self._generation = 0  # bumped when rows move (compaction): a graph of an older one is dropped
+        self._builder: threading.Thread | None = None
+        self._idle = threading.Condition(self._lock)  # notified when the builder thread ends
+        self._closed = False
+        self._bulk = 0  # open bulk() blocks: no graph work starts meanwhile
         self._view = self._snapshot()
+        if self.ann_min_vectors:
+            _with_graphs.add(self)
 
     def __len__(self) -> int:
         return self._n - self._dead
 
     def __contains__(self, doc_key: int) -> bool:
-        return doc_key in self._docs
+        return doc_key in self._ranges
 
     def add(self, doc_key: int, chunk_keys: Sequence[int], vectors: np.ndarray) -> None:
         """Add one document's chunks; replaces the document if already present."""
@@ -64,7 +112,7 @@ class ExactVectorIndex:
                 "the embedding model."
             )
         with self._lock:
-            if doc_key in self._docs:
+            if doc_key in self._ranges:
                 self._remove_locked(doc_key)
             need = self._n + len(chunk_keys)
             if need > len(self._rows):
@@ -78,19 +126,21 @@ class ExactVectorIndex:
             self._chunk_keys[s] = chunk_keys
             self._doc_keys[s] = doc_key
             self._live[s] = True
+            self._ranges[doc_key] = (self._n, need)
             self._n = need
-            self._docs.add(doc_key)
             self._view = self._snapshot()
+            self._start_builder_locked()
 
     def remove(self, doc_key: int) -> bool:
         """Forget a document's chunks; False if it was not here."""
         with self._lock:
-            if doc_key not in self._docs:
+            if doc_key not in self._ranges:
                 return False
             self._remove_locked(doc_key)
             if self._dead > max(1024, self._n // 4):
                 self._compact_locked()
             self._view = self._snapshot()
+            self._start_builder_locked()
             return True
 
     def search(
@@ -105,58 +155,238 @@ class ExactVectorIndex:
                 f"{f' made by {self.model!r}' if self.model else ''}: run `calypso reindex` after changing "
                 "the embedding model, or set CALYPSO_EMBEDDING_MODEL back."
             )
-        if k <= 0 or not len(view.chunk_keys):
+        n = len(view.chunk_keys)
+        if k <= 0 or not n:
             return []
-        sims = view.rows @ q
-        mask = view.live
-        if doc_keys is not None:
-            mask = mask & np.isin(view.doc_keys, np.fromiter(doc_keys, dtype=np.int64))
-        candidates = np.flatnonzero(mask)
-        if not len(candidates):
+        if doc_keys is None:
+            if view.graph is not None:
+                found = _graph_search(view, q, k, view.live_count, None)
+                if found is not None:
+                    return found
+            return _top(view, q, np.flatnonzero(view.live), k)
+        allowed = np.fromiter(doc_keys, dtype=np.int64)
+        selected = _select(view, allowed)
+        if not len(selected):
             return []
-        scores = sims[candidates]
-        if len(candidates) > k:
-            part = np.argpartition(-scores, k - 1)[:k]
-            candidates, scores = candidates[part], scores[part]
-        order = np.argsort(-scores, kind="stable")
-        return [(int(view.chunk_keys[i]), float(scores[j])) for j, i in zip(order, candidates[order])]
+        if view.graph is not None and len(selected) >= NARROW_FRACTION * n:
+            found = _graph_search(view, q, k, len(selected), allowed)
+            if found is not None:
+                return found
+        return _top(view, q, selected, k)
 
     def trim(self) -> None:
         """Give back the spare capacity that growing by doubling left (up to half the matrix after a load)."""
         with self._lock:
             if self._dead:
                 self._compact_locked()
-            elif len(self._rows) > self._n:
+            elif len(self._rows) > self._n:  # positions unchanged: the graph stays valid
                 n = self._n
                 self._rows = self._rows[:n].copy()
                 self._chunk_keys = self._chunk_keys[:n].copy()
                 self._doc_keys = self._doc_keys[:n].copy()
                 self._live = self._live[:n].copy()
             self._view = self._snapshot()
+            self._start_builder_locked()
 
     @property
     def capacity(self) -> int:
         return len(self._rows)
 
+    @property
+    def rows(self) -> int:
+        """Rows held, dead ones included (positions 0..rows-1)."""
+        return self._n
+
+    @property
+    def graph_rows(self) -> int:
+        """Rows the current graph covers (0: searches are exact)."""
+        graph = self._graph
+        return graph.covered if graph is not None else 0
+
+    @property
+    def graph_bytes(self) -> int:
+        graph = self._graph
+        return graph.memory_bytes if graph is not None else 0
+
+    @contextmanager
+    def bulk(self) -> Iterator[None]:
+        """Writes inside start no graph work until the block ends: a build racing a load slowed the load
+        of 200k vectors threefold (5.9 s -> 19.8 s under load) for a graph that was not ready sooner."""
+        with self._lock:
+            self._bulk += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._bulk -= 1
+                self._start_builder_locked()
+
+    def wait_for_graph(self, timeout: float | None = None) -> bool:
+        """Wait until no graph work is pending; True when a graph then serves searches."""
+        with self._idle:
+            self._idle.wait_for(lambda: self._builder is None, timeout)
+            return self._graph is not None
+
+    def close(self, timeout: float | None = None) -> None:
+        """Stop the background builder at its next slice of rows (searches stay possible, exact or not)."""
+        with self._idle:
+            self._closed = True
+            if timeout is not None:
+                self._idle.wait_for(lambda: self._builder is None, timeout)
+
+    # -- the graph, built and extended in the background --------------------------------
+    def _graph_work_locked(self) -> bool:
+        if self._closed or self._bulk or not self.ann_min_vectors:
+            return False
+        if self._graph is None:
+            return self._n - self._dead >= self.ann_min_vectors
+        return self._n - self._graph.covered >= self.absorb_rows
+
+    def _start_builder_locked(self) -> None:
+        if self._builder is None and self._graph_work_locked():
+            self._builder = threading.Thread(target=self._build, name="vector-graph", daemon=True)
+            self._builder.start()
+
+    def _build(self) -> None:
+        try:
+            while True:
+                with self._lock:
+                    if not self._graph_work_locked():
+                        return
+                    # Rows [0, n) of this buffer never change: adds write past n, growth and compaction
+                    # make new arrays. So they are read without the lock.
+                    rows, n, graph, generation = self._rows, self._n, self._graph, self._generation
+                if graph is None:
+                    fresh = ann.GraphIndex(self.dimension)
+                    if not fresh.extend(rows[:n], 0, self.graph_threads, self._stopping):
+                        return
+                    with self._lock:
+                        if generation == self._generation:  # else rows moved meanwhile: build again
+                            self._graph = fresh
+                            self._view = self._snapshot()
+                            log.info("vector graph: %d rows in %.1f MB", n, fresh.memory_bytes / 2**20)
+                else:  # in place, a slice at a time: searches go exact while one is added (see ann.py)
+                    # A bounded step, then the buffer is taken again: a load's old, larger buffer (trim
+                    # replaces it) is not kept alive for the whole extension.
+                    end = min(n, graph.covered + 4 * ann.EXTEND_ROWS)
+                    graph.extend(rows[graph.covered : end], graph.covered, self.graph_threads, self._stopping)
+        except Exception:  # noqa: BLE001 - searches stay exact; the next write tries again
+            log.exception("vector graph build failed; searching exactly")
+        finally:
+            with self._lock:
+                self._builder = None
+                self._idle.notify_all()
+
+    def _stopping(self) -> bool:
+        return self._closed
+
+    # -- rows -------------------------------------------------------------------------
     def _remove_locked(self, doc_key: int) -> None:
-        hit = (self._doc_keys[: self._n] == doc_key) & self._live[: self._n]
-        self._dead += int(hit.sum())
+        start, end = self._ranges.pop(doc_key)
+        self._dead += end - start
         live = self._live.copy()  # a running search keeps the mask it took
-        live[: self._n][hit] = False
+        live[start:end] = False
         self._live = live
-        self._docs.discard(doc_key)
 
     def _compact_locked(self) -> None:
         keep = np.flatnonzero(self._live[: self._n])
+        moved_to = np.cumsum(self._live[: self._n]) - 1  # new position of each kept row
         self._rows = self._rows[keep].copy()
         self._chunk_keys = self._chunk_keys[keep].copy()
         self._doc_keys = self._doc_keys[keep].copy()
         self._live = np.ones(len(keep), dtype=bool)
+        # A new dict: views of the old rows keep the old ranges.
+        self._ranges = {d: (int(moved_to[s]), int(moved_to[s]) + e - s) for d, (s, e) in self._ranges.items()}
         self._n, self._dead = len(keep), 0
+        if self._graph is not None:
+            log.info("vector graph dropped: compaction moved the rows; rebuilding in the background")
+        self._graph = None
+        self._generation += 1
 
     def _snapshot(self) -> _View:
         n = self._n
-        return _View(self._rows[:n], self._chunk_keys[:n], self._doc_keys[:n], self._live[:n])
+        return _View(
+            self._rows[:n],
+            self._chunk_keys[:n],
+            self._doc_keys[:n],
+            self._live[:n],
+            n - self._dead,
+            self._ranges,
+            self._graph,
+        )
+
+
+# Indexes that may run a builder: stopped at exit, as a thread still inside usearch when the interpreter
+# goes down aborts the process ("terminate called without an active exception").
+_with_graphs: weakref.WeakSet[ExactVectorIndex] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_builders() -> None:
+    for index in list(_with_graphs):
+        index.close(timeout=10)
+
+
+def _select(view: _View, allowed: np.ndarray) -> np.ndarray:
+    """Live row positions of the ``allowed`` documents, from the range map (no scan of every row).
+
+    The map is the writer's own (copying it per write would cost O(documents)): a document
+    written after this view was taken has rows past the view and is clipped away, so a search
+    racing a replacement may miss that document once, never return its stale rows.
+    """
+    n = len(view.chunk_keys)
+    spans = [r for r in map(view.ranges.get, allowed.tolist()) if r is not None and r[0] < n]
+    if not spans:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.fromiter((s for s, _ in spans), dtype=np.int64, count=len(spans))
+    ends = np.minimum(np.fromiter((e for _, e in spans), dtype=np.int64, count=len(spans)), n)
+    lengths = ends - starts
+    offsets = np.cumsum(lengths) - lengths
+    positions: np.ndarray = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(starts - offsets, lengths)
+    live: np.ndarray = positions[view.live[positions]]
+    return live
+
+
+def _top(view: _View, q: np.ndarray, positions: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """The best ``k`` of ``positions`` by exact cosine, best first (ties by position)."""
+    if not len(positions):
+        return []
+    if 4 * len(positions) > len(view.rows):  # a gather costs about 3 products per row: past a quarter, multiply all
+        scores = (view.rows @ q)[positions]
+    else:
+        positions = np.sort(positions)
+        scores = view.rows[positions] @ q
+    if len(positions) > k:
+        part = np.argpartition(-scores, k - 1)[:k]
+        positions, scores = positions[part], scores[part]
+    order = np.lexsort((positions, -scores))
+    return [(int(view.chunk_keys[positions[j]]), float(scores[j])) for j in order]
+
+
+def _graph_search(
+    view: _View, q: np.ndarray, k: int, eligible: int, allowed: np.ndarray | None
+) -> list[tuple[int, float]] | None:
+    """Top ``k`` from the graph's candidates and the tail, exactly scored; None: search exactly instead."""
+    assert view.graph is not None
+    n = len(view.chunk_keys)
+    # Ask for more when dead or filtered-out rows will be dropped, so about GRAPH_CANDIDATES survive.
+    wanted = max(GRAPH_CANDIDATES, 2 * k)
+    count = min(n, math.ceil(wanted * n / max(eligible, 1)))
+    found = view.graph.candidates(q, count)
+    if found is None:
+        return None  # being extended
+    candidates, covered = found
+    covered = min(covered, n)
+    candidates = candidates[candidates < n]
+    tail = np.arange(covered, n, dtype=np.int64)
+    positions = np.concatenate([candidates, tail])
+    keep = view.live[positions]
+    if allowed is not None:
+        keep &= np.isin(view.doc_keys[positions], allowed)
+    positions = positions[keep]
+    if len(positions) < min(k, eligible):
+        return None  # too few survived the filters: exact gives the full k
+    return _top(view, q, positions, k)
 
 
 def _grow(a: np.ndarray, cap: int) -> np.ndarray:

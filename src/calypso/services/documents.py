@@ -112,6 +112,7 @@ class DocumentService:
             model=self.embedder.name if self.embedder is not None else None,
             dimension=self.embedder.dimension if self.embedder is not None else 0,
             vector_search=vector_search,
+            ann_min_vectors=settings.ann_min_vectors,
         )
         # Set by open_services: a document attached to a vector store is shown under the file id attached.
         self.file_links: VectorStoreStore | None = None

@@ -20,7 +20,8 @@ index already reflects is harmless. Hence:
 Vector indexes (``retrieval.vectors.ExactVectorIndex``) are built from the store's stored vectors on
 first use and follow the same feed: an ``embedded`` change (a batch of a document's vectors landed)
 reloads that document's vectors; ``deleted`` removes them. They have no snapshot: loading them is one
-scan of the vectors table.
+scan of the vectors table. From ``ann_min_vectors`` vectors on, a namespace's index builds an ANN graph
+in the background (``retrieval/ann.py``); it is rebuilt after each start rather than saved.
 
 Snapshots (embedded backend): an index is saved under ``{home}/index`` with the
 feed position it covers, loaded memory-mapped at the next start and caught up
@@ -135,6 +136,7 @@ class NamespaceIndexes:
         model: str | None = None,
         dimension: int = 0,
         vector_search: Callable[[str, str], object] | None = None,
+        ann_min_vectors: int = 0,
     ) -> None:
         self.store = store
         # (workspace, namespace) -> a search the database runs (pgvector HNSW): nothing loaded, nothing to follow.
@@ -145,6 +147,7 @@ class NamespaceIndexes:
         self.embeddings = embeddings if model else None
         self.model = model or ""
         self.dimension = dimension
+        self.ann_min_vectors = ann_min_vectors  # a namespace with this many vectors gets an ANN graph (0: never)
         self._indexes: dict[Key, BM25Index] = {}
         self._vectors: dict[Key, ExactVectorIndex] = {}
         self._vectors_seq: dict[Key, int] = {}  # feed position each vector index's load already covers
@@ -222,12 +225,17 @@ class NamespaceIndexes:
             return cast(ExactVectorIndex, self.vector_search(*key)), 1 << 62
         seq = self.store.change_position()
         started = time.perf_counter()
-        vectors = ExactVectorIndex(self.dimension, self.model)
-        for doc_key, chunk_keys, matrix in self.embeddings.namespace_vectors(*key, self.model):
-            vectors.add(doc_key, chunk_keys, matrix)
-        vectors.trim()  # 384 MB held for 293 MB of vectors at 200k passages before this
+        vectors = self._new_vector_index()
+        with vectors.bulk():  # its ANN graph (if any) is built once the rows are in
+            for doc_key, chunk_keys, matrix in self.embeddings.namespace_vectors(*key, self.model):
+                vectors.add(doc_key, chunk_keys, matrix)
+            vectors.trim()  # 384 MB held for 293 MB of vectors at 200k passages before this
         log.info("vectors %s/%s: %d loaded in %.1fs", *key, len(vectors), time.perf_counter() - started)
         return vectors, seq
+
+    def _new_vector_index(self) -> ExactVectorIndex:
+        """An empty vector index for one namespace (the one place that chooses its kind)."""
+        return ExactVectorIndex(self.dimension, self.model, ann_min_vectors=self.ann_min_vectors)
 
     def _apply_vectors(self, vectors: ExactVectorIndex, change: DocumentChange) -> None:
         if change.kind == "deleted":
@@ -391,6 +399,8 @@ class NamespaceIndexes:
     def close(self, *, save: bool = True) -> None:
         """Stop following the feed and (snapshots on) save the indexes that changed since their snapshot."""
         self._stop.set()
+        for vectors in list(self._vectors.values()):
+            vectors.close()
         for thread in (self._follower, self._saver):
             if thread is not None:
                 thread.join(timeout=30)
