@@ -54,7 +54,7 @@ from calypso.models import (
     StoredChunk,
 )
 from calypso.retrieval.bm25 import BM25Index
-from calypso.retrieval.hybrid import fuse, fusion_weights
+from calypso.retrieval.hybrid import NEIGHBOUR_POOL, NEIGHBOUR_WEIGHT, fuse, fusion_weights, smooth_neighbours
 from calypso.retrieval.query import keyword_query
 from calypso.retrieval.scoring import keyword_score
 from calypso.retrieval.tokenize import encode_terms
@@ -478,6 +478,7 @@ class DocumentService:
         keywords = keyword_query(query)
         raw_keyword: dict[int, float] = {}
         raw_cosine: dict[int, float] = {}
+        pooled: dict[int, StoredChunk] | None = None
         if vectors is None or not len(vectors):  # keyword-only: no model, nothing embedded, or weight 0
             found = index.search(keywords, k=k, doc_keys=doc_keys)
             ceiling = index.max_score(keywords) if found else 0.0
@@ -489,9 +490,16 @@ class DocumentService:
             dense_run = vectors.search(self._query_vector(query), k=depth, doc_keys=doc_keys)
             dense_run = [(key, cosine) for key, cosine in dense_run if cosine >= MIN_COSINE]
             raw_keyword, raw_cosine = dict(text_run), dict(dense_run)
-            ranked = fuse(text_run, dense_run, text_weight=text_weight, embedding_weight=embedding_weight)[:k]
+            pool = fuse(text_run, dense_run, text_weight=text_weight, embedding_weight=embedding_weight)
+            pool = pool[: max(k, NEIGHBOUR_POOL)]
+            # The pool's chunks are fetched once: their positions for the smoothing, then the hits' passages.
+            pooled = self.store.get_chunks(workspace, [key for key, _ in pool], namespace)
+            positions = {key: (c.document_id, c.chunk.chunk_index) for key, c in pooled.items()}
+            ranked = smooth_neighbours(pool, positions, NEIGHBOUR_WEIGHT)[:k]
         hits = [(key, score) for key, score in ranked if score >= threshold]
-        stored = self.store.get_chunks(workspace, [key for key, _ in hits], namespace)
+        if pooled is None:
+            pooled = self.store.get_chunks(workspace, [key for key, _ in hits], namespace)
+        stored = pooled
         documents = self.store.get_documents_by_id(workspace, list({c.document_id for c in stored.values()}))
         if self.file_links is not None and documents:
             for doc_id, link in self.file_links.file_links(workspace, list(documents)).items():
