@@ -34,9 +34,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 import beir_eval as be  # bench/ is sys.path[0] when run as a script
+import numpy as np
 
 try:
     import calypso  # noqa: F401
@@ -166,7 +165,9 @@ def alps(args: argparse.Namespace, model: LocalOnnxEmbedder, windows: Windows | 
         coll = Collection([(name, (root / name).read_bytes(), "alps")], questions, per_doc_query=False)
         texts = {k: norm(t) for cs in coll.chunks for k, t, _ in cs}
 
-        def hit(r: dict, top: list[tuple[int, float]], coll: Collection = coll, name: str = name) -> bool:
+        def hit(
+            r: dict, top: list[tuple[int, float]], coll: Collection = coll, name: str = name, texts: dict = texts
+        ) -> bool:
             if not top:
                 return False
             if name.endswith(".pdf"):
@@ -290,7 +291,10 @@ def scifact(model: LocalOnnxEmbedder, windows: Windows | None) -> None:
         dense = dense_runs(coll, qvecs, vecs, per_doc=False)
         print(f"{label}: dense only {ndcg(dense)}")
         for w in WEIGHTS:
-            print(f"  w_dense {w}: " + "; ".join(f"neighbours {lam}: {ndcg(ranked(coll, dense, w, lam))}" for lam in (0.0, 0.5)))
+            print(
+                f"  w_dense {w}: "
+                + "; ".join(f"neighbours {lam}: {ndcg(ranked(coll, dense, w, lam))}" for lam in (0.0, 0.5))
+            )
 
 
 def main() -> None:
