@@ -103,10 +103,11 @@ def smooth_neighbours(
 
     ``positions`` gives each key's (document, chunk index); a neighbour is the chunk before or after it in the
     same document, scored by ``ranked`` (absent: 0). A passage inside a relevant stretch of a document beats a
-    lone one that matched a word or two by chance; one-passage documents only lose the same share. Keys without
-    a position keep their score scaled alike, so the order of the rest is unchanged. Scores stay in [0, 1].
+    lone one that matched a word or two by chance. The result is then rescaled so that its best score equals
+    the best score given: scores keep their scale for ``score_threshold``, and a run with no neighbours at all
+    (one-passage documents) comes back unchanged. Scores stay in [0, 1].
     """
-    if weight <= 0:
+    if weight <= 0 or not ranked:
         return list(ranked)
     scores = dict(ranked)
     at = {pos: key for key, pos in positions.items()}
@@ -120,4 +121,7 @@ def smooth_neighbours(
                 if near is not None:
                     best = max(best, scores.get(near, 0.0))
         acc[key] = (score + weight * best) / (1 + weight)
+    top_before, top_after = max(scores.values()), max(acc.values())
+    if top_after > 0:
+        acc = {key: s * top_before / top_after for key, s in acc.items()}
     return _ranked(acc)

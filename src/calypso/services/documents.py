@@ -8,8 +8,9 @@ or built on first use and kept equal to the store by following its change feed
 
 With an embedding model (``embedder``), a completed document is also queued for vectors, which the
 embedding workers fill in (``services/embed_worker.py``), and search is hybrid: the keyword run and the
-vector run (100 deep each) are fused by ``retrieval.hybrid.fuse`` with the request's weights. Passages
-not embedded yet are still found by their keywords.
+vector run (100 deep each) are fused by ``retrieval.hybrid.fuse`` with the request's weights, and the top
+fused passages' scores mixed with their neighbours' (``smooth_neighbours``). Passages not embedded yet are
+still found by their keywords.
 """
 
 from __future__ import annotations
@@ -459,7 +460,8 @@ class DocumentService:
         [0, 1] (``retrieval.scoring``), its raw BM25 in ``keyword_score``; ``ranking.score_threshold`` drops
         passages scoring below it. With vectors in the namespace the search is hybrid: ``ranking``'s
         ``text_weight``/``embedding_weight`` weigh the two runs (``embedding_weight`` 0: keyword only); the
-        fused score is in [0, 1] and the raw cosine is in ``vector_score``.
+        fused score, mixed with the best neighbouring passage's (``smooth_neighbours``), is in [0, 1] and the
+        raw cosine is in ``vector_score``.
         """
         namespace = check_namespace(namespace or self.settings.default_namespace)
         if not isinstance(query, str) or not query.strip():
