@@ -26,6 +26,7 @@ import argparse
 import json
 import math
 import re
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -80,6 +81,8 @@ class Collection:
             for k, _, _, first, last, start, end in rows:
                 self.pages[k] = set(range(first, last + 1))
                 self.spans[k] = (start, end)
+        db.close()
+        shutil.rmtree(home, ignore_errors=True)
         self.position = {k: (d, i) for d, cs in enumerate(self.chunks) for k, _, i in cs}
 
 
