@@ -30,7 +30,7 @@ DEFAULT_EMBEDDING_WEIGHT = 0.4
 DEFAULT_RRF_K = 10  # best RRF constant on SciFact train
 # Neighbour smoothing after fusion (``smooth_neighbours``): chosen by two-fold cross-validation over the Alps
 # questions (both folds pick 0.5 of 0/0.25/0.5/0.75/1), checked on the Alps HTML and WiCE; SciFact's one-passage
-# documents are unaffected (docs/benchmarks.md, "Neighbour smoothing (issue 12)").
+# documents are unaffected (docs/benchmarks.md, "Neighbour smoothing: Alps 36/39").
 NEIGHBOUR_WEIGHT = 0.5
 NEIGHBOUR_POOL = 50  # fused passages whose positions are looked up: 30 already gave the Alps figure, 10 lost 2
 

@@ -500,8 +500,9 @@ class DocumentService:
             ranked = smooth_neighbours(pool, positions, NEIGHBOUR_WEIGHT)[:k]
         hits = [(key, score) for key, score in ranked if score >= threshold]
         if pooled is None:
-            pooled = self.store.get_chunks(workspace, [key for key, _ in hits], namespace)
-        stored = pooled
+            stored = self.store.get_chunks(workspace, [key for key, _ in hits], namespace)
+        else:
+            stored = {key: pooled[key] for key, _ in hits if key in pooled}
         documents = self.store.get_documents_by_id(workspace, list({c.document_id for c in stored.values()}))
         if self.file_links is not None and documents:
             for doc_id, link in self.file_links.file_links(workspace, list(documents)).items():
