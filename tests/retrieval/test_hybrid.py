@@ -13,6 +13,7 @@ from calypso.retrieval.hybrid import (
     fuse,
     fusion_weights,
     rrf,
+    smooth_neighbours,
 )
 
 TEXT = [(1, 12.0), (2, 8.0), (3, 2.0)]
@@ -54,6 +55,29 @@ def test_weights_from_ranking_options() -> None:
         fusion_weights(RankingOptions(text_weight=-1.0))
 
 
+def test_a_passage_among_relevant_neighbours_overtakes_a_lone_one() -> None:
+    # 1 is alone in its document; 5 sits between 4 and 6 of another, 4 scoring well.
+    ranked = [(1, 0.9), (5, 0.8), (4, 0.7), (9, 0.1)]
+    positions = {1: ("a", 0), 5: ("b", 3), 4: ("b", 2), 9: ("b", 7)}
+    smoothed = smooth_neighbours(ranked, positions, 0.5)
+    assert [k for k, _ in smoothed] == [5, 4, 1, 9]  # the pair now leads the lone passage
+    scores = dict(smoothed)
+    assert scores[5] == pytest.approx(0.9)  # the best score keeps the run's scale
+    mixed = {5: 0.8 + 0.5 * 0.7, 4: 0.7 + 0.5 * 0.8, 1: 0.9 + 0.5 * 0.0}  # 1's neighbours are absent: 0
+    assert scores[4] / scores[5] == pytest.approx(mixed[4] / mixed[5])
+    assert scores[1] / scores[5] == pytest.approx(mixed[1] / mixed[5])
+
+
+def test_smoothing_leaves_one_passage_documents_as_they_were() -> None:
+    ranked = [(3, 0.9), (1, 0.5), (2, 0.2)]
+    positions = {key: (f"doc{key}", 0) for key, _ in ranked}
+    assert smooth_neighbours(ranked, positions, 0.5) == [(k, pytest.approx(s)) for k, s in ranked]
+    assert smooth_neighbours(ranked, positions, 0.0) == ranked
+    # Chunks of one document that are not adjacent do not lift each other either.
+    apart = {3: ("d", 0), 1: ("d", 2), 2: ("d", 4)}
+    assert smooth_neighbours(ranked, apart, 1.0) == [(k, pytest.approx(s)) for k, s in ranked]
+
+
 runs = st.lists(
     st.tuples(st.integers(0, 30), st.floats(-1e6, 1e6, allow_nan=False)), max_size=20, unique_by=lambda x: x[0]
 )
@@ -69,3 +93,13 @@ def test_scores_stay_in_unit_interval(text: list, dense: list, tw: float, dw: fl
         assert all(0.0 <= s <= 1.0 for _, s in fused)
         assert [s for _, s in fused] == sorted((s for _, s in fused), reverse=True)
         assert {k for k, _ in fused} == {k for k, _ in text} | {k for k, _ in dense}
+
+
+@given(runs, weights)
+def test_smoothed_scores_stay_in_unit_interval(run: list, weight: float) -> None:
+    ranked = fuse(run, [])  # scores in [0, 1], as smoothing receives them
+    positions = {key: (key % 3, key // 3) for key, _ in ranked}
+    smoothed = smooth_neighbours(ranked, positions, weight)
+    assert all(0.0 <= s <= 1.0 for _, s in smoothed)
+    assert [s for _, s in smoothed] == sorted((s for _, s in smoothed), reverse=True)
+    assert {k for k, _ in smoothed} == {k for k, _ in ranked}

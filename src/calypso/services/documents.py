@@ -8,8 +8,9 @@ or built on first use and kept equal to the store by following its change feed
 
 With an embedding model (``embedder``), a completed document is also queued for vectors, which the
 embedding workers fill in (``services/embed_worker.py``), and search is hybrid: the keyword run and the
-vector run (100 deep each) are fused by ``retrieval.hybrid.fuse`` with the request's weights. Passages
-not embedded yet are still found by their keywords.
+vector run (100 deep each) are fused by ``retrieval.hybrid.fuse`` with the request's weights, and the top
+fused passages' scores mixed with their neighbours' (``smooth_neighbours``). Passages not embedded yet are
+still found by their keywords.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ from calypso.models import (
     StoredChunk,
 )
 from calypso.retrieval.bm25 import BM25Index
-from calypso.retrieval.hybrid import fuse, fusion_weights
+from calypso.retrieval.hybrid import NEIGHBOUR_POOL, NEIGHBOUR_WEIGHT, fuse, fusion_weights, smooth_neighbours
 from calypso.retrieval.query import keyword_query
 from calypso.retrieval.scoring import keyword_score
 from calypso.retrieval.tokenize import encode_terms
@@ -464,7 +465,8 @@ class DocumentService:
         [0, 1] (``retrieval.scoring``), its raw BM25 in ``keyword_score``; ``ranking.score_threshold`` drops
         passages scoring below it. With vectors in the namespace the search is hybrid: ``ranking``'s
         ``text_weight``/``embedding_weight`` weigh the two runs (``embedding_weight`` 0: keyword only); the
-        fused score is in [0, 1] and the raw cosine is in ``vector_score``.
+        fused score, mixed with the best neighbouring passage's (``smooth_neighbours``), is in [0, 1] and the
+        raw cosine is in ``vector_score``.
         """
         namespace = check_namespace(namespace or self.settings.default_namespace)
         if not isinstance(query, str) or not query.strip():
@@ -483,6 +485,7 @@ class DocumentService:
         keywords = keyword_query(query)
         raw_keyword: dict[int, float] = {}
         raw_cosine: dict[int, float] = {}
+        pooled: dict[int, StoredChunk] | None = None
         if vectors is None or not len(vectors):  # keyword-only: no model, nothing embedded, or weight 0
             found = index.search(keywords, k=k, doc_keys=doc_keys)
             ceiling = index.max_score(keywords) if found else 0.0
@@ -494,9 +497,17 @@ class DocumentService:
             dense_run = vectors.search(self._query_vector(query), k=depth, doc_keys=doc_keys)
             dense_run = [(key, cosine) for key, cosine in dense_run if cosine >= MIN_COSINE]
             raw_keyword, raw_cosine = dict(text_run), dict(dense_run)
-            ranked = fuse(text_run, dense_run, text_weight=text_weight, embedding_weight=embedding_weight)[:k]
+            pool = fuse(text_run, dense_run, text_weight=text_weight, embedding_weight=embedding_weight)
+            pool = pool[: max(k, NEIGHBOUR_POOL)]
+            # The pool's chunks are fetched once: their positions for the smoothing, then the hits' passages.
+            pooled = self.store.get_chunks(workspace, [key for key, _ in pool], namespace)
+            positions = {key: (c.document_id, c.chunk.chunk_index) for key, c in pooled.items()}
+            ranked = smooth_neighbours(pool, positions, NEIGHBOUR_WEIGHT)[:k]
         hits = [(key, score) for key, score in ranked if score >= threshold]
-        stored = self.store.get_chunks(workspace, [key for key, _ in hits], namespace)
+        if pooled is None:
+            stored = self.store.get_chunks(workspace, [key for key, _ in hits], namespace)
+        else:
+            stored = {key: pooled[key] for key, _ in hits if key in pooled}
         documents = self.store.get_documents_by_id(workspace, list({c.document_id for c in stored.values()}))
         if self.file_links is not None and documents:
             for doc_id, link in self.file_links.file_links(workspace, list(documents)).items():
