@@ -22,6 +22,7 @@ from tests_support import REPO, LiveServer, eval_data_dir, free_port
 
 from calypso.api.app import create_app
 from calypso.config import Settings
+from calypso.embeddings import local_onnx
 from calypso.services import Services, open_services
 from calypso.services.documents import DocumentService
 
@@ -133,3 +134,16 @@ def http(server: LiveServer) -> Iterator[httpx.Client]:
 def openai_client(server: LiveServer):
     openai = pytest.importorskip("openai")
     return openai.OpenAI(base_url=f"{server.url}/v1", api_key="test-key", max_retries=0)
+
+
+@pytest.fixture(scope="session")
+def minilm() -> local_onnx.LocalOnnxEmbedder:
+    """The real local embedding model, once per session; without the `embed` extra its tests skip, saying why."""
+    if not local_onnx.available():
+        message = f"the local embedding model is not installed ({local_onnx.INSTALL_HINT})"
+        if os.environ.get("CI"):  # the default install has it: CI must run these tests
+            pytest.fail(message)
+        pytest.skip(message)
+    model = local_onnx.LocalOnnxEmbedder()
+    model.load()
+    return model

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pytest
@@ -12,18 +11,6 @@ from test_support import _data
 from calypso.citations import semantic, support
 from calypso.citations.support import SUPPORT_THRESHOLD, best_evidence, split_sentences, support_score
 from calypso.embeddings import CachedEmbedder, MemoryVectorCache, local_onnx
-
-
-@pytest.fixture(scope="module")
-def minilm() -> local_onnx.LocalOnnxEmbedder:
-    if not local_onnx.available():
-        message = f"the local embedding model is not installed ({local_onnx.INSTALL_HINT})"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    model = local_onnx.LocalOnnxEmbedder()
-    model.load()
-    return model
 
 
 def _rows(n: int, max_chars: int = 700) -> list[dict]:
