@@ -18,7 +18,7 @@ from itertools import chain
 import Stemmer
 
 from calypso.retrieval import languages
-from calypso.retrieval.languages import BIGRAM_SCRIPTS, CJK_LANGUAGES, LANGUAGES
+from calypso.retrieval.languages import BIGRAM_SCRIPTS, LANGUAGES
 
 # Lucene's default English stop set (also bm25s' "en"): short on purpose, as BM25's idf
 # already discounts frequent words; a longer list gave no significant gain on SciFact train.
