@@ -185,21 +185,19 @@ def _detection_table() -> tuple[dict[str, int], list[str], dict[int, tuple[int, 
     return table, latin, bits
 
 
-def script_language(counts: Counter[str], length: int) -> str | None:
-    """The language a non-Latin script names when it makes up a fifth of a text of ``length``
-    characters (``counts`` from :func:`script_counts`), else None."""
+def script_language(counts: Counter[str], sample: str) -> str | None:
+    """The language a non-Latin script names when it makes up a fifth of ``sample`` (``counts`` from
+    :func:`script_counts` of it), else None."""
     if not counts:
         return None
-    cjk = counts["han"] + counts["kana"] + counts["hangul"]
-    floor = _SCRIPT_SHARE * length
+    floor = _SCRIPT_SHARE * len(sample)
+    cjk = counts["han"] + counts["kana"] + counts["hangul"]  # runs mix them: "東京は" is one run
     if cjk >= floor:
-        if counts["kana"] and counts["kana"] >= 0.05 * cjk:
-            return "ja"
-        return "ko" if counts["hangul"] > counts["han"] else "zh"
-    script, count = max(((s, c) for s, c in counts.items() if s not in ("han", "kana")), default=("", 0))
+        return bigram_language(sample, cjk)
+    script, count = max(((s, c) for s, c in counts.items() if s not in ("han", "kana", "hangul")), default=("", 0))
     if not count or count < floor:
         return None
-    return _SCRIPT_LANGUAGE[script]
+    return refine(_SCRIPT_LANGUAGE[script], sample)
 
 
 _KANA = re.compile(f"[{_SCRIPTS['kana']}]+")
@@ -220,7 +218,7 @@ def bigram_language(text: str, chars: int) -> str | None:
         return "ko"
     if _HAN.search(text) or kana or hangul:
         return "zh"
-    counts = script_counts(text[:SCRIPT_SAMPLE_CHARS])  # Thai, Lao, Khmer, Myanmar
+    counts = script_counts(text[:SCRIPT_SAMPLE_CHARS])  # Thai, Lao, Khmer, Myanmar (never in one run with Han)
     script = max(("thai", "lao", "myanmar", "khmer"), key=counts.__getitem__)
     return _SCRIPT_LANGUAGE[script]
 
@@ -262,7 +260,7 @@ def detect(text: str, fallback: str = "en") -> str:
     """ISO 639-1 code of the language ``text`` is written in; ``fallback`` when nothing tells."""
     sample = text[:SAMPLE_CHARS].lower()
     if not sample.isascii():
-        code = script_language(script_counts(sample), len(sample))
+        code = script_language(script_counts(sample), sample)
         if code is not None:
-            return refine(code, sample)
+            return code
     return latin_language(_WORDS.findall(sample)) or fallback

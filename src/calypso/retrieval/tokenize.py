@@ -301,10 +301,10 @@ class Analyzer:
         if len(pieces) == 1:  # no CJK: the words of one language
             sample = lower[: languages.SCRIPT_SAMPLE_CHARS]
             scripts = languages.script_counts(sample)
-            code = languages.script_language(scripts, len(sample))
+            code = languages.script_language(scripts, sample)
             findall = _word_re().findall if scripts.keys() & languages.MARK_SCRIPTS else self._findall
             words = findall(lower)
-            code = languages.refine(code, sample) if code else languages.latin_language(words) or fallback
+            code = code or languages.latin_language(words) or fallback
             return code, list(filter(None, map(self._stems(code).__getitem__, words)))
         found = languages.bigram_language(lower, sum(map(len, pieces[1::2])))
         # Words between the CJK runs: English in a CJK text (the names it quotes), else the text's language

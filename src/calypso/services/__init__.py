@@ -18,6 +18,7 @@ from calypso.services.bots import BotService
 from calypso.services.conversations import ConversationService
 from calypso.services.documents import DocumentService
 from calypso.services.keys import KeyService, PolicyService
+from calypso.services.reanalysis import TermsReanalysis
 from calypso.services.responses import ResponseService
 from calypso.services.vector_stores import VectorStoreService
 from calypso.store.base import Storage
@@ -38,6 +39,7 @@ class Services:
     keys: KeyService
     policies: PolicyService
     vector_stores: VectorStoreService
+    reanalysis: TermsReanalysis
 
     async def aclose(self) -> None:
         """Close what answering holds open (upstream connections), then the storage."""
@@ -47,6 +49,7 @@ class Services:
     def close(self) -> None:
         """Stop the index follower, save index snapshots, close the storage (for callers that never answered)."""
         try:
+            self.reanalysis.close()
             self.documents.close()
         finally:
             self.storage.close()
@@ -113,6 +116,9 @@ def open_services(settings: Settings, storage: Storage | None = None, *, exclusi
         vector_search=database_vector_search(settings, storage, embedder),
     )
     documents.file_links = storage.vector_stores
+    reanalysis = TermsReanalysis(storage.documents)
+    if exclusive:  # a server or worker: rewrite terms an older analyzer stored (search needs none of it)
+        reanalysis.start()
     return Services(
         settings=settings,
         storage=storage,
@@ -125,6 +131,7 @@ def open_services(settings: Settings, storage: Storage | None = None, *, exclusi
         keys=KeyService(storage.keys),
         policies=PolicyService(storage.policies),
         vector_stores=VectorStoreService(documents, storage.vector_stores),
+        reanalysis=reanalysis,
     )
 
 
