@@ -34,8 +34,8 @@ from search_speed import synthetic_passages  # noqa: E402
 
 from calypso.config import Settings  # noqa: E402
 from calypso.retrieval.tokenize import (
+    analyze_many,  # noqa: E402
     encode_terms,  # noqa: E402
-    tokenize_many,  # noqa: E402
 )
 from calypso.services import open_services  # noqa: E402
 
@@ -47,8 +47,9 @@ def build_home(home: Path, passages: list[str], database_url: str = "") -> None:
     for first in range(0, len(passages), PER_DOCUMENT):
         batch = passages[first : first + PER_DOCUMENT]
         doc, pages, chunks, content = synthetic_document(first // PER_DOCUMENT, batch)
-        terms = tokenize_many(c.text for c in chunks)  # stored as ingestion stores them
-        services.storage.documents.add_document(doc, pages, chunks, content, [encode_terms(t) for t in terms])
+        terms = analyze_many(c.text for c in chunks)  # stored as ingestion stores them
+        stored = [encode_terms(t, language) for language, t in terms]
+        services.storage.documents.add_document(doc, pages, chunks, content, stored)
     services.close()
 
 

@@ -80,7 +80,7 @@ except ImportError:  # running from a checkout without an install
 from calypso.config import Settings  # noqa: E402
 from calypso.embeddings.local_onnx import DIMENSION, MODEL_NAME  # noqa: E402
 from calypso.models import RankingOptions  # noqa: E402
-from calypso.retrieval.tokenize import encode_terms, tokenize_many  # noqa: E402
+from calypso.retrieval.tokenize import analyze_many, encode_terms  # noqa: E402
 from calypso.services import open_services, open_storage  # noqa: E402
 from calypso.store.base import DuplicateContent  # noqa: E402
 
@@ -153,7 +153,7 @@ def load(settings: Settings, passages: list[str], per_doc: int, limit_s: float, 
     try:
         for first in range(0, len(passages), TOKENIZE_BATCH):
             batch = passages[first : first + TOKENIZE_BATCH]
-            terms = [encode_terms(t) for t in tokenize_many(batch)]  # as ingestion stores them
+            terms = [encode_terms(t, language) for language, t in analyze_many(batch)]  # as ingestion stores them
             for offset in range(0, len(batch), per_doc):
                 doc, pages, chunks, content = synthetic_document(
                     (first + offset) // per_doc, batch[offset : offset + per_doc], NAMESPACE

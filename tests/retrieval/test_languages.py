@@ -107,3 +107,20 @@ def test_odd_text_is_analysed_without_loss_or_error(text: str) -> None:
     assert isinstance(language, str)
     if text.startswith("客"):
         assert len(terms) == len(text) - 1  # every character is in a bigram
+
+
+def test_an_index_built_from_stored_terms_knows_its_passages_language(settings) -> None:  # type: ignore[no-untyped-def]
+    from calypso.services import open_services
+
+    german = "Die Hauptstadt von Deutschland ist Berlin, und sie hat mehr als drei Millionen Einwohner."
+    services = open_services(settings)
+    try:
+        for n in range(3):
+            services.documents.ingest(f"{german} Absatz {n}.".encode(), f"de{n}.txt", "general")
+    finally:
+        services.close()
+    services = open_services(settings)  # a restart: the index is built from the stored terms alone
+    try:
+        assert services.documents.index("general").query_language() == "de"
+    finally:
+        services.close()

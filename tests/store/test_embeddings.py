@@ -175,6 +175,7 @@ class EightDimensions:
 
     name = MODEL
     dimension = 8
+    languages = None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return np.ones((len(texts), 8), dtype=np.float32) / np.sqrt(8)

@@ -64,8 +64,9 @@ _Floats = NDArray[np.float32]
 _Bools = NDArray[np.bool_]
 _Params = tuple[float, float, float]  # (k1, b, avgdl): the statistics an impact table was computed for
 
-# (chunk_key, text) or (chunk_key, text, terms): terms already analyzed (e.g. stored) skip tokenising.
-Chunks = Sequence[tuple[int, str] | tuple[int, str, list[str] | None]]
+# (chunk_key, text), (chunk_key, text, terms) or (chunk_key, text, terms, language): terms already analyzed
+# (e.g. stored) skip tokenising; their text may then be "" (the language, when given, is the passage's).
+Chunks = Sequence[tuple[int, str] | tuple[int, str, list[str] | None] | tuple[int, str, list[str] | None, str | None]]
 
 
 class _Vocab(dict[str, int]):
@@ -406,7 +407,11 @@ class BM25Index:
     def _sample_languages(self, chunks: Chunks) -> None:
         for chunk in chunks:
             if self._seen % _LANGUAGE_SAMPLE == 0:
-                self._languages[detect(chunk[1])] += 1
+                language = chunk[3] if len(chunk) > 3 else None  # type: ignore[misc]
+                if language is None and chunk[1]:
+                    language = detect(chunk[1])
+                if language is not None:
+                    self._languages[language] += 1
             self._seen += 1
 
     def query_language(self) -> str:

@@ -342,8 +342,8 @@ ANALYZER_VERSION = "a2"
 
 
 def tokenize(text: str) -> list[str]:
-    """Analyze ``text`` with the default analyzer: lowercase, words of >= 2 characters,
-    Lucene English stopwords removed, Snowball English stems."""
+    """Analyze ``text`` with the default analyzer: its language's words (English: lowercase, words of >= 2
+    characters, Lucene English stopwords removed, Snowball English stems), CJK as character bigrams."""
     return DEFAULT_ANALYZER.tokenize(text)
 
 
@@ -352,17 +352,32 @@ def tokenize_many(texts: Iterable[str]) -> list[list[str]]:
     return DEFAULT_ANALYZER.tokenize_many(texts)
 
 
-def encode_terms(terms: list[str]) -> str:
-    """Terms as stored beside a chunk, tagged with the analyzer version."""
-    # Terms are word characters only, so a space joins them unambiguously.
-    return f"{ANALYZER_VERSION} " + " ".join(terms)
+def analyze_many(texts: Iterable[str]) -> list[tuple[str, list[str]]]:
+    """(language, terms) of each text with the default analyzer: what ingestion stores."""
+    analyze = DEFAULT_ANALYZER.analyze
+    return [analyze(t) for t in texts]
+
+
+def encode_terms(terms: list[str], language: str = "en") -> str:
+    """Terms as stored beside a chunk: the analyzer version, the passage's language, the terms."""
+    # Terms are word characters only (a CJK bigram too), so a space joins them unambiguously.
+    return f"{ANALYZER_VERSION} {language} " + " ".join(terms)
 
 
 def decode_terms(stored: str | None) -> list[str] | None:
     """Stored terms, or None when absent or written by another analyzer version (re-tokenise then)."""
     if not stored:
         return None
-    version, _, joined = stored.partition(" ")
+    version, _, rest = stored.partition(" ")
     if version != ANALYZER_VERSION:
         return None
+    joined = rest.partition(" ")[2]
     return joined.split(" ") if joined else []
+
+
+def decode_language(stored: str | None) -> str | None:
+    """The passage language stored with its terms (None when absent or of another analyzer version)."""
+    if not stored:
+        return None
+    version, _, rest = stored.partition(" ")
+    return rest.partition(" ")[0] or None if version == ANALYZER_VERSION else None

@@ -27,7 +27,7 @@ from typing import Any
 
 from calypso.citations.links import verify
 from calypso.config import Settings
-from calypso.embeddings.base import Embedder, check_dimension
+from calypso.embeddings.base import Embedder, check_dimension, covers
 from calypso.errors import (
     CalypsoError,
     Conflict,
@@ -56,6 +56,7 @@ from calypso.models import (
 )
 from calypso.retrieval.bm25 import BM25Index
 from calypso.retrieval.hybrid import NEIGHBOUR_POOL, NEIGHBOUR_WEIGHT, fuse, fusion_weights, smooth_neighbours
+from calypso.retrieval.languages import detect
 from calypso.retrieval.query import keyword_query
 from calypso.retrieval.scoring import keyword_score
 from calypso.retrieval.tokenize import encode_terms
@@ -253,10 +254,10 @@ class DocumentService:
         document: Document,
         pages: Sequence[Page],
         chunks: Sequence[Chunk],
-        terms: list[list[str]],
+        terms: list[tuple[str, list[str]]],
     ) -> list[int] | None:
         """Store a finished job (None: the worker lost it, nothing written); loaded indexes take it from the feed."""
-        stored_terms = [encode_terms(t) for t in terms]
+        stored_terms = [encode_terms(t, language) for language, t in terms]
         model = self.embedder.name if self.embedder is not None else None
         chunk_keys = self.jobs.complete(document_key, owner, document, pages, chunks, stored_terms, model)
         if chunk_keys is not None:
@@ -481,6 +482,8 @@ class DocumentService:
         if document_ids is not None:
             doc_keys = set(self.store.document_keys(workspace, list(document_ids)).values())
         index = self.index(namespace, workspace)
+        if embedding_weight > 0 and not self._vectors_apply(query, index):
+            embedding_weight = 0.0
         vectors = self._indexes.vectors(workspace, namespace) if embedding_weight > 0 else None
         keywords = keyword_query(query)
         raw_keyword: dict[int, float] = {}
@@ -527,6 +530,15 @@ class DocumentService:
                     )
                 )
         return passages
+
+    def _vectors_apply(self, query: str, index: BM25Index) -> bool:
+        """Whether the model covers both the query's language and the knowledge base's (its passages' most
+        common). Elsewhere its cosines are noise: fused with keywords they ranked Chinese and German below
+        keywords alone (docs/languages.md), so such a search is by keywords only."""
+        if self.embedder is None:
+            return False
+        passages = index.query_language()
+        return covers(self.embedder, passages) and covers(self.embedder, detect(query, fallback=passages))
 
     def _query_vector(self, query: str) -> Any:
         with self._query_lock:

@@ -32,7 +32,7 @@ from calypso.errors import (
 )
 from calypso.ingest.chunking import chunk_document
 from calypso.models import Document, IngestJob
-from calypso.retrieval.tokenize import tokenize_many
+from calypso.retrieval.tokenize import analyze_many
 from calypso.store.base import JobStore
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ def run_job(
                 raise EmptyDocument(f"{doc.filename} contains no text to index.", param="file")
             if not progress(len(parsed.pages), 0, len(chunks)):
                 return JobOutcome()
-            terms: list[list[str]] = []
+            terms: list[tuple[str, list[str]]] = []  # (language, terms) per chunk
             # Analysed once here, stored with the chunks, indexed from the store; in batches, to report progress.
             for start in range(0, len(chunks), PASSAGE_BATCH):
                 if beat.lost.is_set():
@@ -156,7 +156,7 @@ def run_job(
                 if stopping.is_set():
                     jobs.release(key, owner)
                     return JobOutcome()
-                terms.extend(tokenize_many(c.text for c in chunks[start : start + PASSAGE_BATCH]))
+                terms.extend(analyze_many(c.text for c in chunks[start : start + PASSAGE_BATCH]))
                 if not progress(len(parsed.pages), len(terms), len(chunks)):
                     return JobOutcome()
             finished = replace(

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 from calypso.errors import CalypsoError
-from calypso.retrieval.tokenize import ANALYZER_VERSION, encode_terms, tokenize_many
+from calypso.retrieval.tokenize import ANALYZER_VERSION, analyze_many, encode_terms
 from calypso.store.base import DocumentStore
 
 log = logging.getLogger("calypso.reanalysis")
@@ -73,8 +73,10 @@ class TermsReanalysis:
             stale = self.store.stale_terms(current, after, self.batch)
             if not stale:
                 break
-            terms = tokenize_many(text for _, text in stale)
-            self.store.write_terms([(key, encode_terms(t)) for (key, _), t in zip(stale, terms, strict=True)])
+            analysed = analyze_many(text for _, text in stale)
+            self.store.write_terms(
+                [(key, encode_terms(t, language)) for (key, _), (language, t) in zip(stale, analysed, strict=True)]
+            )
             after = stale[-1][0]
             self.progress.done += len(stale)
             if time.monotonic() - logged >= LOG_EVERY_SECONDS:
