@@ -407,7 +407,7 @@ class BM25Index:
     def _sample_languages(self, chunks: Chunks) -> None:
         for chunk in chunks:
             if self._seen % _LANGUAGE_SAMPLE == 0:
-                language = chunk[3] if len(chunk) > 3 else None  # type: ignore[misc]
+                language = chunk[3] if len(chunk) > 3 else None
                 if language is None and chunk[1]:
                     language = detect(chunk[1])
                 if language is not None:

@@ -241,8 +241,9 @@ def latin_language(words: list[str]) -> str | None:
     and more than ``_MARGIN`` times the runner-up's.
     """
     table, latin, bits = _detection_table()
-    masks = Counter(map(table.get, set(words[:SAMPLE_WORDS])))  # distinct words: "pro- and pro-" is one vote
-    masks.pop(None, None)
+    masks = Counter(
+        filter(None, map(table.get, set(words[:SAMPLE_WORDS])))
+    )  # distinct words: "pro- and pro-" is one vote
     if not masks:
         return None
     hits = [0] * len(latin)

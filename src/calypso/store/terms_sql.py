@@ -9,7 +9,7 @@ these methods, in key order, a batch at a time, with search working throughout.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 
 class _Database(Protocol):
@@ -20,10 +20,13 @@ class _Database(Protocol):
     def write(self, work: Any) -> Any: ...
 
 
-class StoredTermsSQL:
+D = TypeVar("D", bound=_Database)
+
+
+class StoredTermsSQL(Generic[D]):
     """The ``DocumentStore`` methods over stored terms; a backend sets ``database`` and ``mark``."""
 
-    database: _Database
+    database: D
     mark: str  # the driver's placeholder: "?" (sqlite3) or "%s" (psycopg)
 
     def _stale(self) -> str:

@@ -102,7 +102,7 @@ def write_pages_and_chunks(
     return [row[0] for row in rows]
 
 
-class PostgresDocumentStore(StoredTermsSQL):
+class PostgresDocumentStore(StoredTermsSQL[Database]):
     """``calypso.store.base.DocumentStore`` on PostgreSQL."""
 
     mark = "%s"

@@ -126,7 +126,7 @@ def write_pages_and_chunks(
     return [r[0] for r in db.execute("SELECT key FROM chunks WHERE document_key = ? ORDER BY chunk_index", (key,))]
 
 
-class SQLiteDocumentStore(StoredTermsSQL):
+class SQLiteDocumentStore(StoredTermsSQL[Database]):
     """``calypso.store.base.DocumentStore`` on SQLite."""
 
     mark = "?"
