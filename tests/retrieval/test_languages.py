@@ -42,11 +42,13 @@ def test_a_text_too_short_to_tell_takes_the_fallback() -> None:
 
 
 def test_cjk_runs_become_character_bigrams_and_numbers_and_names_stay_words() -> None:
-    assert tokenize("客户可在购买后30天内申请全额退款") == [
-        *("客户", "户可", "可在", "在购", "购买", "买后"),
-        "30",
-        *("天内", "内申", "申请", "请全", "全额", "额退", "退款"),
-    ]
+    assert sorted(tokenize("客户可在购买后30天内申请全额退款")) == sorted(
+        [
+            *("客户", "户可", "可在", "在购", "购买", "买后"),
+            "30",
+            *("天内", "内申", "申请", "请全", "全额", "额退", "退款"),
+        ]
+    )  # a bag of terms: BM25 counts, it does not read in order
     assert "refund" in tokenize("礼品卡 refunds 不予退款")  # an English word in Chinese text is stemmed as English
     assert tokenize("礼") == ["礼"]  # a lone character is a unigram
 

@@ -306,18 +306,15 @@ class Analyzer:
             words = findall(lower)
             code = code or languages.latin_language(words) or fallback
             return code, list(filter(None, map(self._stems(code).__getitem__, words)))
-        found = languages.bigram_language(lower, sum(map(len, pieces[1::2])))
+        runs = pieces[1::2]
+        found = languages.bigram_language(lower, sum(map(len, runs)))
         # Words between the CJK runs: English in a CJK text (the names it quotes), else the text's language
-        # (a German passage that quotes a Chinese name).
-        words = [_word_re().findall(piece) for piece in pieces[::2]]
-        code = found or languages.latin_language(list(chain.from_iterable(words))) or fallback
-        get = self._stems("en" if found else code).__getitem__
-        terms: list[str] = []
-        for i, piece in enumerate(pieces):
-            if i % 2:
-                terms.extend(bigrams(piece))
-            else:
-                terms.extend(filter(None, map(get, words[i // 2])))
+        # (a German passage that quotes a Chinese name). Terms are a bag: the runs' bigrams follow the words.
+        words = _word_re().findall(" ".join(pieces[::2]))
+        code = found or languages.latin_language(words) or fallback
+        terms = list(filter(None, map(self._stems("en" if found else code).__getitem__, words)))
+        for run in runs:
+            terms.extend(bigrams(run))
         return code, terms
 
     def tokenize(self, text: str, fallback: str = "en") -> list[str]:
