@@ -199,12 +199,8 @@ def bigrams(run: str) -> list[str]:
 _WIDTH_FORMS = re.compile("[\uff01-\uff5e\uff66-\uff9f]+")
 
 
-def _fold(text: str) -> str:
-    """NFKC where it changes words. CJK text is not normalised whole (NFKC cost 44 µs of a 520-character
-    Chinese passage, for its full-width punctuation): only its full-width letters, digits and kana are."""
-    if _BIGRAM_RUN.search(text) is None:
-        return text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)
-    return _WIDTH_FORMS.sub(lambda m: unicodedata.normalize("NFKC", m.group()), text)
+def _nfkc(match: re.Match[str]) -> str:
+    return unicodedata.normalize("NFKC", match.group())
 
 
 class _StemCache(dict[str, str]):
@@ -290,22 +286,30 @@ class Analyzer:
     def analyze(self, text: str, fallback: str = "en") -> tuple[str, list[str]]:
         """(language code, analysed terms in order, duplicates kept) of ``text``; ``fallback`` is the
         language of a text too short to tell (a query: the knowledge base's most common language)."""
-        if not text.isascii():
-            return self._analyze_unicode(_fold(text).lower(), fallback)
-        words = self._findall(text.lower())
-        code = languages.latin_language(words) or fallback
+        if text.isascii():
+            words = self._findall(text.lower())
+            code = languages.latin_language(words) or fallback
+            return code, list(filter(None, map(self._stems(code).__getitem__, words)))
+        if _BIGRAM_RUN.search(text) is None:
+            if not unicodedata.is_normalized("NFKC", text):
+                text = unicodedata.normalize("NFKC", text)
+            return self._analyze_words(text.lower(), fallback)
+        # CJK text is not normalised whole (NFKC cost 44 µs of a 520-character Chinese passage, for its
+        # full-width punctuation): only its full-width letters, digits and kana are.
+        return self._analyze_cjk(_WIDTH_FORMS.sub(_nfkc, text).lower(), fallback)
+
+    def _analyze_words(self, lower: str, fallback: str) -> tuple[str, list[str]]:
+        """A text without CJK: the words of one language."""
+        sample = lower[: languages.SCRIPT_SAMPLE_CHARS]
+        scripts = languages.script_counts(sample)
+        code = languages.script_language(scripts, sample)
+        findall = _word_re().findall if scripts.keys() & languages.MARK_SCRIPTS else self._findall
+        words = findall(lower)
+        code = code or languages.latin_language(words) or fallback
         return code, list(filter(None, map(self._stems(code).__getitem__, words)))
 
-    def _analyze_unicode(self, lower: str, fallback: str) -> tuple[str, list[str]]:
+    def _analyze_cjk(self, lower: str, fallback: str) -> tuple[str, list[str]]:
         pieces = _BIGRAM_RUN.split(lower)
-        if len(pieces) == 1:  # no CJK: the words of one language
-            sample = lower[: languages.SCRIPT_SAMPLE_CHARS]
-            scripts = languages.script_counts(sample)
-            code = languages.script_language(scripts, sample)
-            findall = _word_re().findall if scripts.keys() & languages.MARK_SCRIPTS else self._findall
-            words = findall(lower)
-            code = code or languages.latin_language(words) or fallback
-            return code, list(filter(None, map(self._stems(code).__getitem__, words)))
         runs = pieces[1::2]
         found = languages.bigram_language(lower, sum(map(len, runs)))
         # Words between the CJK runs: English in a CJK text (the names it quotes), else the text's language
