@@ -13,7 +13,6 @@ import threading
 import unicodedata
 from collections.abc import Iterable
 from functools import cache
-from itertools import chain
 
 import Stemmer
 
