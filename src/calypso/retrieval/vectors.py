@@ -56,7 +56,7 @@ class _View:
 
 
 class ExactVectorIndex:
-    """Chunk vectors by document; ``search`` gives ``(chunk_key, cosine)`` best first.
+    """Chunk vectors by document; ``search`` gives ``(chunk_key, cosine)`` best first (``store.base.VectorSearch``).
 
     ``ann_min_vectors``: build a graph for candidates once this many rows are live (0: always exact).
     ``absorb_rows``: tail rows that make the graph absorb them; ``graph_threads``: threads building it.

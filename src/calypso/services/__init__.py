@@ -21,7 +21,7 @@ from calypso.services.keys import KeyService, PolicyService
 from calypso.services.reanalysis import TermsReanalysis
 from calypso.services.responses import ResponseService
 from calypso.services.vector_stores import VectorStoreService
-from calypso.store.base import Storage
+from calypso.store.base import Storage, VectorSearch
 
 log = logging.getLogger("calypso.services")
 
@@ -91,13 +91,11 @@ def open_embedding_model(settings: Settings) -> Embedder | None:
 
 def database_vector_search(
     settings: Settings, storage: Storage, embedder: Embedder | None
-) -> Callable[[str, str], object] | None:
+) -> Callable[[str, str], VectorSearch] | None:
     """The backend's own vector search (PostgreSQL with ``pg_vector_search=hnsw``), or None: vectors in memory."""
-    offer = getattr(storage, "vector_search", None)  # only PostgresStorage offers one
-    if embedder is None or offer is None or settings.pg_vector_search != "hnsw":
+    if embedder is None or settings.pg_vector_search != "hnsw":
         return None
-    factory: Callable[[str, str], object] = offer(embedder.name, embedder.dimension, settings.pg_hnsw_ef_search)
-    return factory
+    return storage.vector_search(embedder.name, embedder.dimension, settings.pg_hnsw_ef_search)
 
 
 def open_services(settings: Settings, storage: Storage | None = None, *, exclusive: bool = False) -> Services:

@@ -63,7 +63,14 @@ from calypso.retrieval.tokenize import encode_terms
 from calypso.scope import DEFAULT_WORKSPACE, check_namespace
 from calypso.services.index_sync import NamespaceIndexes
 from calypso.services.ingest_worker import Progress, error_from_record, run_job, worker_id
-from calypso.store.base import DocumentStore, DuplicateContent, EmbeddingStore, JobStore, VectorStoreStore
+from calypso.store.base import (
+    DocumentStore,
+    DuplicateContent,
+    EmbeddingStore,
+    JobStore,
+    VectorSearch,
+    VectorStoreStore,
+)
 
 HYBRID_DEPTH = 100  # each run's depth before fusion: fuse's 0 is the 100th (as tuned on SciFact)
 # Below this cosine a passage is not a match by meaning: the vector run always returns its 100 nearest,
@@ -89,7 +96,7 @@ class DocumentService:
         *,
         embedder: Embedder | None = None,
         embeddings: EmbeddingStore | None = None,
-        vector_search: Callable[[str, str], object] | None = None,
+        vector_search: Callable[[str, str], VectorSearch] | None = None,
     ) -> None:
         """``vector_search``: (workspace, namespace) -> a vector search the database runs, instead of
         loading the namespace's vectors into this process (PostgreSQL with pgvector HNSW)."""

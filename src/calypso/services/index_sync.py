@@ -43,7 +43,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import cast
 from urllib.parse import quote
 
 from calypso.errors import StorageError
@@ -51,7 +50,7 @@ from calypso.models import DocumentChange, IndexedChunk
 from calypso.retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
 from calypso.retrieval.tokenize import decode_language, decode_terms
 from calypso.retrieval.vectors import ExactVectorIndex
-from calypso.store.base import DocumentStore, EmbeddingStore
+from calypso.store.base import DocumentStore, EmbeddingStore, VectorSearch
 
 log = logging.getLogger("calypso.index")
 
@@ -138,12 +137,13 @@ class NamespaceIndexes:
         embeddings: EmbeddingStore | None = None,
         model: str | None = None,
         dimension: int = 0,
-        vector_search: Callable[[str, str], object] | None = None,
+        vector_search: Callable[[str, str], VectorSearch] | None = None,
         ann_min_vectors: int = 0,
     ) -> None:
         self.store = store
         # (workspace, namespace) -> a search the database runs (pgvector HNSW): nothing loaded, nothing to follow.
         self.vector_search = vector_search
+        self._searches: dict[Key, VectorSearch] = {}  # vector_search's, one per namespace asked
         self.snapshots = snapshots
         self.follow = follow
         # Vectors of ``model`` are indexed beside BM25 when both are given.
@@ -192,20 +192,21 @@ class NamespaceIndexes:
                 )
                 log.info("index %s/%s: %d passages built in %.1fs", *key, len(index), time.perf_counter() - started)
                 _return_freed_memory()
-            vectors, vseq = self._build_vectors(key)
+            loaded_vectors = self._build_vectors(key)
             with self._lock:
                 if not self._indexes:
-                    self._position = min(seq, vseq)
+                    self._position = seq if loaded_vectors is None else min(seq, loaded_vectors[1])
                 if seq < self._position:
                     self._apply_to(key, index, self._changes(seq, self._position))
-                if vectors is not None and vseq < self._position:
-                    for change in self._changes(vseq, self._position):
-                        if (change.workspace, change.namespace) == key:
-                            self._apply_vectors(vectors, change)
-                # seq > position: the next catch-up replays (position, seq] onto it, harmlessly
-                if vectors is not None:
+                if loaded_vectors is not None:
+                    vectors, vseq = loaded_vectors
+                    if vseq < self._position:
+                        for change in self._changes(vseq, self._position):
+                            if (change.workspace, change.namespace) == key:
+                                self._apply_vectors(vectors, change)
                     self._vectors[key] = vectors
                     self._vectors_seq[key] = vseq
+                # seq > position: the next catch-up replays (position, seq] onto it, harmlessly
                 self._indexes[key] = index
                 self._unsaved[key] = 0 if loaded is not None else SAVE_AFTER_CHANGES
                 self.catch_up()  # what was written since the snapshot or during the build
@@ -214,18 +215,26 @@ class NamespaceIndexes:
             self._save_in_background()
         return index
 
-    def vectors(self, workspace: str, namespace: str) -> ExactVectorIndex | None:
-        """The namespace's vector index (built with its BM25 index), or None without an embedding model."""
+    def vectors(self, workspace: str, namespace: str) -> VectorSearch | None:
+        """The namespace's vector search: the database's (``vector_search``), else its in-memory index (built
+        with its BM25 index); None without an embedding model."""
         if self.embeddings is None:
             return None
+        key = (workspace, namespace)
+        if self.vector_search is not None:
+            with self._lock:
+                search = self._searches.get(key)
+                if search is None:
+                    search = self._searches[key] = self.vector_search(*key)
+            return search
         self.get(workspace, namespace)
-        return self._vectors.get((workspace, namespace))
+        return self._vectors.get(key)
 
-    def _build_vectors(self, key: Key) -> tuple[ExactVectorIndex | None, int]:
-        if self.embeddings is None:
-            return None, 1 << 62
-        if self.vector_search is not None:  # same search contract; its position is past every change: never fed
-            return cast(ExactVectorIndex, self.vector_search(*key)), 1 << 62
+    def _build_vectors(self, key: Key) -> tuple[ExactVectorIndex, int] | None:
+        """The namespace's in-memory vector index and the feed position its load covers; None when vectors
+        are not searched in memory (no embedding model, or the database searches them)."""
+        if self.embeddings is None or self.vector_search is not None:
+            return None
         seq = self.store.change_position()
         started = time.perf_counter()
         vectors = self._new_vector_index()

@@ -7,12 +7,13 @@ about meaning (the services do) and know nothing of how text is analysed
 (retrieval hands in opaque ``terms``).
 
 Implementations live side by side: ``calypso.store.sqlite`` (the embedded
-default) and ``calypso.store.postgres``. A backend provides every Protocol below and a ``Storage`` bundle.
+default) and ``calypso.store.postgres``. A backend provides every Protocol below
+(``VectorSearch`` only where it offers one) and a ``Storage`` bundle.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -489,8 +490,38 @@ class EmbeddingStore(Protocol):
     def stored_dimension(self, model: str) -> int | None: ...
 
 
+class VectorSearch(Protocol):
+    """One namespace's passage vectors of one model, searched by cosine.
+
+    Implemented in memory by ``retrieval.vectors.ExactVectorIndex`` (exact, or an HNSW graph's candidates
+    scored exactly; the services load it from ``EmbeddingStore`` and feed it the change feed) and in the
+    database by ``store.postgres.vector_search.PgVectorSearch`` (current by construction: nothing to feed).
+    Both match structurally; retrieval imports nothing from ``store``.
+    """
+
+    def __len__(self) -> int:
+        """About how many vectors it holds; 0 only when it holds none (searches then return nothing)."""
+        ...
+
+    def search(
+        self, query: np.ndarray, k: int = 10, doc_keys: Collection[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """Up to ``k`` ``(chunk_key, cosine)`` pairs, best first, for ``query`` (a unit vector of the model's
+        dimension); only chunks of ``doc_keys`` when given (an empty collection: none). A deleted document's
+        chunks stop coming back once the deletion reaches it (in the database at commit; in memory when the
+        feed is applied)."""
+        ...
+
+
 class Storage(Protocol):
-    """Every entity store of one backend, over one database."""
+    """Every entity store of one backend, over one database.
+
+    ``vector_search``: the backend's own passage-vector search, or None when it has none (SQLite), and the
+    services load vectors into memory. Returns ``(workspace, namespace) -> VectorSearch`` over vectors of
+    ``model`` (``dimension``; ``ef_search``: candidates per query, for a backend searching an approximate
+    index), having prepared what the search needs (PostgreSQL: the HNSW index, built once). Called only
+    when the configuration asks for it (``CALYPSO_PG_VECTOR_SEARCH=hnsw``).
+    """
 
     documents: DocumentStore
     jobs: JobStore
@@ -501,5 +532,9 @@ class Storage(Protocol):
     policies: PolicyStore
     vector_stores: VectorStoreStore
     embeddings: EmbeddingStore
+
+    def vector_search(
+        self, model: str, dimension: int, ef_search: int
+    ) -> Callable[[str, str], VectorSearch] | None: ...
 
     def close(self) -> None: ...

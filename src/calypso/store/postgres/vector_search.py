@@ -95,7 +95,8 @@ def _literal(query: np.ndarray) -> str:
 
 
 class PgVectorSearch:
-    """One namespace's vectors of ``model``, searched in PostgreSQL: ``search`` gives ``(chunk_key, cosine)`` best first.
+    """One namespace's vectors of ``model``, searched in PostgreSQL (``store.base.VectorSearch``): ``search`` gives
+    ``(chunk_key, cosine)`` best first.
 
     ``ef_search``: HNSW candidates per query at least (pgvector's ``hnsw.ef_search``; raised to k, and for a
     namespace holding a share of the vectors, to 1.5k / share).
@@ -184,9 +185,6 @@ class PgVectorSearch:
         if ef > MAX_EF_SEARCH or (doc_keys is not None and len(doc_keys) < k):
             return None
         return ef
-
-    def close(self) -> None:
-        """Nothing to release: the index lives in the database (the in-memory indexes' contract)."""
 
     def _sql(self, template: str, doc_keys: Collection[int] | None) -> str:
         table = "h" if template is self._hnsw else "e"

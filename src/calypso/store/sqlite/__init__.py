@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from calypso.store.base import (
@@ -13,6 +14,7 @@ from calypso.store.base import (
     KeyStore,
     PolicyStore,
     ResponseStore,
+    VectorSearch,
     VectorStoreStore,
 )
 from calypso.store.embeddings_sql import SQLEmbeddingStore, sqlite_dialect
@@ -49,6 +51,10 @@ class SQLiteStorage:
         self.policies: PolicyStore = SQLitePolicyStore(self.database)
         self.vector_stores: VectorStoreStore = SQLVectorStoreStore(self.database, "?")
         self.embeddings: EmbeddingStore = SQLEmbeddingStore(self.database, sqlite_dialect(_record_change))
+
+    def vector_search(self, model: str, dimension: int, ef_search: int) -> Callable[[str, str], VectorSearch] | None:
+        """None: SQLite has no vector search of its own; the services search vectors in memory."""
+        return None
 
     def close(self) -> None:
         self.database.close()
