@@ -7,10 +7,18 @@ the table.
 
 from __future__ import annotations
 
+import logging
+import os
 from pathlib import Path
+from typing import Any
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+log = logging.getLogger("calypso.config")
+
+# Deprecated names still read from the environment when the new one is unset: old name -> field.
+DEPRECATED_ENV = {"CALYPSO_MAX_PARSE_MEMORY_BYTES": "parse_memory_bytes"}
 
 
 def default_home() -> Path:
@@ -60,7 +68,10 @@ class Settings(BaseSettings):
     )
     parse_timeout_seconds: float = Field(60.0, gt=0, description="Longest a single document may take to parse.")
     parse_memory_bytes: int = Field(
-        2 * 1024**3, ge=64 * 1024**2, description="Address space a parsing child may use before the upload is refused."
+        2 * 1024**3,
+        ge=64 * 1024**2,
+        description="Address space a parsing child may use before the upload is refused (every format; PDFium "
+        "aborts there, not in the server). Replaces CALYPSO_MAX_PARSE_MEMORY_BYTES, still read when this is unset.",
     )
     ingest_workers: int = Field(
         1,
@@ -104,11 +115,6 @@ class Settings(BaseSettings):
         1_000_000,
         ge=1,
         description="Most XML elements (paragraphs, runs, cells...) a DOCX may hold; counted before parsing.",
-    )
-    max_parse_memory_bytes: int = Field(
-        1024 * 1024 * 1024,
-        ge=0,
-        description="Memory (address space) a PDF parse may use: PDFs are parsed in a child process capped at this; 0: in the server process, uncapped.",
     )
     chunk_size: int = Field(
         1000, ge=100, description="Target chunk length in characters; chunks end on sentence boundaries."
@@ -239,6 +245,22 @@ class Settings(BaseSettings):
     )
     demo: bool = Field(False, description="Ingest the bundled demo documents into an empty knowledge base at start.")
     log_level: str = Field("info", description="Server log level.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _deprecated_names(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        for old, name in DEPRECATED_ENV.items():
+            value = os.environ.get(old)
+            if value is None or name in data or f"CALYPSO_{name.upper()}" in os.environ:
+                continue
+            if value.strip() in ("", "0"):  # it meant "PDFs in the server": CALYPSO_PARSE_PROCESSES=0 now
+                log.warning("%s=%s is ignored (deprecated); parsing stays in child processes", old, value)
+                continue
+            log.warning("%s is deprecated: set CALYPSO_%s instead", old, name.upper())
+            data = {**data, name: value}
+        return data
 
     @field_validator("generator")
     @classmethod

@@ -7,6 +7,8 @@ stays near its start size; without the checks it would need 2-6 GB and dies at t
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import hostile_files
 import pytest
 from hostile_files import run_isolated
@@ -14,6 +16,7 @@ from tests_support import eval_data_dir
 
 from calypso.config import Settings
 from calypso.errors import PayloadTooLarge, UnprocessableDocument, UnsupportedMediaType
+from calypso.ingest.isolation import ParserPool
 from calypso.ingest.limits import ParseLimits
 from calypso.ingest.parsers import detect_media_type, parse_document
 
@@ -147,31 +150,52 @@ def test_real_documents_pass_the_default_limits(relative: str) -> None:
     assert parsed.text
 
 
-# -- PDFs the stream check cannot see: the capped worker process ----------------------------------
+# -- PDFs the stream check cannot see: the capped parsing child ----------------------------------
+
+_ISOLATED_REFUSAL = """
+from calypso.ingest.isolation import parse_isolated
+import hostile_files
+data = hostile_files.{generator}
+try:
+    parse_isolated(data, "{name}", None, timeout=120, memory_bytes=1 << 30, processes=1)
+    print("accepted")
+except Exception as exc:
+    print(type(exc).__name__, getattr(exc, "status", "-"), getattr(exc, "code", "-"))
+print(next(int(line.split()[1]) // 1024 for line in open("/proc/self/status") if line.startswith("VmHWM:")))
+"""
 
 
-def test_pdf_bomb_behind_another_filter_costs_only_the_worker() -> None:
+def test_pdf_bomb_behind_another_filter_costs_only_the_parsing_child() -> None:
     # Hex-encoded first, so no zlib header shows: PDFium used to inflate it in the server (2 GB).
-    verdict, peak = _refusal("pdf_hex_flate_bomb(1000)", "hex.pdf")
+    code = _ISOLATED_REFUSAL.format(generator="pdf_hex_flate_bomb(1000)", name="hex.pdf")
+    verdict, peak = run_isolated(code, memory_bytes=MEMORY_CAP).splitlines()
     assert verdict == "UnprocessableDocument 422 parse_memory"
-    assert peak < 400  # the server process; the worker died at its own 1 GB cap
+    assert int(peak) < 400  # the server process; the parsing child died at its own 1 GB cap
 
 
-def test_worker_restarts_after_a_crash_and_keeps_error_details() -> None:
-    limits = ParseLimits(max_parse_memory_bytes=512 << 20)
-    with pytest.raises(UnprocessableDocument) as info:
-        parse_document(hostile_files.pdf_hex_flate_bomb(400), "hex.pdf", limits=limits)
-    assert info.value.code == "parse_memory" and "CALYPSO_MAX_PARSE_MEMORY_BYTES" in info.value.message
-    parsed, _ = parse_document(hostile_files.pdf_many_pages(3), "after.pdf", limits=limits)
-    assert len(parsed.pages) == 3
-    with pytest.raises(PayloadTooLarge) as info:  # raised in the worker, param and code intact
-        parse_document(hostile_files.pdf_many_pages(30), "pages.pdf", limits=ParseLimits(max_document_pages=10))
-    assert (info.value.param, info.value.code) == ("file", "too_many_pages")
+def test_parsing_child_restarts_after_a_crash_and_keeps_error_details() -> None:
+    pool = ParserPool(1)
+    try:
+        with pytest.raises(UnprocessableDocument) as info:
+            pool.parse(hostile_files.pdf_hex_flate_bomb(400), "hex.pdf", None, timeout=120, memory_bytes=512 << 20)
+        assert info.value.code == "parse_memory" and "CALYPSO_PARSE_MEMORY_BYTES" in info.value.message
+        parsed, _ = pool.parse(hostile_files.pdf_many_pages(3), "after.pdf", None, timeout=120, memory_bytes=512 << 20)
+        assert len(parsed.pages) == 3
+        with pytest.raises(PayloadTooLarge) as info:  # raised in the child, param and code intact
+            limits = ParseLimits(max_document_pages=10)
+            pool.parse(hostile_files.pdf_many_pages(30), "pages.pdf", None, limits, timeout=120, memory_bytes=512 << 20)
+        assert (info.value.param, info.value.code) == ("file", "too_many_pages")
+    finally:
+        pool.close()
 
 
-def test_zero_memory_cap_parses_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    from calypso.ingest.parsers import pdf
+def test_no_parse_processes_parses_in_the_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from calypso.services import documents, open_services
 
-    monkeypatch.setattr(pdf, "run_capped", lambda *a, **k: pytest.fail("no worker wanted"))
-    parsed, _ = parse_document(hostile_files.pdf_many_pages(2), "two.pdf", limits=ParseLimits(max_parse_memory_bytes=0))
+    monkeypatch.setattr(documents, "parse_isolated", lambda *a, **k: pytest.fail("no parsing child wanted"))
+    services = open_services(Settings(home=tmp_path, parse_processes=0))
+    try:
+        parsed, _ = services.documents.parse(hostile_files.pdf_many_pages(2), "two.pdf", None)
+    finally:
+        services.close()
     assert len(parsed.pages) == 2

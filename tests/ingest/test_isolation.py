@@ -67,3 +67,14 @@ def test_over_budget_upload_is_422_stores_nothing_and_does_not_stall_the_server(
         assert response.json()["error"]["code"] == "parse_timeout"
         assert health == [200] * 5
         assert httpx.get(f"{server.url}/v1/documents").json()["data"] == []
+
+
+def test_the_deprecated_pdf_memory_setting_still_sets_the_one_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CALYPSO_PARSE_MEMORY_BYTES", raising=False)
+    monkeypatch.setenv("CALYPSO_MAX_PARSE_MEMORY_BYTES", str(1 << 30))
+    assert Settings().parse_memory_bytes == 1 << 30
+    monkeypatch.setenv("CALYPSO_PARSE_MEMORY_BYTES", str(3 << 30))  # the current name wins
+    assert Settings().parse_memory_bytes == 3 << 30
+    monkeypatch.delenv("CALYPSO_PARSE_MEMORY_BYTES")
+    monkeypatch.setenv("CALYPSO_MAX_PARSE_MEMORY_BYTES", "0")  # meant "PDFs in the server": ignored
+    assert Settings().parse_memory_bytes == Settings.model_fields["parse_memory_bytes"].default

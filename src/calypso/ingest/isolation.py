@@ -1,11 +1,19 @@
-"""Parse untrusted files in child processes, each with a time budget and a memory cap.
+"""Parse untrusted files in child processes, each with a time budget and a memory cap: the one isolation.
 
 A parser bug or a hostile file (a decompression bomb, a pathological layout)
 must not stall or exhaust the server: in a child process it costs at most
-``timeout`` seconds and ``memory_bytes`` of address space, and then the child is
-killed and replaced. Children are plain ``python -m calypso.ingest.parse_worker``
-processes (no copy of the server's threads or locks, no re-import of the
-caller's main module), started on first use and reused one document at a time,
+``timeout`` seconds and ``memory_bytes`` of address space (``RLIMIT_AS``, one
+setting for every format: ``CALYPSO_PARSE_MEMORY_BYTES``), and then the child is
+killed and replaced. Capping the server's own memory would be no answer: PDFium
+calls abort() when an allocation fails (measured), which would take the whole
+server down; a child that aborts dies alone (422 ``parse_memory``), and the next
+parse starts a new one.
+
+Children are plain ``python -m calypso.ingest.parse_child`` processes speaking
+length-prefixed pickles over stdin/stdout, not multiprocessing (whose spawn
+re-imports the caller's ``__main__`` script in the child, which breaks any script
+that calls Calypso without an ``if __name__ == "__main__"`` guard): no copy of the
+server's threads or locks, started on first use and reused one document at a time,
 so one hostile upload never takes down a parse running beside it.
 """
 
@@ -16,24 +24,43 @@ import os
 import pickle
 import queue
 import select
+import struct
 import subprocess
 import sys
 import threading
 import time
-from typing import Any
+from typing import IO, Any
 
 from calypso.errors import CalypsoError, UnprocessableDocument
 from calypso.ingest.limits import ParseLimits
-from calypso.ingest.worker import HEADER, send_message
 from calypso.models import ParsedDocument
+
+HEADER = struct.Struct("<Q")  # length prefix of each pickled message
+
+
+def send_message(stream: IO[bytes], value: Any) -> None:
+    payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(HEADER.pack(len(payload)) + payload)
+    stream.flush()
+
+
+def receive_message(stream: IO[bytes]) -> Any:
+    header = stream.read(HEADER.size)
+    if len(header) < HEADER.size:
+        raise EOFError("the parent process closed the pipe")
+    (size,) = HEADER.unpack(header)
+    payload = stream.read(size)
+    if len(payload) < size:
+        raise EOFError("the parent process closed the pipe mid-request")
+    return pickle.loads(payload)
 
 
 class _Child:
-    """One worker process; ``parse`` sends one document and waits at most ``timeout`` for the answer."""
+    """One parsing child process; ``parse`` sends one document and waits at most ``timeout`` for the answer."""
 
     def __init__(self) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "calypso.ingest.parse_worker"],
+            [sys.executable, "-m", "calypso.ingest.parse_child"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
@@ -104,12 +131,16 @@ class ParserPool:
                 param="file",
                 code="parse_timeout",
             ) from None
-        except (EOFError, OSError, pickle.UnpicklingError) as exc:
+        except (EOFError, OSError, pickle.UnpicklingError):
+            # Died mid-parse: PDFium aborts when an allocation fails under the cap; or a parser crashed.
             child.kill()
             child = _Child()
             raise UnprocessableDocument(
-                f"The parser stopped while reading {filename!r} ({exc}); the file is probably corrupt.",
+                f"Reading {filename!r} needed more than {memory_bytes:,} bytes of memory (setting "
+                "CALYPSO_PARSE_MEMORY_BYTES), or crashed its parser: it may be a decompression bomb or damaged. "
+                "Re-export or repair the file and upload it again.",
                 param="file",
+                code="parse_memory",
             ) from None
         finally:
             self._idle.put(child)

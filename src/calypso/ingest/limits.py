@@ -25,7 +25,6 @@ class ParseLimits:
     max_uncompressed_bytes: int = _default("max_uncompressed_bytes")
     max_compression_ratio: int = _default("max_compression_ratio")
     max_docx_elements: int = _default("max_docx_elements")
-    max_parse_memory_bytes: int = _default("max_parse_memory_bytes")
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ParseLimits:

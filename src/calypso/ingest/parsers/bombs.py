@@ -149,7 +149,7 @@ def check_flate_streams(data: bytes, filename: str, limits: ParseLimits) -> None
     The check itself stops after inflating ``max_uncompressed_bytes`` in all, so that it cannot be
     made to burn CPU on a file of many streams. What it does not see (images mislabelled, encrypted
     PDFs, streams behind other filters such as ASCIIHex or LZW, whatever comes after the budget) is
-    bounded by the memory cap of the worker process PDFs are parsed in (see ``calypso.ingest.worker``).
+    bounded by the memory cap of the parsing child PDFs are parsed in (see ``calypso.ingest.isolation``).
     """
     view = memoryview(data)
     budget = limits.max_uncompressed_bytes

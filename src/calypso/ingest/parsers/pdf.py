@@ -17,7 +17,6 @@ from calypso.errors import UnprocessableDocument
 from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits, too_large
 from calypso.ingest.parsers.bombs import check_flate_streams
 from calypso.ingest.titles import plausible_title
-from calypso.ingest.worker import run_capped
 from calypso.models import Page, ParsedDocument
 from calypso.text.control import clean_text
 
@@ -82,22 +81,9 @@ def _label(pdf: pdfium.PdfDocument, index: int) -> str:
 
 def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocument:
     check_flate_streams(data, filename, limits)  # PDFium inflates a whole stream at once: refuse bombs first
-    if not limits.max_parse_memory_bytes:
-        return _parse(data, filename, limits)
-    # What the stream check cannot see (encrypted PDFs, other filters) is bounded by the child's memory cap.
-    return run_capped(
-        _parse, (data, filename, limits), limits.max_parse_memory_bytes, lambda: _crashed(filename, limits)
-    )
-
-
-def _crashed(filename: str, limits: ParseLimits) -> UnprocessableDocument:
-    return UnprocessableDocument(
-        f"Reading the PDF {filename!r} needed more than {limits.max_parse_memory_bytes:,} bytes of memory "
-        "(setting CALYPSO_MAX_PARSE_MEMORY_BYTES), or crashed the PDF reader: it may be a decompression bomb or "
-        "damaged. Re-export or repair the PDF and upload it again.",
-        param="file",
-        code="parse_memory",
-    )
+    # What the stream check cannot see (encrypted PDFs, other filters) is bounded by the memory cap of the
+    # parsing child this runs in (``ingest/isolation.py``): PDFium aborts there, not in the server.
+    return _parse(data, filename, limits)
 
 
 def _parse(data: bytes, filename: str, limits: ParseLimits) -> ParsedDocument:

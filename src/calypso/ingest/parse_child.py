@@ -1,4 +1,5 @@
-"""A parsing child (``python -m calypso.ingest.parse_worker``): documents in on stdin, results out.
+"""A parsing child (``python -m calypso.ingest.parse_child``, started by ``isolation``): documents in on stdin,
+results out.
 
 Each request is ``(data, filename, media_type, limits, memory_bytes)``; the answer is
 ``(ParsedDocument, media_type)`` or the exception raised. The address-space
@@ -16,8 +17,8 @@ from calypso.errors import PayloadTooLarge
 
 
 def _serve() -> None:
+    from calypso.ingest.isolation import receive_message, send_message
     from calypso.ingest.parsers import parse_document
-    from calypso.ingest.worker import receive_message, send_message
 
     requests = os.fdopen(os.dup(0), "rb")
     answers = os.fdopen(os.dup(1), "wb")
