@@ -17,7 +17,7 @@ from postgres_support import RawDatabase
 from calypso.config import Settings
 from calypso.embeddings import DimensionMismatch
 from calypso.models import RankingOptions
-from calypso.services import Services, open_services
+from calypso.services import Services, open_services, open_storage
 from calypso.services.documents import DocumentService
 from calypso.services.embed_worker import embed_all, run_once
 from calypso.services.ingest_worker import worker_id
@@ -221,3 +221,14 @@ def test_small_documents_are_embedded_together(embedded: Services) -> None:
     assert documents.embeddings is not None and documents.embeddings.pending(MODEL) == 0
     assert documents.embedding_progress([documents.get(i) for i in ids.values()]) == {i: 1 for i in ids.values()}
     assert documents.search(MEANING_ONLY, "hr")[0].document.id == ids["canteen.txt"]
+
+
+def test_only_postgresql_offers_a_vector_search_of_its_own(settings: Settings) -> None:
+    storage = open_storage(settings)
+    try:
+        search = storage.vector_search(MODEL, 8, 40)  # SQLite: None, its vectors are searched in memory
+        assert (search is not None) == bool(settings.database_url)
+        if search is not None:
+            assert len(search("default", "empty")) == 0
+    finally:
+        storage.close()
