@@ -186,6 +186,11 @@ def _word_re() -> re.Pattern[str]:
     return re.compile(f"[\\w{''.join(marks)}]+")
 
 
+def words_of(text: str) -> list[str]:
+    """The words of ``text`` in any script, combining marks included."""
+    return _word_re().findall(text) if not text.isascii() else _WORD_RE.findall(text)
+
+
 def bigrams(run: str) -> list[str]:
     """The overlapping character pairs of a run of CJK (or Thai…) text, as Lucene's CJKBigramFilter
     makes them; a lone character stays a unigram."""
