@@ -316,9 +316,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_ask(args: argparse.Namespace) -> int:
     import asyncio
 
-    from calypso.citations.composer import MarkerEvent, TextEvent
-    from calypso.citations.events import Done
-    from calypso.citations.render import render_evidence, render_numbered
+    from calypso.citations.events import Done, MarkerEvent, TextEvent
+    from calypso.dialects.text import render_evidence, render_numbered
     from calypso.scope import RetrievalScope
     from calypso.services.answering import AskRequest
 

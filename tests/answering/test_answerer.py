@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from calypso.citations.composer import MarkerEvent, TextEvent
-from calypso.citations.events import Done, Retrieved
+from calypso.citations.events import Done, MarkerEvent, Retrieved, TextEvent
 from calypso.config import Settings
 from calypso.errors import InvalidRequest, UpstreamError
 from calypso.generation.extractive import NOT_FOUND
