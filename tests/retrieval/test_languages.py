@@ -124,7 +124,7 @@ def test_an_index_built_from_stored_terms_knows_its_passages_language(settings) 
         services.close()
     services = open_services(settings)  # a restart: the index is built from the stored terms alone
     try:
-        assert services.documents.index("general").query_language() == "de"
+        assert services.search.index("general").query_language() == "de"
     finally:
         services.close()
 
