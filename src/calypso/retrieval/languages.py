@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+from calypso.retrieval.english import STOPWORDS_EN, STOPWORDS_EN_EXTENDED
+
 SAMPLE_CHARS = 2000
 SAMPLE_WORDS = 120
 SCRIPT_SAMPLE_CHARS = 600  # enough to tell a script; per-run counting costs ~0.1 µs a word
@@ -163,8 +165,6 @@ CJK_LANGUAGES = frozenset(("zh", "ja", "ko"))
 def stopwords(code: str) -> frozenset[str]:
     """The stop words of a language (lowercased); empty where none are shipped."""
     if code == "en":
-        from calypso.retrieval.tokenize import STOPWORDS_EN
-
         return STOPWORDS_EN
     try:
         text = resources.files("calypso.retrieval").joinpath("stopwords", f"{code}.txt").read_text("utf-8")
@@ -177,8 +177,6 @@ def stopwords(code: str) -> frozenset[str]:
 def _detection_table() -> tuple[dict[str, int], list[str], dict[int, tuple[int, ...]]]:
     """word -> bit mask of the Latin-script languages whose stop list has it; the languages by bit;
     each mask's language indices (English's words count for English alone)."""
-    from calypso.retrieval.tokenize import STOPWORDS_EN_EXTENDED
-
     latin = ["en", "de", "fr", "es", "it", "pt", "nl", "sv", "no", "da", "fi", "hu", "ro", "tr", "id", "ca", "cs", "pl"]
     table: dict[str, int] = {}
     for bit, code in enumerate(latin):
