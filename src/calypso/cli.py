@@ -18,6 +18,7 @@ from calypso.config import Settings, settings_problems, settings_table
 from calypso.errors import CalypsoError
 
 if TYPE_CHECKING:
+    from calypso.embeddings import Embedder
     from calypso.models import Passage
     from calypso.services import Services
     from calypso.services.documents import DocumentService
@@ -83,6 +84,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(
         f"Calypso serving {settings.home.resolve()} on http://{settings.host}:{settings.port} (OpenAPI: /openapi.json)"
     )
+    print(search_summary(services.search.embedder))
     grpc_port = settings.grpc_port
     if grpc_port:
         notice = missing_dependency()
@@ -101,6 +103,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     finally:
         services.close()
     return 0
+
+
+def search_summary(embedder: Embedder | None) -> str:
+    """How search works here: keywords in every language, the embedding model's vectors in those it covers."""
+    if embedder is None:
+        return "Search: keywords, every language analysed by its own (CALYPSO_EMBEDDING_MODEL=none)."
+    covered = "any language" if embedder.languages is None else ", ".join(sorted(embedder.languages))
+    return (
+        f"Search: keywords in every language, with {embedder.name}'s vectors for {covered} "
+        "(other languages by keywords alone: docs/languages.md)."
+    )
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
