@@ -33,8 +33,8 @@ from calypso.config import Settings
 from calypso.models import RankingOptions
 from calypso.retrieval.tokenize import DEFAULT_ANALYZER, STOPWORDS_EN
 from calypso.services import open_services
-from calypso.services.documents import DocumentService
 from calypso.services.embed_worker import embed_all
+from calypso.services.search import SearchService
 
 SETS = {"zh": "multilingual/cmrc2018-zh", "de": "multilingual/xquad-de"}
 RUNS = {"keyword": RankingOptions(embedding_weight=0), "dense": RankingOptions(text_weight=0), "default": None}
@@ -46,7 +46,7 @@ def corpus_rows(path: Path) -> list[tuple[str, str]]:
     return [(r["_id"], (r.get("title", "") + " " + r.get("text", "")).strip()) for r in rows]
 
 
-def ranked_ids(docs: DocumentService, query: str, ranking: RankingOptions | None) -> list[str]:
+def ranked_ids(docs: SearchService, query: str, ranking: RankingOptions | None) -> list[str]:
     """Corpus ids in rank order (a paragraph split into several passages counts at its best)."""
     seen: dict[str, None] = {}
     for passage in docs.search(query, "bench", max_results=50, ranking=ranking):
@@ -54,7 +54,7 @@ def ranked_ids(docs: DocumentService, query: str, ranking: RankingOptions | None
     return list(seen)
 
 
-def evaluate(docs: DocumentService, queries: dict[str, str], qrels: dict, runs: dict) -> dict[str, dict[str, float]]:
+def evaluate(docs: SearchService, queries: dict[str, str], qrels: dict, runs: dict) -> dict[str, dict[str, float]]:
     out = {}
     for name, ranking in runs.items():
         run = {q: ranked_ids(docs, queries[q], ranking) for q in qrels}
@@ -79,15 +79,15 @@ def retrieval(code: str, path: Path, limit: int | None, dense: bool) -> None:
                 services.documents.ingest(text.encode("utf-8"), f"{doc_id}.txt", "bench")
             ingest_s = time.perf_counter() - t0
             embedded = embed_all(services.documents)
-            index = services.documents.index("bench")
+            index = services.search.index("bench")
             runs = {"keyword": RUNS["keyword"], "default": None} if dense else {"keyword": RUNS["keyword"]}
-            figures = evaluate(services.documents, queries, qrels, runs)
+            figures = evaluate(services.search, queries, qrels, runs)
         finally:
             services.close()
         if dense:  # the same knowledge base, its model declared multilingual: vectors used whatever the language
             services = open_services(Settings(home=Path(home), embedding_languages="*"))
             try:
-                unguarded = evaluate(services.documents, queries, qrels, {"dense": RUNS["dense"], "hybrid": None})
+                unguarded = evaluate(services.search, queries, qrels, {"dense": RUNS["dense"], "hybrid": None})
                 figures["dense (model declared multilingual)"] = unguarded["dense"]
                 figures["hybrid (model declared multilingual)"] = unguarded["hybrid"]
             finally:

@@ -73,12 +73,12 @@ def test_environment_settings_are_read(monkeypatch, tmp_path: Path) -> None:
     assert settings.max_upload_bytes == 1234 and settings.home == tmp_path
 
 
-def test_demo_knowledge_base_answers_a_question(kb) -> None:
+def test_demo_knowledge_base_answers_a_question(kb, searcher) -> None:
     from calypso.demo import ingest_demo
 
     assert ingest_demo(kb) == 3
     assert ingest_demo(kb) == 0  # already there
-    passages = kb.search("refund within 30 days of purchase", max_results=1)
+    passages = searcher.search("refund within 30 days of purchase", max_results=1)
     assert passages[0].document.filename == "refund_policy_2026.md"
 
 
@@ -151,3 +151,10 @@ def test_search_and_ask_on_an_empty_knowledge_base_say_where_they_looked(tmp_pat
     settings = _calypso("settings", "--home", str(home), home=tmp_path)
     assert settings.stdout.splitlines()[0] == f"data directory: {home} (--home)"
     assert _calypso("search", "lighthouse", "--namespace", "ops", home=home).returncode == 0
+
+
+def test_serve_says_which_languages_the_vectors_cover(minilm) -> None:  # type: ignore[no-untyped-def]
+    from calypso.cli import search_summary
+
+    assert "minilm-l6-v2-int8's vectors for en" in search_summary(minilm)
+    assert "keywords" in search_summary(None)

@@ -18,6 +18,7 @@ from calypso.config import Settings, settings_problems, settings_table
 from calypso.errors import CalypsoError
 
 if TYPE_CHECKING:
+    from calypso.embeddings import Embedder
     from calypso.models import Passage
     from calypso.services import Services
     from calypso.services.documents import DocumentService
@@ -72,7 +73,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         added = ingest_demo(services.documents)
         print(f"demo knowledge base: {added} new document(s) in namespace '{settings.default_namespace}'")
     # Indexes build in the background so the port opens at once; a query that comes first waits for its namespace.
-    threading.Thread(target=services.documents.warm_up, name="index-warm-up", daemon=True).start()
+    threading.Thread(target=services.search.warm_up, name="index-warm-up", daemon=True).start()
 
     if auth_enabled(settings):
         print("API keys required (create one with `calypso keys create --workspace NAME`).")
@@ -83,6 +84,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(
         f"Calypso serving {settings.home.resolve()} on http://{settings.host}:{settings.port} (OpenAPI: /openapi.json)"
     )
+    print(search_summary(services.search.embedder))
     grpc_port = settings.grpc_port
     if grpc_port:
         notice = missing_dependency()
@@ -101,6 +103,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     finally:
         services.close()
     return 0
+
+
+def search_summary(embedder: Embedder | None) -> str:
+    """How search works here: keywords in every language, the embedding model's vectors in those it covers."""
+    if embedder is None:
+        return "Search: keywords, every language analysed by its own (CALYPSO_EMBEDDING_MODEL=none)."
+    covered = "any language" if embedder.languages is None else ", ".join(sorted(embedder.languages))
+    return (
+        f"Search: keywords in every language, with {embedder.name}'s vectors for {covered} "
+        "(other languages by keywords alone: docs/languages.md)."
+    )
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -156,7 +169,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         if summary.completed and not documents.settings.database_url:
             # Built here and saved as a snapshot by close(), so the next `calypso serve` loads the index
             # from disk instead of building it before its first answer.
-            documents.index(args.namespace or documents.settings.default_namespace)
+            services.search.index(args.namespace or documents.settings.default_namespace)
         if summary.completed and not args.no_wait:  # keyword-searchable already; now the vectors
             _embed_queued(documents)
     finally:
@@ -298,7 +311,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         return opened
     services, namespace = opened
     try:
-        passages: list[Passage] = services.documents.search(args.query, namespace, max_results=args.k)
+        passages: list[Passage] = services.search.search(args.query, namespace, max_results=args.k)
     except CalypsoError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return 2
@@ -316,9 +329,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_ask(args: argparse.Namespace) -> int:
     import asyncio
 
-    from calypso.citations.composer import MarkerEvent, TextEvent
-    from calypso.citations.events import Done
-    from calypso.citations.render import render_evidence, render_numbered
+    from calypso.citations.events import Done, MarkerEvent, TextEvent
+    from calypso.dialects.text import render_evidence, render_numbered
     from calypso.scope import RetrievalScope
     from calypso.services.answering import AskRequest
 

@@ -54,7 +54,7 @@ def _search(settings: Settings) -> list[float | None]:
         for n, text in enumerate(ZH):
             services.documents.ingest(text.encode(), f"zh{n}.txt", "general")
         embed_all(services.documents)
-        passages = services.documents.search(QUESTION, "general")
+        passages = services.search.search(QUESTION, "general")
         assert passages and "礼品卡" in passages[0].chunk.text
         return [p.vector_score for p in passages]
     finally:

@@ -25,6 +25,7 @@ from calypso.retrieval.tokenize import DEFAULT_ANALYZER, STOPWORDS_EN, Analyzer,
         ("يمكن للعملاء طلب استرداد المبلغ خلال 30 يومًا من الشراء", "ar"),
         ("לקוחות יכולים לבקש החזר תוך 30 יום מהרכישה", "he"),
         ("ग्राहक खरीद के 30 दिनों के भीतर धनवापसी का अनुरोध कर सकते हैं", "hi"),
+        ("Khách hàng có thể yêu cầu hoàn tiền trong vòng 30 ngày kể từ ngày mua.", "vi"),
         ("Customers may request a full refund within 30 days of purchase.", "en"),
         # A short English claim naming IL-6 or "pro-" is not Italian or Czech.
         ("IL-6 signaling plays a major role in atherosclerotic cardiovascular disease.", "en"),
@@ -123,6 +124,13 @@ def test_an_index_built_from_stored_terms_knows_its_passages_language(settings) 
         services.close()
     services = open_services(settings)  # a restart: the index is built from the stored terms alone
     try:
-        assert services.documents.index("general").query_language() == "de"
+        assert services.search.index("general").query_language() == "de"
     finally:
         services.close()
+
+
+def test_query_analysis_keeps_words_with_combining_marks_whole() -> None:
+    from calypso.retrieval.query import keyword_query
+
+    # "\\w+" cut "डिफ़ेंस" into letters, and the letters then matched nothing the passages indexed.
+    assert keyword_query("पैंथर्स डिफ़ेंस ने कितने अंक दिए?") == "पैंथर्स डिफ़ेंस ने कितने अंक दिए"

@@ -25,10 +25,13 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+from calypso.retrieval.english import STOPWORDS_EN, STOPWORDS_EN_EXTENDED
+
 SAMPLE_CHARS = 2000
 SAMPLE_WORDS = 120
 SCRIPT_SAMPLE_CHARS = 600  # enough to tell a script; per-run counting costs ~0.1 µs a word
 _SCRIPT_SHARE = 0.2  # of the sampled characters: a script this common decides the language
+_VIETNAMESE_SHARE = 0.02  # ... and Vietnamese's own letters this common
 _MIN_HITS = 2  # stop words a non-English language needs among the sampled words
 _MARGIN = 1.25  # ... and how many times English's count
 
@@ -54,6 +57,8 @@ _SCRIPTS = {
     "lao": "\u0e80-\u0eff",
     "myanmar": "\u1000-\u109f",
     "khmer": "\u1780-\u17ff",
+    # Latin letters only Vietnamese uses (ạ…ỹ, đ, ơ, ư): a few percent of a Vietnamese text, none elsewhere.
+    "vietnamese": "\u1ea0-\u1ef9\u0110-\u0111\u01a0-\u01a1\u01af-\u01b0",
 }
 # One character class over every script above: a scan is one class test per character (a regex
 # with a group per script cost 290 µs a passage), and each run found is named by its first character.
@@ -150,6 +155,7 @@ LANGUAGES: dict[str, Language] = {
         Language("lo", "Lao", None),
         Language("my", "Burmese", None),
         Language("km", "Khmer", None),
+        Language("vi", "Vietnamese", None),
     )
 }
 CJK_LANGUAGES = frozenset(("zh", "ja", "ko"))
@@ -159,8 +165,6 @@ CJK_LANGUAGES = frozenset(("zh", "ja", "ko"))
 def stopwords(code: str) -> frozenset[str]:
     """The stop words of a language (lowercased); empty where none are shipped."""
     if code == "en":
-        from calypso.retrieval.tokenize import STOPWORDS_EN
-
         return STOPWORDS_EN
     try:
         text = resources.files("calypso.retrieval").joinpath("stopwords", f"{code}.txt").read_text("utf-8")
@@ -173,8 +177,6 @@ def stopwords(code: str) -> frozenset[str]:
 def _detection_table() -> tuple[dict[str, int], list[str], dict[int, tuple[int, ...]]]:
     """word -> bit mask of the Latin-script languages whose stop list has it; the languages by bit;
     each mask's language indices (English's words count for English alone)."""
-    from calypso.retrieval.tokenize import STOPWORDS_EN_EXTENDED
-
     latin = ["en", "de", "fr", "es", "it", "pt", "nl", "sv", "no", "da", "fi", "hu", "ro", "tr", "id", "ca", "cs", "pl"]
     table: dict[str, int] = {}
     for bit, code in enumerate(latin):
@@ -194,10 +196,14 @@ def script_language(counts: Counter[str], sample: str) -> str | None:
     cjk = counts["han"] + counts["kana"] + counts["hangul"]  # runs mix them: "東京は" is one run
     if cjk >= floor:
         return bigram_language(sample, cjk)
-    script, count = max(((s, c) for s, c in counts.items() if s not in ("han", "kana", "hangul")), default=("", 0))
-    if not count or count < floor:
-        return None
-    return refine(_SCRIPT_LANGUAGE[script], sample)
+    script, count = max(
+        ((s, c) for s, c in counts.items() if s not in ("han", "kana", "hangul", "vietnamese")), default=("", 0)
+    )
+    if count and count >= floor:
+        return refine(_SCRIPT_LANGUAGE[script], sample)
+    if counts["vietnamese"] >= _VIETNAMESE_SHARE * len(sample):
+        return "vi"
+    return None
 
 
 _KANA = re.compile(f"[{_SCRIPTS['kana']}]+")

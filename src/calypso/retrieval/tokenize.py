@@ -17,151 +17,8 @@ from functools import cache
 import Stemmer
 
 from calypso.retrieval import languages
+from calypso.retrieval.english import STOPWORDS_EN, STOPWORDS_EN_EXTENDED
 from calypso.retrieval.languages import BIGRAM_SCRIPTS, LANGUAGES
-
-# Lucene's default English stop set (also bm25s' "en"): short on purpose, as BM25's idf
-# already discounts frequent words; a longer list gave no significant gain on SciFact train.
-STOPWORDS_EN: frozenset[str] = frozenset(
-    (
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "for",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "no",
-        "not",
-        "of",
-        "on",
-        "or",
-        "such",
-        "that",
-        "the",
-        "their",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "to",
-        "was",
-        "will",
-        "with",
-    )
-)
-
-# A longer list (NLTK-like), kept for the tuning sweep in bench/retrieval_quality.py.
-STOPWORDS_EN_EXTENDED: frozenset[str] = STOPWORDS_EN | frozenset(
-    (
-        "i",
-        "me",
-        "my",
-        "myself",
-        "we",
-        "our",
-        "ours",
-        "ourselves",
-        "you",
-        "your",
-        "yours",
-        "yourself",
-        "yourselves",
-        "he",
-        "him",
-        "his",
-        "himself",
-        "she",
-        "her",
-        "hers",
-        "herself",
-        "its",
-        "itself",
-        "them",
-        "theirs",
-        "themselves",
-        "what",
-        "which",
-        "who",
-        "whom",
-        "those",
-        "am",
-        "were",
-        "been",
-        "being",
-        "have",
-        "has",
-        "had",
-        "having",
-        "do",
-        "does",
-        "did",
-        "doing",
-        "because",
-        "until",
-        "while",
-        "about",
-        "against",
-        "between",
-        "through",
-        "during",
-        "before",
-        "after",
-        "above",
-        "below",
-        "from",
-        "up",
-        "down",
-        "out",
-        "off",
-        "over",
-        "under",
-        "again",
-        "further",
-        "once",
-        "here",
-        "when",
-        "where",
-        "why",
-        "how",
-        "all",
-        "any",
-        "both",
-        "each",
-        "few",
-        "more",
-        "most",
-        "other",
-        "some",
-        "nor",
-        "only",
-        "own",
-        "same",
-        "so",
-        "than",
-        "too",
-        "very",
-        "can",
-        "just",
-        "should",
-        "now",
-        "also",
-        "may",
-        "might",
-        "must",
-        "would",
-        "could",
-        "shall",
-    )
-)
 
 # One regex for both settings: `\w+` is ~40% faster than `\b\w\w+\b`; with min_len=2
 # the cache maps one-character tokens to "" instead, which gives the same terms.
@@ -184,6 +41,11 @@ def _word_re() -> re.Pattern[str]:
             marks.append(f"{chr(start)}-{chr(previous)}")
             start = -1
     return re.compile(f"[\\w{''.join(marks)}]+")
+
+
+def words_of(text: str) -> list[str]:
+    """The words of ``text`` in any script, combining marks included."""
+    return _word_re().findall(text) if not text.isascii() else _WORD_RE.findall(text)
 
 
 def bigrams(run: str) -> list[str]:
@@ -381,3 +243,20 @@ def decode_language(stored: str | None) -> str | None:
         return None
     version, _, rest = stored.partition(" ")
     return rest.partition(" ")[0] or None if version == ANALYZER_VERSION else None
+
+
+__all__ = [
+    "ANALYZER_VERSION",
+    "DEFAULT_ANALYZER",
+    "STOPWORDS_EN",
+    "STOPWORDS_EN_EXTENDED",  # re-exported: callers choose their stop list here
+    "Analyzer",
+    "analyze_many",
+    "bigrams",
+    "decode_language",
+    "decode_terms",
+    "encode_terms",
+    "tokenize",
+    "tokenize_many",
+    "words_of",
+]

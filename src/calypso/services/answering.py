@@ -29,6 +29,7 @@ from calypso.generation.upstream import UpstreamConfig
 from calypso.models import Page, Passage
 from calypso.scope import DEFAULT_WORKSPACE, RetrievalScope
 from calypso.services.documents import DocumentService
+from calypso.services.search import SearchService
 
 _ROLES = {"system", "developer", "user", "assistant", "tool"}
 
@@ -92,8 +93,10 @@ def validate_messages(messages: list[dict[str, Any]]) -> None:
 
 
 class Answerer:
-    def __init__(self, documents: DocumentService, settings: Settings | None = None) -> None:
+    def __init__(self, documents: DocumentService, search: SearchService, settings: Settings | None = None) -> None:
+        """``documents`` gives the pages a quote's page is found on; ``search`` the passages an answer rests on."""
         self.documents = documents
+        self.search = search
         self.settings = settings or documents.settings
         self._generators: dict[str, Generator] = {}
         self._pages = lru_cache(maxsize=256)(self._load_pages)
@@ -206,7 +209,7 @@ class Answerer:
         def search() -> list[Passage]:
             passages: list[Passage] = []
             for namespace in scope.namespaces:
-                passages += self.documents.search(
+                passages += self.search.search(
                     query,
                     namespace,
                     document_ids=scope.document_ids,

@@ -14,10 +14,10 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from calypso import errors
 from calypso.errors import (
@@ -36,7 +36,9 @@ from calypso.retrieval.tokenize import analyze_many
 from calypso.store.base import JobStore
 
 if TYPE_CHECKING:
-    from calypso.services.documents import DocumentService
+    from calypso.config import Settings
+    from calypso.models import Chunk, Page, ParsedDocument
+    from calypso.store.base import DocumentStore
 
 log = logging.getLogger("calypso.ingest.worker")
 
@@ -106,6 +108,28 @@ class Heartbeat:
         self._thread.join()
 
 
+class JobHost(Protocol):
+    """What a job needs of the documents service that hosts it (``DocumentService`` is one): its settings,
+    stores, parser, and the one call that stores a finished job."""
+
+    settings: Settings
+    store: DocumentStore
+    jobs: JobStore
+    jobs_waiting: threading.Event  # set when a job is submitted: wakes idle workers
+
+    def parse(self, data: bytes, filename: str, media_type: str | None) -> tuple[ParsedDocument, str]: ...
+
+    def complete_job(
+        self,
+        document_key: int,
+        owner: str,
+        document: Document,
+        pages: Sequence[Page],
+        chunks: Sequence[Chunk],
+        terms: list[tuple[str, list[str]]],
+    ) -> list[int] | None: ...
+
+
 @dataclass
 class JobOutcome:
     """How a job ended for this worker: a completed document, an error (the job failed), or neither
@@ -116,7 +140,7 @@ class JobOutcome:
 
 
 def run_job(
-    service: DocumentService,
+    service: JobHost,
     job: IngestJob,
     owner: str,
     *,
@@ -184,7 +208,7 @@ def run_job(
 class IngestWorkers:
     """``count`` threads that claim and run jobs until ``stop``: inside `calypso serve` or `calypso worker`."""
 
-    def __init__(self, service: DocumentService, count: int, role: str = "worker") -> None:
+    def __init__(self, service: JobHost, count: int, role: str = "worker") -> None:
         self.service, self.count, self.role = service, count, role
         self.stopping = threading.Event()
         self._threads: list[threading.Thread] = []
