@@ -78,7 +78,7 @@ class Bot(BaseModel):
     @field_validator("id")
     @classmethod
     def _check_id(cls, value: str) -> str:
-        if not isinstance(value, str) or not _ID.match(value):
+        if not isinstance(value, str) or not _ID.fullmatch(value):
             raise _problem(
                 f"Invalid bot id {value!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit."
             )

@@ -14,7 +14,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 def check_namespace(namespace: object, param: str = "namespace") -> str:
     """The namespace (or workspace) name, or InvalidNamespace naming ``param``."""
-    if not isinstance(namespace, str) or not _NAME.match(namespace):
+    if not isinstance(namespace, str) or not _NAME.fullmatch(namespace):
         raise InvalidNamespace(
             f"Invalid namespace {namespace!r}: use 1-64 letters, digits, '_', '-' or '.', starting with a letter or digit.",
             param=param,
