@@ -19,7 +19,6 @@ updated or given files: a 400 with code ``vector_store_expired``.
 
 from __future__ import annotations
 
-import math
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -44,9 +43,6 @@ from calypso.scope import check_namespace
 from calypso.services.documents import DocumentService
 from calypso.store.base import VectorStoreStore
 
-MAX_ATTRIBUTES = 16
-MAX_KEY_CHARS = 64
-MAX_VALUE_CHARS = 512
 MAX_SEARCH_RESULTS = 50
 ACTIVITY_RESOLUTION = 60  # seconds: last_active_at moves at most this often
 MIN_CHUNK_TOKENS, MAX_CHUNK_TOKENS = 100, 4096
@@ -93,34 +89,6 @@ def check_chunking(raw: object, param: str = "chunking_strategy") -> ChunkingReq
             param=f"{param}.static.chunk_overlap_tokens",
         )
     return StaticChunking(size, overlap)
-
-
-def check_attributes(raw: object, param: str = "attributes", *, strings_only: bool = False) -> dict[str, Any]:
-    """OpenAI's attributes (or, with ``strings_only``, metadata): a 400 naming the offending key."""
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise InvalidRequest(f"{param} must be an object of key-value pairs.", param=param, code="invalid_type")
-    if len(raw) > MAX_ATTRIBUTES:
-        raise InvalidRequest(f"{param} has {len(raw)} keys; at most {MAX_ATTRIBUTES} are allowed.", param=param)
-    kinds = "a string" if strings_only else "a string, a boolean or a number"
-    for key, value in raw.items():
-        if len(key) > MAX_KEY_CHARS:
-            raise InvalidRequest(
-                f"{param} key {key[:20]!r}… is {len(key)} characters; at most {MAX_KEY_CHARS} are allowed.",
-                param=f"{param}.{key}",
-            )
-        ok = isinstance(value, str) or (
-            not strings_only and (isinstance(value, (bool, int)) or (isinstance(value, float) and math.isfinite(value)))
-        )
-        if not ok:
-            raise InvalidRequest(f"{param}.{key} must be {kinds}.", param=f"{param}.{key}", code="invalid_type")
-        if isinstance(value, str) and len(value) > MAX_VALUE_CHARS:
-            raise InvalidRequest(
-                f"{param}.{key} is {len(value)} characters; at most {MAX_VALUE_CHARS} are allowed.",
-                param=f"{param}.{key}",
-            )
-    return dict(raw)
 
 
 def check_expires_after(raw: object, param: str = "expires_after") -> dict[str, Any] | None:
@@ -301,7 +269,7 @@ class VectorStoreService:
         if "name" in changes:
             fields["name"] = changes["name"]
         if "metadata" in changes:
-            fields["metadata"] = check_attributes(changes["metadata"], "metadata", strings_only=True)
+            fields["metadata"] = dict(changes["metadata"] or {})  # bounded at the edge (api/schemas/bounds.py)
         if "expires_after" in changes:
             fields["expires_after"] = check_expires_after(changes["expires_after"])
         store = replace(self.active(workspace, store_id), **fields, last_active_at=int(time.time()))

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from calypso.api.auth import current_workspace
 from calypso.api.deps import link_signer, services
 from calypso.api.request_ids import request_id
+from calypso.api.schemas.bounds import Metadata, Name
 from calypso.api.schemas.content import MAX_OUTPUT_TOKENS, ContentPart
 from calypso.api.sse import sse_response
 from calypso.api.streaming import ChunkWriter, GuardedStream, StreamOptions, chat_chunks, prime, usage_object
@@ -69,9 +70,9 @@ class ChatCompletionRequest(BaseModel):
     max_completion_tokens: int | None = Field(None, ge=1, le=MAX_OUTPUT_TOKENS)
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
-    metadata: dict[str, str] | None = None
+    metadata: Metadata | None = None
     # Accepted and ignored: they change nothing about a grounded answer.
-    user: str | None = None
+    user: Name | None = None
     store: StrictBool | None = None
     service_tier: str | None = None
     safety_identifier: str | None = None
@@ -91,12 +92,6 @@ class ChatCompletionRequest(BaseModel):
         if self.max_tokens and self.max_completion_tokens and self.max_tokens != self.max_completion_tokens:
             raise InvalidRequest(
                 "max_tokens and max_completion_tokens disagree; send only max_completion_tokens.", param="max_tokens"
-            )
-        if self.metadata is not None and (
-            len(self.metadata) > 16 or any(len(k) > 64 or len(v) > 512 for k, v in self.metadata.items())
-        ):
-            raise InvalidRequest(
-                "metadata takes at most 16 pairs, keys up to 64 and values up to 512 characters.", param="metadata"
             )
 
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, StrictBool
 from calypso.api.auth import Workspace
 from calypso.api.deps import Conversations, check_limit, check_order, link_signer, services
 from calypso.api.request_ids import request_id
+from calypso.api.schemas.bounds import Metadata
 from calypso.api.schemas.content import ContentPart
 from calypso.api.serialize import list_object
 from calypso.api.sse import sse_response
@@ -43,7 +44,7 @@ class CreateConversation(BaseModel):
     model_config = ConfigDict(extra="forbid")
     model: str | None = None  # the bot, as in Chat Completions
     bot: str | None = None  # the same, by its seed-004 name
-    metadata: dict[str, str] | None = None
+    metadata: Metadata | None = None
 
 
 class PostMessage(BaseModel):

@@ -10,12 +10,13 @@ from typing import Any
 
 from fastapi import APIRouter, File, Form, Query, UploadFile
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from calypso.api.auth import Workspace
 from calypso.api.deps import Documents, check_limit, check_order, read_upload
+from calypso.api.schemas.bounds import Attributes
 from calypso.api.serialize import chunk_object, document_object, list_object
-from calypso.api.validation import form_json_object
+from calypso.api.validation import form_json_field
 from calypso.models import Document
 from calypso.scope import check_namespace
 from calypso.services.documents import DocumentService
@@ -23,6 +24,7 @@ from calypso.services.documents import DocumentService
 router = APIRouter(prefix="/v1/documents", tags=["documents"])
 
 
+_ATTRIBUTES: TypeAdapter[dict[str, Any]] = TypeAdapter(Attributes)
 WAIT = Query(False, description="Answer only when ingestion ended: completed, or the error that failed it.")
 
 
@@ -41,7 +43,7 @@ class CrawlRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     url: str
     namespace: str | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Attributes | None = None
 
 
 @router.post("")
@@ -61,7 +63,7 @@ def upload_document(
         filename,
         namespace,
         media_type=file.content_type,
-        metadata=form_json_object(metadata, "metadata"),
+        metadata=form_json_field(metadata, "metadata", _ATTRIBUTES),
         workspace=workspace,
         wait=wait,
     )

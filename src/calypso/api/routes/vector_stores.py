@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from calypso.api.auth import Workspace
 from calypso.api.deps import VectorStores, check_limit, check_order
+from calypso.api.schemas.bounds import Attributes, Description, Metadata, Name
 from calypso.api.schemas.ranking import SearchRankingOptions
 from calypso.api.serialize import list_object, passage_object
 from calypso.errors import InvalidRequest, NotFound
@@ -24,7 +25,6 @@ from calypso.services.vector_stores import (
     BatchState,
     StoreFile,
     StoreState,
-    check_attributes,
     check_chunking,
     check_expires_after,
 )
@@ -95,31 +95,31 @@ def file_object(found: StoreFile) -> dict[str, Any]:
 
 class CreateStore(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str | None = None
-    description: str | None = None
+    name: Name | None = None
+    description: Description | None = None
     file_ids: list[str] = Field(default_factory=list, max_length=500)
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     expires_after: dict[str, Any] | None = None
     chunking_strategy: dict[str, Any] | None = None
 
 
 class UpdateStore(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str | None = None
-    metadata: dict[str, Any] | None = None
+    name: Name | None = None
+    metadata: Metadata | None = None
     expires_after: dict[str, Any] | None = None
 
 
 class AttachFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     file_id: str = Field(min_length=1)
-    attributes: dict[str, Any] | None = None
+    attributes: Attributes | None = None
     chunking_strategy: dict[str, Any] | None = None
 
 
 class UpdateFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    attributes: dict[str, Any] | None
+    attributes: Attributes | None
 
 
 class SearchStore(BaseModel):
@@ -137,7 +137,7 @@ class SearchStore(BaseModel):
 @router.post("")
 def create_store(body: CreateStore, stores: VectorStores, workspace: Workspace) -> dict[str, Any]:
     chunking = check_chunking(body.chunking_strategy)
-    metadata = check_attributes(body.metadata, "metadata", strings_only=True)
+    metadata = dict(body.metadata or {})
     expires_after = check_expires_after(body.expires_after)
     state = stores.create(
         workspace,
@@ -189,7 +189,7 @@ def delete_store(vector_store_id: str, stores: VectorStores, workspace: Workspac
 def attach_file(vector_store_id: str, body: AttachFile, stores: VectorStores, workspace: Workspace) -> dict[str, Any]:
     """Attach a file, chunked as ``chunking_strategy`` asks (``static`` in tokens; ``auto``: the server's own)."""
     chunking = check_chunking(body.chunking_strategy)
-    attributes = check_attributes(body.attributes)
+    attributes = dict(body.attributes or {})
     return file_object(stores.attach(workspace, vector_store_id, body.file_id, attributes, chunking))
 
 
@@ -221,7 +221,7 @@ def get_file(vector_store_id: str, file_id: str, stores: VectorStores, workspace
 def update_file(
     vector_store_id: str, file_id: str, body: UpdateFile, stores: VectorStores, workspace: Workspace
 ) -> dict[str, Any]:
-    attributes = check_attributes(body.attributes)
+    attributes = dict(body.attributes or {})
     return file_object(stores.update_file(workspace, vector_store_id, file_id, attributes))
 
 
@@ -251,7 +251,7 @@ class CreateBatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
     file_ids: list[str] | None = Field(None, min_length=1, max_length=MAX_BATCH_FILES)
     files: list[AttachFile] | None = Field(None, min_length=1, max_length=MAX_BATCH_FILES)  # each as attached alone
-    attributes: dict[str, Any] | None = None
+    attributes: Attributes | None = None
     chunking_strategy: dict[str, Any] | None = None
 
 
@@ -280,11 +280,9 @@ def create_batch(vector_store_id: str, body: CreateBatch, stores: VectorStores, 
             param = f"files[{i}].chunking_strategy"
             own = check_chunking(f.chunking_strategy, param)
             chunking, chunking_param = (own, param) if own is not None else (shared_chunking, "chunking_strategy")
-            files.append(
-                (f.file_id, check_attributes(f.attributes, f"files[{i}].attributes"), chunking, chunking_param)
-            )
+            files.append((f.file_id, dict(f.attributes or {}), chunking, chunking_param))
     else:
-        shared = check_attributes(body.attributes)
+        shared = dict(body.attributes or {})
         files = [(file_id, dict(shared), shared_chunking, "chunking_strategy") for file_id in body.file_ids or []]
     return batch_object(stores.create_batch(workspace, vector_store_id, files))
 
