@@ -71,6 +71,8 @@ def form_json_object(raw: str | None, param: str) -> dict[str, Any] | None:
         return None
     try:
         value = json_limits.load(raw)
+        if value is None:
+            return None  # JSON null: no metadata, as an absent field
     except json.JSONDecodeError as exc:
         raise InvalidRequest(
             f"Invalid value for '{param}': not valid JSON ({exc}); send a JSON object string.",

@@ -7,9 +7,10 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 from pydantic_core import PydanticCustomError
 
-from calypso.api.schemas.bounds import BOUNDED_OBJECT_SCHEMA, BoundedObject, Key, MetadataValue, Name
+from calypso.api.schemas.bounds import BOUNDED_OBJECT_SCHEMA, MAX_VALUE_CHARS, BoundedObject, Key, MetadataValue, Name
 from calypso.api.schemas.content import MAX_OUTPUT_TOKENS
 from calypso.bots import DEFAULT_BOT_ID
+from calypso.validation import NON_BLANK
 
 KNOWN_INCLUDES = frozenset(
     {"file_search_call.results", "inline_citations", "no_inline_citations", "message.output_text.logprobs"}
@@ -38,7 +39,42 @@ ResponsesMetadata = Annotated[
     BeforeValidator(_aicore_is_an_object),
     AfterValidator(_only_aicore_is_an_object),
     BOUNDED_OBJECT_SCHEMA,
+    Field(
+        json_schema_extra={
+            "additionalProperties": {"type": "string", "maxLength": MAX_VALUE_CHARS},
+            "properties": {"_aicore": {"type": "object"}},
+        }
+    ),
 ]
+
+
+_PART = {"type": "object", "required": ["type"], "properties": {"type": {"type": "string"}, "text": {"type": "string"}}}
+# What ``api.translate.responses.input_messages`` takes: text with something in it, or one message or more.
+INPUT_SCHEMA: dict[str, Any] = {
+    "pattern": NON_BLANK,
+    "minItems": 1,
+    "items": {
+        "type": "object",
+        "required": ["role", "content"],
+        "properties": {
+            "type": {"const": "message"},
+            "role": {"enum": ["user", "assistant", "system", "developer"]},
+            "content": {
+                "anyOf": [
+                    {"type": "string"},
+                    {"type": "array", "items": _PART},
+                ]
+            },
+        },
+    },
+}
+_INCLUDE_SCHEMA: dict[str, Any] = {"items": {"enum": sorted(KNOWN_INCLUDES)}}  # others: a 400 naming them
+# The one tool this server runs (``api.translate.responses`` reads the rest of it).
+FILE_SEARCH_TOOL: dict[str, Any] = {
+    "type": "object",
+    "required": ["type"],
+    "properties": {"type": {"const": "file_search"}},
+}
 
 
 class ResponsesRequest(BaseModel):
@@ -46,11 +82,11 @@ class ResponsesRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     model: str = DEFAULT_BOT_ID  # a bot id
-    input: str | list[dict[str, Any]]
+    input: str | list[dict[str, Any]] = Field(json_schema_extra=INPUT_SCHEMA)
     instructions: str | None = None
-    tools: list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] | None = Field(None, json_schema_extra={"items": FILE_SEARCH_TOOL})
     tool_choice: Literal["auto", "none", "required"] | dict[str, Any] | None = None
-    include: list[str] | None = None
+    include: list[str] | None = Field(None, json_schema_extra=_INCLUDE_SCHEMA)
     metadata: ResponsesMetadata | None = None
     citation_compat: Literal["legacy", "native"] | None = None  # also read from metadata (and metadata._aicore)
     sources_appendix: Literal["omit", "include"] | None = None  # likewise
