@@ -246,14 +246,14 @@ def file_content(vector_store_id: str, file_id: str, stores: VectorStores, works
 # -- file batches -----------------------------------------------------------------------------
 
 
-def _LIST_GIVEN(name: str) -> dict[str, Any]:  # noqa: N802 - reads as the schema it builds
+def _list_given(name: str) -> dict[str, Any]:
     return {"required": [name], "properties": {name: {"type": "array"}}}
 
 
 class CreateBatch(BaseModel):
     # Exactly one of the two lists (the route's 400 says so too).
     model_config = ConfigDict(
-        extra="forbid", json_schema_extra={"oneOf": [_LIST_GIVEN("file_ids"), _LIST_GIVEN("files")]}
+        extra="forbid", json_schema_extra={"oneOf": [_list_given("file_ids"), _list_given("files")]}
     )
     file_ids: list[str] | None = Field(None, min_length=1, max_length=MAX_BATCH_FILES)
     files: list[AttachFile] | None = Field(None, min_length=1, max_length=MAX_BATCH_FILES)  # each as attached alone
