@@ -248,6 +248,16 @@ def markdown_heading_flood(headings: int) -> bytes:
     return "".join(f"## Heading {i}\nBody of section {i}.\n\n" for i in range(headings)).encode()
 
 
+def html_crowded_tag(attributes: int) -> bytes:
+    """One <div> carrying ``attributes`` attributes (200,000: 2.3 MB), around one sentence of text."""
+    crowd = b" ".join(b'data-a%d="1"' % i for i in range(attributes))
+    return (
+        b"<html><body><article><div "
+        + crowd
+        + b"><p>The only sentence of this crowded page.</p></div></article></body></html>"
+    )
+
+
 def run_isolated(code: str, *, memory_bytes: int | None = None, cpu_seconds: int | None = None) -> str:
     """Run ``code`` in a fresh Python with an address-space and/or CPU-time cap; return its stdout.
 

@@ -11,9 +11,9 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
 from calypso.citations.inference import AttributionMode
@@ -22,7 +22,7 @@ from calypso.dialects.styles import MarkerStyle
 from calypso.errors import InvalidNamespace, InvalidRequest
 from calypso.models import SourcesPolicy
 from calypso.scope import DEFAULT_WORKSPACE, RetrievalScope, check_namespace
-from calypso.validation import invalid_request_from
+from calypso.validation import WholeNumber, invalid_request_from
 
 DEFAULT_BOT_ID = "calypso-rag-agent"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -61,7 +61,7 @@ class Bot(BaseModel):
     id: str
     namespace: str | None  # None: no knowledge base, answers from general knowledge, citations null
     document_ids: tuple[StrictStr, ...] | None = None  # None: the whole namespace
-    passage_count: Annotated[StrictInt, Field(ge=1, le=50)] = 5
+    passage_count: WholeNumber = Field(5, ge=1, le=50)
     include_citations: StrictBool = True
     marker_style: MarkerStyle = "numeric"  # chat: [n] + Sources appendix, or [Source N]
     inline_citations: StrictBool = False  # responses: [[n]](url) links by default
@@ -78,7 +78,7 @@ class Bot(BaseModel):
     @field_validator("id")
     @classmethod
     def _check_id(cls, value: str) -> str:
-        if not isinstance(value, str) or not _ID.match(value):
+        if not isinstance(value, str) or not _ID.fullmatch(value):
             raise _problem(
                 f"Invalid bot id {value!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit."
             )

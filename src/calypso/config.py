@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -182,9 +182,8 @@ class Settings(BaseSettings):
         le=2048,
         description="Texts per request to the embeddings server (the local model uses its measured batch of 4).",
     )
-    pg_vector_search: str = Field(
+    pg_vector_search: Literal["memory", "hnsw"] = Field(
         "memory",
-        pattern="^(memory|hnsw)$",
         description="PostgreSQL only: where passage vectors are searched. 'hnsw': in the database, through pgvector's "
         "HNSW index (an exact scan for namespaces too small for it); each API process holds no vectors. 'memory': "
         "every API process loads its namespaces' vectors and searches them exactly (1.5 KB per passage per process).",
@@ -208,14 +207,12 @@ class Settings(BaseSettings):
         description="Add the embedding model's cosine to the citation support score. Off: measured +0.4 macro-F1 "
         "on AttributionBench for 46-380 ms per cited segment on 2 cores (docs/benchmarks.md).",
     )
-    unsupported_citations: str = Field(
+    unsupported_citations: Literal["flag", "drop"] = Field(
         "flag",
-        pattern="^(flag|drop)$",
         description="Citations whose passage scores below the support threshold: 'flag' or 'drop'.",
     )
-    attribution: str = Field(
+    attribution: Literal["off", "fill", "verify"] = Field(
         "fill",
-        pattern="^(off|fill|verify)$",
         description="Citations for sentences the model left without a marker: 'off', 'fill' (cite the best "
         "supporting passage when it clears the support threshold), or 'verify' (fill, and take out the model's own "
         "citations below the threshold, reporting them as unsupported). A bot's 'attribution' overrides it.",
@@ -226,9 +223,8 @@ class Settings(BaseSettings):
         le=1,
         description="Support score below which a citation is unsupported (default: the scorer's calibrated threshold).",
     )
-    auth: str = Field(
+    auth: Literal["auto", "on", "off"] = Field(
         "auto",
-        pattern="^(auto|on|off)$",
         description="API keys required: 'on', 'off', or 'auto' (off only when serving on a loopback address).",
     )
     admin_key: str | None = Field(

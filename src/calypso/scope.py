@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from calypso.errors import InvalidNamespace
 from calypso.models import RankingOptions
 
 DEFAULT_WORKSPACE = "default"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+# For JSON schemas: ECMA's "$" ends the text (no multiline), as ``fullmatch`` does here.
+NAME_SCHEMA: dict[str, Any] = {"pattern": _NAME.pattern}
 
 
 def check_namespace(namespace: object, param: str = "namespace") -> str:
     """The namespace (or workspace) name, or InvalidNamespace naming ``param``."""
-    if not isinstance(namespace, str) or not _NAME.match(namespace):
+    if not isinstance(namespace, str) or not _NAME.fullmatch(namespace):
         raise InvalidNamespace(
             f"Invalid namespace {namespace!r}: use 1-64 letters, digits, '_', '-' or '.', starting with a letter or digit.",
             param=param,

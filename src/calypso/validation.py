@@ -30,10 +30,23 @@ import typing
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, BeforeValidator, StrictInt, ValidationError
 from pydantic_core import core_schema
 
 from calypso.errors import InvalidRequest
+
+
+def _whole(value: Any) -> Any:
+    # JSON Schema's "integer" includes 5.0; a string or a boolean stays an error.
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+WholeNumber = typing.Annotated[StrictInt, BeforeValidator(_whole)]
+"""An integer as JSON Schema reads one (``5`` or ``5.0``, never ``"5"`` or ``true``): what the document says."""
+
+# For JSON schemas of text that must not be blank (the servers check ``text.strip()``): a character Python's
+# ``str.isspace`` does not count; ECMA's ``\s`` misses the ASCII separators \x1c-\x1f and NEL.
+NON_BLANK = r"[^\s\x1c-\x1f\x85]"
 
 _MISSING: Any = object()
 _SOURCES = ("body", "query", "path", "header", "cookie", "form")

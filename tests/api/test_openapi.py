@@ -103,3 +103,25 @@ def test_streams_and_file_content_declare_their_media_types() -> None:
         assert set(paths[path]["post"]["responses"]["200"]["content"]) == {"application/json", "text/event-stream"}
         assert "streamed" in paths[path]["post"]["requestBody"]["content"]["application/json"]["examples"]
     assert set(paths["/v1/files/{file_id}/content"]["get"]["responses"]["200"]["content"]) == {"*/*"}
+
+
+def test_the_document_states_the_rules_the_server_enforces() -> None:
+    """Issue 26: limits, name patterns, typed objects and event streams as the server has them."""
+    doc = document()
+    schemas = doc["components"]["schemas"]
+    limit = next(p for p in doc["paths"]["/v1/files"]["get"]["parameters"] if p["name"] == "limit")
+    assert (limit["schema"]["minimum"], limit["schema"]["maximum"]) == (1, 100)
+    order = next(p for p in doc["paths"]["/v1/files"]["get"]["parameters"] if p["name"] == "order")
+    assert order["schema"]["enum"] == ["asc", "desc"]
+    namespace = next(p for p in doc["paths"]["/v1/documents"]["get"]["parameters"] if p["name"] == "namespace")
+    assert namespace["schema"]["pattern"] == "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+    assert schemas["CreateBot"]["properties"]["namespace"]["pattern"] == namespace["schema"]["pattern"]
+    create_store = schemas["CreateStore"]["properties"]
+    assert create_store["name"]["anyOf"][0]["maxLength"] == 256
+    assert create_store["metadata"]["anyOf"][0]["maxProperties"] == 16
+    assert "oneOf" in create_store["chunking_strategy"]["anyOf"][0]  # auto or static, by "type"
+    assert create_store["expires_after"]["anyOf"][0] == {"$ref": "#/components/schemas/ExpiresAfter"}
+    assert [branch["required"] for branch in schemas["CreateBatch"]["oneOf"]] == [["file_ids"], ["files"]]
+    for path in ("/v1/responses", "/v1/chat/completions"):
+        events = doc["paths"][path]["post"]["responses"]["200"]["content"]["text/event-stream"]["schema"]
+        assert events["type"] == "object" and "data" in events["properties"], path  # an event, not "a string"

@@ -174,6 +174,13 @@ def test_workflows_following_links_make_no_server_errors(live_api: LiveServer) -
         def teardown(self) -> None:
             for path in reversed(self.created):
                 httpx.delete(f"{live_api.url}{path}", timeout=60)
+            # What a scenario may change in place: the fixture's bots (PATCH) and the workspace policy (PUT).
+            for bot in BOTS.values():
+                if bot:
+                    httpx.delete(f"{live_api.url}/v1/bots/{bot['id']}", timeout=60)
+                    httpx.post(f"{live_api.url}/v1/bots", json=bot, timeout=60)
+            policy = {"sources_policy": "visible"}
+            httpx.put(f"{live_api.url}/v1/admin/workspaces/default/policy", json=policy, timeout=60)
 
     Workflow.run(settings=settings(PROFILE, max_examples=STATEFUL_SCENARIOS, stateful_step_count=8))
 

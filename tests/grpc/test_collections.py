@@ -86,3 +86,23 @@ def test_async_client_full_cycle(grpc_server: GrpcServer) -> None:
         await client.close()
 
     asyncio.run(cycle())
+
+
+def test_collection_names_and_fields_are_bounded_as_vector_stores(
+    grpc_server: GrpcServer, collection: Collection
+) -> None:
+    """Issue 26: the HTTP API's bounds hold over gRPC too (a 1 MB name is refused, not stored)."""
+    with grpc_server.client() as client:
+        before = len(client.collections.list().collections)
+        with pytest.raises(grpc.RpcError) as name:
+            client.collections.create("n" * 257)
+        assert name.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "256" in name.value.details()
+        with pytest.raises(grpc.RpcError) as description:
+            client.collections.create("ok", description="d" * 600)
+        assert description.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert len(client.collections.list().collections) == before
+        with pytest.raises(grpc.RpcError) as fields:
+            client.collections.add_existing_document(
+                collection.id, collection.refund_file_id, fields={f"k{i}": "v" for i in range(17)}
+            )
+        assert fields.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "16" in fields.value.details()

@@ -15,6 +15,7 @@ import re
 from hostile_files import run_isolated
 
 from calypso.ingest.chunking import _HeadingLocator
+from calypso.ingest.parsers.crowded_tags import strip_crowded_tags
 from calypso.ingest.parsers.markdown import _atx, atx_headings
 from calypso.models import Heading
 
@@ -66,6 +67,42 @@ def test_html_pre_of_spaces() -> None:
     )
     spaces, trailing_dropped = out.split()
     assert trailing_dropped == "True" and 1_000_000 <= int(spaces) < 1_000_100
+
+
+def test_html_tag_with_200000_attributes() -> None:
+    # libxml2 compares each attribute of a tag with every earlier one: 60 s and more for this page.
+    out = run_isolated(
+        """
+        from hostile_files import html_crowded_tag
+        from calypso.ingest.parsers import parse_document
+        data = html_crowded_tag(200_000)
+        parsed, _ = parse_document(data, "crowded.html")
+        print(len(data) > 2_000_000, parsed.text)
+        """,
+        cpu_seconds=CPU_CAP,
+    )
+    assert out.strip() == "True The only sentence of this crowded page."
+
+
+def test_crowded_tags_keep_their_first_attributes_and_every_other_byte() -> None:
+    page = b'<p class="a" title="x > y" hidden data-1=1 data-2=\'2\'>Text <b>bold</b></p><br/><img src=x.png>'
+    assert strip_crowded_tags(page, 5) == (page, 0)  # nothing over the limit: the same bytes
+    assert strip_crowded_tags(page, 2) == (b'<p class="a" title="x > y">Text <b>bold</b></p><br/><img src=x.png>', 3)
+    assert strip_crowded_tags(b"<a x='unterminated > <b c d e>", 0) == (b"<a>", 1)
+    assert strip_crowded_tags(b"<a = ' \"", 1) == (b"<a =>", 2)  # stray quotes and "=" count as names
+    assert strip_crowded_tags(b"a < b and 1<2 <!-- <x a b> -->", 1) == (b"a < b and 1<2 <!-- <x a> -->", 1)
+
+
+def test_crowded_tags_scan_is_linear_on_its_worst_inputs() -> None:
+    out = run_isolated(
+        """
+        from calypso.ingest.parsers.crowded_tags import strip_crowded_tags
+        for data in (b"<a x='" * 400_000, b"<a " + b"= " * 1_000_000, b"<a" * 1_000_000, b"<a b=" * 400_000):
+            print(len(strip_crowded_tags(data)[0]) > 0)
+        """,
+        cpu_seconds=CPU_CAP,
+    )
+    assert out.split() == ["True"] * 4
 
 
 def test_chunking_a_long_run_of_whitespace() -> None:

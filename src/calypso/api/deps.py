@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
-from fastapi import Depends, Request, UploadFile
+from fastapi import Depends, Query, Request, UploadFile
 
 from calypso.citations.links import LinkSigner
-from calypso.errors import InvalidRequest, PayloadTooLarge
-from calypso.models import Order
+from calypso.errors import PayloadTooLarge
 from calypso.services import Services
 from calypso.services.answering import Answerer
 from calypso.services.bots import BotService
@@ -83,18 +82,10 @@ def read_upload(upload: UploadFile, limit: int) -> tuple[bytes, str]:
     return data, upload.filename or "upload"
 
 
-def check_limit(limit: int) -> int:
-    if not 1 <= limit <= 100:
-        raise InvalidRequest(f"limit must be between 1 and 100, got {limit}.", param="limit")
-    return limit
-
-
-def check_order(order: str) -> Order:
-    if order == "asc":
-        return "asc"
-    if order == "desc":
-        return "desc"
-    raise InvalidRequest(f"order must be 'asc' or 'desc', got {order!r}.", param="order")
+MAX_PAGE = 100
+# A page of any list: the one definition of OpenAI's 1..100, for the server and the OpenAPI document alike.
+Limit = Annotated[int, Query(ge=1, le=MAX_PAGE, description="How many to return, 1 to 100.")]
+OrderParam = Annotated[Literal["asc", "desc"], Query(description="By creation time: `asc` or `desc`.")]
 
 
 def public_base_url(request: Request) -> str:

@@ -16,7 +16,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.formparsers import MultiPartException
 from starlette.requests import HTTPConnection
+from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from calypso.api.request_ids import HEADER, request_id
@@ -24,6 +26,7 @@ from calypso.errors import CalypsoError
 from calypso.validation import invalid_request_from
 
 log = logging.getLogger("calypso.api")
+_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
 
 
 def error_body(message: str, type_: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
@@ -52,6 +55,30 @@ def _body_model(request: Request) -> type[BaseModel] | None:
     return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 
+def allowed_methods(request: Request, exc: StarletteHTTPException) -> list[str]:
+    """Every method some operation takes at this path. FastAPI makes a route per method, and the 405 it
+    raises names only the methods of the first route whose path matched; the OpenAPI document has them all."""
+    methods = {m.strip() for m in (exc.headers or {}).get("Allow", "").split(",") if m.strip()}
+    path = request.url.path
+    for template, item in request.app.openapi().get("paths", {}).items():
+        regex, _, _ = compile_path(template)
+        if regex.match(path):
+            methods |= {m.upper() for m in item if m in _METHODS}
+    if "GET" in methods:
+        methods.add("HEAD")  # Starlette answers HEAD wherever GET is routed
+    return sorted(methods)
+
+
+def _either(names: list[str]) -> str:
+    return " or ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def _from_form_parser(exc: StarletteHTTPException) -> bool:
+    # Starlette turns python-multipart's failures (a header past its size limit: a 10,000-character file
+    # name) into a bare HTTPException(400); it raises no other 400 of its own.
+    return exc.__context__ is not None and isinstance(exc.__context__, MultiPartException)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(CalypsoError)
     async def calypso_error(request: Request, exc: CalypsoError) -> JSONResponse:
@@ -65,15 +92,25 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        headers: dict[str, str] = {}
         if exc.status_code == 404:
             message = f"Unknown path {request.method} {request.url.path}; see /openapi.json for the API."
             code = "not_found"
         elif exc.status_code == 405:
-            message = f"Method {request.method} is not allowed on {request.url.path}."
+            allowed = allowed_methods(request, exc)
+            headers["Allow"] = ", ".join(allowed)  # RFC 9110: a 405 lists what the resource does take
+            message = f"Method {request.method} is not allowed on {request.url.path}; use {_either(allowed)}."
             code = "method_not_allowed"
+        elif exc.status_code == 400 and _from_form_parser(exc):
+            message = (
+                f"We could not read the multipart/form-data body ({exc.detail}). Send each part with a "
+                "Content-Disposition header under 8 KB: a file name of at most 255 characters."
+            )
+            code = "invalid_multipart"
         else:
             message, code = str(exc.detail), None
-        return JSONResponse(error_body(message, "invalid_request_error", None, code), status_code=exc.status_code)
+        body = error_body(message, "invalid_request_error", None, code)
+        return JSONResponse(body, status_code=exc.status_code, headers=headers or None)
 
     @app.exception_handler(Exception)
     async def unexpected_error(request: Request, exc: Exception) -> JSONResponse:

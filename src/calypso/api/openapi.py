@@ -34,14 +34,17 @@ import copy
 from typing import Any
 
 from fastapi import FastAPI
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from calypso.api.auth import auth_enabled
 from calypso.api.routes.chat import ChatCompletionRequest
 from calypso.api.routes.conversations import CreateConversation, PostMessage
+from calypso.api.schemas.bounds import Attributes
 from calypso.bots import _ID as BOT_ID
 from calypso.bots import CONFIG_FIELDS, DEFAULT_BOT_ID, Bot
 from calypso.config import Settings
+from calypso.generation import registry
+from calypso.scope import NAME_SCHEMA
 
 ERROR_SCHEMA = "ErrorResponse"
 _REF = "#/components/schemas/{model}"
@@ -96,10 +99,21 @@ _STREAMING = {
 
 
 def _bot_fields(required: list[str]) -> dict[str, Any]:
-    """The fields a client sends to create (``id`` required) or change a bot, from the Bot model."""
+    """The fields a client sends to create (``id`` required) or change a bot (its id cannot), from the Bot model."""
     schema = Bot.model_json_schema(ref_template=_REF)
     properties = {name: schema["properties"][name] for name in ("id", *CONFIG_FIELDS)}
     properties["id"] = {**properties["id"], "pattern": BOT_ID.pattern}
+    properties["namespace"] = {**properties["namespace"], **NAME_SCHEMA}  # null: a bot without a knowledge base
+    # A generator is a name the registry has (bots.py checks it); null: the configured default.
+    generators = {"anyOf": [{"type": "string", "enum": registry.available()}, {"type": "null"}]}
+    properties["generator"] = {**properties["generator"], **generators}
+    # An empty list of documents is refused (null searches the whole namespace).
+    properties["document_ids"] = {
+        **properties["document_ids"],
+        "anyOf": [{"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1}, {"type": "null"}],
+    }
+    if "id" not in required:
+        del properties["id"]  # a PATCH may repeat the bot's id, never change it: the document leaves it out
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
@@ -243,6 +257,7 @@ def declare(schema: dict[str, Any], *, auth: bool, admin_key: bool) -> dict[str,
     schema = copy.deepcopy(schema)
     components = schema.setdefault("components", {}).setdefault("schemas", {})
     components[ERROR_SCHEMA] = error_response_schema()
+    _uploads(components)
     for name, model in _HAND_READ.values():
         _add_model(components, name, model)
     for path, item in schema.get("paths", {}).items():
@@ -294,8 +309,46 @@ def _successes(method: str, path: str, responses: dict[str, Any]) -> None:
         partial = {"type": "string", "format": "binary", "description": "The bytes a Range header asked for."}
         responses["206"] = {"description": "Partial content (a Range request)", "content": {"*/*": {"schema": partial}}}
     if key in _STREAMING:
-        events = {"type": "string", "description": "Server-sent events, with `stream: true`."}
-        responses["200"].setdefault("content", {})["text/event-stream"] = {"schema": events}
+        responses["200"].setdefault("content", {})["text/event-stream"] = {"schema": _events(key)}
+
+
+def _json_data(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "string", "contentMediaType": "application/json", "contentSchema": schema}
+
+
+def _events(key: tuple[str, str]) -> dict[str, Any]:
+    """One server-sent event, as OpenAPI 3.1 describes an event stream (``schema`` is each event): Responses
+    names each event and its data is the event object; Chat Completions sends chunks (or an ``error``
+    object) and ends with ``[DONE]``."""
+    if key == ("post", "/v1/responses"):
+        payload = {"type": "object", "required": ["type"], "properties": {"type": {"type": "string"}}}
+        return {
+            "type": "object",
+            "required": ["event", "data"],
+            "properties": {"event": {"type": "string"}, "data": _json_data(payload)},
+            "description": "A Responses streaming event (`response.created` … `response.completed`).",
+        }
+    chunk = {"type": "object", "anyOf": [{"required": ["object"]}, {"required": ["error"]}]}
+    return {
+        "type": "object",
+        "required": ["data"],
+        "properties": {"data": {"anyOf": [{"const": "[DONE]"}, _json_data(chunk)]}},
+        "description": "A `chat.completion.chunk` (or an `error` object), then `[DONE]`.",
+    }
+
+
+def _uploads(components: dict[str, Any]) -> None:
+    """Multipart bodies as the routes read them: a file of at least one byte (an empty one is a 400), and
+    ``metadata`` a JSON object in text (``api/schemas/bounds.Attributes``)."""
+    for name, body in components.items():
+        if not name.startswith("Body_"):
+            continue
+        properties = body.get("properties", {})
+        if "file" in properties:
+            properties["file"] = {**properties["file"], "minLength": 1}
+        if "metadata" in properties:
+            attributes = TypeAdapter(Attributes).json_schema()
+            properties["metadata"] = {"anyOf": [_json_data(attributes), {"type": "null"}], "title": "Metadata"}
 
 
 def _link(schema: dict[str, Any]) -> None:

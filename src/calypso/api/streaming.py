@@ -24,6 +24,12 @@ from calypso.dialects.chat import ChatStreamRenderer, RenderedChat
 from calypso.dialects.styles import RenderStyle
 from calypso.errors import CalypsoError
 
+# stream_options only with stream: true (the routes check it), in the OpenAPI schema too.
+STREAM_OPTIONS_NEED_STREAM: dict[str, Any] = {
+    "if": {"required": ["stream_options"], "properties": {"stream_options": {"type": "object"}}},
+    "then": {"required": ["stream"], "properties": {"stream": {"const": True}}},
+}
+
 
 def failure(exc: BaseException, request_id: str) -> dict[str, Any]:
     """The OpenAI error body ``{"error": {message, type, param, code}}`` a failed stream ends with.

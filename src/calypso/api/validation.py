@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import email.message
 import json
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import Request
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from calypso import json_limits
 from calypso.errors import InvalidRequest
 from calypso.validation import invalid_request_from, json_kind, not_an_object, not_json
+
+T = TypeVar("T")
 
 
 def _is_json_content_type(value: str | None) -> bool:
@@ -69,6 +71,8 @@ def form_json_object(raw: str | None, param: str) -> dict[str, Any] | None:
         return None
     try:
         value = json_limits.load(raw)
+        if value is None:
+            return None  # JSON null: no metadata, as an absent field
     except json.JSONDecodeError as exc:
         raise InvalidRequest(
             f"Invalid value for '{param}': not valid JSON ({exc}); send a JSON object string.",
@@ -85,3 +89,15 @@ def form_json_object(raw: str | None, param: str) -> dict[str, Any] | None:
             code="invalid_type",
         )
     return value
+
+
+def form_json_field(raw: str | None, param: str, kind: TypeAdapter[T]) -> T | None:
+    """A multipart JSON-object field validated as ``kind`` (``api/schemas/bounds.Attributes``): a 400 names the part."""
+    value = form_json_object(raw, param)
+    if value is None:
+        return None
+    try:
+        return kind.validate_python(value)
+    except ValidationError as exc:
+        errors = [{**e, "loc": ("body", param, *e["loc"])} for e in exc.errors()]
+        raise invalid_request_from(errors, {param: value}) from exc

@@ -12,8 +12,10 @@ from typing import Any, TypeAlias
 
 import grpc
 from google.protobuf import empty_pb2
+from pydantic import TypeAdapter, ValidationError
 from xai_sdk.proto import collections_pb2, collections_pb2_grpc
 
+from calypso.api.schemas.bounds import Attributes, MetadataValue, Name
 from calypso.errors import InvalidRequest
 from calypso.grpc_api import convert
 from calypso.grpc_api.base import Servicer, complete
@@ -21,6 +23,21 @@ from calypso.grpc_api.errors import rpc
 from calypso.grpc_api.staging import StagedUploads
 from calypso.services import Services
 from calypso.services.vector_stores import StoreState
+from calypso.validation import invalid_request_from
+
+# The HTTP API's bounds (api/schemas/bounds.py), so a collection holds what a vector store may.
+_NAME: TypeAdapter[str] = TypeAdapter(Name)
+_DESCRIPTION: TypeAdapter[str] = TypeAdapter(MetadataValue)
+_FIELDS: TypeAdapter[dict[str, Any]] = TypeAdapter(Attributes)
+
+
+def _bounded(kind: TypeAdapter[Any], value: Any, param: str) -> Any:
+    try:
+        return kind.validate_python(value)
+    except ValidationError as exc:
+        errors = [{**e, "loc": ("body", param, *e["loc"])} for e in exc.errors()]
+        raise invalid_request_from(errors, {param: value}) from exc
+
 
 Context: TypeAlias = grpc.aio.ServicerContext
 _PAGE = 100  # stores read per listing page while sorting a workspace's collections
@@ -47,10 +64,10 @@ class CollectionsService(Servicer, collections_pb2_grpc.CollectionsServicer):
         workspace = await self.workspace(context)
         if not request.collection_name.strip():
             raise InvalidRequest("collection_name is empty; give the collection a name.", param="collection_name")
-        metadata = {"description": request.collection_description} if request.collection_description else {}
-        state = await self.blocking(
-            self.services.vector_stores.create, workspace, request.collection_name, metadata, None
-        )
+        name = _bounded(_NAME, request.collection_name, "collection_name")
+        description = _bounded(_DESCRIPTION, request.collection_description, "collection_description")
+        metadata = {"description": description} if description else {}
+        state = await self.blocking(self.services.vector_stores.create, workspace, name, metadata, None)
         return convert.collection(state)
 
     @rpc
@@ -113,7 +130,7 @@ class CollectionsService(Servicer, collections_pb2_grpc.CollectionsServicer):
     ) -> empty_pb2.Empty:
         """Attach an uploaded file: the collection's namespace ingests it (poll GetDocumentMetadata to see it end)."""
         workspace = await self.workspace(context)
-        fields: dict[str, Any] = dict(request.fields)
+        fields: dict[str, Any] = _bounded(_FIELDS, dict(request.fields), "fields")
         stores = self.services.vector_stores
         staged = self.staging.take(request.file_id)
         if staged is None:

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, cast
+from typing import Any
 
 from calypso.citations.composer import AnswerComposer
 from calypso.citations.events import AnswerEvent, Done, Retrieved, ToolCallsEvent
@@ -196,7 +196,7 @@ class Answerer:
         if not request.citing or request.messages[-1]["role"] == "tool":
             return "off"
         mode = request.attribution or self.settings.attribution
-        return cast(AttributionMode, mode)
+        return mode
 
     # -- the pipeline ------------------------------------------------------
     async def _retrieve(self, request: AskRequest) -> tuple[list[Passage] | None, str | None]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import threading
 import time
 import uuid
@@ -32,6 +33,7 @@ from calypso.errors import (
     PermissionDenied,
 )
 from calypso.ingest.crawl import fetch_page
+from calypso.ingest.filenames import check_filename, display_filename, display_url
 from calypso.ingest.isolation import parse_isolated
 from calypso.ingest.limits import ParseLimits
 from calypso.ingest.parsers import detect_media_type, parse_document
@@ -51,6 +53,8 @@ from calypso.scope import DEFAULT_WORKSPACE, check_namespace
 from calypso.services.index_sync import NamespaceIndexes
 from calypso.services.ingest_worker import Progress, error_from_record, run_job, worker_id
 from calypso.store.base import DocumentStore, DuplicateContent, EmbeddingStore, JobStore
+
+log = logging.getLogger("calypso.documents")
 
 
 @dataclass
@@ -111,6 +115,7 @@ class DocumentService:
         ``file_id``: the id a client already holds for these bytes (a keyless gRPC upload); default a new one.
         """
         namespace = check_namespace(namespace or self.settings.default_namespace)
+        filename = self._display_name(filename, source_url)
         if not data:
             raise EmptyDocument(
                 f"{filename or 'The upload'} is empty (0 bytes); upload a file with content.", param="file"
@@ -147,6 +152,14 @@ class DocumentService:
         if wake_workers:
             self.jobs_waiting.set()
         return IngestResult(stored, created=True)
+
+    @staticmethod
+    def _display_name(filename: str, source_url: str | None) -> str:
+        """The name the document is shown under (``ingest/filenames.py``); the name as sent only in the log, escaped."""
+        shown = display_url(filename) if source_url else check_filename(display_filename(filename))
+        if shown != filename:
+            log.info("file name %r stored as %r", filename, shown)
+        return shown
 
     def ingest(
         self,

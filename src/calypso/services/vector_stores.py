@@ -19,7 +19,6 @@ updated or given files: a 400 with code ``vector_store_expired``.
 
 from __future__ import annotations
 
-import math
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -45,100 +44,12 @@ from calypso.services.documents import DocumentService
 from calypso.services.search import SearchService
 from calypso.store.base import VectorStoreStore
 
-MAX_ATTRIBUTES = 16
-MAX_KEY_CHARS = 64
-MAX_VALUE_CHARS = 512
 MAX_SEARCH_RESULTS = 50
 ACTIVITY_RESOLUTION = 60  # seconds: last_active_at moves at most this often
-MIN_CHUNK_TOKENS, MAX_CHUNK_TOKENS = 100, 4096
 
 # What a request asks of chunking: None (not given: keep what the file has, or the server's default for a
 # new copy), "auto" (the server's own chunking) or a static strategy.
 ChunkingRequest = StaticChunking | Literal["auto"] | None
-
-
-def check_chunking(raw: object, param: str = "chunking_strategy") -> ChunkingRequest:
-    """OpenAI's chunking_strategy: ``auto`` or ``static`` with 100-4096 tokens and an overlap of at most half."""
-    if raw is None:
-        return None
-    if not isinstance(raw, dict) or raw.get("type") not in ("auto", "static"):
-        raise InvalidRequest('chunking_strategy must be {"type": "auto"} or {"type": "static", ...}.', param=param)
-    if raw["type"] == "auto":
-        if set(raw) - {"type"}:
-            raise InvalidRequest('chunking_strategy {"type": "auto"} takes no other fields.', param=param)
-        return "auto"
-    static = raw.get("static")
-    if (
-        set(raw) - {"type", "static"}
-        or not isinstance(static, dict)
-        or set(static)
-        - {
-            "max_chunk_size_tokens",
-            "chunk_overlap_tokens",
-        }
-    ):
-        raise InvalidRequest(
-            'chunking_strategy static must be {"type": "static", "static": {"max_chunk_size_tokens": N, '
-            '"chunk_overlap_tokens": M}}.',
-            param=f"{param}.static",
-        )
-    size, overlap = static.get("max_chunk_size_tokens"), static.get("chunk_overlap_tokens")
-    if not isinstance(size, int) or isinstance(size, bool) or not MIN_CHUNK_TOKENS <= size <= MAX_CHUNK_TOKENS:
-        raise InvalidRequest(
-            f"max_chunk_size_tokens must be an integer from {MIN_CHUNK_TOKENS} to {MAX_CHUNK_TOKENS}.",
-            param=f"{param}.static.max_chunk_size_tokens",
-        )
-    if not isinstance(overlap, int) or isinstance(overlap, bool) or not 0 <= overlap <= size // 2:
-        raise InvalidRequest(
-            f"chunk_overlap_tokens must be an integer from 0 to half of max_chunk_size_tokens ({size // 2}).",
-            param=f"{param}.static.chunk_overlap_tokens",
-        )
-    return StaticChunking(size, overlap)
-
-
-def check_attributes(raw: object, param: str = "attributes", *, strings_only: bool = False) -> dict[str, Any]:
-    """OpenAI's attributes (or, with ``strings_only``, metadata): a 400 naming the offending key."""
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise InvalidRequest(f"{param} must be an object of key-value pairs.", param=param, code="invalid_type")
-    if len(raw) > MAX_ATTRIBUTES:
-        raise InvalidRequest(f"{param} has {len(raw)} keys; at most {MAX_ATTRIBUTES} are allowed.", param=param)
-    kinds = "a string" if strings_only else "a string, a boolean or a number"
-    for key, value in raw.items():
-        if len(key) > MAX_KEY_CHARS:
-            raise InvalidRequest(
-                f"{param} key {key[:20]!r}… is {len(key)} characters; at most {MAX_KEY_CHARS} are allowed.",
-                param=f"{param}.{key}",
-            )
-        ok = isinstance(value, str) or (
-            not strings_only and (isinstance(value, (bool, int)) or (isinstance(value, float) and math.isfinite(value)))
-        )
-        if not ok:
-            raise InvalidRequest(f"{param}.{key} must be {kinds}.", param=f"{param}.{key}", code="invalid_type")
-        if isinstance(value, str) and len(value) > MAX_VALUE_CHARS:
-            raise InvalidRequest(
-                f"{param}.{key} is {len(value)} characters; at most {MAX_VALUE_CHARS} are allowed.",
-                param=f"{param}.{key}",
-            )
-    return dict(raw)
-
-
-def check_expires_after(raw: object, param: str = "expires_after") -> dict[str, Any] | None:
-    if raw is None:
-        return None
-    if (
-        not isinstance(raw, dict)
-        or raw.get("anchor") != "last_active_at"
-        or set(raw) - {"anchor", "days"}
-        or not isinstance(raw.get("days"), int)
-        or isinstance(raw.get("days"), bool)
-        or not 1 <= raw["days"] <= 365
-    ):
-        raise InvalidRequest(
-            'expires_after must be {"anchor": "last_active_at", "days": N} with N from 1 to 365.', param=param
-        )
-    return {"anchor": "last_active_at", "days": raw["days"]}
 
 
 def _matchable(file: VectorStoreFile) -> dict[str, Any]:
@@ -298,14 +209,15 @@ class VectorStoreService:
         return Listing([self.state(s) for s in page.items], page.has_more)
 
     def update(self, workspace: str, store_id: str, changes: Mapping[str, Any]) -> StoreState:
-        """Apply the fields given (name, metadata, expires_after; null clears expires_after)."""
-        fields: dict[str, Any] = {}  # validated first: a 400 names what is wrong before any lookup
+        """Apply the fields given (name, metadata, expires_after; null clears expires_after), validated at the edge
+        (``api/schemas``)."""
+        fields: dict[str, Any] = {}
         if "name" in changes:
             fields["name"] = changes["name"]
         if "metadata" in changes:
-            fields["metadata"] = check_attributes(changes["metadata"], "metadata", strings_only=True)
+            fields["metadata"] = dict(changes["metadata"] or {})  # bounded at the edge (api/schemas/bounds.py)
         if "expires_after" in changes:
-            fields["expires_after"] = check_expires_after(changes["expires_after"])
+            fields["expires_after"] = changes["expires_after"]
         store = replace(self.active(workspace, store_id), **fields, last_active_at=int(time.time()))
         if not self.store.update(store):
             raise NotFound(f"No vector store with id {store_id!r}.", param="vector_store_id")

@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Path
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from calypso.api.auth import require_admin
 from calypso.api.deps import Documents, Keys, Policies
 from calypso.models import ApiKey
-from calypso.scope import check_namespace
+from calypso.scope import NAME_SCHEMA, check_namespace
+
+WorkspaceName = Annotated[str, Path(json_schema_extra=NAME_SCHEMA)]
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"], dependencies=[Depends(require_admin)])
 
 
 class CreateKey(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    workspace: str
+    workspace: str = Field(json_schema_extra=NAME_SCHEMA)
     name: str = ""
 
 
@@ -59,14 +61,14 @@ class WorkspacePolicy(BaseModel):
 
 
 @router.put("/workspaces/{workspace}/policy")
-def set_policy(workspace: str, body: WorkspacePolicy, policies: Policies) -> dict[str, Any]:
+def set_policy(workspace: WorkspaceName, body: WorkspacePolicy, policies: Policies) -> dict[str, Any]:
     """``hidden`` suppresses sources in every answer of the workspace, whatever the bot says."""
     policies.set_sources_policy(workspace, body.sources_policy)
     return {"object": "workspace.policy", "workspace": workspace, "sources_policy": body.sources_policy}
 
 
 @router.get("/workspaces/{workspace}/policy")
-def get_policy(workspace: str, policies: Policies) -> dict[str, Any]:
+def get_policy(workspace: WorkspaceName, policies: Policies) -> dict[str, Any]:
     policy = policies.sources_policy(check_namespace(workspace, "workspace"))
     return {"object": "workspace.policy", "workspace": workspace, "sources_policy": policy}
 

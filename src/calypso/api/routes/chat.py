@@ -18,9 +18,18 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from calypso.api.auth import current_workspace
 from calypso.api.deps import link_signer, services
 from calypso.api.request_ids import request_id
+from calypso.api.schemas.bounds import Metadata, Name
 from calypso.api.schemas.content import MAX_OUTPUT_TOKENS, ContentPart
 from calypso.api.sse import sse_response
-from calypso.api.streaming import ChunkWriter, GuardedStream, StreamOptions, chat_chunks, prime, usage_object
+from calypso.api.streaming import (
+    STREAM_OPTIONS_NEED_STREAM,
+    ChunkWriter,
+    GuardedStream,
+    StreamOptions,
+    chat_chunks,
+    prime,
+    usage_object,
+)
 from calypso.api.translate.responses import fit_history
 from calypso.api.validation import parse_body
 from calypso.bots import DEFAULT_BOT_ID
@@ -57,21 +66,33 @@ class ChatMessage(BaseModel):
 
 
 class ChatCompletionRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # The rules ``check`` enforces between fields, in the schema too: stream_options needs stream, tool_choice tools.
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "allOf": [
+                STREAM_OPTIONS_NEED_STREAM,
+                {
+                    "if": {"required": ["tool_choice"], "properties": {"tool_choice": {"not": {"type": "null"}}}},
+                    "then": {"required": ["tools"], "properties": {"tools": {"type": "array", "minItems": 1}}},
+                },
+            ]
+        },
+    )
     # OpenAI requires it; here a request without one uses the default bot, as /v1/responses does.
     model: str = DEFAULT_BOT_ID
-    messages: list[ChatMessage]
+    messages: list[ChatMessage] = Field(json_schema_extra={"minItems": 1})  # ``check``: at least one message
     stream: StrictBool = False
     stream_options: StreamOptions | None = None
-    n: int | None = None
+    n: int | None = Field(None, json_schema_extra={"anyOf": [{"const": 1}, {"type": "null"}]})  # one answer
     temperature: float | None = Field(None, ge=0, le=2)
     max_tokens: int | None = Field(None, ge=1, le=MAX_OUTPUT_TOKENS)
     max_completion_tokens: int | None = Field(None, ge=1, le=MAX_OUTPUT_TOKENS)
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
-    metadata: dict[str, str] | None = None
+    metadata: Metadata | None = None
     # Accepted and ignored: they change nothing about a grounded answer.
-    user: str | None = None
+    user: Name | None = None
     store: StrictBool | None = None
     service_tier: str | None = None
     safety_identifier: str | None = None
@@ -91,12 +112,6 @@ class ChatCompletionRequest(BaseModel):
         if self.max_tokens and self.max_completion_tokens and self.max_tokens != self.max_completion_tokens:
             raise InvalidRequest(
                 "max_tokens and max_completion_tokens disagree; send only max_completion_tokens.", param="max_tokens"
-            )
-        if self.metadata is not None and (
-            len(self.metadata) > 16 or any(len(k) > 64 or len(v) > 512 for k, v in self.metadata.items())
-        ):
-            raise InvalidRequest(
-                "metadata takes at most 16 pairs, keys up to 64 and values up to 512 characters.", param="metadata"
             )
 
 

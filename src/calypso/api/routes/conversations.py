@@ -13,17 +13,26 @@ import asyncio
 import uuid
 from typing import Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, StrictBool
 
 from calypso.api.auth import Workspace
-from calypso.api.deps import Conversations, check_limit, check_order, link_signer, services
+from calypso.api.deps import Conversations, Limit, OrderParam, link_signer, services
 from calypso.api.request_ids import request_id
+from calypso.api.schemas.bounds import Metadata
 from calypso.api.schemas.content import ContentPart
 from calypso.api.serialize import list_object
 from calypso.api.sse import sse_response
-from calypso.api.streaming import ChunkWriter, GuardedStream, StreamOptions, chat_chunks, prime, usage_object
+from calypso.api.streaming import (
+    STREAM_OPTIONS_NEED_STREAM,
+    ChunkWriter,
+    GuardedStream,
+    StreamOptions,
+    chat_chunks,
+    prime,
+    usage_object,
+)
 from calypso.api.translate.responses import fit_history
 from calypso.api.validation import parse_body
 from calypso.citations.grounded import GroundedAnswer
@@ -43,11 +52,11 @@ class CreateConversation(BaseModel):
     model_config = ConfigDict(extra="forbid")
     model: str | None = None  # the bot, as in Chat Completions
     bot: str | None = None  # the same, by its seed-004 name
-    metadata: dict[str, str] | None = None
+    metadata: Metadata | None = None
 
 
 class PostMessage(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=STREAM_OPTIONS_NEED_STREAM)
     role: Literal["user"] = "user"
     content: str | list[ContentPart]
     stream: StrictBool = False
@@ -147,11 +156,11 @@ async def create_conversation(request: Request, store: Conversations, workspace:
 def list_conversations(
     store: Conversations,
     workspace: Workspace,
-    limit: int = Query(20),
+    limit: Limit = 20,
     after: str | None = None,
-    order: str = "desc",
+    order: OrderParam = "desc",
 ) -> dict[str, Any]:
-    page = store.list_conversations(check_limit(limit), after, check_order(order), workspace)
+    page = store.list_conversations(limit, after, order, workspace)
     return list_object([conversation_object(c) for c in page.items], page.has_more)
 
 

@@ -10,19 +10,21 @@ from typing import Any
 
 from fastapi import APIRouter, File, Form, Query, UploadFile
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from calypso.api.auth import Workspace
-from calypso.api.deps import Documents, check_limit, check_order, read_upload
+from calypso.api.deps import Documents, Limit, OrderParam, read_upload
+from calypso.api.schemas.bounds import Attributes
 from calypso.api.serialize import chunk_object, document_object, list_object
-from calypso.api.validation import form_json_object
+from calypso.api.validation import form_json_field
 from calypso.models import Document
-from calypso.scope import check_namespace
+from calypso.scope import NAME_SCHEMA, check_namespace
 from calypso.services.documents import DocumentService
 
 router = APIRouter(prefix="/v1/documents", tags=["documents"])
 
 
+_ATTRIBUTES: TypeAdapter[dict[str, Any]] = TypeAdapter(Attributes)
 WAIT = Query(False, description="Answer only when ingestion ended: completed, or the error that failed it.")
 
 
@@ -39,9 +41,9 @@ def _documents_json(documents: DocumentService, docs: list[Document]) -> list[di
 
 class CrawlRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    url: str
-    namespace: str | None = None
-    metadata: dict[str, Any] | None = None
+    url: str = Field(pattern=r"^[Hh][Tt][Tt][Pp][Ss]?://[^\s/?#]+")  # the host's address is checked when fetched
+    namespace: str | None = Field(None, json_schema_extra=NAME_SCHEMA)
+    metadata: Attributes | None = None
 
 
 @router.post("")
@@ -49,7 +51,7 @@ def upload_document(
     documents: Documents,
     workspace: Workspace,
     file: UploadFile = File(...),
-    namespace: str | None = Form(None),
+    namespace: str | None = Form(None, json_schema_extra=NAME_SCHEMA),
     metadata: str | None = Form(None),
     wait: bool = WAIT,
 ) -> JSONResponse:
@@ -61,7 +63,7 @@ def upload_document(
         filename,
         namespace,
         media_type=file.content_type,
-        metadata=form_json_object(metadata, "metadata"),
+        metadata=form_json_field(metadata, "metadata", _ATTRIBUTES),
         workspace=workspace,
         wait=wait,
     )
@@ -79,12 +81,12 @@ def crawl_document(body: CrawlRequest, documents: Documents, workspace: Workspac
 def list_documents(
     documents: Documents,
     workspace: Workspace,
-    namespace: str | None = None,
-    limit: int = Query(20),
+    namespace: str | None = Query(None, json_schema_extra=NAME_SCHEMA),
+    limit: Limit = 20,
     after: str | None = None,
-    order: str = "desc",
+    order: OrderParam = "desc",
 ) -> dict[str, Any]:
-    page = documents.list_documents(namespace, check_limit(limit), after, check_order(order), workspace=workspace)
+    page = documents.list_documents(namespace, limit, after, order, workspace=workspace)
     return list_object(_documents_json(documents, page.items), page.has_more)
 
 
@@ -98,11 +100,11 @@ def list_chunks(
     document_id: str,
     documents: Documents,
     workspace: Workspace,
-    limit: int = Query(100),
+    limit: Limit = 100,
     after: int | None = Query(None, ge=-1, le=2**62),
 ) -> dict[str, Any]:
     """Chunks in `chunk_index` order; page with `after` = the last `chunk_index` seen."""
-    page = documents.chunks(document_id, check_limit(limit), after, workspace=workspace)
+    page = documents.chunks(document_id, limit, after, workspace=workspace)
     return list_object([chunk_object(c) for c in page.items], page.has_more, id_key="chunk_index")
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from fastapi import APIRouter, File, Form, Query, Request, UploadFile
+from fastapi import APIRouter, File, Form, Request, UploadFile
 from fastapi.responses import Response
 
 from calypso.api.auth import Workspace, current_workspace
-from calypso.api.deps import Documents, VectorStores, check_limit, check_order, read_upload
+from calypso.api.deps import Documents, Limit, OrderParam, VectorStores, read_upload
 from calypso.api.file_headers import user_file_headers
 from calypso.api.ranges import byte_range
 from calypso.api.serialize import file_object, list_object
@@ -41,13 +41,13 @@ def list_files(
     documents: Documents,
     workspace: Workspace,
     purpose: str | None = None,
-    limit: int = Query(20),
+    limit: Limit = 20,
     after: str | None = None,
-    order: str = "desc",
+    order: OrderParam = "desc",
 ) -> dict[str, Any]:
     if purpose is not None and purpose not in ACCEPTED_PURPOSES:
         return list_object([], False)
-    page = documents.list_files(check_limit(limit), after, check_order(order), workspace=workspace)
+    page = documents.list_files(limit, after, order, workspace=workspace)
     return list_object([file_object(d) for d in page.items], page.has_more)
 
 

@@ -11,14 +11,16 @@ from calypso.api.deps import Search
 from calypso.api.schemas.ranking import SearchRankingOptions
 from calypso.api.serialize import passage_object
 from calypso.bots import MAX_DOCUMENT_IDS
+from calypso.scope import NAME_SCHEMA
+from calypso.validation import NON_BLANK
 
 router = APIRouter(prefix="/v1", tags=["search"])
 
 
 class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    query: str = Field(min_length=1)
-    namespace: str | None = None
+    query: str = Field(min_length=1, json_schema_extra={"pattern": NON_BLANK})  # blank: "The query is empty"
+    namespace: str | None = Field(None, json_schema_extra=NAME_SCHEMA)
     document_ids: list[str] | None = Field(None, max_length=MAX_DOCUMENT_IDS)
     max_num_results: int = Field(10, ge=1, le=100)
     ranking_options: SearchRankingOptions | None = None

@@ -7,15 +7,17 @@ list (``filter`` by status), retrieve, update attributes, delete, read the passa
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from calypso.api.auth import Workspace
-from calypso.api.deps import VectorStores, check_limit, check_order
+from calypso.api.deps import Limit, OrderParam, VectorStores
+from calypso.api.schemas.bounds import Attributes, Description, Metadata, Name
 from calypso.api.schemas.ranking import SearchRankingOptions
+from calypso.api.schemas.vector_stores import ChunkingStrategy, ExpiresAfter, SearchQuery, chunking_request
 from calypso.api.serialize import list_object, passage_object
 from calypso.errors import InvalidRequest, NotFound
 from calypso.models import DocumentStatus, StaticChunking
@@ -24,9 +26,6 @@ from calypso.services.vector_stores import (
     BatchState,
     StoreFile,
     StoreState,
-    check_attributes,
-    check_chunking,
-    check_expires_after,
 )
 
 router = APIRouter(prefix="/v1/vector_stores", tags=["vector_stores"])
@@ -95,36 +94,36 @@ def file_object(found: StoreFile) -> dict[str, Any]:
 
 class CreateStore(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str | None = None
-    description: str | None = None
+    name: Name | None = None
+    description: Description | None = None
     file_ids: list[str] = Field(default_factory=list, max_length=500)
-    metadata: dict[str, Any] | None = None
-    expires_after: dict[str, Any] | None = None
-    chunking_strategy: dict[str, Any] | None = None
+    metadata: Metadata | None = None
+    expires_after: ExpiresAfter | None = None
+    chunking_strategy: ChunkingStrategy | None = None
 
 
 class UpdateStore(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str | None = None
-    metadata: dict[str, Any] | None = None
-    expires_after: dict[str, Any] | None = None
+    name: Name | None = None
+    metadata: Metadata | None = None
+    expires_after: ExpiresAfter | None = None
 
 
 class AttachFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     file_id: str = Field(min_length=1)
-    attributes: dict[str, Any] | None = None
-    chunking_strategy: dict[str, Any] | None = None
+    attributes: Attributes | None = None
+    chunking_strategy: ChunkingStrategy | None = None
 
 
 class UpdateFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    attributes: dict[str, Any] | None
+    attributes: Attributes | None
 
 
 class SearchStore(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    query: str | list[str]
+    query: SearchQuery | Annotated[list[SearchQuery], Field(min_length=1)]
     filters: dict[str, Any] | None = None
     max_num_results: int = Field(10, ge=1, le=MAX_SEARCH_RESULTS)
     ranking_options: SearchRankingOptions | None = None
@@ -136,9 +135,9 @@ class SearchStore(BaseModel):
 
 @router.post("")
 def create_store(body: CreateStore, stores: VectorStores, workspace: Workspace) -> dict[str, Any]:
-    chunking = check_chunking(body.chunking_strategy)
-    metadata = check_attributes(body.metadata, "metadata", strings_only=True)
-    expires_after = check_expires_after(body.expires_after)
+    chunking = chunking_request(body.chunking_strategy, "chunking_strategy")
+    metadata = dict(body.metadata or {})
+    expires_after = body.expires_after.model_dump() if body.expires_after else None
     state = stores.create(
         workspace,
         body.name,
@@ -155,12 +154,12 @@ def create_store(body: CreateStore, stores: VectorStores, workspace: Workspace) 
 def list_stores(
     stores: VectorStores,
     workspace: Workspace,
-    limit: int = Query(20),
-    order: str = "desc",
+    limit: Limit = 20,
+    order: OrderParam = "desc",
     after: str | None = None,
     before: str | None = None,
 ) -> dict[str, Any]:
-    page = stores.list_stores(workspace, check_limit(limit), after, before, check_order(order))
+    page = stores.list_stores(workspace, limit, after, before, order)
     return list_object([store_object(s) for s in page.items], page.has_more)
 
 
@@ -171,7 +170,7 @@ def get_store(vector_store_id: str, stores: VectorStores, workspace: Workspace) 
 
 @router.post("/{vector_store_id}")
 def update_store(vector_store_id: str, body: UpdateStore, stores: VectorStores, workspace: Workspace) -> dict[str, Any]:
-    changes = {name: getattr(body, name) for name in body.model_fields_set}
+    changes = body.model_dump(include=body.model_fields_set)  # null expires_after: never expire
     return store_object(stores.update(workspace, vector_store_id, changes))
 
 
@@ -188,8 +187,8 @@ def delete_store(vector_store_id: str, stores: VectorStores, workspace: Workspac
 @router.post("/{vector_store_id}/files")
 def attach_file(vector_store_id: str, body: AttachFile, stores: VectorStores, workspace: Workspace) -> dict[str, Any]:
     """Attach a file, chunked as ``chunking_strategy`` asks (``static`` in tokens; ``auto``: the server's own)."""
-    chunking = check_chunking(body.chunking_strategy)
-    attributes = check_attributes(body.attributes)
+    chunking = chunking_request(body.chunking_strategy, "chunking_strategy")
+    attributes = dict(body.attributes or {})
     return file_object(stores.attach(workspace, vector_store_id, body.file_id, attributes, chunking))
 
 
@@ -198,14 +197,14 @@ def list_files(
     vector_store_id: str,
     stores: VectorStores,
     workspace: Workspace,
-    limit: int = Query(20),
-    order: str = "desc",
+    limit: Limit = 20,
+    order: OrderParam = "desc",
     after: str | None = None,
     before: str | None = None,
     filter: Literal["in_progress", "completed", "failed", "cancelled"] | None = None,
 ) -> dict[str, Any]:
     status: DocumentStatus | None = filter
-    page = stores.list_files(workspace, vector_store_id, check_limit(limit), after, before, check_order(order), status)
+    page = stores.list_files(workspace, vector_store_id, limit, after, before, order, status)
     return list_object([file_object(f) for f in page.items], page.has_more)
 
 
@@ -221,7 +220,7 @@ def get_file(vector_store_id: str, file_id: str, stores: VectorStores, workspace
 def update_file(
     vector_store_id: str, file_id: str, body: UpdateFile, stores: VectorStores, workspace: Workspace
 ) -> dict[str, Any]:
-    attributes = check_attributes(body.attributes)
+    attributes = dict(body.attributes or {})
     return file_object(stores.update_file(workspace, vector_store_id, file_id, attributes))
 
 
@@ -247,12 +246,19 @@ def file_content(vector_store_id: str, file_id: str, stores: VectorStores, works
 # -- file batches -----------------------------------------------------------------------------
 
 
+def _list_given(name: str) -> dict[str, Any]:
+    return {"required": [name], "properties": {name: {"type": "array"}}}
+
+
 class CreateBatch(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Exactly one of the two lists (the route's 400 says so too).
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"oneOf": [_list_given("file_ids"), _list_given("files")]}
+    )
     file_ids: list[str] | None = Field(None, min_length=1, max_length=MAX_BATCH_FILES)
     files: list[AttachFile] | None = Field(None, min_length=1, max_length=MAX_BATCH_FILES)  # each as attached alone
-    attributes: dict[str, Any] | None = None
-    chunking_strategy: dict[str, Any] | None = None
+    attributes: Attributes | None = None
+    chunking_strategy: ChunkingStrategy | None = None
 
 
 def batch_object(state: BatchState) -> dict[str, Any]:
@@ -271,20 +277,18 @@ def batch_object(state: BatchState) -> dict[str, Any]:
 def create_batch(vector_store_id: str, body: CreateBatch, stores: VectorStores, workspace: Workspace) -> dict[str, Any]:
     """Attach several files: ``file_ids`` sharing ``attributes`` and ``chunking_strategy``, or ``files``
     each with its own (a file's chunking_strategy overrides the batch's)."""
-    shared_chunking = check_chunking(body.chunking_strategy)
+    shared_chunking = chunking_request(body.chunking_strategy, "chunking_strategy")
     if (body.file_ids is None) == (body.files is None):
         raise InvalidRequest("Send either file_ids or files (not both).", param="file_ids")
     if body.files is not None:
         files = []
         for i, f in enumerate(body.files):
             param = f"files[{i}].chunking_strategy"
-            own = check_chunking(f.chunking_strategy, param)
+            own = chunking_request(f.chunking_strategy, param)
             chunking, chunking_param = (own, param) if own is not None else (shared_chunking, "chunking_strategy")
-            files.append(
-                (f.file_id, check_attributes(f.attributes, f"files[{i}].attributes"), chunking, chunking_param)
-            )
+            files.append((f.file_id, dict(f.attributes or {}), chunking, chunking_param))
     else:
-        shared = check_attributes(body.attributes)
+        shared = dict(body.attributes or {})
         files = [(file_id, dict(shared), shared_chunking, "chunking_strategy") for file_id in body.file_ids or []]
     return batch_object(stores.create_batch(workspace, vector_store_id, files))
 
@@ -308,22 +312,21 @@ def list_batch_files(
     batch_id: str,
     stores: VectorStores,
     workspace: Workspace,
-    limit: int = Query(20),
-    order: str = "desc",
+    limit: Limit = 20,
+    order: OrderParam = "desc",
     after: str | None = None,
     before: str | None = None,
     filter: Literal["in_progress", "completed", "failed", "cancelled"] | None = None,
 ) -> dict[str, Any]:
     """The batch's files still in the store, paged like the store's files."""
     state = stores.get_batch(workspace, vector_store_id, batch_id)
-    files = state.files if check_order(order) == "asc" else list(reversed(state.files))
+    files = state.files if order == "asc" else list(reversed(state.files))
     ids = [f.link.file_id for f in files]
     for cursor, name in ((after, "after"), (before, "before")):
         if cursor is not None and cursor not in ids:
             raise NotFound(f"No file {cursor!r} in this batch to page from.", param=name)
     window = files[ids.index(after) + 1 if after else 0 : ids.index(before) if before else len(files)]
     window = [f for f in window if filter is None or f.document.status == filter]
-    limit = check_limit(limit)
     page = window[-limit:] if before and not after else window[:limit]
     return list_object([file_object(f) for f in page], len(window) > limit)
 

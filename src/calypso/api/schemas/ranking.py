@@ -24,7 +24,16 @@ Threshold = Annotated[float, Field(ge=0, le=1, strict=True, allow_inf_nan=False)
 class HybridSearch(BaseModel):
     """Weights of the text (keyword) and embedding runs in hybrid fusion."""
 
-    model_config = ConfigDict(extra="forbid")
+    # At least one weight positive, in the schema too (``_not_both_zero``).
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {"properties": {"embedding_weight": {"exclusiveMinimum": 0}}},
+                {"properties": {"text_weight": {"exclusiveMinimum": 0}}},
+            ]
+        },
+    )
     embedding_weight: Weight
     text_weight: Weight
 

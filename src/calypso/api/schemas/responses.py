@@ -2,16 +2,79 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
+from pydantic_core import PydanticCustomError
 
+from calypso.api.schemas.bounds import BOUNDED_OBJECT_SCHEMA, MAX_VALUE_CHARS, BoundedObject, Key, MetadataValue, Name
 from calypso.api.schemas.content import MAX_OUTPUT_TOKENS
 from calypso.bots import DEFAULT_BOT_ID
+from calypso.validation import NON_BLANK
 
 KNOWN_INCLUDES = frozenset(
     {"file_search_call.results", "inline_citations", "no_inline_citations", "message.output_text.logprobs"}
 )
+
+
+def _aicore_is_an_object(value: Any) -> Any:
+    if isinstance(value, dict) and "_aicore" in value and not isinstance(value["_aicore"], dict):
+        raise PydanticCustomError("invalid_type", "metadata._aicore must be an object of citation controls.")
+    return value
+
+
+def _only_aicore_is_an_object(value: dict[str, Any]) -> dict[str, Any]:
+    for key, item in value.items():
+        if isinstance(item, dict) and key != "_aicore":
+            raise PydanticCustomError(
+                "invalid_type", "metadata.{key} must be a string; only metadata._aicore is an object.", {"key": key}
+            )
+    return value
+
+
+# OpenAI's 16 string pairs (bounds.py), plus seed 000's ``_aicore`` object of citation controls.
+ResponsesMetadata = Annotated[
+    dict[Key, MetadataValue | dict[str, Any]],
+    BoundedObject,
+    BeforeValidator(_aicore_is_an_object),
+    AfterValidator(_only_aicore_is_an_object),
+    BOUNDED_OBJECT_SCHEMA,
+    Field(
+        json_schema_extra={
+            "additionalProperties": {"type": "string", "maxLength": MAX_VALUE_CHARS},
+            "properties": {"_aicore": {"type": "object"}},
+        }
+    ),
+]
+
+
+_PART = {"type": "object", "required": ["type"], "properties": {"type": {"type": "string"}, "text": {"type": "string"}}}
+# What ``api.translate.responses.input_messages`` takes: text with something in it, or one message or more.
+INPUT_SCHEMA: dict[str, Any] = {
+    "pattern": NON_BLANK,
+    "minItems": 1,
+    "items": {
+        "type": "object",
+        "required": ["role", "content"],
+        "properties": {
+            "type": {"const": "message"},
+            "role": {"enum": ["user", "assistant", "system", "developer"]},
+            "content": {
+                "anyOf": [
+                    {"type": "string"},
+                    {"type": "array", "items": _PART},
+                ]
+            },
+        },
+    },
+}
+_INCLUDE_SCHEMA: dict[str, Any] = {"items": {"enum": sorted(KNOWN_INCLUDES)}}  # others: a 400 naming them
+# The one tool this server runs (``api.translate.responses`` reads the rest of it).
+FILE_SEARCH_TOOL: dict[str, Any] = {
+    "type": "object",
+    "required": ["type"],
+    "properties": {"type": {"const": "file_search"}},
+}
 
 
 class ResponsesRequest(BaseModel):
@@ -19,12 +82,12 @@ class ResponsesRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     model: str = DEFAULT_BOT_ID  # a bot id
-    input: str | list[dict[str, Any]]
+    input: str | list[dict[str, Any]] = Field(json_schema_extra=INPUT_SCHEMA)
     instructions: str | None = None
-    tools: list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] | None = Field(None, json_schema_extra={"items": FILE_SEARCH_TOOL})
     tool_choice: Literal["auto", "none", "required"] | dict[str, Any] | None = None
-    include: list[str] | None = None
-    metadata: dict[str, Any] | None = None
+    include: list[str] | None = Field(None, json_schema_extra=_INCLUDE_SCHEMA)
+    metadata: ResponsesMetadata | None = None
     citation_compat: Literal["legacy", "native"] | None = None  # also read from metadata (and metadata._aicore)
     sources_appendix: Literal["omit", "include"] | None = None  # likewise
     stream: StrictBool = False
@@ -34,24 +97,6 @@ class ResponsesRequest(BaseModel):
     top_p: float | None = Field(None, ge=0, le=1)
     max_output_tokens: int | None = Field(None, ge=1, le=MAX_OUTPUT_TOKENS)
     parallel_tool_calls: StrictBool | None = None
-    user: str | None = None
+    user: Name | None = None
     truncation: Literal["auto", "disabled"] | None = None
     text: dict[str, Any] | None = None
-
-    @field_validator("metadata")
-    @classmethod
-    def _check_metadata(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        """OpenAI's 16 string pairs (keys up to 64, values up to 512 characters), plus seed 000's ``_aicore`` object."""
-        if value is None:
-            return None
-        if len(value) > 16:
-            raise ValueError(f"metadata holds {len(value)} pairs; at most 16 are accepted")
-        for key, item in value.items():
-            if len(key) > 64:
-                raise ValueError(f"metadata key {key[:20]!r}… is longer than 64 characters")
-            if key == "_aicore":
-                if not isinstance(item, dict):
-                    raise ValueError("metadata._aicore must be an object of citation controls")
-            elif not isinstance(item, str) or len(item) > 512:
-                raise ValueError(f"metadata.{key} must be a string of at most 512 characters")
-        return value

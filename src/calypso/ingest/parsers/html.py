@@ -17,6 +17,7 @@ import trafilatura
 from lxml import etree
 
 from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits
+from calypso.ingest.parsers.crowded_tags import MAX_ATTRIBUTES, strip_crowded_tags
 from calypso.ingest.parsers.markdown import atx_headings
 from calypso.models import Page, ParsedDocument
 
@@ -110,6 +111,9 @@ def _body_text(tree: etree._Element) -> str:
 
 def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocument:
     # Text size is bounded by the upload size; parse_document checks max_document_chars.
+    data, dropped = strip_crowded_tags(data)  # before lxml: its attribute check is quadratic per tag
+    if dropped:
+        logger.info("%r: dropped %d attributes past %d on a tag", filename, dropped, MAX_ATTRIBUTES)
     tree = _load(data)
     if tree is None:  # parse_document turns the empty text into EmptyDocument
         return ParsedDocument(text="", pages=[Page(number=1, label="1", start=0, end=0)])

@@ -8,6 +8,8 @@ from __future__ import annotations
 import codecs
 import re
 
+import charset_normalizer
+
 from calypso.errors import UnprocessableDocument, UnsupportedMediaType
 from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits
 from calypso.models import Page, ParsedDocument
@@ -15,6 +17,8 @@ from calypso.models import Page, ParsedDocument
 # C0 controls other than tab, newline, form feed and carriage return: plenty of them means binary.
 _CONTROL = re.compile(r"[\x01-\x08\x0b\x0e-\x1f\x7f]")
 _SAMPLE = 8192
+_NEAR_TIE = 0.1  # charset-normalizer's "chaos" (0..1): a guess this close to the best one fits as well
+_STRAY_BYTES = 4  # bad UTF-8 sequences always forgiven in a file that is otherwise UTF-8
 
 
 def _reject_binary(filename: str) -> UnsupportedMediaType:
@@ -27,7 +31,7 @@ def _reject_binary(filename: str) -> UnsupportedMediaType:
 
 
 def decode_text(data: bytes, filename: str = "file") -> str:
-    """Decode text bytes: BOM first, then UTF-8, then Windows-1252, then Latin-1.
+    """Decode text bytes: BOM first, then UTF-8 (a few bad bytes replaced), then the detected encoding.
 
     Newlines are normalised to "\\n". Binary data (NUL bytes) raises ``UnsupportedMediaType``;
     bytes that contradict their own BOM raise ``UnprocessableDocument``.
@@ -58,15 +62,41 @@ def decode_text(data: bytes, filename: str = "file") -> str:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
-            try:
-                # Legacy Windows text is far more common than true Latin-1; cp1252 leaves 5 bytes undefined.
-                text = data.decode("cp1252")
-            except UnicodeDecodeError:
-                text = data.decode("latin-1")
+            text = _mostly_utf8(data)
+            if text is None:
+                text = _detected(data)
     sample = text[:_SAMPLE]
     if "\x00" in sample or len(_CONTROL.findall(sample)) > max(8, len(sample) // 100):
         raise _reject_binary(filename)
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _mostly_utf8(data: bytes) -> str | None:
+    """UTF-8 with U+FFFD for its bad bytes, when the rest is UTF-8: one stray byte must not turn every
+    "Café" of a file into "CafÃ©" (issue 26). None when the bad bytes are not the exception."""
+    text = data.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd") - data.count("\ufffd".encode())  # a real U+FFFD in the file is not a fault
+    good = sum(1 for c in text if c > "\x7f") - bad  # well-formed multi-byte characters
+    return text if good >= bad and bad <= max(_STRAY_BYTES, len(data) // 200) else None
+
+
+def _detected(data: bytes) -> str:
+    """The encoding charset-normalizer finds, Windows-1252 where it fits about as well as the best guess.
+
+    Short Western European text fits several code pages almost equally (a French paragraph came out
+    cp1257 at chaos 0.0 beside cp1252 at 0.085); legacy Windows text is by far the most common of
+    those, so a near tie goes to cp1252. Cyrillic, Greek, Polish or Shift-JIS text never lists cp1252.
+    """
+    matches = [m for m in charset_normalizer.from_bytes(data) if not m.encoding.startswith("utf")]
+    if matches:
+        best = matches[0]
+        near = [m for m in matches if m.chaos <= best.chaos + _NEAR_TIE]
+        if not any("cp1252" in m.could_be_from_charset for m in near):
+            return str(best)
+    try:
+        return data.decode("cp1252")  # leaves 5 bytes undefined
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
 
 
 def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocument:
