@@ -21,7 +21,13 @@ from typing import Any
 
 from calypso.embeddings import local_onnx
 from calypso.embeddings.base import DimensionMismatch, Embedder, EmbeddingError, EmbeddingUnavailable, check_dimension
-from calypso.embeddings.cache import CachedEmbedder, MemoryVectorCache, SQLiteVectorCache, VectorCache
+from calypso.embeddings.cache import (
+    CachedEmbedder,
+    MemoryVectorCache,
+    SQLiteVectorCache,
+    VectorCache,
+    open_sqlite_cache,
+)
 from calypso.embeddings.openai_http import OpenAIEmbedder
 
 __all__ = [
@@ -35,7 +41,9 @@ __all__ = [
     "SQLiteVectorCache",
     "VectorCache",
     "check_dimension",
+    "embeddings_off",
     "open_embedder",
+    "open_sqlite_cache",
     "register",
 ]
 
@@ -54,11 +62,16 @@ def local_models() -> list[str]:
     return sorted(_local)
 
 
+def embeddings_off(settings: Any) -> bool:
+    """``CALYPSO_EMBEDDING_MODEL`` is none (or empty, or off): keyword-only search, nothing to open."""
+    return (settings.embedding_model or "").strip().lower() in ("", "none", "off")
+
+
 def open_embedder(settings: Any, *, cache: VectorCache | None = None) -> Embedder | None:
     """The configured embedder (wrapped in ``cache`` if given), or None for keyword-only search."""
     model = (settings.embedding_model or "").strip()
     embedder: Embedder
-    if model.lower() in ("", "none", "off"):
+    if embeddings_off(settings):
         return None
     if settings.embedding_base_url:
         embedder = OpenAIEmbedder(

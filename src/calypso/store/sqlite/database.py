@@ -10,6 +10,9 @@ package touch connections.
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import shutil
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -17,12 +20,21 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from calypso.errors import StorageError
+from calypso.errors import InsufficientStorage, StorageError
+from calypso.store.disk_full import insufficient_storage, sqlite_disk_full
 from calypso.store.sqlite.migrations import migrate
+from calypso.store.sqlite.reserve import SpaceReserve
 
+log = logging.getLogger("calypso.store")
 T = TypeVar("T")
 Params = Sequence[object]
 MAX_IDLE_READERS = 8  # connections kept open between reads; more are opened under load and closed after
+BUSY_TIMEOUT_MS = 30_000  # how long a connection waits for another process's lock
+CHECKPOINT_WAIT_MS = 2_000  # how long a log truncation after a delete waits for readers
+# Kept free beyond a write's own bytes: a checkpoint fills the file's holes and grows it before the
+# log can shrink; without this room a full disk refuses even the checkpoint that frees a delete's pages.
+HEADROOM_BYTES = 4 * 1024 * 1024
+JOURNAL_SIZE_LIMIT = 4 * 1024 * 1024
 SQL_VARIABLES_PER_QUERY = 900  # well under SQLite's limit on bound parameters, for IN (...) lists
 
 
@@ -40,15 +52,25 @@ class Database:
         self._idle: list[sqlite3.Connection] = []
         self._closed = False
         self._write_lock = threading.Lock()
+        self.reserve = SpaceReserve(self.path.with_name(self.path.name + ".reserve"))
         self._writer = self._open()
         with self._write_lock:
             migrate(self._writer)
+        if not self.reserve.keep():  # best effort: a disk already full starts without one
+            log.warning(
+                "The disk holding %s is full (%d bytes free): reads work, and writes answer 507 "
+                "insufficient_storage until space is freed (delete documents, or grow the disk).",
+                self.path,
+                shutil.disk_usage(self.path.parent).free,
+            )
 
     def _open(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
         db.row_factory = sqlite3.Row
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
+        # A log that a big write grew is cut back when it restarts, not kept at its largest on a small disk.
+        db.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
         db.execute("PRAGMA foreign_keys=ON")
         return db
 
@@ -84,23 +106,78 @@ class Database:
         with self._reader() as db:
             yield from db.execute(sql, params)
 
-    def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``work(db)`` inside one immediate transaction under the single-writer lock."""
+    def write(self, work: Callable[[sqlite3.Connection], T], *, needs: int = 0, frees_space: bool = False) -> T:
+        """Run ``work(db)`` inside one immediate transaction under the single-writer lock.
+
+        ``needs``: bytes the work will add; refused with ``InsufficientStorage`` before it starts when
+        the disk (plus the file's free pages) has less than that beyond ``HEADROOM_BYTES``, so that
+        SQLite itself keeps room to checkpoint and deletes keep working. ``frees_space``: the work
+        deletes (a document); on a full disk it may use the reserve (``reserve.py``).
+        """
         with self._write_lock:
             if self._closed:
                 raise StorageError("The database is closed.")
-            db = self._writer
-            db.execute("BEGIN IMMEDIATE")
+            if needs and self._room() < needs + HEADROOM_BYTES:
+                raise insufficient_storage(f"the database {self.path}")
             try:
-                result = work(db)
-                db.execute("COMMIT")
-                return result
-            except sqlite3.Error as exc:
+                result = self._transaction(work)
+            except InsufficientStorage:
+                if not frees_space or not self.reserve.release():
+                    raise
+                result = self._transaction(work)
+            if frees_space:
+                # Truncating the log gives its bytes back to the disk; then the reserve can return.
+                self._truncate_log()
+                self.reserve.keep()
+            return result
+
+    def _room(self) -> int:
+        """Bytes a write may still use: free on the disk plus the pages the file has free inside."""
+        try:
+            free = shutil.disk_usage(self.path.parent).free
+        except OSError:
+            return 1 << 62  # cannot tell: let SQLite find out
+        pages = self._writer.execute("PRAGMA freelist_count").fetchone()[0]
+        size = self._writer.execute("PRAGMA page_size").fetchone()[0]
+        return int(free + pages * size)
+
+    def _transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        db = self._writer
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            result = work(db)
+            db.execute("COMMIT")
+            return result
+        except sqlite3.Error as exc:
+            self._rollback(db)
+            if sqlite_disk_full(exc, self.path):
+                raise insufficient_storage(f"the database {self.path}") from exc
+            raise StorageError(f"The database refused the write: {exc}") from exc
+        except BaseException:
+            self._rollback(db)
+            raise
+
+    def _truncate_log(self) -> None:
+        """Copy the write-ahead log into the file and cut it to zero bytes, giving its room back to the disk."""
+        db = self._writer
+        try:
+            db.execute(f"PRAGMA busy_timeout = {CHECKPOINT_WAIT_MS}")  # under the write lock: wait briefly for readers
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error:
+            pass  # readers hold the log, or the file cannot grow: the write's own error is what the caller hears
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+
+    @staticmethod
+    def _rollback(db: sqlite3.Connection) -> None:
+        # SQLite has already rolled back after some errors (SQLITE_FULL among them): a second
+        # ROLLBACK would raise "no transaction is active" and hide the real error.
+        if db.in_transaction:
+            try:
                 db.execute("ROLLBACK")
-                raise StorageError(f"The database refused the write: {exc}") from exc
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+            except sqlite3.Error:
+                pass  # the transaction is gone either way; the original error is the one to report
 
     def close(self) -> None:
         with self._pool_lock, self._write_lock:

@@ -70,7 +70,8 @@ class SQLiteJobStore:
             )
             return queued
 
-        return self.database.write(work)
+        # The bytes, and their copy in the write-ahead log until a checkpoint.
+        return self.database.write(work, needs=2 * len(content))
 
     def _claim(self, worker_id: str, lease_seconds: float, document_key: int | None) -> IngestJob | None:
         def work(db: sqlite3.Connection) -> IngestJob | None:
@@ -168,7 +169,9 @@ class SQLiteJobStore:
             _record_change(db, owned["workspace"], owned["namespace"], document_key, "added")
             return chunk_keys
 
-        return self.database.write(work)
+        # Measured on text: chunks and their terms take about twice the text, plus log room.
+        text = sum(len(chunk.text) for chunk in chunks)
+        return self.database.write(work, needs=3 * text)
 
     def fail(self, document_key: int, worker_id: str, error: dict[str, Any]) -> bool:
         def work(db: sqlite3.Connection) -> bool:
