@@ -5,7 +5,8 @@ inside one transaction, so it lands whole or not at all, also when the
 connection drops halfway (the server rolls back what it never committed).
 psycopg's OperationalError (connection refused or lost, server shutting down,
 no pooled connection in time) becomes ``StoreUnavailable`` (503 with
-Retry-After); any other database error ``StorageError``. The pool checks a
+Retry-After), except a full disk (SQLSTATE 53100), which is ``InsufficientStorage``
+(507) as on SQLite; any other database error ``StorageError``. The pool checks a
 connection before handing it out and reconnects in the background, so it
 recovers by itself when the database comes back. Only the classes of this
 package touch connections.
@@ -28,6 +29,7 @@ from psycopg.types.string import StrBinaryDumper, StrDumperUnknown
 from psycopg_pool import ConnectionPool
 
 from calypso.errors import StorageError, StoreUnavailable
+from calypso.store.disk_full import insufficient_storage, postgres_disk_full
 from calypso.store.postgres.migrations import migrate
 
 T = TypeVar("T")
@@ -155,6 +157,9 @@ class Database:
 
     def _translate(self, exc: psycopg.Error) -> StorageError:
         detail = one_line(exc, self.url)
+        if postgres_disk_full(exc):  # 53100 is an OperationalError too, but waiting does not fix it
+            log.warning("PostgreSQL at %s is out of disk: %s", self.display_url, detail)
+            return insufficient_storage(f"PostgreSQL's data ({self.display_url})")
         if isinstance(exc, psycopg.OperationalError):
             log.warning("PostgreSQL at %s unavailable: %s", self.display_url, detail)
             return StoreUnavailable("The database is unavailable; nothing was changed. Retry in a few seconds.")

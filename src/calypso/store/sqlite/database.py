@@ -35,6 +35,7 @@ CHECKPOINT_WAIT_MS = 2_000  # how long a log truncation after a delete waits for
 # log can shrink; without this room a full disk refuses even the checkpoint that frees a delete's pages.
 HEADROOM_BYTES = 4 * 1024 * 1024
 JOURNAL_SIZE_LIMIT = 4 * 1024 * 1024
+LOG_ROOM_BYTES = 1024 * 1024  # a write lands in the log first, on the disk, whatever the file has free
 SQL_VARIABLES_PER_QUERY = 900  # well under SQLite's limit on bound parameters, for IN (...) lists
 
 
@@ -56,7 +57,8 @@ class Database:
         self._writer = self._open()
         with self._write_lock:
             migrate(self._writer)
-        if not self.reserve.keep():  # best effort: a disk already full starts without one
+        self.reserve.keep()  # best effort: a disk already full starts without one
+        if self._disk_free() < HEADROOM_BYTES:
             log.warning(
                 "The disk holding %s is full (%d bytes free): reads work, and writes answer 507 "
                 "insufficient_storage until space is freed (delete documents, or grow the disk).",
@@ -71,6 +73,10 @@ class Database:
         db.execute("PRAGMA synchronous=NORMAL")
         # A log that a big write grew is cut back when it restarts, not kept at its largest on a small disk.
         db.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
+        # Debian builds SQLite with secure_delete on, which zeroes every freed page through the log: deleting
+        # a 1 MB text document wrote 3 MB of log, more than a full disk has. FAST zeroes what costs no extra
+        # I/O (86 KB of log for the same delete); freed pages keep old bytes until reused (docs/security.md).
+        db.execute("PRAGMA secure_delete = FAST")
         db.execute("PRAGMA foreign_keys=ON")
         return db
 
@@ -117,7 +123,7 @@ class Database:
         with self._write_lock:
             if self._closed:
                 raise StorageError("The database is closed.")
-            if needs and self._room() < needs + HEADROOM_BYTES:
+            if needs and not self._has_room(needs):
                 raise insufficient_storage(f"the database {self.path}")
             try:
                 result = self._transaction(work)
@@ -131,15 +137,20 @@ class Database:
                 self.reserve.keep()
             return result
 
-    def _room(self) -> int:
-        """Bytes a write may still use: free on the disk plus the pages the file has free inside."""
+    def _disk_free(self) -> int:
         try:
-            free = shutil.disk_usage(self.path.parent).free
+            return shutil.disk_usage(self.path.parent).free
         except OSError:
             return 1 << 62  # cannot tell: let SQLite find out
+
+    def _has_room(self, needs: int) -> bool:
+        """Whether a write of ``needs`` bytes fits: the file's free pages count, but the log needs the disk."""
+        free = self._disk_free()
+        if free < LOG_ROOM_BYTES:
+            return False
         pages = self._writer.execute("PRAGMA freelist_count").fetchone()[0]
         size = self._writer.execute("PRAGMA page_size").fetchone()[0]
-        return int(free + pages * size)
+        return bool(free + pages * size >= needs + HEADROOM_BYTES)
 
     def _transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
         db = self._writer
