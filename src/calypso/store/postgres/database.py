@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -29,6 +30,7 @@ from psycopg.types.string import StrBinaryDumper, StrDumperUnknown
 from psycopg_pool import ConnectionPool
 
 from calypso.errors import StorageError, StoreUnavailable
+from calypso.store import wait_budget
 from calypso.store.disk_full import insufficient_storage, postgres_disk_full
 from calypso.store.postgres.migrations import migrate
 
@@ -40,6 +42,7 @@ Params = Sequence[object]
 log = logging.getLogger("calypso.store.postgres")
 
 STREAM_BATCH = 2000  # rows a server-side cursor fetches per round trip
+LAST_TRY_SECONDS = 0.05  # a request that used up its wait still gets an idle connection, never a new wait
 
 
 def text(value: str) -> str:
@@ -167,11 +170,24 @@ class Database:
 
     @contextmanager
     def connection(self) -> Iterator[Connection]:
-        """A pooled connection in autocommit mode; psycopg errors come out translated."""
+        """A pooled connection in autocommit mode; psycopg errors come out translated.
+
+        Inside a request (``wait_budget.one_request``) all its waits together last at most the pool
+        timeout: once spent, a wait is only a last quick try for an idle connection.
+        """
+        budget = wait_budget.current()
+        timeout = self.pool.timeout if budget is None else max(LAST_TRY_SECONDS, self.pool.timeout - budget.spent)
+        started = time.monotonic()
+        counted = False
         try:
-            with self.pool.connection() as conn:
+            with self.pool.connection(timeout=timeout) as conn:
+                if budget is not None:
+                    budget.spent += time.monotonic() - started
+                    counted = True
                 yield conn
         except psycopg.Error as exc:
+            if budget is not None and not counted:
+                budget.spent += time.monotonic() - started
             raise self._translate(exc) from exc
 
     def rows(self, sql: str, params: Params = ()) -> list[Row]:
