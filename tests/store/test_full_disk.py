@@ -69,6 +69,16 @@ def fill(disk: Path) -> Path:
     return filler
 
 
+def fill_leaving(disk: Path, room: int) -> Path:
+    """Another program takes the disk's space but ``room`` bytes."""
+    filler = disk / "filler"
+    with open(filler, "wb") as out:
+        while (left := shutil.disk_usage(disk).free - room) > 0:
+            out.write(b"x" * min(left, 1 << 20))
+            out.flush()
+    return filler
+
+
 def free_bytes(disk: Path) -> int:
     return shutil.disk_usage(disk).free
 
@@ -76,11 +86,11 @@ def free_bytes(disk: Path) -> int:
 class Served:
     """``calypso serve`` on ``home`` as a separate process, keyword-only (CALYPSO_EMBEDDING_MODEL=none)."""
 
-    def __init__(self, home: Path, log: Path) -> None:
+    def __init__(self, home: Path, log: Path, model: str = "none") -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
-        env = {**os.environ, "CALYPSO_HOME": str(home), "CALYPSO_EMBEDDING_MODEL": "none"}
+        env = {**os.environ, "CALYPSO_HOME": str(home), "CALYPSO_EMBEDDING_MODEL": model}
         env.pop("CALYPSO_DATABASE_URL", None)
         with open(log, "ab") as out:
             self.process = subprocess.Popen(
@@ -161,6 +171,45 @@ def test_a_full_disk_is_507_deletes_free_room_reads_work_and_a_restart_serves(sm
 
 
 @pytest.mark.backends("sqlite")
+def test_with_the_embedding_model_on_a_full_disk_still_serves_deletes_and_stops(
+    small_disk: Path, tmp_path: Path
+) -> None:
+    """The README's default (the local model, its vector cache on the same disk): the issue saw the server
+    stop answering after its first 500, ignore SIGTERM, and never answer after a restart."""
+    from calypso.embeddings import local_onnx
+
+    if not local_onnx.available():
+        pytest.skip("the local embedding model needs the 'embed' extra")
+    home, log = small_disk / "home", tmp_path / "server.log"
+    fill_leaving(small_disk, 14 * 1024 * 1024)  # smaller files, fewer passages to embed: the same full disk
+    server = Served(home, log, model=local_onnx.MODEL_NAME)
+    stored: list[str] = []
+    with httpx.Client(base_url=server.url, timeout=120) as http:
+        for seed in range(60):
+            files = {"file": (f"f{seed}.txt", text_file(seed, words=20_000), "text/plain")}
+            response = http.post("/v1/documents", files=files, params={"wait": "true"})
+            if response.status_code != 201:
+                break
+            stored.append(response.json()["id"])
+        assert_insufficient_storage(response)
+        assert stored
+        assert http.post("/v1/search", json={"query": "abcdefg"}).status_code == 200
+        while len(stored) > 1:  # small files: several deletes make the room one upload was refused
+            assert http.delete(f"/v1/documents/{stored.pop()}").status_code == 200
+        small = http.post("/v1/documents", files={"file": ("small.txt", b"A small note fits again.", "text/plain")})
+        assert small.status_code == 201, small.text
+    assert server.stop() in (0, -signal.SIGTERM)
+    fill(small_disk)
+    restarted = Served(home, log, model=local_onnx.MODEL_NAME)
+    with httpx.Client(base_url=restarted.url, timeout=60) as http:
+        assert http.get("/v1/documents").status_code == 200
+        assert http.post("/v1/search", json={"query": "abcdefg"}).status_code == 200
+        assert_insufficient_storage(http.post("/v1/documents", files={"file": ("y.txt", b"Again.", "text/plain")}))
+    restarted.stop()
+    assert "Traceback" not in log.read_text()
+
+
+@pytest.mark.backends("sqlite")
 def test_sqlite_full_is_insufficient_storage_not_a_failed_rollback(small_disk: Path) -> None:
     """SQLite rolls back by itself on SQLITE_FULL; the writer must not ROLLBACK again over the real error."""
     database = Database(small_disk / "db.sqlite3")
@@ -172,6 +221,30 @@ def test_sqlite_full_is_insufficient_storage_not_a_failed_rollback(small_disk: P
     assert refused.value.code == "insufficient_storage" and refused.value.status == 507
     assert database.write(lambda db: db.execute("SELECT count(*) FROM blobs").fetchone()[0]) == 0  # still usable
     database.close()
+
+
+@pytest.mark.backends("sqlite")
+def test_a_queued_upload_that_meets_a_full_disk_fails_saying_so(small_disk: Path) -> None:
+    """Stored, then its passages do not fit: the job fails with insufficient_storage (not retried forever, nor
+    given up as 'too large or too complex')."""
+    from calypso.services.ingest_worker import run_job, worker_id
+
+    services = open_services(Settings(home=small_disk / "home", embedding_model="none"), exclusive=True)
+    try:
+        data = text_file(7)
+        fill_leaving(small_disk, 2 * len(data) + 5 * 1024 * 1024)  # room for the upload, not its passages
+        queued = services.documents.submit(data, "big.txt", wake_workers=False).document
+        key = services.storage.documents.document_key("default", queued.id)
+        owner = worker_id("ingest0")
+        job = services.storage.jobs.claim_document(key, owner, 30) if key is not None else None
+        assert job is not None
+        outcome = run_job(services.documents, job, owner)
+        assert isinstance(outcome.error, InsufficientStorage)
+        failed = services.documents.get(queued.id)
+        assert failed.status == "failed" and failed.last_error is not None
+        assert failed.last_error["code"] == "insufficient_storage"
+    finally:
+        services.close()
 
 
 @pytest.mark.backends("sqlite")
