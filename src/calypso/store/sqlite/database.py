@@ -6,6 +6,11 @@ connection from a small pool and give it back, so the number of open files
 stays bounded however many threads the server runs (a connection per thread
 leaked one descriptor per short-lived worker thread). Only the classes of this
 package touch connections.
+
+A full disk is ``InsufficientStorage`` (507), never a half write: writes that
+say how many bytes they add (``needs``) are refused before they start when the
+room left is short, and deletes (``frees_space``) may use the reserve file
+(``reserve.py``), so space can always be freed through the API.
 """
 
 from __future__ import annotations
@@ -75,7 +80,7 @@ class Database:
         db.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
         # Debian builds SQLite with secure_delete on, which zeroes every freed page through the log: deleting
         # a 1 MB text document wrote 3 MB of log, more than a full disk has. FAST zeroes what costs no extra
-        # I/O (86 KB of log for the same delete); freed pages keep old bytes until reused (docs/security.md).
+        # I/O (86 KB of log for the same delete); freed pages keep old bytes until reused (docs/deploy.md).
         db.execute("PRAGMA secure_delete = FAST")
         db.execute("PRAGMA foreign_keys=ON")
         return db

@@ -10,6 +10,7 @@ the reserve back when the disk has room again.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 from pathlib import Path
@@ -37,7 +38,7 @@ class SpaceReserve:
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
             try:
-                os.posix_fallocate(fd, 0, self.size)  # real blocks, not a sparse file: the room must exist
+                _allocate(fd, self.size)
             finally:
                 os.close(fd)
         except OSError:
@@ -56,3 +57,15 @@ class SpaceReserve:
             return False
         log.warning("the disk under %s is full: released the %d-byte reserve to let a delete run", self.path, self.size)
         return True
+
+
+def _allocate(fd: int, size: int) -> None:
+    """Real blocks, not a sparse file: the room must exist when it is given back."""
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as exc:
+        if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):  # a file system without fallocate: write zeros
+            raise
+        block = b"\0" * 65536
+        for _ in range(0, size, len(block)):
+            os.write(fd, block)
