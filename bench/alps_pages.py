@@ -32,8 +32,8 @@ except ImportError:  # running from a checkout without an install
 from calypso.config import Settings
 from calypso.models import Passage, RankingOptions
 from calypso.services import open_services
-from calypso.services.documents import DocumentService
 from calypso.services.embed_worker import embed_all
+from calypso.services.search import SearchService
 
 RUNS = {
     "keyword": RankingOptions(embedding_weight=0),
@@ -46,7 +46,7 @@ def on_gold(passage: Passage, gold: set[int]) -> bool:
     return bool(gold & set(range(passage.chunk.page_start, passage.chunk.page_end + 1)))
 
 
-def explain(docs: DocumentService, question: str, gold: set[int]) -> None:
+def explain(docs: SearchService, question: str, gold: set[int]) -> None:
     """The gold page's passages in each run: rank, scores, and the passages above the best of them."""
     for name, ranking in RUNS.items():
         passages = docs.search(question, max_results=100, ranking=ranking)
@@ -75,6 +75,7 @@ def main() -> None:
         services = open_services(Settings(home=Path(home)))
         try:
             docs = services.documents
+            searcher = services.search
             docs.ingest((root / "alps_wiki.pdf").read_bytes(), "alps_wiki.pdf")
             embedded = embed_all(docs)
             model = docs.embedder.name if docs.embedder is not None else "none"
@@ -85,7 +86,7 @@ def main() -> None:
             first = first_start = top5 = 0
             for r in rows:
                 gold = set(r["gold_pdf_pages"])
-                passages = docs.search(r["question"], max_results=5, ranking=ranking)
+                passages = searcher.search(r["question"], max_results=5, ranking=ranking)
                 hits = [on_gold(p, gold) for p in passages]
                 first += bool(hits[:1] and hits[0])
                 first_start += bool(passages and passages[0].chunk.page_start in gold)
@@ -96,7 +97,7 @@ def main() -> None:
                         f"{'+' if hits[:1] and hits[0] else '-'} {r['qid']} gold {sorted(gold)} got {page}: {r['question']}"
                     )
                 if args.explain and not (hits[:1] and hits[0]):
-                    explain(docs, r["question"], gold)
+                    explain(searcher, r["question"], gold)
             if patch:
                 patch.stop()
         finally:

@@ -109,9 +109,9 @@ def scifact_quality(home: Path, queries: dict[str, str], qrels: dict) -> dict:
     for label, ann_min in (("exact", 0), ("graph (ann_min_vectors=1)", 1)):
         services = open_home(home, ann_min)
         try:
-            documents = services.documents
-            documents.search("warm up", NAMESPACE)
-            vectors = documents._indexes.vectors(DEFAULT_WORKSPACE, NAMESPACE)  # noqa: SLF001 - a bench may look
+            searcher = services.search
+            searcher.search("warm up", NAMESPACE)
+            vectors = searcher._indexes.vectors(DEFAULT_WORKSPACE, NAMESPACE)  # noqa: SLF001 - a bench may look
             assert vectors is not None
             graph = vectors.wait_for_graph(timeout=600)
             assert graph == bool(ann_min), f"graph built: {graph}"
@@ -119,7 +119,7 @@ def scifact_quality(home: Path, queries: dict[str, str], qrels: dict) -> dict:
                 run = {}
                 for q in qrels:
                     ids: list[str] = []
-                    for p in documents.search(queries[q], NAMESPACE, max_results=100, ranking=ranking):
+                    for p in searcher.search(queries[q], NAMESPACE, max_results=100, ranking=ranking):
                         doc_id = p.document.filename.removesuffix(".txt")
                         if doc_id not in ids:
                             ids.append(doc_id)

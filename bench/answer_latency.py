@@ -28,7 +28,7 @@ from _common import percentile  # noqa: E402
 from api_search_speed import build_home  # noqa: E402
 from search_speed import synthetic_passages  # noqa: E402
 
-from calypso.citations.composer import TextEvent  # noqa: E402
+from calypso.citations.events import TextEvent  # noqa: E402
 from calypso.config import Settings  # noqa: E402
 from calypso.generation.fake_upstream import FakeUpstream, Script  # noqa: E402
 from calypso.scope import RetrievalScope  # noqa: E402

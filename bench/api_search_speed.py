@@ -34,8 +34,8 @@ from search_speed import synthetic_passages  # noqa: E402
 
 from calypso.config import Settings  # noqa: E402
 from calypso.retrieval.tokenize import (
+    analyze_many,  # noqa: E402
     encode_terms,  # noqa: E402
-    tokenize_many,  # noqa: E402
 )
 from calypso.services import open_services  # noqa: E402
 
@@ -47,8 +47,9 @@ def build_home(home: Path, passages: list[str], database_url: str = "") -> None:
     for first in range(0, len(passages), PER_DOCUMENT):
         batch = passages[first : first + PER_DOCUMENT]
         doc, pages, chunks, content = synthetic_document(first // PER_DOCUMENT, batch)
-        terms = tokenize_many(c.text for c in chunks)  # stored as ingestion stores them
-        services.storage.documents.add_document(doc, pages, chunks, content, [encode_terms(t) for t in terms])
+        terms = analyze_many(c.text for c in chunks)  # stored as ingestion stores them
+        stored = [encode_terms(t, language) for language, t in terms]
+        services.storage.documents.add_document(doc, pages, chunks, content, stored)
     services.close()
 
 
@@ -110,11 +111,11 @@ def measure(label: str, passages: list[str], queries: list[str], port: int) -> N
                 stop(process)
 
         services = open_services(Settings(home=home))
-        services.documents.search(queries[0])
+        services.search.search(queries[0])
         inproc_ms = []
         for query in queries:
             t0 = time.perf_counter()
-            services.documents.search(query, max_results=10)
+            services.search.search(query, max_results=10)
             inproc_ms.append((time.perf_counter() - t0) * 1000)
         services.close()
 
@@ -138,18 +139,18 @@ def feed_cost(passages: list[str], queries: list[str]) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             build_home(Path(tmp), passages, url)
             services = open_services(Settings(home=Path(tmp), database_url=url))
-            kb, store = services.documents, services.storage.documents
-            kb.search(queries[0])
+            searcher, store = services.search, services.storage.documents
+            searcher.search(queries[0])
             position = store.change_position()
             feed_ms, search_ms, both_ms = [], [], []
             for query in queries:
                 t0 = time.perf_counter()
                 store.changes_since(position, 1000)
                 t1 = time.perf_counter()
-                kb.search(query, max_results=10)
+                searcher.search(query, max_results=10)
                 t2 = time.perf_counter()
-                kb.catch_up()
-                kb.search(query, max_results=10)
+                services.documents.catch_up()
+                searcher.search(query, max_results=10)
                 t3 = time.perf_counter()
                 feed_ms.append((t1 - t0) * 1000)
                 search_ms.append((t2 - t1) * 1000)
@@ -162,7 +163,7 @@ def feed_cost(passages: list[str], queries: list[str]) -> None:
                 t0 = time.perf_counter()
                 writer.documents.ingest(f"A passage about {word}.".encode(), f"{word}.txt")
                 t1 = time.perf_counter()
-                while not kb.search(word):
+                while not searcher.search(word):
                     time.sleep(0.0005)
                 lag_ms.append((time.perf_counter() - t1) * 1000)
             writer.close()

@@ -148,7 +148,7 @@ def run(
             services.documents.ingest(path.read_bytes(), filename, "alps")
             if hybrid:
                 embed_all(services.documents)
-            answerer = Answerer(services.documents)
+            answerer = Answerer(services.documents, services.search)
             answered = asyncio.run(ask_all(answerer, rows, "alps", timings.setdefault("cold", [])))
             again = asyncio.run(ask_all(answerer, rows, "alps", timings.setdefault("warm", [])))
             assert [a.text for _, a in again] == [a.text for _, a in answered], "a cached vector changed an answer"

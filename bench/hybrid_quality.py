@@ -141,8 +141,8 @@ def scifact(args: argparse.Namespace, work: Path) -> dict:
         )
         out["embed"] = embed(services, "scifact")
         out["rss_mb"] = rss_mb()
-        out["latency"] = latency(documents, list(queries.values()))
-        out["quality"] = quality(documents, queries, test)
+        out["latency"] = latency(services.search, list(queries.values()))
+        out["quality"] = quality(services.search, queries, test)
     finally:
         services.close()
     return out
@@ -208,6 +208,7 @@ def alps(work: Path) -> dict:
     out: dict = {}
     try:
         documents = services.documents
+        searcher = services.search
         t0 = time.perf_counter()
         doc = documents.ingest((root / "alps_wiki.pdf").read_bytes(), "alps_wiki.pdf").document
         print(
@@ -224,7 +225,7 @@ def alps(work: Path) -> dict:
             misses = []
             for r in rows:
                 gold = set(r["gold_pdf_pages"])
-                passages = documents.search(r["question"], max_results=5, ranking=ranking)
+                passages = searcher.search(r["question"], max_results=5, ranking=ranking)
                 hits = [bool(gold & set(range(p.chunk.page_start, p.chunk.page_end + 1))) for p in passages]
                 first += bool(hits[:1] and hits[0])
                 first_start += bool(passages and passages[0].chunk.page_start in gold)

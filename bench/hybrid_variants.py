@@ -61,11 +61,12 @@ class Collection:
         home = Path(tempfile.mkdtemp(prefix="calypso-variants-"))
         services = open_services(Settings(home=home, embedding_model="none", **kw))
         documents = services.documents
+        searcher = services.search
         ids = [documents.ingest(data, name, ns).document.id for name, data, ns in docs]
         self.runs: list[list[tuple[int, float]]] = []
         for i, q in enumerate(queries):
             ns = docs[i][2] if per_doc_query else docs[0][2]
-            self.runs.append(documents.index(ns).search(keyword_query(q), k=HYBRID_DEPTH))
+            self.runs.append(searcher.index(ns).search(keyword_query(q), k=HYBRID_DEPTH))
         services.close()
         db = sqlite3.connect(str(home / "calypso.sqlite3"))
         self.chunks: list[list[Chunk]] = []

@@ -64,7 +64,7 @@ def main() -> None:
         services = open_services(settings)
         try:
             services.documents.ingest(pdf.read_bytes(), pdf.name, "alps")
-            answerer = Answerer(services.documents)
+            answerer = Answerer(services.documents, services.search)
             asyncio.run(run(answerer, rows[:3], "fill"))  # warm up
             print(f"{'mode':<7} {'p50 ms':>7} {'p90 ms':>7} {'inferred/answer':>16}")
             for mode in ("off", "fill", "verify"):

@@ -149,7 +149,7 @@ def main() -> None:
         services = open_services(settings)
         try:
             services.documents.ingest(pdf.read_bytes(), pdf.name, "alps")
-            answerer = Answerer(services.documents)
+            answerer = Answerer(services.documents, services.search)
             results = asyncio.run(ask_all(answerer, rows, args.upstream.rstrip("/") + "/stats", args.verbose))
         finally:
             services.close()

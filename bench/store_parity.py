@@ -56,13 +56,13 @@ def through_service(
 
     services = open_services(settings)  # a fresh process's view: the index comes from namespace_chunks
     t0 = time.perf_counter()
-    passages = len(services.documents.index(NAMESPACE))
+    passages = len(services.search.index(NAMESPACE))
     build_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     run = {
         q: [
             p.document.filename.removesuffix(".txt")
-            for p in services.documents.search(queries[q], NAMESPACE, max_results=100)
+            for p in services.search.search(queries[q], NAMESPACE, max_results=100)
         ]
         for q in qrels
     }

@@ -25,6 +25,7 @@ from calypso.config import Settings
 from calypso.embeddings import local_onnx
 from calypso.services import Services, open_services
 from calypso.services.documents import DocumentService
+from calypso.services.search import SearchService
 
 # Keyword-only unless a test asks for the embedding model (tests/embeddings): loading it and embedding
 # every upload in the background would slow every other test for nothing they check.
@@ -116,6 +117,11 @@ def services(settings: Settings) -> Iterator[Services]:
 @pytest.fixture
 def kb(services: Services) -> DocumentService:
     return services.documents
+
+
+@pytest.fixture
+def searcher(services: Services) -> SearchService:
+    return services.search
 
 
 @pytest.fixture

@@ -73,12 +73,12 @@ def test_environment_settings_are_read(monkeypatch, tmp_path: Path) -> None:
     assert settings.max_upload_bytes == 1234 and settings.home == tmp_path
 
 
-def test_demo_knowledge_base_answers_a_question(kb) -> None:
+def test_demo_knowledge_base_answers_a_question(kb, searcher) -> None:
     from calypso.demo import ingest_demo
 
     assert ingest_demo(kb) == 3
     assert ingest_demo(kb) == 0  # already there
-    passages = kb.search("refund within 30 days of purchase", max_results=1)
+    passages = searcher.search("refund within 30 days of purchase", max_results=1)
     assert passages[0].document.filename == "refund_policy_2026.md"
 
 

@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 from pydantic_core import PydanticCustomError
 
 from calypso.citations.inference import AttributionMode
-from calypso.citations.styles import MarkerStyle
 from calypso.config import Settings
+from calypso.dialects.styles import MarkerStyle
 from calypso.errors import InvalidNamespace, InvalidRequest
 from calypso.models import SourcesPolicy
 from calypso.scope import DEFAULT_WORKSPACE, RetrievalScope, check_namespace

@@ -72,7 +72,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         added = ingest_demo(services.documents)
         print(f"demo knowledge base: {added} new document(s) in namespace '{settings.default_namespace}'")
     # Indexes build in the background so the port opens at once; a query that comes first waits for its namespace.
-    threading.Thread(target=services.documents.warm_up, name="index-warm-up", daemon=True).start()
+    threading.Thread(target=services.search.warm_up, name="index-warm-up", daemon=True).start()
 
     if auth_enabled(settings):
         print("API keys required (create one with `calypso keys create --workspace NAME`).")
@@ -156,7 +156,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         if summary.completed and not documents.settings.database_url:
             # Built here and saved as a snapshot by close(), so the next `calypso serve` loads the index
             # from disk instead of building it before its first answer.
-            documents.index(args.namespace or documents.settings.default_namespace)
+            services.search.index(args.namespace or documents.settings.default_namespace)
         if summary.completed and not args.no_wait:  # keyword-searchable already; now the vectors
             _embed_queued(documents)
     finally:
@@ -298,7 +298,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         return opened
     services, namespace = opened
     try:
-        passages: list[Passage] = services.documents.search(args.query, namespace, max_results=args.k)
+        passages: list[Passage] = services.search.search(args.query, namespace, max_results=args.k)
     except CalypsoError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return 2
@@ -316,9 +316,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_ask(args: argparse.Namespace) -> int:
     import asyncio
 
-    from calypso.citations.composer import MarkerEvent, TextEvent
-    from calypso.citations.events import Done
-    from calypso.citations.render import render_evidence, render_numbered
+    from calypso.citations.events import Done, MarkerEvent, TextEvent
+    from calypso.dialects.text import render_evidence, render_numbered
     from calypso.scope import RetrievalScope
     from calypso.services.answering import AskRequest
 

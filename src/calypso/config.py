@@ -161,6 +161,12 @@ class Settings(BaseSettings):
         description="OpenAI-compatible /v1/embeddings server (TEI, vLLM, Ollama, OpenAI), e.g. http://localhost:8081/v1.",
     )
     embedding_api_key: str | None = Field(None, description="Bearer key for the embeddings server, if it needs one.")
+    embedding_languages: str = Field(
+        "",
+        description="Languages the embedding model covers, as ISO 639-1 codes ('en,de') or '*' for any. Empty: "
+        "the model's own ('en' for minilm-l6-v2-int8; any for a server's model). Queries and knowledge bases in "
+        "other languages are searched by keywords alone (docs/languages.md).",
+    )
     embed_workers: int = Field(
         1,
         ge=0,

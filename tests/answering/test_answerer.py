@@ -7,16 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from calypso.citations.composer import MarkerEvent, TextEvent
-from calypso.citations.events import Done, Retrieved
+from calypso.citations.events import Done, MarkerEvent, Retrieved, TextEvent
 from calypso.config import Settings
 from calypso.errors import InvalidRequest, UpstreamError
 from calypso.generation.extractive import NOT_FOUND
 from calypso.generation.fake_upstream import FakeUpstream, Script
 from calypso.scope import RetrievalScope
-from calypso.services import open_services
+from calypso.services import Services, open_services
 from calypso.services.answering import Answerer, AskRequest
-from calypso.services.documents import DocumentService
 
 
 def _user(text: str) -> list[dict]:
@@ -46,7 +44,7 @@ def fake():
 
 @pytest.fixture
 def loaded_kb(tmp_path: Path, data_dir: Path):
-    """A knowledge base with real documents: a PDF with page labels, a Federal Register PDF, Markdown."""
+    """Services over real documents: a PDF with page labels, a Federal Register PDF, Markdown."""
     settings = Settings(home=tmp_path / "home")
     services = open_services(settings)
     kb = services.documents
@@ -60,15 +58,19 @@ def loaded_kb(tmp_path: Path, data_dir: Path):
     from calypso.demo import ingest_demo
 
     ingest_demo(kb)
-    yield kb
+    yield services
     services.close()
 
 
-def _upstream_answerer(kb: DocumentService, fake: FakeUpstream) -> Answerer:
-    kb.settings.llm_base_url = fake.base_url
-    kb.settings.llm_model = "fake-model"
-    kb.settings.generator = "upstream"
-    return Answerer(kb)
+def _upstream_answerer(services: Services, fake: FakeUpstream) -> Answerer:
+    services.settings.llm_base_url = fake.base_url
+    services.settings.llm_model = "fake-model"
+    services.settings.generator = "upstream"
+    return _answerer(services)
+
+
+def _answerer(services: Services) -> Answerer:
+    return Answerer(services.documents, services.search)
 
 
 def assert_quotes_are_exact(answer) -> None:
@@ -89,7 +91,7 @@ def assert_quotes_are_exact(answer) -> None:
 
 
 def test_extractive_answer_cites_exact_quotes_from_real_documents(loaded_kb) -> None:
-    answerer = Answerer(loaded_kb)
+    answerer = _answerer(loaded_kb)
     answer = _run(answerer.answer(_ask(_user("How many days do customers have to request a full refund?"))))
     assert answer.generator == "extractive"
     assert "30 days" in answer.text
@@ -102,14 +104,14 @@ def test_extractive_answer_cites_exact_quotes_from_real_documents(loaded_kb) -> 
 
 
 def test_extractive_answer_on_pdf_carries_page_labels(loaded_kb) -> None:
-    answer = _run(Answerer(loaded_kb).answer(_ask(_user("Was ist eine Fundamentalgruppe?"))))
+    answer = _run(_answerer(loaded_kb).answer(_ask(_user("Was ist eine Fundamentalgruppe?"))))
     assert_quotes_are_exact(answer)
     cited = answer.cited_sources[0].passage
     assert cited.document.filename == "GeoTopo-komprimiert.pdf"
 
 
 def test_extractive_streaming_matches_non_streaming(loaded_kb) -> None:
-    answerer = Answerer(loaded_kb)
+    answerer = _answerer(loaded_kb)
     request = _ask(_user("What is the convenience of the office opening hours on public holidays?"))
     events = _run(_collect(answerer, request))
     assert isinstance(events[0], Retrieved) and isinstance(events[-1], Done)
@@ -121,7 +123,7 @@ def test_extractive_streaming_matches_non_streaming(loaded_kb) -> None:
 
 
 def test_retrieval_empty_gives_empty_citations_not_null(loaded_kb) -> None:
-    answer = _run(Answerer(loaded_kb).answer(_ask(_user("xylophone zebra quasar"))))
+    answer = _run(_answerer(loaded_kb).answer(_ask(_user("xylophone zebra quasar"))))
     assert answer.text == NOT_FOUND
     assert answer.sources == [] and answer.segments == []
     assert answer.retrieval_status == "ungrounded" and not answer.citations_are_null
@@ -137,12 +139,12 @@ def test_no_knowledge_base_gives_null_citations(loaded_kb, fake) -> None:
 
 
 def test_citations_disabled_gives_null(loaded_kb) -> None:
-    answer = _run(Answerer(loaded_kb).answer(_ask(_user("refund within 30 days"), include_citations=False)))
+    answer = _run(_answerer(loaded_kb).answer(_ask(_user("refund within 30 days"), include_citations=False)))
     assert answer.citations_are_null
 
 
 def test_validation_errors(loaded_kb) -> None:
-    answerer = Answerer(loaded_kb)
+    answerer = _answerer(loaded_kb)
     for messages, param in [
         ([], "messages"),
         ([{"role": "wizard", "content": "hi"}], "messages[0].role"),

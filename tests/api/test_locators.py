@@ -15,11 +15,12 @@ DUCK = "ingestion-docs/html/wiki_duck.html"
 
 
 @pytest.fixture
-def located_kb(kb, data_dir: Path):
+def located_kb(kb, searcher, data_dir: Path):
+    """The search service over the handbook, the duck page and a transcript."""
     for name in (HANDBOOK, DUCK, "ingestion-docs/pdf/scotus-transcript-p1.pdf"):
         path = data_dir / name
         kb.ingest(path.read_bytes(), path.name)
-    return kb
+    return searcher
 
 
 def _message(response):

@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from calypso.citations.composer import AnswerComposer, MarkerEvent, TextEvent
+from calypso.citations.composer import AnswerComposer
+from calypso.citations.events import MarkerEvent, TextEvent
 from calypso.citations.grounded import Quote, Source, utf16_len
 from calypso.models import Chunk, Document, Passage
 

@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from calypso.citations.composer import AnswerComposer, MarkerEvent, TextEvent
+from calypso.citations.composer import AnswerComposer
+from calypso.citations.events import MarkerEvent, TextEvent
 from calypso.citations.grounded import GroundedAnswer, Quote, Source
 from calypso.citations.inference import Attributor
 from calypso.citations.support import SUPPORT_THRESHOLD, best_evidence

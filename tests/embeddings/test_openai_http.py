@@ -19,6 +19,7 @@ class WordHashEmbedder:
 
     name = "word-hash-16"
     dimension = 16
+    languages = None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), 16), dtype=np.float32)

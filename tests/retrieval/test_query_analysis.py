@@ -32,26 +32,26 @@ def test_long_is_content_unless_after_how() -> None:
     assert content_words("how long are the valleys") == ["valleys"]
 
 
-def test_ducks_are_answered_with_what_ducks_eat(kb) -> None:
+def test_ducks_are_answered_with_what_ducks_eat(kb, searcher) -> None:
     kb.ingest(
         b"# Calls\n\nWhat do you do when a duck calls? What you do is listen: what do they say, and do they answer?\n",
         "calls.md",
     )
     kb.ingest(b"# Diet\n\nDucks eat water plants, seeds, insects and small fish.\n", "diet.md")
-    passages = kb.search("What do ducks eat?")
+    passages = searcher.search("What do ducks eat?")
     assert passages[0].document.filename == "diet.md"
 
 
-def test_demo_refund_deadline_ranks_the_30_day_passage_first(kb) -> None:
+def test_demo_refund_deadline_ranks_the_30_day_passage_first(kb, searcher) -> None:
     ingest_demo(kb)
-    passages = kb.search("How long do I have to ask for a refund?")
+    passages = searcher.search("How long do I have to ask for a refund?")
     assert "within 30 days of purchase" in passages[0].chunk.text
 
 
-def test_scores_are_in_unit_range_and_keep_bm25_order(kb) -> None:
+def test_scores_are_in_unit_range_and_keep_bm25_order(kb, searcher) -> None:
     ingest_demo(kb)
     for query in ("refund", "How long do I have to ask for a refund?", "office opening hours wifi password"):
-        passages = kb.search(query, max_results=20)
+        passages = searcher.search(query, max_results=20)
         assert passages
         assert all(0.0 <= p.score <= 1.0 for p in passages)
         raws = [p.keyword_score for p in passages]
@@ -60,14 +60,14 @@ def test_scores_are_in_unit_range_and_keep_bm25_order(kb) -> None:
         assert raws == sorted(raws, reverse=True)  # type: ignore[type-var]
 
 
-def test_score_threshold_drops_passages_below_it(kb) -> None:
+def test_score_threshold_drops_passages_below_it(kb, searcher) -> None:
     ingest_demo(kb)
-    every = kb.search("refund store credit", max_results=20)
+    every = searcher.search("refund store credit", max_results=20)
     cut = every[len(every) // 2].score
-    kept = kb.search("refund store credit", max_results=20, ranking=RankingOptions(score_threshold=cut))
+    kept = searcher.search("refund store credit", max_results=20, ranking=RankingOptions(score_threshold=cut))
     assert kept and all(p.score >= cut for p in kept)
     assert [p.chunk for p in kept] == [p.chunk for p in every if p.score >= cut]
-    assert kb.search("refund store credit", ranking=RankingOptions(score_threshold=1.0)) == []
+    assert searcher.search("refund store credit", ranking=RankingOptions(score_threshold=1.0)) == []
 
 
 def test_max_score_bounds_every_score() -> None:

@@ -63,12 +63,13 @@ def _ingest_all(documents: DocumentService) -> dict[str, str]:
 
 def test_keyword_searchable_first_then_found_by_meaning(embedded: Services, raw: RawDatabase) -> None:
     documents = embedded.documents
+    searcher = embedded.search
     ids = _ingest_all(documents)
     assert documents.embeddings is not None and documents.embeddings.pending(MODEL) == 3
     listed = [documents.get(i) for i in ids.values()]
     assert set(documents.embedding_progress(listed).values()) == {0}
-    assert documents.search(MEANING_ONLY, "hr") == []  # keywords alone find nothing
-    assert documents.search("canteen lunch", "hr")[0].document.id == ids["canteen.txt"]
+    assert searcher.search(MEANING_ONLY, "hr") == []  # keywords alone find nothing
+    assert searcher.search("canteen lunch", "hr")[0].document.id == ids["canteen.txt"]
 
     assert embed_all(documents) == 3
     assert documents.embeddings.pending(MODEL) == 0
@@ -76,16 +77,16 @@ def test_keyword_searchable_first_then_found_by_meaning(embedded: Services, raw:
     kinds = [r[0] for r in raw.execute("SELECT kind FROM document_changes ORDER BY seq")]
     assert kinds.count("embedded") == 3
 
-    hits = documents.search(MEANING_ONLY, "hr")
+    hits = searcher.search(MEANING_ONLY, "hr")
     assert hits[0].document.id == ids["canteen.txt"]
     assert hits[0].keyword_score is None and hits[0].vector_score is not None and hits[0].vector_score > 0.3
     assert all(0.0 <= h.score <= 1.0 for h in hits)
-    assert documents.search("How do volcanoes form?", "hr") == []  # nearest by vector is not a match by meaning
+    assert searcher.search("How do volcanoes form?", "hr") == []  # nearest by vector is not a match by meaning
     # Keyword-only by weight: the vectors are not asked.
     keyword_only = RankingOptions(text_weight=1.0, embedding_weight=0.0)
-    assert documents.search(MEANING_ONLY, "hr", ranking=keyword_only) == []
+    assert searcher.search(MEANING_ONLY, "hr", ranking=keyword_only) == []
     # The threshold cuts on the fused score.
-    assert documents.search(MEANING_ONLY, "hr", ranking=RankingOptions(score_threshold=0.99)) == [
+    assert searcher.search(MEANING_ONLY, "hr", ranking=RankingOptions(score_threshold=0.99)) == [
         h for h in hits if h.score >= 0.99
     ]
 
@@ -95,11 +96,11 @@ def test_another_process_sees_new_vectors(embedding_settings: Settings, embedded
     other_home = embedding_settings.home.parent / "other-home" if embedding_settings.database_url else None
     other = open_services(replace_settings(embedding_settings, home=other_home or embedding_settings.home))
     try:
-        assert other.documents.search(MEANING_ONLY, "hr") == []
+        assert other.search.search(MEANING_ONLY, "hr") == []
         ids = _ingest_all(embedded.documents)
         embed_all(embedded.documents)
         other.documents.catch_up()  # what its follower thread does within a second
-        assert other.documents.search(MEANING_ONLY, "hr")[0].document.id == ids["canteen.txt"]
+        assert other.search.search(MEANING_ONLY, "hr")[0].document.id == ids["canteen.txt"]
     finally:
         other.close()
 
@@ -108,14 +109,15 @@ def test_a_restart_loads_each_vector_once(embedding_settings: Settings, embedded
     # The keyword index (a snapshot on SQLite) is older than the vectors, as after any embedding run:
     # the feed's embedded changes before the vectors' load must not be applied again on top of it.
     documents = embedded.documents
+    searcher = embedded.search
     ids = _ingest_all(documents)
-    documents.search("canteen lunch", "hr")  # the keyword index, before any vector
+    searcher.search("canteen lunch", "hr")  # the keyword index, before any vector
     embed_all(documents)
     embedded.close()
     again = open_services(embedding_settings)
     try:
-        assert again.documents.search(MEANING_ONLY, "hr")[0].document.id == ids["canteen.txt"]
-        vectors = again.documents._indexes.vectors("default", "hr")
+        assert again.search.search(MEANING_ONLY, "hr")[0].document.id == ids["canteen.txt"]
+        vectors = again.search._indexes.vectors("default", "hr")
         assert vectors is not None and len(vectors) == len(DOCS)
         assert vectors._n == len(DOCS)  # rows held, live or dead: no document was removed and added again
         assert vectors.capacity == len(DOCS)  # trimmed after the load: no doubling slack held
@@ -137,11 +139,12 @@ def test_unchanged_text_is_not_embedded_again(embedded: Services) -> None:
 
 def test_deleting_a_document_takes_its_vectors(embedded: Services, raw: RawDatabase) -> None:
     documents = embedded.documents
+    searcher = embedded.search
     ids = _ingest_all(documents)
     embed_all(documents)
     documents.delete(ids["canteen.txt"])
     assert raw.scalar("SELECT COUNT(*) FROM chunk_embeddings") == 2
-    assert all(h.document.id != ids["canteen.txt"] for h in documents.search(MEANING_ONLY, "hr"))
+    assert all(h.document.id != ids["canteen.txt"] for h in searcher.search(MEANING_ONLY, "hr"))
 
 
 def test_a_worker_that_lost_its_lease_stores_nothing(embedded: Services, raw: RawDatabase) -> None:
@@ -161,13 +164,14 @@ def test_a_worker_that_lost_its_lease_stores_nothing(embedded: Services, raw: Ra
 
 def test_reindex_drops_and_rebuilds_every_vector(embedded: Services, raw: RawDatabase) -> None:
     documents = embedded.documents
+    searcher = embedded.search
     ids = _ingest_all(documents)
     embed_all(documents)
     assert documents.reindex() == 3
     assert raw.scalar("SELECT COUNT(*) FROM chunk_embeddings") == 0
     documents.catch_up()
     assert embed_all(documents) == 3
-    assert documents.search(MEANING_ONLY, "hr")[0].document.id == ids["canteen.txt"]
+    assert searcher.search(MEANING_ONLY, "hr")[0].document.id == ids["canteen.txt"]
 
 
 class EightDimensions:
@@ -175,6 +179,7 @@ class EightDimensions:
 
     name = MODEL
     dimension = 8
+    languages = None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return np.ones((len(texts), 8), dtype=np.float32) / np.sqrt(8)
@@ -191,6 +196,7 @@ def test_a_model_of_another_dimension_under_the_same_name_is_refused(
             embedded.storage.documents,
             b"secret",
             embedded.storage.jobs,
+            embedded.search._indexes,
             embedder=EightDimensions(),
             embeddings=embedded.storage.embeddings,
         )
@@ -209,14 +215,15 @@ def test_keyword_only_without_a_model(services: Services, settings: Settings, tm
     assert services.documents.embedder is None  # CALYPSO_EMBEDDING_MODEL=none in the test environment
     doc = services.documents.ingest(DOCS["canteen.txt"].encode(), "canteen.txt", "hr").document
     assert services.documents.embedding_progress([doc]) == {}
-    assert services.documents.search(MEANING_ONLY, "hr") == []
+    assert services.search.search(MEANING_ONLY, "hr") == []
 
 
 def test_small_documents_are_embedded_together(embedded: Services) -> None:
     documents = embedded.documents
+    searcher = embedded.search
     ids = _ingest_all(documents)  # three one-passage documents
     # One claim round takes all three into one model call (one text per call is a third of the speed).
     assert run_once(documents, worker_id("test"), threading.Event()) == 3
     assert documents.embeddings is not None and documents.embeddings.pending(MODEL) == 0
     assert documents.embedding_progress([documents.get(i) for i in ids.values()]) == {i: 1 for i in ids.values()}
-    assert documents.search(MEANING_ONLY, "hr")[0].document.id == ids["canteen.txt"]
+    assert searcher.search(MEANING_ONLY, "hr")[0].document.id == ids["canteen.txt"]

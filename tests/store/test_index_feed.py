@@ -17,6 +17,7 @@ from calypso.retrieval.bm25 import BM25Index
 from calypso.services import open_services
 from calypso.services.documents import DocumentService
 from calypso.services.index_sync import NamespaceIndexes, SnapshotDirectory, index_rows
+from calypso.services.search import SearchService
 
 WORDS = "harbour crane lighthouse lamp ferry dock tide anchor rope sail mast keel hull deck buoy pier".split()
 QUERIES = ["harbour crane", "lighthouse lamp tide", "ferry dock anchor", "rope sail mast keel", "buoy pier hull deck"]
@@ -52,21 +53,21 @@ def _assert_same(index: BM25Index, expected: BM25Index) -> None:
         assert index.search(query, k=20) == expected.search(query, k=20), query
 
 
-def _doc_ids(kb: DocumentService, query: str) -> set[str]:
-    return {p.document.id for p in kb.search(query)}
+def _doc_ids(searcher: SearchService, query: str) -> set[str]:
+    return {p.document.id for p in searcher.search(query)}
 
 
 def test_a_write_in_one_process_reaches_another_within_a_second(tmp_path: Path, database_url: str) -> None:
     # Two Services over one database, as two API processes have (SQLite: a second, non-exclusive opener).
     a, b = open_services(Settings(home=tmp_path)), open_services(Settings(home=tmp_path))
     a.documents.ingest(b"Harbour cranes are inspected every spring.", "cranes.txt")
-    assert b.documents.search("harbour cranes")  # B's index is built and following
+    assert b.search.search("harbour cranes")  # B's index is built and following
     doc = a.documents.ingest(b"Lighthouse lamps are cleaned weekly.", "lamps.txt").document
-    assert _doc_ids(a.documents, "lighthouse lamps") == {doc.id}  # a process reads its own write at once
-    assert _within(1.0, lambda: _doc_ids(b.documents, "lighthouse lamps") == {doc.id}) < 1.0
+    assert _doc_ids(a.search, "lighthouse lamps") == {doc.id}  # a process reads its own write at once
+    assert _within(1.0, lambda: _doc_ids(b.search, "lighthouse lamps") == {doc.id}) < 1.0
     a.documents.delete(doc.id)
-    assert _doc_ids(a.documents, "lighthouse lamps") == set()
-    assert _within(1.0, lambda: _doc_ids(b.documents, "lighthouse lamps") == set()) < 1.0
+    assert _doc_ids(a.search, "lighthouse lamps") == set()
+    assert _within(1.0, lambda: _doc_ids(b.search, "lighthouse lamps") == set()) < 1.0
     a.close()
     b.close()
 
@@ -75,7 +76,7 @@ def test_a_write_in_one_process_reaches_another_within_a_second(tmp_path: Path, 
 def test_the_follower_survives_a_lost_connection(tmp_path: Path, database_url: str) -> None:
     a, b = open_services(Settings(home=tmp_path)), open_services(Settings(home=tmp_path / "b"))
     a.documents.ingest(b"Harbour cranes are inspected every spring.", "cranes.txt")
-    assert b.documents.search("harbour cranes")
+    assert b.search.search("harbour cranes")
     _within(5.0, lambda: _listeners(database_url) >= 1)
     raw = RawDatabase(database_url, Path())
     # Every other connection of this database goes, the LISTEN one included (as when the server restarts).
@@ -86,9 +87,9 @@ def test_the_follower_survives_a_lost_connection(tmp_path: Path, database_url: s
     raw.close()
     doc = a.documents.ingest(b"Lighthouse lamps are cleaned weekly.", "lamps.txt").document  # pool reconnects
     # The follower notices, reconnects (within its one-second retry) and catches up from its position.
-    _within(5.0, lambda: _doc_ids(b.documents, "lighthouse lamps") == {doc.id})
+    _within(5.0, lambda: _doc_ids(b.search, "lighthouse lamps") == {doc.id})
     a.documents.delete(doc.id)
-    assert _within(1.0, lambda: _doc_ids(b.documents, "lighthouse lamps") == set()) < 1.0
+    assert _within(1.0, lambda: _doc_ids(b.search, "lighthouse lamps") == set()) < 1.0
     a.close()
     b.close()
 
@@ -159,7 +160,7 @@ def test_a_snapshot_plus_the_feed_equals_a_fresh_build(tmp_path: Path, database_
     settings = Settings(home=tmp_path)
     first = open_services(settings)
     kept = [first.documents.ingest(_text(rng, 5), f"a{i}.txt").document for i in range(10)]
-    first.documents.warm_up()  # built, then saved in the background
+    first.search.warm_up()  # built, then saved in the background
     first.documents.delete(kept[0].id)
     first.close()  # saves again: the snapshot covers the delete
     snapshots = SnapshotDirectory(tmp_path / "index", ("default", "general"))
@@ -172,10 +173,10 @@ def test_a_snapshot_plus_the_feed_equals_a_fresh_build(tmp_path: Path, database_
 
     with caplog.at_level(logging.INFO, logger="calypso.index"):
         second = open_services(settings)
-        index = second.documents.index("general")
+        index = second.search.index("general")
     assert "loaded" in caplog.text and "built" not in caplog.text
     _assert_same(index, _fresh(second.documents))
-    assert late.id in _doc_ids(second.documents, " ".join(WORDS))
+    assert late.id in _doc_ids(second.search, " ".join(WORDS))
     second.close()
 
 
@@ -184,14 +185,14 @@ def test_an_unusable_snapshot_is_rebuilt_from_the_store(tmp_path: Path, database
     settings = Settings(home=tmp_path)
     services = open_services(settings)
     services.documents.ingest(b"Harbour cranes are inspected every spring.", "cranes.txt")
-    services.documents.warm_up()
+    services.search.warm_up()
     services.close()
     current = SnapshotDirectory(tmp_path / "index", ("default", "general")).current()
     assert current is not None
     (current / "seg0.rows.npy").write_bytes(b"torn")  # a crash mid-write of an older version, or a bad disk
     with caplog.at_level(logging.INFO, logger="calypso.index"):
         again = open_services(settings)
-        assert again.documents.search("harbour cranes")
+        assert again.search.search("harbour cranes")
     assert "unusable" in caplog.text and "built" in caplog.text
     again.close()
     # A snapshot of another database (the data directory's database was replaced) is not trusted either.
@@ -202,6 +203,6 @@ def test_an_unusable_snapshot_is_rebuilt_from_the_store(tmp_path: Path, database
     with caplog.at_level(logging.INFO, logger="calypso.index"):
         other = open_services(settings)
         other.documents.ingest(b"Lighthouse lamps are cleaned weekly.", "lamps.txt")
-        assert [p.document.filename for p in other.documents.search("harbour lighthouse")] == ["lamps.txt"]
+        assert [p.document.filename for p in other.search.search("harbour lighthouse")] == ["lamps.txt"]
     assert "another database" in caplog.text
     other.close()

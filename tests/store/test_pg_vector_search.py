@@ -212,22 +212,23 @@ def test_hybrid_search_through_the_service_reads_vectors_from_the_database(setti
     memory = open_services(model.model_copy(update={"pg_vector_search": "memory", "home": settings.home.parent / "b"}))
     try:
         documents = hnsw.documents
+        searcher = hnsw.search
         ids = {name: documents.ingest(text.encode(), name, "hr").document.id for name, text in docs.items()}
-        assert documents.search(meaning_only, "hr") == []  # keywords alone: nothing embedded yet
+        assert searcher.search(meaning_only, "hr") == []  # keywords alone: nothing embedded yet
         assert embed_all(documents) == 3
-        assert isinstance(documents._indexes.vectors("default", "hr"), PgVectorSearch)
-        hits = documents.search(meaning_only, "hr")
+        assert isinstance(searcher._indexes.vectors("default", "hr"), PgVectorSearch)
+        hits = searcher.search(meaning_only, "hr")
         assert hits[0].document.id == ids["canteen.txt"] and (hits[0].vector_score or 0) > 0.3
         # The in-memory index over the same database ranks and scores the same.
         memory.documents.catch_up()
-        assert isinstance(memory.documents._indexes.vectors("default", "hr"), ExactVectorIndex)
-        same = memory.documents.search(meaning_only, "hr")
+        assert isinstance(memory.search._indexes.vectors("default", "hr"), ExactVectorIndex)
+        same = memory.search.search(meaning_only, "hr")
         assert [h.chunk.chunk_index for h in same] == [h.chunk.chunk_index for h in hits]
         assert [h.document.id for h in same] == [h.document.id for h in hits]
         assert np.allclose([h.score for h in same], [h.score for h in hits], atol=1e-5)
         # A deleted document is gone from the database's search at once.
         documents.delete(ids["canteen.txt"])
-        assert ids["canteen.txt"] not in {h.document.id for h in documents.search(meaning_only, "hr")}
+        assert ids["canteen.txt"] not in {h.document.id for h in searcher.search(meaning_only, "hr")}
     finally:
         hnsw.close()
         memory.close()

@@ -109,7 +109,7 @@ def test_read_connections_stay_bounded_across_bursts(tmp_path: Path, database_ur
 
     def burst() -> None:
         # Fresh threads each time, as a server's worker pool replaces idle threads.
-        threads = [threading.Thread(target=services.documents.search, args=("lighthouse",)) for _ in range(THREADS)]
+        threads = [threading.Thread(target=services.search.search, args=("lighthouse",)) for _ in range(THREADS)]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -134,13 +134,13 @@ def test_several_serving_processes_share_one_postgres_database(tmp_path: Path, d
     second = open_services(Settings(home=tmp_path / "other"), exclusive=True)  # no lock to refuse it
     doc = first.documents.ingest(b"Harbour cranes are inspected every spring.", "cranes.txt").document
     assert second.documents.get(doc.id).filename == "cranes.txt"
-    assert second.documents.search("harbour cranes")[0].document.id == doc.id  # its index builds from the database
+    assert second.search.search("harbour cranes")[0].document.id == doc.id  # its index builds from the database
     # An index already built follows the other process's writes through the change feed, within a second.
     later = first.documents.ingest(b"Lighthouse lamps are cleaned weekly.", "lamps.txt").document
-    assert first.documents.search("lighthouse lamps")[0].document.id == later.id  # its own write, at once
-    assert _within(1.0, lambda: [p.document.id for p in second.documents.search("lighthouse lamps")] == [later.id])
+    assert first.search.search("lighthouse lamps")[0].document.id == later.id  # its own write, at once
+    assert _within(1.0, lambda: [p.document.id for p in second.search.search("lighthouse lamps")] == [later.id])
     first.documents.delete(later.id)
-    assert _within(1.0, lambda: second.documents.search("lighthouse lamps") == [])
+    assert _within(1.0, lambda: second.search.search("lighthouse lamps") == [])
     first.close()
     second.close()
 

@@ -712,3 +712,20 @@ def test_file_links_look_documents_up_by_id_on_sqlite(tmp_path) -> None:  # type
             str(r[-1]) for r in conn.execute("EXPLAIN QUERY PLAN " + FILE_LINKS_SQL.format(marks="?,?"), ("a", "b"))
         )
     assert "(id=?)" in plan and "workspace" not in plan, plan
+
+
+def test_stale_terms_are_found_in_key_order_and_rewritten(storage: Storage) -> None:
+    store = storage.documents
+    chunks = [Chunk(i, f"passage {i}", i * 10, i * 10 + 9, 1, 1, ("1",)) for i in range(5)]
+    doc_key, keys = store.add_document(
+        _document(), [Page(1, "1", 0, 50)], chunks, b"x", ["a1 old", None, "a2 new", "a1 old", "a22 other"]
+    )
+    assert store.count_stale_terms("a2 ") == 4  # older versions, none stored, and a version that only shares "a2"
+    first = store.stale_terms("a2 ", 0, 2)
+    assert first == [(keys[0], "passage 0"), (keys[1], "passage 1")]
+    rest = store.stale_terms("a2 ", first[-1][0], 10)
+    assert rest == [(keys[3], "passage 3"), (keys[4], "passage 4")]
+    store.write_terms([(key, f"a2 t{key}") for key, _ in first + rest] + [(10**9, "a2 gone")])
+    assert store.count_stale_terms("a2 ") == 0
+    stored = {c.key: c.terms for c in store.document_chunks(doc_key)}
+    assert stored[keys[0]] == f"a2 t{keys[0]}" and stored[keys[2]] == "a2 new"

@@ -16,6 +16,7 @@ from calypso.services.conversations import ConversationService
 from calypso.services.documents import DocumentService
 from calypso.services.keys import KeyService, PolicyService
 from calypso.services.responses import ResponseService
+from calypso.services.search import SearchService
 from calypso.services.vector_stores import VectorStoreService
 
 
@@ -26,6 +27,10 @@ def services(request: Request) -> Services:
 
 def _documents(request: Request) -> DocumentService:
     return services(request).documents
+
+
+def _search(request: Request) -> SearchService:
+    return services(request).search
 
 
 def _answering(request: Request) -> Answerer:
@@ -57,6 +62,7 @@ def _vector_stores(request: Request) -> VectorStoreService:
 
 
 Documents = Annotated[DocumentService, Depends(_documents)]
+Search = Annotated[SearchService, Depends(_search)]
 Answering = Annotated[Answerer, Depends(_answering)]
 Bots = Annotated[BotService, Depends(_bots)]
 Conversations = Annotated[ConversationService, Depends(_conversations)]

@@ -17,12 +17,11 @@ from starlette.types import Receive, Scope, Send
 
 from calypso.api.errors import internal_error, log_server_error, log_unexpected
 from calypso.api.sse import sse_data
-from calypso.citations.chat_render import ChatStreamRenderer, RenderedChat
-from calypso.citations.composer import MarkerEvent, TextEvent
-from calypso.citations.events import AnswerEvent, Done, Retrieved, ToolCallsEvent
+from calypso.citations.events import AnswerEvent, Done, MarkerEvent, Retrieved, TextEvent, ToolCallsEvent
 from calypso.citations.grounded import GroundedAnswer
 from calypso.citations.links import LinkSigner
-from calypso.citations.styles import RenderStyle
+from calypso.dialects.chat import ChatStreamRenderer, RenderedChat
+from calypso.dialects.styles import RenderStyle
 from calypso.errors import CalypsoError
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from calypso.citations.events import MarkerEvent, TextEvent
 from calypso.citations.footnotes import is_passage_footnote
 from calypso.citations.grounded import (
     GroundedAnswer,
@@ -31,19 +31,6 @@ from calypso.text.control import CONTROL
 from calypso.text.sentences import last_sentence_start, settled_end
 
 QuoteFinder = Callable[[str, Source], Quote]
-
-
-@dataclass
-class TextEvent:
-    text: str  # plain-text delta
-
-
-@dataclass
-class MarkerEvent:
-    placement: MarkerPlacement
-    segment: Segment | None  # the segment this marker cites, with its citations so far
-    newly_cited: list[Source]  # sources cited for the first time here, display numbers assigned
-    added: list[SegmentCitation]  # citations this marker added to the segment (not repeats)
 
 
 class AnswerComposer:

@@ -20,7 +20,15 @@ from collections.abc import Callable
 from typing import Any
 
 from calypso.embeddings import local_onnx
-from calypso.embeddings.base import DimensionMismatch, Embedder, EmbeddingError, EmbeddingUnavailable, check_dimension
+from calypso.embeddings.base import (
+    DimensionMismatch,
+    Embedder,
+    EmbeddingError,
+    EmbeddingUnavailable,
+    check_dimension,
+    covers,
+    parse_languages,
+)
 from calypso.embeddings.cache import (
     CachedEmbedder,
     MemoryVectorCache,
@@ -41,6 +49,7 @@ __all__ = [
     "SQLiteVectorCache",
     "VectorCache",
     "check_dimension",
+    "covers",
     "embeddings_off",
     "open_embedder",
     "open_sqlite_cache",
@@ -79,6 +88,7 @@ def open_embedder(settings: Any, *, cache: VectorCache | None = None) -> Embedde
             model,
             api_key=settings.embedding_api_key,
             batch_size=settings.embedding_batch_size,
+            languages=parse_languages(settings.embedding_languages, None),
         )
     else:
         if model not in _local:
@@ -92,7 +102,18 @@ def open_embedder(settings: Any, *, cache: VectorCache | None = None) -> Embedde
             log.warning("embedding model %s is not installed (%s): search is keyword-only", model, hint)
             return None
         embedder = factory(batch_size=settings.embedding_batch_size)
+        declared = parse_languages(settings.embedding_languages, embedder.languages)
+        if declared != embedder.languages:
+            embedder = _Declared(embedder, declared)
     return CachedEmbedder(embedder, cache) if cache is not None else embedder
+
+
+class _Declared:
+    """A local model with the languages ``CALYPSO_EMBEDDING_LANGUAGES`` says it covers."""
+
+    def __init__(self, inner: Embedder, languages: frozenset[str] | None) -> None:
+        self.inner, self.languages = inner, languages
+        self.name, self.dimension, self.embed = inner.name, inner.dimension, inner.embed
 
 
 register(

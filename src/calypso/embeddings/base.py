@@ -9,7 +9,9 @@ in input order::
 
 ``name`` identifies the model *and* its vector space: two embedders with the same
 name must give interchangeable vectors (the cache and stored vectors are keyed by
-it). Backends batch internally; callers may pass any number of texts.
+it). Backends batch internally; callers may pass any number of texts. ``languages`` are the
+ISO 639-1 codes of the languages whose texts the model places meaningfully (None: any language);
+search uses vectors only for queries and knowledge bases in them (``covers``).
 
     EmbeddingError                    an embedding could not be computed (CalypsoError, 502)
     ├── EmbeddingUnavailable          the configured backend cannot run here (package missing …)
@@ -36,7 +38,26 @@ class Embedder(Protocol):
     @property
     def dimension(self) -> int: ...
 
+    @property
+    def languages(self) -> frozenset[str] | None: ...
+
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def covers(embedder: Embedder, language: str) -> bool:
+    """Whether the model's vectors mean something for text in ``language``."""
+    languages = embedder.languages
+    return languages is None or language in languages
+
+
+def parse_languages(setting: str, default: frozenset[str] | None) -> frozenset[str] | None:
+    """``CALYPSO_EMBEDDING_LANGUAGES``: "" keeps the model's own, "*" is any language, else ISO codes."""
+    value = setting.strip().lower()
+    if not value:
+        return default
+    if value in ("*", "any", "all"):
+        return None
+    return frozenset(code.strip() for code in value.split(",") if code.strip())
 
 
 class EmbeddingError(UpstreamError):

@@ -130,6 +130,10 @@ class CachedEmbedder:
     def dimension(self) -> int:
         return self.inner.dimension
 
+    @property
+    def languages(self) -> frozenset[str] | None:
+        return self.inner.languages
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         keys = [content_key(self.inner.name, t) for t in texts]
         found = dict(self.cache.get_many(list(dict.fromkeys(keys))))

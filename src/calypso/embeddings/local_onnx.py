@@ -30,6 +30,9 @@ from calypso.embeddings.base import EmbeddingUnavailable, normalise
 
 MODEL_NAME = "minilm-l6-v2-int8"
 DIMENSION = 384
+# all-MiniLM-L6-v2 was trained on English pairs: its WordPiece vocabulary splits Chinese into characters and
+# German into fragments, so hybrid search on those used to rank below keywords alone (docs/languages.md).
+LANGUAGES: frozenset[str] | None = frozenset({"en"})
 MAX_TOKENS = 128
 INSTALL_HINT = "pip install 'calypso[embed]'"
 
@@ -83,6 +86,10 @@ class LocalOnnxEmbedder:
     @property
     def dimension(self) -> int:
         return DIMENSION
+
+    @property
+    def languages(self) -> frozenset[str] | None:
+        return LANGUAGES
 
     def load(self) -> None:
         """Open the model now (otherwise the first ``embed`` does)."""

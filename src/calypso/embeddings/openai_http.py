@@ -34,8 +34,11 @@ class OpenAIEmbedder:
         timeout: float = 60.0,
         max_retries: int = 2,
         transport: httpx.BaseTransport | None = None,
+        languages: frozenset[str] | None = None,
     ) -> None:
+        """``languages``: what the served model covers (None: any; bge-m3, multilingual-e5, OpenAI's models)."""
         self.base_url = base_url.rstrip("/")
+        self._languages = languages
         self.model = model
         self.batch_size = max(1, batch_size)
         self.max_retries = max_retries
@@ -53,6 +56,10 @@ class OpenAIEmbedder:
             self.embed(["dimension probe"])
         assert self._dimension is not None
         return self._dimension
+
+    @property
+    def languages(self) -> frozenset[str] | None:
+        return self._languages
 
     def close(self) -> None:
         self._client.close()

@@ -28,8 +28,8 @@ from xai_sdk.proto import chat_pb2, chat_pb2_grpc, sample_pb2, usage_pb2
 from calypso.bots import Bot, bot_scope
 from calypso.citations.events import Done
 from calypso.citations.links import LinkSigner
-from calypso.citations.responses_render import RenderOptions
-from calypso.citations.xai_render import XaiDelta, XaiInlineCitation, XaiRenderer, render_reply
+from calypso.dialects.responses import RenderOptions
+from calypso.dialects.xai import XaiDelta, XaiInlineCitation, XaiRenderer, render_reply
 from calypso.errors import InvalidRequest, NotFound
 from calypso.grpc_api.base import Servicer, complete
 from calypso.grpc_api.convert import ranking, timestamp

@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 from xai_sdk.proto import documents_pb2, documents_pb2_grpc
 
-from calypso.citations.xai_render import chunk_id
+from calypso.dialects.xai import chunk_id
 from calypso.errors import InvalidRequest
 from calypso.grpc_api import convert
 from calypso.grpc_api.base import Servicer, complete

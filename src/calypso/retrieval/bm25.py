@@ -25,6 +25,7 @@ import math
 import os
 import sys
 import threading
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from itertools import chain
 from pathlib import Path
@@ -33,6 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from calypso.retrieval.languages import detect
 from calypso.retrieval.tokenize import ANALYZER_VERSION, DEFAULT_ANALYZER
 
 # Tuned on SciFact qrels/train.tsv (bench/retrieval_quality.py).
@@ -49,6 +51,7 @@ _COMPILE_TOKENS = 1 << 20  # a bulk load compiles its pending rows every ~1M tok
 _ADD_BATCH = 4096  # chunks analysed per locked append (bounds the Python term lists held at once)
 _COMPACT_MIN = 1024  # renumber rows once this many, and a quarter of them, are dead
 _DIRECT_TOPK_ROWS = 1 << 15  # below this, top-k takes all positive rows (no k-th bound)
+_LANGUAGE_SAMPLE = 8  # detect the language of one passage in this many (for query_language)
 _FILE_FORMAT = 1  # of save/load; bump when the layout of the files changes
 _I64 = np.int64
 
@@ -61,8 +64,9 @@ _Floats = NDArray[np.float32]
 _Bools = NDArray[np.bool_]
 _Params = tuple[float, float, float]  # (k1, b, avgdl): the statistics an impact table was computed for
 
-# (chunk_key, text) or (chunk_key, text, terms): terms already analyzed (e.g. stored) skip tokenising.
-Chunks = Sequence[tuple[int, str] | tuple[int, str, list[str] | None]]
+# (chunk_key, text), (chunk_key, text, terms) or (chunk_key, text, terms, language): terms already analyzed
+# (e.g. stored) skip tokenising; their text may then be "" (the language, when given, is the passage's).
+Chunks = Sequence[tuple[int, str] | tuple[int, str, list[str] | None] | tuple[int, str, list[str] | None, str | None]]
 
 
 class _Vocab(dict[str, int]):
@@ -350,6 +354,11 @@ class BM25Index:
     ) -> None:
         self.k1, self.b = float(k1), float(b)
         self._analyze = analyzer or DEFAULT_ANALYZER.tokenize
+        # Languages of a sample of the passages added (never decremented): a query too short to tell
+        # its language is analysed in the most common one, so "Was ist Berlin?" is German in a German
+        # knowledge base and English claims stay English in SciFact.
+        self._languages: Counter[str] = Counter()
+        self._seen = 0
         self._lock = threading.RLock()
         self._vocab = _Vocab()
         self._docs: dict[int, tuple[int, int]] = {}  # doc key -> (first row, n rows)
@@ -385,6 +394,7 @@ class BM25Index:
         n_chunks = 0
         for doc_key, chunks in items:
             keys = [int(c[0]) for c in chunks]
+            self._sample_languages(chunks)
             terms = [c[2] if len(c) > 2 and c[2] is not None else self._analyze(c[1]) for c in chunks]
             batch.append((int(doc_key), keys, terms))
             n_chunks += len(keys)
@@ -393,6 +403,26 @@ class BM25Index:
                 batch, n_chunks = [], 0
         if batch:
             self._append(batch)
+
+    def _sample_languages(self, chunks: Chunks) -> None:
+        for chunk in chunks:
+            if self._seen % _LANGUAGE_SAMPLE == 0:
+                language = chunk[3] if len(chunk) > 3 else None
+                if language is None and chunk[1]:
+                    language = detect(chunk[1])
+                if language is not None:
+                    self._languages[language] += 1
+            self._seen += 1
+
+    def query_language(self) -> str:
+        """The language a query that does not tell its own is analysed in: the passages' most common."""
+        common = self._languages.most_common(1)
+        return common[0][0] if common else "en"
+
+    def _analyze_query(self, query: str) -> list[str]:
+        if self._analyze == DEFAULT_ANALYZER.tokenize:
+            return DEFAULT_ANALYZER.tokenize(query, self.query_language())
+        return self._analyze(query)
 
     def _append(self, batch: list[tuple[int, list[int], list[list[str]]]]) -> None:
         keys = [k for _, ks, _ in batch for k in ks]
@@ -541,7 +571,7 @@ class BM25Index:
     # --------------------------------------------------------------- searching
     def search(self, query: str, k: int = 10, doc_keys: Collection[int] | None = None) -> list[tuple[int, float]]:
         """Top-k ``(chunk_key, score)`` for ``query``; see the class docstring."""
-        terms = self._analyze(query)
+        terms = self._analyze_query(query)
         if k <= 0 or not terms or (doc_keys is not None and not doc_keys):
             return []
         snap = self._snapshot()
@@ -614,7 +644,7 @@ class BM25Index:
         snap = self._snapshot()
         get = self._vocab.get
         total = 0.0
-        for t in self._analyze(query):
+        for t in self._analyze_query(query):
             tid = get(t)
             if tid is not None and tid < len(snap.df) and snap.df[tid] > 0:
                 df = float(snap.df[tid])
@@ -676,6 +706,8 @@ class BM25Index:
                 "n_live": self._n_live,
                 "total_len": self._total_len,
                 "segments": [s.row_start for s in segs],
+                "languages": dict(self._languages),
+                "seen": self._seen,
                 "meta": meta or {},
             }
         directory.mkdir(parents=True, exist_ok=True)
@@ -729,6 +761,8 @@ class BM25Index:
         index._docs = {int(d): (int(s), int(c)) for d, s, c in array("docs").tolist()}
         index._n_rows = index._seg_stop = n
         index._n_live, index._total_len = int(manifest["n_live"]), int(manifest["total_len"])
+        index._languages.update(manifest.get("languages", {}))
+        index._seen = int(manifest.get("seen", 0))
         for i, row_start in enumerate(manifest["segments"]):
             fields = {name: array(f"seg{i}.{name}", mapped=True) for name in _Segment._ARRAYS}
             index._segs.append(_Segment(int(row_start), **fields))

@@ -12,10 +12,9 @@ Measured on SciFact and the Alps questions: see docs/benchmarks.md, "Query analy
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
-from calypso.retrieval.tokenize import tokenize
+from calypso.retrieval.tokenize import tokenize, words_of
 
 # Surface forms (lowercased) a question uses for its form rather than its subject: question words,
 # auxiliaries, pronouns and a few vague quantifiers. Words that can carry the subject of a question
@@ -36,15 +35,13 @@ QUERY_FUNCTION_WORDS: frozenset[str] = frozenset(
 # "how long", "how many", "how old": the second word belongs to the question form.
 _AFTER_HOW: frozenset[str] = frozenset(("long", "many", "much", "far", "often", "old", "big", "large", "soon"))
 
-_WORD_RE = re.compile(r"\w+")
-
 
 def content_words(query: str) -> list[str]:
     """The words of ``query`` that should drive keyword matching (lowercased, in order).
 
     Function words are dropped, and so is the word after "how" in "how long"/"how many"/….
     """
-    words = _WORD_RE.findall(query.lower())
+    words = words_of(query.lower())  # combining marks kept: "\\w+" would cut Hindi words into letters
     kept = []
     for i, word in enumerate(words):
         if word in QUERY_FUNCTION_WORDS:

@@ -17,8 +17,11 @@ from calypso.services.answering import Answerer
 from calypso.services.bots import BotService
 from calypso.services.conversations import ConversationService
 from calypso.services.documents import DocumentService
+from calypso.services.index_sync import NamespaceIndexes
 from calypso.services.keys import KeyService, PolicyService
+from calypso.services.reanalysis import TermsReanalysis
 from calypso.services.responses import ResponseService
+from calypso.services.search import SearchService
 from calypso.services.vector_stores import VectorStoreService
 from calypso.store.base import Storage
 
@@ -31,6 +34,7 @@ class Services:
     storage: Storage
     signing_secret: bytes
     documents: DocumentService
+    search: SearchService
     answering: Answerer
     bots: BotService
     conversations: ConversationService
@@ -38,6 +42,7 @@ class Services:
     keys: KeyService
     policies: PolicyService
     vector_stores: VectorStoreService
+    reanalysis: TermsReanalysis
 
     async def aclose(self) -> None:
         """Close what answering holds open (upstream connections), then the storage."""
@@ -47,7 +52,8 @@ class Services:
     def close(self) -> None:
         """Stop the index follower, save index snapshots, close the storage (for callers that never answered)."""
         try:
-            self.documents.close()
+            self.reanalysis.close()
+            self.search.close()
         finally:
             self.storage.close()
 
@@ -106,28 +112,36 @@ def open_services(settings: Settings, storage: Storage | None = None, *, exclusi
     storage = storage if storage is not None else open_storage(settings, exclusive=exclusive)
     secret = load_secret(settings.signing_secret, settings.home)
     embedder = open_embedding_model(settings)
-    documents = DocumentService(
-        settings,
+    indexes = NamespaceIndexes(
         storage.documents,
-        secret,
-        storage.jobs,
-        embedder=embedder,
+        None if settings.database_url else settings.home / "index",  # snapshots beside the embedded database only
         embeddings=storage.embeddings,
+        model=embedder.name if embedder is not None else None,
+        dimension=embedder.dimension if embedder is not None else 0,
         vector_search=database_vector_search(settings, storage, embedder),
+        ann_min_vectors=settings.ann_min_vectors,
     )
-    documents.file_links = storage.vector_stores
+    documents = DocumentService(
+        settings, storage.documents, secret, storage.jobs, indexes, embedder=embedder, embeddings=storage.embeddings
+    )
+    search = SearchService(settings, storage.documents, indexes, embedder=embedder, file_links=storage.vector_stores)
+    reanalysis = TermsReanalysis(storage.documents)
+    if exclusive:  # a server or worker: rewrite terms an older analyzer stored (search needs none of it)
+        reanalysis.start()
     return Services(
         settings=settings,
         storage=storage,
         signing_secret=secret,
         documents=documents,
-        answering=Answerer(documents, settings),
+        search=search,
+        answering=Answerer(documents, search, settings),
         bots=BotService(settings, storage.bots),
         conversations=ConversationService(storage.conversations),
         responses=ResponseService(storage.responses),
         keys=KeyService(storage.keys),
         policies=PolicyService(storage.policies),
-        vector_stores=VectorStoreService(documents, storage.vector_stores),
+        vector_stores=VectorStoreService(documents, search, storage.vector_stores),
+        reanalysis=reanalysis,
     )
 
 

@@ -30,6 +30,7 @@ from calypso.generation.upstream import UpstreamConfig
 from calypso.models import Page, Passage
 from calypso.scope import DEFAULT_WORKSPACE, RetrievalScope
 from calypso.services.documents import DocumentService
+from calypso.services.search import SearchService
 
 _ROLES = {"system", "developer", "user", "assistant", "tool"}
 
@@ -93,8 +94,10 @@ def validate_messages(messages: list[dict[str, Any]]) -> None:
 
 
 class Answerer:
-    def __init__(self, documents: DocumentService, settings: Settings | None = None) -> None:
+    def __init__(self, documents: DocumentService, search: SearchService, settings: Settings | None = None) -> None:
+        """``documents`` gives the pages a quote's page is found on; ``search`` the passages an answer rests on."""
         self.documents = documents
+        self.search = search
         self.settings = settings or documents.settings
         self._generators: dict[str, Generator] = {}
         # One bound for every model on the upstream server (CALYPSO_LLM_MAX_CONNECTIONS), not one per model.
@@ -210,7 +213,7 @@ class Answerer:
         def search() -> list[Passage]:
             passages: list[Passage] = []
             for namespace in scope.namespaces:
-                passages += self.documents.search(
+                passages += self.search.search(
                     query,
                     namespace,
                     document_ids=scope.document_ids,

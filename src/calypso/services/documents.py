@@ -1,16 +1,11 @@
-"""The documents service: ingest, read, list, delete documents and search their passages.
+"""The documents service: ingest, read, list and delete documents.
 
 The API and the CLI both call it. An upload becomes an ``in_progress`` document with an ingestion
 job (``submit``) that a worker (``services/ingest_worker.py``) finishes; ``ingest(wait=True)`` runs
-or follows the job to its end. It owns one in-memory BM25 index per (workspace, namespace), loaded
-or built on first use and kept equal to the store by following its change feed
-(``services/index_sync.py``): writes made here and in every other process reach the index the same way.
-
-With an embedding model (``embedder``), a completed document is also queued for vectors, which the
-embedding workers fill in (``services/embed_worker.py``), and search is hybrid: the keyword run and the
-vector run (100 deep each) are fused by ``retrieval.hybrid.fuse`` with the request's weights, and the top
-fused passages' scores mixed with their neighbours' (``smooth_neighbours``). Passages not embedded yet are
-still found by their keywords.
+or follows the job to its end. Writes reach this process's in-memory indexes (and every other
+process's) through the store's change feed (``services/index_sync.py``); searching them is
+``services/search.py``'s. With an embedding model (``embedder``), a completed document is also queued
+for vectors, which the embedding workers fill in (``services/embed_worker.py``).
 """
 
 from __future__ import annotations
@@ -20,9 +15,8 @@ import hashlib
 import threading
 import time
 import uuid
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from calypso.citations.links import verify
@@ -49,27 +43,14 @@ from calypso.models import (
     Order,
     Page,
     ParsedDocument,
-    Passage,
-    RankingOptions,
     StaticChunking,
     StoredChunk,
 )
-from calypso.retrieval.bm25 import BM25Index
-from calypso.retrieval.hybrid import NEIGHBOUR_POOL, NEIGHBOUR_WEIGHT, fuse, fusion_weights, smooth_neighbours
-from calypso.retrieval.query import keyword_query
-from calypso.retrieval.scoring import keyword_score
 from calypso.retrieval.tokenize import encode_terms
 from calypso.scope import DEFAULT_WORKSPACE, check_namespace
 from calypso.services.index_sync import NamespaceIndexes
 from calypso.services.ingest_worker import Progress, error_from_record, run_job, worker_id
-from calypso.store.base import DocumentStore, DuplicateContent, EmbeddingStore, JobStore, VectorStoreStore
-
-HYBRID_DEPTH = 100  # each run's depth before fusion: fuse's 0 is the 100th (as tuned on SciFact)
-# Below this cosine a passage is not a match by meaning: the vector run always returns its 100 nearest,
-# and "What do ducks eat?" on the demo (nothing about ducks) came back at 0.03-0.05 while the passages that
-# answer its questions score 0.39-0.63 (minilm-l6-v2-int8). Without the floor fusion would rank noise.
-MIN_COSINE = 0.15
-QUERY_VECTORS_CACHED = 512  # recent queries' vectors kept, so a repeated question embeds nothing
+from calypso.store.base import DocumentStore, DuplicateContent, EmbeddingStore, JobStore
 
 
 @dataclass
@@ -79,44 +60,33 @@ class IngestResult:
 
 
 class DocumentService:
+    """Documents and their ingestion: submit, wait, jobs, crawl, cancel, delete, and the reads of documents,
+    files, pages and passages. Searching them is ``services.search.SearchService``'s."""
+
     def __init__(
         self,
         settings: Settings,
         store: DocumentStore,
         signing_secret: bytes,
         jobs: JobStore,
+        indexes: NamespaceIndexes,
         *,
         embedder: Embedder | None = None,
         embeddings: EmbeddingStore | None = None,
-        vector_search: Callable[[str, str], object] | None = None,
     ) -> None:
-        """``vector_search``: (workspace, namespace) -> a vector search the database runs, instead of
-        loading the namespace's vectors into this process (PostgreSQL with pgvector HNSW)."""
+        """``indexes``: this process's in-memory indexes, told to catch up after each write here so the
+        writer reads its own writes at once (``SearchService`` searches the same ones)."""
         self.settings = settings
         self.store = store
         self.jobs = jobs
         self.jobs_waiting = threading.Event()  # set on submit: wakes this process's idle workers
         self._signing_secret = signing_secret
+        self._indexes = indexes
         self.embedder = embedder if embeddings is not None else None
         self.embeddings = embeddings
         if self.embedder is not None and embeddings is not None:
             # Vectors are stored by model name: the same name with another dimension cannot be searched.
             check_dimension(embeddings.stored_dimension(self.embedder.name), self.embedder)
-        self._query_vectors: OrderedDict[str, Any] = OrderedDict()
-        self._query_lock = threading.Lock()
-        # Snapshots of the indexes beside the embedded database only (see NamespaceIndexes).
-        snapshots = None if settings.database_url else settings.home / "index"
-        self._indexes = NamespaceIndexes(
-            store,
-            snapshots,
-            embeddings=embeddings,
-            model=self.embedder.name if self.embedder is not None else None,
-            dimension=self.embedder.dimension if self.embedder is not None else 0,
-            vector_search=vector_search,
-            ann_min_vectors=settings.ann_min_vectors,
-        )
-        # Set by open_services: a document attached to a vector store is shown under the file id attached.
-        self.file_links: VectorStoreStore | None = None
 
     # -- ingestion ---------------------------------------------------------
     def submit(
@@ -253,10 +223,10 @@ class DocumentService:
         document: Document,
         pages: Sequence[Page],
         chunks: Sequence[Chunk],
-        terms: list[list[str]],
+        terms: list[tuple[str, list[str]]],
     ) -> list[int] | None:
         """Store a finished job (None: the worker lost it, nothing written); loaded indexes take it from the feed."""
-        stored_terms = [encode_terms(t) for t in terms]
+        stored_terms = [encode_terms(t, language) for language, t in terms]
         model = self.embedder.name if self.embedder is not None else None
         chunk_keys = self.jobs.complete(document_key, owner, document, pages, chunks, stored_terms, model)
         if chunk_keys is not None:
@@ -432,112 +402,7 @@ class DocumentService:
     def namespaces(self, workspace: str = DEFAULT_WORKSPACE) -> list[str]:
         return self.store.namespaces(workspace)
 
-    # -- retrieval ---------------------------------------------------------
-    def index(self, namespace: str, workspace: str = DEFAULT_WORKSPACE) -> BM25Index:
-        """The namespace's index: loaded from its snapshot or built from the store on first use, then following the feed."""
-        return self._indexes.get(workspace, namespace)
-
-    def warm_up(self, workspace: str = DEFAULT_WORKSPACE) -> int:
-        """Load every namespace's index now (at start-up) instead of on its first query; returns passages indexed."""
-        return sum(len(self.index(namespace, workspace)) for namespace in self.store.namespaces(workspace))
-
     def catch_up(self) -> int:
-        """Apply the store's change feed to the loaded indexes now (the follower thread does so on its own)."""
+        """Apply the store's change feed to this process's loaded indexes now, so its searches see what was
+        just written (the follower thread does so on its own within a second)."""
         return self._indexes.catch_up()
-
-    def close(self) -> None:
-        """Stop following the feed and save the changed indexes' snapshots (embedded backend)."""
-        self._indexes.close()
-
-    def search(
-        self,
-        query: str,
-        namespace: str | None = None,
-        *,
-        document_ids: Sequence[str] | None = None,
-        max_results: int | None = None,
-        workspace: str = DEFAULT_WORKSPACE,
-        ranking: RankingOptions | None = None,
-    ) -> list[Passage]:
-        """Top passages for ``query`` in a namespace, optionally only from some documents.
-
-        Keyword matching uses the query's content words (``keyword_query``). Each passage's ``score`` is in
-        [0, 1] (``retrieval.scoring``), its raw BM25 in ``keyword_score``; ``ranking.score_threshold`` drops
-        passages scoring below it. With vectors in the namespace the search is hybrid: ``ranking``'s
-        ``text_weight``/``embedding_weight`` weigh the two runs (``embedding_weight`` 0: keyword only); the
-        fused score, mixed with the best neighbouring passage's (``smooth_neighbours``), is in [0, 1] and the
-        raw cosine is in ``vector_score``.
-        """
-        namespace = check_namespace(namespace or self.settings.default_namespace)
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidRequest("The query is empty; send the question or keywords to search for.", param="query")
-        k = max_results or self.settings.search_max_results
-        threshold = ranking.score_threshold if ranking is not None else 0.0
-        try:
-            text_weight, embedding_weight = fusion_weights(ranking)
-        except ValueError as exc:
-            raise InvalidRequest(str(exc), param="ranking_options.hybrid_search") from exc
-        doc_keys = None
-        if document_ids is not None:
-            doc_keys = set(self.store.document_keys(workspace, list(document_ids)).values())
-        index = self.index(namespace, workspace)
-        vectors = self._indexes.vectors(workspace, namespace) if embedding_weight > 0 else None
-        keywords = keyword_query(query)
-        raw_keyword: dict[int, float] = {}
-        raw_cosine: dict[int, float] = {}
-        pooled: dict[int, StoredChunk] | None = None
-        if vectors is None or not len(vectors):  # keyword-only: no model, nothing embedded, or weight 0
-            found = index.search(keywords, k=k, doc_keys=doc_keys)
-            ceiling = index.max_score(keywords) if found else 0.0
-            raw_keyword = dict(found)
-            ranked = [(key, keyword_score(raw, ceiling)) for key, raw in found]
-        else:
-            depth = max(k, HYBRID_DEPTH)
-            text_run = index.search(keywords, k=depth, doc_keys=doc_keys) if text_weight > 0 else []
-            dense_run = vectors.search(self._query_vector(query), k=depth, doc_keys=doc_keys)
-            dense_run = [(key, cosine) for key, cosine in dense_run if cosine >= MIN_COSINE]
-            raw_keyword, raw_cosine = dict(text_run), dict(dense_run)
-            pool = fuse(text_run, dense_run, text_weight=text_weight, embedding_weight=embedding_weight)
-            pool = pool[: max(k, NEIGHBOUR_POOL)]
-            # The pool's chunks are fetched once: their positions for the smoothing, then the hits' passages.
-            pooled = self.store.get_chunks(workspace, [key for key, _ in pool], namespace)
-            positions = {key: (c.document_id, c.chunk.chunk_index) for key, c in pooled.items()}
-            ranked = smooth_neighbours(pool, positions, NEIGHBOUR_WEIGHT)[:k]
-        hits = [(key, score) for key, score in ranked if score >= threshold]
-        if pooled is None:
-            stored = self.store.get_chunks(workspace, [key for key, _ in hits], namespace)
-        else:
-            stored = {key: pooled[key] for key, _ in hits if key in pooled}
-        documents = self.store.get_documents_by_id(workspace, list({c.document_id for c in stored.values()}))
-        if self.file_links is not None and documents:
-            for doc_id, link in self.file_links.file_links(workspace, list(documents)).items():
-                documents[doc_id] = replace(documents[doc_id], file_id=link.file_id)
-        passages = []
-        for key, score in hits:
-            chunk = stored.get(key)
-            # A chunk deleted between index lookup and fetch is simply gone.
-            if chunk is not None and chunk.document_id in documents:
-                passages.append(
-                    Passage(
-                        documents[chunk.document_id],
-                        chunk.chunk,
-                        score,
-                        keyword_score=raw_keyword.get(key),
-                        vector_score=raw_cosine.get(key),
-                    )
-                )
-        return passages
-
-    def _query_vector(self, query: str) -> Any:
-        with self._query_lock:
-            found = self._query_vectors.get(query)
-            if found is not None:
-                self._query_vectors.move_to_end(query)
-                return found
-        assert self.embedder is not None
-        vector = self.embedder.embed([query])[0]
-        with self._query_lock:
-            self._query_vectors[query] = vector
-            while len(self._query_vectors) > QUERY_VECTORS_CACHED:
-                self._query_vectors.popitem(last=False)
-        return vector

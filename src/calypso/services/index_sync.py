@@ -49,7 +49,7 @@ from urllib.parse import quote
 from calypso.errors import StorageError
 from calypso.models import DocumentChange, IndexedChunk
 from calypso.retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
-from calypso.retrieval.tokenize import decode_terms
+from calypso.retrieval.tokenize import decode_language, decode_terms
 from calypso.retrieval.vectors import ExactVectorIndex
 from calypso.store.base import DocumentStore, EmbeddingStore
 
@@ -66,12 +66,15 @@ SAVE_AFTER_CHANGES = 500  # changes applied to an index since its snapshot befor
 
 def index_rows(
     store: DocumentStore, doc_key: int, chunks: list[IndexedChunk]
-) -> list[tuple[int, str, list[str] | None]]:
-    """What ``BM25Index.add`` takes for one document: stored terms where usable, else the text to analyse."""
-    rows = [(c.key, c.text, decode_terms(c.terms)) for c in chunks]
-    if any(terms is None and not text for _, text, terms in rows):
+) -> list[tuple[int, str, list[str] | None, str | None]]:
+    """What ``BM25Index.add`` takes for one document: stored terms (and language) where usable, else the
+    text to analyse."""
+    rows = [(c.key, c.text, decode_terms(c.terms), decode_language(c.terms)) for c in chunks]
+    if any(terms is None and not text for _, text, terms, _ in rows):
         # Terms of another analyzer version came without their text (see namespace_chunks): read it.
-        rows = [(c.key, c.text, decode_terms(c.terms)) for c in store.document_chunks(doc_key)]
+        rows = [
+            (c.key, c.text, decode_terms(c.terms), decode_language(c.terms)) for c in store.document_chunks(doc_key)
+        ]
     return rows
 
 

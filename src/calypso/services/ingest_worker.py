@@ -14,10 +14,10 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from calypso import errors
 from calypso.errors import (
@@ -33,11 +33,13 @@ from calypso.errors import (
 )
 from calypso.ingest.chunking import chunk_document
 from calypso.models import Document, IngestJob
-from calypso.retrieval.tokenize import tokenize_many
+from calypso.retrieval.tokenize import analyze_many
 from calypso.store.base import JobStore
 
 if TYPE_CHECKING:
-    from calypso.services.documents import DocumentService
+    from calypso.config import Settings
+    from calypso.models import Chunk, Page, ParsedDocument
+    from calypso.store.base import DocumentStore
 
 log = logging.getLogger("calypso.ingest.worker")
 
@@ -109,6 +111,28 @@ class Heartbeat:
         self._thread.join()
 
 
+class JobHost(Protocol):
+    """What a job needs of the documents service that hosts it (``DocumentService`` is one): its settings,
+    stores, parser, and the one call that stores a finished job."""
+
+    settings: Settings
+    store: DocumentStore
+    jobs: JobStore
+    jobs_waiting: threading.Event  # set when a job is submitted: wakes idle workers
+
+    def parse(self, data: bytes, filename: str, media_type: str | None) -> tuple[ParsedDocument, str]: ...
+
+    def complete_job(
+        self,
+        document_key: int,
+        owner: str,
+        document: Document,
+        pages: Sequence[Page],
+        chunks: Sequence[Chunk],
+        terms: list[tuple[str, list[str]]],
+    ) -> list[int] | None: ...
+
+
 @dataclass
 class JobOutcome:
     """How a job ended for this worker: a completed document, an error (the job failed), or neither
@@ -119,7 +143,7 @@ class JobOutcome:
 
 
 def run_job(
-    service: DocumentService,
+    service: JobHost,
     job: IngestJob,
     owner: str,
     *,
@@ -151,7 +175,7 @@ def run_job(
                 raise EmptyDocument(f"{doc.filename} contains no text to index.", param="file")
             if not progress(len(parsed.pages), 0, len(chunks)):
                 return JobOutcome()
-            terms: list[list[str]] = []
+            terms: list[tuple[str, list[str]]] = []  # (language, terms) per chunk
             # Analysed once here, stored with the chunks, indexed from the store; in batches, to report progress.
             for start in range(0, len(chunks), PASSAGE_BATCH):
                 if beat.lost.is_set():
@@ -159,7 +183,7 @@ def run_job(
                 if stopping.is_set():
                     jobs.release(key, owner)
                     return JobOutcome()
-                terms.extend(tokenize_many(c.text for c in chunks[start : start + PASSAGE_BATCH]))
+                terms.extend(analyze_many(c.text for c in chunks[start : start + PASSAGE_BATCH]))
                 if not progress(len(parsed.pages), len(terms), len(chunks)):
                     return JobOutcome()
             finished = replace(
@@ -197,7 +221,7 @@ def run_job(
 class IngestWorkers:
     """``count`` threads that claim and run jobs until ``stop``: inside `calypso serve` or `calypso worker`."""
 
-    def __init__(self, service: DocumentService, count: int, role: str = "worker") -> None:
+    def __init__(self, service: JobHost, count: int, role: str = "worker") -> None:
         self.service, self.count, self.role = service, count, role
         self.stopping = threading.Event()
         self._threads: list[threading.Thread] = []

@@ -42,6 +42,7 @@ from calypso.models import (
 from calypso.retrieval.filters import Predicate, compile_filter
 from calypso.scope import check_namespace
 from calypso.services.documents import DocumentService
+from calypso.services.search import SearchService
 from calypso.store.base import VectorStoreStore
 
 MAX_ATTRIBUTES = 16
@@ -214,8 +215,9 @@ class BatchState:
 
 
 class VectorStoreService:
-    def __init__(self, documents: DocumentService, store: VectorStoreStore) -> None:
+    def __init__(self, documents: DocumentService, search: SearchService, store: VectorStoreStore) -> None:
         self.documents = documents
+        self.searcher = search
         self.store = store
 
     # -- stores ------------------------------------------------------------
@@ -548,7 +550,7 @@ class VectorStoreService:
             chosen = self._matching(workspace, store.namespace, predicate)
             if not chosen:
                 return []
-        passages = self.documents.search(
+        passages = self.searcher.search(
             query,
             store.namespace,
             document_ids=list(chosen) if chosen is not None else None,

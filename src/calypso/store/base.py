@@ -155,6 +155,19 @@ class DocumentStore(Protocol):
         """One document's chunks in order (empty when it is gone): what an index adds for an ``added`` change."""
         ...
 
+    # -- stored terms of an older analyzer, re-derived online (services/reanalysis.py) --
+    def count_stale_terms(self, current: str) -> int:
+        """Chunks, in every workspace, whose stored terms are missing or do not start with ``current``."""
+        ...
+
+    def stale_terms(self, current: str, after_key: int, limit: int) -> list[tuple[int, str]]:
+        """Up to ``limit`` such chunks as (key, text), keys above ``after_key`` ascending."""
+        ...
+
+    def write_terms(self, terms: Sequence[tuple[int, str]]) -> None:
+        """Replace the stored terms of chunks given as (key, terms); keys no longer stored are skipped."""
+        ...
+
     # -- the change feed: how every process's indexes follow writes made elsewhere --
     def change_position(self) -> int:
         """The ``seq`` of the newest change in the feed (0 when it is empty)."""

@@ -24,8 +24,8 @@ from calypso.api.streaming import ChunkWriter, GuardedStream, StreamOptions, cha
 from calypso.api.translate.responses import fit_history
 from calypso.api.validation import parse_body
 from calypso.bots import DEFAULT_BOT_ID
-from calypso.citations.chat_render import RenderedChat, render_chat, style_for
 from calypso.citations.grounded import GroundedAnswer
+from calypso.dialects.chat import RenderedChat, render_chat, style_for
 from calypso.errors import InvalidRequest
 from calypso.services.answering import Answerer
 from calypso.services.bots import ask_request

@@ -26,8 +26,8 @@ from calypso.api.sse import sse_response
 from calypso.api.streaming import ChunkWriter, GuardedStream, StreamOptions, chat_chunks, prime, usage_object
 from calypso.api.translate.responses import fit_history
 from calypso.api.validation import parse_body
-from calypso.citations.chat_render import RenderedChat, render_chat, style_for
 from calypso.citations.grounded import GroundedAnswer
+from calypso.dialects.chat import RenderedChat, render_chat, style_for
 from calypso.errors import CalypsoError, InvalidRequest
 from calypso.models import Conversation, StoredMessage
 from calypso.services.answering import Answerer, message_text

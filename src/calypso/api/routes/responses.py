@@ -27,8 +27,8 @@ from calypso.api.streaming import failure
 from calypso.api.translate.responses import ResponsesTurn, stored_response, translate
 from calypso.citations.events import AnswerEvent, Done, Retrieved
 from calypso.citations.grounded import GroundedAnswer
-from calypso.citations.responses_stream import ResponsesStreamRenderer, render_response
-from calypso.citations.responses_wire import ResponseWire
+from calypso.dialects.responses_stream import ResponsesStreamRenderer, render_response
+from calypso.dialects.responses_wire import ResponseWire
 from calypso.services.responses import ResponseService
 
 router = APIRouter(prefix="/v1", tags=["responses"])

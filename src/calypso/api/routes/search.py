@@ -7,7 +7,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from calypso.api.auth import Workspace
-from calypso.api.deps import Documents
+from calypso.api.deps import Search
 from calypso.api.schemas.ranking import SearchRankingOptions
 from calypso.api.serialize import passage_object
 from calypso.bots import MAX_DOCUMENT_IDS
@@ -25,8 +25,8 @@ class SearchRequest(BaseModel):
 
 
 @router.post("/search")
-def search(body: SearchRequest, documents: Documents, workspace: Workspace) -> JSONResponse:
-    passages = documents.search(
+def search(body: SearchRequest, searcher: Search, workspace: Workspace) -> JSONResponse:
+    passages = searcher.search(
         body.query,
         body.namespace,
         document_ids=body.document_ids,

@@ -16,8 +16,8 @@ from calypso.api.schemas.ranking import file_search_ranking
 from calypso.api.schemas.responses import KNOWN_INCLUDES, ResponsesRequest
 from calypso.bots import Bot, bot_scope
 from calypso.citations.links import LinkSigner
-from calypso.citations.responses_render import RenderOptions
-from calypso.citations.responses_wire import ResponseEcho
+from calypso.dialects.responses import RenderOptions
+from calypso.dialects.responses_wire import ResponseEcho
 from calypso.errors import InvalidRequest
 from calypso.models import StoredResponse
 from calypso.retrieval.filters import Predicate, compile_filter

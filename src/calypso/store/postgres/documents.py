@@ -11,6 +11,7 @@ from calypso.errors import NotFound
 from calypso.models import Chunk, Document, DocumentChange, IndexedChunk, Listing, Order, Page, StoredChunk
 from calypso.store.base import DuplicateContent, chunking_columns, chunking_from_columns
 from calypso.store.postgres.database import Connection, Database, Row, text
+from calypso.store.terms_sql import StoredTermsSQL
 
 DOC_COLUMNS = (
     "key, id, file_id, workspace, namespace, filename, media_type, bytes, sha256, created_at, "
@@ -101,8 +102,10 @@ def write_pages_and_chunks(
     return [row[0] for row in rows]
 
 
-class PostgresDocumentStore:
+class PostgresDocumentStore(StoredTermsSQL[Database]):
     """``calypso.store.base.DocumentStore`` on PostgreSQL."""
+
+    mark = "%s"
 
     def __init__(self, database: Database) -> None:
         self.database = database

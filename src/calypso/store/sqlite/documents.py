@@ -12,6 +12,7 @@ from calypso.errors import NotFound
 from calypso.models import Chunk, Document, DocumentChange, IndexedChunk, Listing, Order, Page, StoredChunk
 from calypso.store.base import DuplicateContent, chunking_columns, chunking_from_columns
 from calypso.store.sqlite.database import Database, batched
+from calypso.store.terms_sql import StoredTermsSQL
 
 DOC_COLUMNS = (
     "key, id, file_id, workspace, namespace, filename, media_type, bytes, sha256, created_at, "
@@ -125,8 +126,10 @@ def write_pages_and_chunks(
     return [r[0] for r in db.execute("SELECT key FROM chunks WHERE document_key = ? ORDER BY chunk_index", (key,))]
 
 
-class SQLiteDocumentStore:
+class SQLiteDocumentStore(StoredTermsSQL[Database]):
     """``calypso.store.base.DocumentStore`` on SQLite."""
+
+    mark = "?"
 
     def __init__(self, database: Database) -> None:
         self.database = database

@@ -27,11 +27,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from calypso.citations.composer import MarkerEvent, TextEvent
-from calypso.citations.events import AnswerEvent, Done, Retrieved
+from calypso.citations.events import AnswerEvent, Done, MarkerEvent, Retrieved, TextEvent, answer_events
 from calypso.citations.grounded import GroundedAnswer, Source
-from calypso.citations.replay import answer_events
-from calypso.citations.responses_render import (
+from calypso.dialects.responses import (
     InlineLinker,
     RenderOptions,
     aicore_metadata,
@@ -40,7 +38,7 @@ from calypso.citations.responses_render import (
     file_search_results,
     url_citation,
 )
-from calypso.citations.responses_wire import ResponseWire, output_text, usage
+from calypso.dialects.responses_wire import ResponseWire, output_text, usage
 
 
 class ResponsesStreamRenderer:

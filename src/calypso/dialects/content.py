@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from calypso.citations.composer import MarkerEvent, TextEvent
+from calypso.citations.events import MarkerEvent, TextEvent, answer_events
 from calypso.citations.grounded import GroundedAnswer, MarkerPlacement, Source
 from calypso.citations.offsets import OffsetMap
-from calypso.citations.replay import answer_events
-from calypso.citations.styles import HIDDEN, NUMERIC, SOURCE, RenderStyle
+from calypso.dialects.styles import HIDDEN, NUMERIC, SOURCE, RenderStyle
 
 
 def sources_appendix(answer: GroundedAnswer) -> str:
@@ -85,7 +84,7 @@ class ContentBuilder:
         return self.text(event.text) if isinstance(event, TextEvent) else self.marker(event.placement)
 
 
-def replay(answer: GroundedAnswer, builder: ContentBuilder) -> str:
+def finished_content(answer: GroundedAnswer, builder: ContentBuilder) -> str:
     """The content of a finished answer with its appendix, built exactly as the streaming path builds it."""
     body = "".join(builder.feed(event) for event in answer_events(answer))
     return body + builder.appendix(answer)

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from calypso.citations.chat_render import ChatStreamRenderer
-from calypso.citations.composer import AnswerComposer, MarkerEvent
-from calypso.citations.content import numbered_text, sources_appendix
-from calypso.citations.events import Done, Retrieved
+from calypso.citations.composer import AnswerComposer
+from calypso.citations.events import Done, MarkerEvent, Retrieved, answer_events
 from calypso.citations.grounded import GroundedAnswer, Quote, Source
 from calypso.citations.links import LinkSigner
 from calypso.citations.offsets import OffsetMap
-from calypso.citations.replay import answer_events
-from calypso.citations.responses_render import RenderOptions
-from calypso.citations.responses_stream import ResponsesStreamRenderer, render_response
-from calypso.citations.responses_wire import ResponseEcho, ResponseWire
+from calypso.dialects.chat import ChatStreamRenderer
+from calypso.dialects.content import numbered_text, sources_appendix
+from calypso.dialects.responses import RenderOptions
+from calypso.dialects.responses_stream import ResponsesStreamRenderer, render_response
+from calypso.dialects.responses_wire import ResponseEcho, ResponseWire
 from calypso.models import Chunk, Document, Passage
 
 SIGNER = LinkSigner(b"test-secret", "https://kb.example", 3600)

@@ -6,10 +6,11 @@ import re
 
 import pytest
 
-from calypso.citations.chat_render import ChatStreamRenderer, is_citing, render_chat
-from calypso.citations.composer import AnswerComposer, MarkerEvent, TextEvent
+from calypso.citations.composer import AnswerComposer
+from calypso.citations.events import MarkerEvent, TextEvent
 from calypso.citations.grounded import GroundedAnswer, Quote, Source, utf16_len
 from calypso.citations.links import LinkSigner
+from calypso.dialects.chat import ChatStreamRenderer, is_citing, render_chat
 from calypso.models import Chunk, Document, Passage
 
 SIGNER = LinkSigner(b"test-secret", "https://kb.example", 3600)

@@ -20,11 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from calypso.citations.composer import MarkerEvent, TextEvent
-from calypso.citations.events import AnswerEvent, Done, Retrieved
+from calypso.citations.events import AnswerEvent, Done, MarkerEvent, Retrieved, TextEvent, answer_events
 from calypso.citations.grounded import GroundedAnswer
-from calypso.citations.replay import answer_events
-from calypso.citations.responses_render import InlineLinker, LinkSpan, RenderOptions, all_source_urls
+from calypso.dialects.responses import InlineLinker, LinkSpan, RenderOptions, all_source_urls
 from calypso.models import Passage
 
 

@@ -12,7 +12,7 @@ Under a ``hidden`` sources policy every marker is removed and no source
 (quote, filename, URL) appears in content, annotations or citations.
 
 In both, the number shown in the text equals ``source_index`` in ``citations``.
-``ContentBuilder`` (citations/content.py) is the one place that turns answer
+``ContentBuilder`` (dialects/content.py) is the one place that turns answer
 events into content, used by the streaming path event by event and by
 ``render_chat`` replaying a finished answer, so both produce the same string
 and the same offsets.
@@ -23,11 +23,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from calypso.citations.composer import MarkerEvent, TextEvent
-from calypso.citations.content import ContentBuilder, replay
+from calypso.citations.events import MarkerEvent, TextEvent
 from calypso.citations.grounded import GroundedAnswer, Source, grounding_status, quote_locator, utf16_len
 from calypso.citations.links import LinkSigner, source_url
-from calypso.citations.styles import HIDDEN, NUMERIC, SOURCE, RenderStyle, style_for
+from calypso.dialects.content import ContentBuilder, finished_content
+from calypso.dialects.styles import HIDDEN, NUMERIC, SOURCE, RenderStyle, style_for
 
 if TYPE_CHECKING:
     from calypso.citations.events import Retrieved
@@ -153,7 +153,7 @@ def finish_render(
 def render_chat(answer: GroundedAnswer, style: RenderStyle = NUMERIC, links: LinkSigner | None = None) -> RenderedChat:
     """The whole Chat Completions rendering of a finished answer."""
     builder = ContentBuilder(answer.sources, style, is_citing(answer))
-    return finish_render(answer, builder, replay(answer, builder), links)
+    return finish_render(answer, builder, finished_content(answer, builder), links)
 
 
 class ChatStreamRenderer:

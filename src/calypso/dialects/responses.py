@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from calypso.citations.content import numbered_text, sources_appendix
 from calypso.citations.grounded import (
     GroundedAnswer,
     MarkerPlacement,
@@ -31,6 +30,7 @@ from calypso.citations.grounded import (
 )
 from calypso.citations.links import LinkSigner, source_url
 from calypso.citations.offsets import OffsetMap
+from calypso.dialects.content import numbered_text, sources_appendix
 from calypso.models import Passage
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from calypso.citations.content import numbered_text as render_numbered
 from calypso.citations.grounded import GroundedAnswer, quote_locator
+from calypso.dialects.content import numbered_text as render_numbered
 
 __all__ = ["render_evidence", "render_numbered"]
 

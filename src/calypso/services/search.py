@@ -1,0 +1,177 @@
+"""The search service: keyword and vector runs over a namespace, fused, smoothed, scoped and filtered.
+
+It owns this process's in-memory indexes (``services/index_sync.py``: one BM25 index per (workspace,
+namespace), loaded or built on first use and following the store's change feed, with the passage vectors
+beside it when an embedding model is set). A search is hybrid when the namespace has vectors and the model
+covers its languages: the keyword run and the vector run (100 deep each) are fused by
+``retrieval.hybrid.fuse`` with the request's weights, and the top fused passages' scores mixed with their
+neighbours' (``smooth_neighbours``). Passages not embedded yet are still found by their keywords.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from calypso.config import Settings
+from calypso.embeddings.base import Embedder, covers
+from calypso.errors import InvalidRequest
+from calypso.models import Passage, RankingOptions, StoredChunk
+from calypso.retrieval.bm25 import BM25Index
+from calypso.retrieval.hybrid import NEIGHBOUR_POOL, NEIGHBOUR_WEIGHT, fuse, fusion_weights, smooth_neighbours
+from calypso.retrieval.languages import detect
+from calypso.retrieval.query import keyword_query
+from calypso.retrieval.scoring import keyword_score
+from calypso.scope import DEFAULT_WORKSPACE, check_namespace
+from calypso.services.index_sync import NamespaceIndexes
+from calypso.store.base import DocumentStore, VectorStoreStore
+
+HYBRID_DEPTH = 100  # each run's depth before fusion: fuse's 0 is the 100th (as tuned on SciFact)
+# Below this cosine a passage is not a match by meaning: the vector run always returns its 100 nearest,
+# and "What do ducks eat?" on the demo (nothing about ducks) came back at 0.03-0.05 while the passages that
+# answer its questions score 0.39-0.63 (minilm-l6-v2-int8). Without the floor fusion would rank noise.
+MIN_COSINE = 0.15
+QUERY_VECTORS_CACHED = 512  # recent queries' vectors kept, so a repeated question embeds nothing
+
+
+class SearchService:
+    def __init__(
+        self,
+        settings: Settings,
+        store: DocumentStore,
+        indexes: NamespaceIndexes,
+        *,
+        embedder: Embedder | None = None,
+        file_links: VectorStoreStore | None = None,
+    ) -> None:
+        """``file_links``: a document attached to a vector store is shown under the file id attached."""
+        self.settings = settings
+        self.store = store
+        self.embedder = embedder
+        self.file_links = file_links
+        self._indexes = indexes
+        self._query_vectors: OrderedDict[str, Any] = OrderedDict()
+        self._query_lock = threading.Lock()
+
+    def index(self, namespace: str, workspace: str = DEFAULT_WORKSPACE) -> BM25Index:
+        """The namespace's index: loaded from its snapshot or built from the store on first use, then following the feed."""
+        return self._indexes.get(workspace, namespace)
+
+    def warm_up(self, workspace: str = DEFAULT_WORKSPACE) -> int:
+        """Load every namespace's index now (at start-up) instead of on its first query; returns passages indexed."""
+        return sum(len(self.index(namespace, workspace)) for namespace in self.store.namespaces(workspace))
+
+    def catch_up(self) -> int:
+        """Apply the store's change feed to the loaded indexes now (the follower thread does so on its own)."""
+        return self._indexes.catch_up()
+
+    def close(self) -> None:
+        """Stop following the feed and save the changed indexes' snapshots (embedded backend)."""
+        self._indexes.close()
+
+    def search(
+        self,
+        query: str,
+        namespace: str | None = None,
+        *,
+        document_ids: Sequence[str] | None = None,
+        max_results: int | None = None,
+        workspace: str = DEFAULT_WORKSPACE,
+        ranking: RankingOptions | None = None,
+    ) -> list[Passage]:
+        """Top passages for ``query`` in a namespace, optionally only from some documents.
+
+        Keyword matching uses the query's content words (``keyword_query``). Each passage's ``score`` is in
+        [0, 1] (``retrieval.scoring``), its raw BM25 in ``keyword_score``; ``ranking.score_threshold`` drops
+        passages scoring below it. With vectors in the namespace the search is hybrid: ``ranking``'s
+        ``text_weight``/``embedding_weight`` weigh the two runs (``embedding_weight`` 0: keyword only); the
+        fused score, mixed with the best neighbouring passage's (``smooth_neighbours``), is in [0, 1] and the
+        raw cosine is in ``vector_score``.
+        """
+        namespace = check_namespace(namespace or self.settings.default_namespace)
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidRequest("The query is empty; send the question or keywords to search for.", param="query")
+        k = max_results or self.settings.search_max_results
+        threshold = ranking.score_threshold if ranking is not None else 0.0
+        try:
+            text_weight, embedding_weight = fusion_weights(ranking)
+        except ValueError as exc:
+            raise InvalidRequest(str(exc), param="ranking_options.hybrid_search") from exc
+        doc_keys = None
+        if document_ids is not None:
+            doc_keys = set(self.store.document_keys(workspace, list(document_ids)).values())
+        index = self.index(namespace, workspace)
+        if embedding_weight > 0 and not self._vectors_apply(query, index):
+            embedding_weight = 0.0
+        vectors = self._indexes.vectors(workspace, namespace) if embedding_weight > 0 else None
+        keywords = keyword_query(query)
+        raw_keyword: dict[int, float] = {}
+        raw_cosine: dict[int, float] = {}
+        pooled: dict[int, StoredChunk] | None = None
+        if vectors is None or not len(vectors):  # keyword-only: no model, nothing embedded, or weight 0
+            found = index.search(keywords, k=k, doc_keys=doc_keys)
+            ceiling = index.max_score(keywords) if found else 0.0
+            raw_keyword = dict(found)
+            ranked = [(key, keyword_score(raw, ceiling)) for key, raw in found]
+        else:
+            depth = max(k, HYBRID_DEPTH)
+            text_run = index.search(keywords, k=depth, doc_keys=doc_keys) if text_weight > 0 else []
+            dense_run = vectors.search(self._query_vector(query), k=depth, doc_keys=doc_keys)
+            dense_run = [(key, cosine) for key, cosine in dense_run if cosine >= MIN_COSINE]
+            raw_keyword, raw_cosine = dict(text_run), dict(dense_run)
+            pool = fuse(text_run, dense_run, text_weight=text_weight, embedding_weight=embedding_weight)
+            pool = pool[: max(k, NEIGHBOUR_POOL)]
+            # The pool's chunks are fetched once: their positions for the smoothing, then the hits' passages.
+            pooled = self.store.get_chunks(workspace, [key for key, _ in pool], namespace)
+            positions = {key: (c.document_id, c.chunk.chunk_index) for key, c in pooled.items()}
+            ranked = smooth_neighbours(pool, positions, NEIGHBOUR_WEIGHT)[:k]
+        hits = [(key, score) for key, score in ranked if score >= threshold]
+        if pooled is None:
+            stored = self.store.get_chunks(workspace, [key for key, _ in hits], namespace)
+        else:
+            stored = {key: pooled[key] for key, _ in hits if key in pooled}
+        documents = self.store.get_documents_by_id(workspace, list({c.document_id for c in stored.values()}))
+        if self.file_links is not None and documents:
+            for doc_id, link in self.file_links.file_links(workspace, list(documents)).items():
+                documents[doc_id] = replace(documents[doc_id], file_id=link.file_id)
+        passages = []
+        for key, score in hits:
+            chunk = stored.get(key)
+            # A chunk deleted between index lookup and fetch is simply gone.
+            if chunk is not None and chunk.document_id in documents:
+                passages.append(
+                    Passage(
+                        documents[chunk.document_id],
+                        chunk.chunk,
+                        score,
+                        keyword_score=raw_keyword.get(key),
+                        vector_score=raw_cosine.get(key),
+                    )
+                )
+        return passages
+
+    def _vectors_apply(self, query: str, index: BM25Index) -> bool:
+        """Whether the model covers both the query's language and the knowledge base's (its passages' most
+        common). Elsewhere its cosines are noise: fused with keywords they ranked Chinese and German below
+        keywords alone (docs/languages.md), so such a search is by keywords only."""
+        if self.embedder is None:
+            return False
+        passages = index.query_language()
+        return covers(self.embedder, passages) and covers(self.embedder, detect(query, fallback=passages))
+
+    def _query_vector(self, query: str) -> Any:
+        with self._query_lock:
+            found = self._query_vectors.get(query)
+            if found is not None:
+                self._query_vectors.move_to_end(query)
+                return found
+        assert self.embedder is not None
+        vector = self.embedder.embed([query])[0]
+        with self._query_lock:
+            self._query_vectors[query] = vector
+            while len(self._query_vectors) > QUERY_VECTORS_CACHED:
+                self._query_vectors.popitem(last=False)
+        return vector
