@@ -9,6 +9,7 @@ channel (staging.py). Everything is on loopback, so both share one address.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 
 import grpc
@@ -23,6 +24,7 @@ from xai_sdk.proto import files_pb2, files_pb2_grpc  # noqa: E402
 from calypso.api.app import create_app  # noqa: E402
 from calypso.config import Settings  # noqa: E402
 from calypso.generation.fake_upstream import FakeUpstream  # noqa: E402
+from calypso.grpc_api.server import staging_of  # noqa: E402
 from calypso.grpc_api.staging import StagedUploads, StagingFull  # noqa: E402
 from calypso.services import open_services  # noqa: E402
 
@@ -40,9 +42,14 @@ def small_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GrpcServe
         services = open_services(settings)
         _, key = services.keys.create("team-a")
         _, other = services.keys.create("team-b")
+        app = create_app(settings, services, grpc_port=grpc_port)
         try:
-            with LiveServer(create_app(settings, services, grpc_port=grpc_port), http_port):
-                yield GrpcServer(f"http://127.0.0.1:{http_port}", f"127.0.0.1:{grpc_port}", key, other, services, fake)
+            with LiveServer(app, http_port):
+                server = GrpcServer(
+                    f"http://127.0.0.1:{http_port}", f"127.0.0.1:{grpc_port}", key, other, services, fake
+                )
+                server.app = app  # type: ignore[attr-defined] - its gRPC server's buffer, for the tests
+                yield server
         finally:
             services.close()
 
@@ -81,10 +88,16 @@ def test_a_flood_without_a_key_does_not_deny_the_sdk_client(small_server: GrpcSe
 def test_keyless_bytes_are_counted_as_they_arrive(small_server: GrpcServer) -> None:
     """Two concurrent keyless streams from one address: the second is refused mid-stream, not buffered whole."""
     hold = threading.Event()
+    staging = staging_of(small_server.app.state.grpc_server)  # type: ignore[attr-defined]
+    assert staging.held() == 0  # the flood test's leftovers were evicted or claimed
     with grpc.insecure_channel(small_server.grpc_address) as channel:
         files = files_pb2_grpc.FilesStub(channel)
         first = files.UploadFile.future(chunks("first.txt", LIMIT - PIECE, hold))  # half sent, then waits
         try:
+            for _ in range(3000):  # until the server has counted the first half (a hang guard, no timing)
+                if staging.held() >= (LIMIT - PIECE) // 2 - PIECE:
+                    break
+                time.sleep(0.01)
             with pytest.raises(grpc.RpcError) as refused:
                 files.UploadFile(chunks("second.txt", LIMIT - PIECE))
         finally:

@@ -13,6 +13,7 @@ as the HTTP routes' sync handlers do.
 from __future__ import annotations
 
 import logging
+import weakref
 
 import grpc
 from xai_sdk.proto import chat_pb2_grpc, collections_pb2_grpc, documents_pb2_grpc, files_pb2_grpc
@@ -28,6 +29,15 @@ from calypso.grpc_api.staging import StagedUploads
 from calypso.services import Services
 
 log = logging.getLogger("calypso.grpc")
+
+# Each started server's keyless-upload buffer, for tests and metrics (grpc.aio.Server takes no attributes of ours).
+_STAGING: weakref.WeakKeyDictionary[grpc.aio.Server, StagedUploads] = weakref.WeakKeyDictionary()
+
+
+def staging_of(server: grpc.aio.Server) -> StagedUploads:
+    """The keyless-upload buffer (staging.py) of a server ``start_grpc`` started."""
+    return _STAGING[server]
+
 
 _MIB = 1 << 20
 # As xai-sdk's channel: 20 MiB messages both ways (file uploads arrive in chunks below that).
@@ -66,6 +76,7 @@ async def start_grpc(services: Services, auth_enabled: bool, port: int, host: st
     links = LinkSigner(services.signing_secret, http_base_url(settings), settings.source_link_ttl_seconds)
     server = grpc.aio.server(options=_OPTIONS)
     staging = keyless_staging(settings)
+    _STAGING[server] = staging
     chat, documents = ChatService(services, auth_enabled, links), DocumentsService(services, auth_enabled)
     collections = CollectionsService(services, auth_enabled, staging)
     files = FilesService(services, auth_enabled, staging)
