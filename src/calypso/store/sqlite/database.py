@@ -136,8 +136,9 @@ class Database:
                 if not frees_space or not self.reserve.release():
                     raise
                 result = self._transaction(work)
-            if frees_space:
-                # Truncating the log gives its bytes back to the disk; then the reserve can return.
+            if frees_space and (not self.reserve.held or self._disk_free() < 2 * HEADROOM_BYTES):
+                # Short of room: truncating the log gives its bytes back to the disk, then the reserve can
+                # return. Not on every delete: the truncation waits for readers under the write lock.
                 self._truncate_log()
                 self.reserve.keep()
             return result
