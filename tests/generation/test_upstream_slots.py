@@ -47,7 +47,7 @@ def test_queued_requests_wait_in_our_slots_not_in_the_httpx_pool(fake: FakeUpstr
 
     results = asyncio.run(run())
     assert all(isinstance(events[-1], Finish) for events in results)
-    assert max(pool_sizes) == 2  # with httpx queueing, it held all eight
+    assert pool_sizes and max(pool_sizes) <= 2  # with httpx queueing it held all eight
 
 
 @pytest.fixture(scope="module")
