@@ -23,7 +23,7 @@ class's ``grpc_status`` (a ``grpc.StatusCode`` name) with the same message.
     │   └── UpstreamBusy               503 upstream_error (code: too_many_concurrent_requests; Retry-After)
     └── StorageError                   500 server_error
         ├── StoreUnavailable           503 server_error (code: database_unavailable; Retry-After)
-        ├── InsufficientStorage        507 server_error (code: insufficient_storage): the disk is full
+        ├── InsufficientStorage        507 server_error (code: insufficient_storage; x-should-retry: false)
         └── DataDirectoryInUse         at start: another process holds the data directory
 """
 
@@ -186,6 +186,10 @@ class InsufficientStorage(StorageError):
     status = 507
     default_code = "insufficient_storage"
     grpc_status = "RESOURCE_EXHAUSTED"
+
+    def headers(self) -> dict[str, str]:
+        # OpenAI's SDKs retry every 5xx unless told not to; sending the same upload again cannot help.
+        return {**super().headers(), "x-should-retry": "false"}
 
 
 class DataDirectoryInUse(StorageError):

@@ -120,6 +120,7 @@ class Served:
 
 def assert_insufficient_storage(response: httpx.Response) -> None:
     assert response.status_code == 507, response.text
+    assert response.headers["x-should-retry"] == "false"  # OpenAI's SDKs would retry a bare 5xx
     error = response.json()["error"]
     assert error["code"] == "insufficient_storage" and error["type"] == "server_error"
     assert "DELETE /v1/documents" in error["message"]  # says how to make room
