@@ -61,21 +61,18 @@ def text_file(seed: int, words: int = 120_000) -> bytes:
 def fill(disk: Path) -> Path:
     """Another program takes every byte left on the disk."""
     filler = disk / "filler"
-    with open(filler, "wb") as out:
-        with contextlib.suppress(OSError):
-            while True:
-                out.write(b"x" * 65536)
-                out.flush()
+    with open(filler, "ab", buffering=0) as out, contextlib.suppress(OSError):  # unbuffered: close cannot fail
+        while out.write(b"x" * 65536):
+            pass
     return filler
 
 
 def fill_leaving(disk: Path, room: int) -> Path:
     """Another program takes the disk's space but ``room`` bytes."""
     filler = disk / "filler"
-    with open(filler, "wb") as out:
+    with open(filler, "ab", buffering=0) as out:
         while (left := shutil.disk_usage(disk).free - room) > 0:
             out.write(b"x" * min(left, 1 << 20))
-            out.flush()
     return filler
 
 
