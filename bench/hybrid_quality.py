@@ -148,7 +148,7 @@ def scifact(args: argparse.Namespace, work: Path) -> dict:
     return out
 
 
-def latency(documents, queries: list[str]) -> dict:  # type: ignore[no-untyped-def]
+def latency(searcher, queries: list[str]) -> dict:  # type: ignore[no-untyped-def]
     """Hybrid (query embedded), keyword-only and hybrid again (query vector memoised), interleaved."""
     keyword = MODES["keyword only (embedding_weight=0)"]
 
@@ -158,13 +158,13 @@ def latency(documents, queries: list[str]) -> dict:  # type: ignore[no-untyped-d
         return (time.perf_counter() - t) * 1000
 
     for q in ["warm up the index and the model", "a second warm-up query"]:
-        documents.search(q, NAMESPACE, max_results=10)
+        searcher.search(q, NAMESPACE, max_results=10)
     times: dict[str, list[float]] = {"hybrid, query embedded": [], "keyword only": [], "hybrid, vector memoised": []}
     load_before = loadavg()
     for q in queries:
-        times["hybrid, query embedded"].append(timed(lambda q=q: documents.search(q, NAMESPACE, max_results=10)))
-        times["keyword only"].append(timed(lambda q=q: documents.search(q, NAMESPACE, max_results=10, ranking=keyword)))
-        times["hybrid, vector memoised"].append(timed(lambda q=q: documents.search(q, NAMESPACE, max_results=10)))
+        times["hybrid, query embedded"].append(timed(lambda q=q: searcher.search(q, NAMESPACE, max_results=10)))
+        times["keyword only"].append(timed(lambda q=q: searcher.search(q, NAMESPACE, max_results=10, ranking=keyword)))
+        times["hybrid, vector memoised"].append(timed(lambda q=q: searcher.search(q, NAMESPACE, max_results=10)))
     out = {}
     print(
         f"\nsearch latency, {len(queries)} SciFact claims, k=10 (load average before {load_before}, after {loadavg()})"
@@ -182,7 +182,7 @@ def latency(documents, queries: list[str]) -> dict:  # type: ignore[no-untyped-d
     return out
 
 
-def quality(documents, queries: dict[str, str], qrels: dict) -> dict:  # type: ignore[no-untyped-def]
+def quality(searcher, queries: dict[str, str], qrels: dict) -> dict:  # type: ignore[no-untyped-def]
     out = {}
     print(f"\nSciFact test ({len(qrels)} claims) through DocumentService.search, k=100")
     print("| ranking | nDCG@10 | Recall@100 |\n|---|---|---|")
@@ -190,7 +190,7 @@ def quality(documents, queries: dict[str, str], qrels: dict) -> dict:  # type: i
         run = {}
         for q in qrels:
             ids: list[str] = []
-            for p in documents.search(queries[q], NAMESPACE, max_results=100, ranking=ranking):
+            for p in searcher.search(queries[q], NAMESPACE, max_results=100, ranking=ranking):
                 doc_id = p.document.filename.removesuffix(".txt")
                 if doc_id not in ids:
                     ids.append(doc_id)

@@ -145,10 +145,14 @@ class Settings(BaseSettings):
     llm_model: str | None = Field(None, description="Model name sent to the upstream.")
     llm_timeout_seconds: float = Field(60.0, gt=0, description="Upstream read timeout (between tokens), seconds.")
     llm_max_connections: int = Field(
-        256, ge=1, description="Concurrent requests (streams) to the upstream model server."
+        256,
+        ge=1,
+        description="Concurrent requests (streams) to the upstream model server; more wait for a free slot.",
     )
     llm_pool_timeout_seconds: float = Field(
-        30.0, gt=0, description="Longest wait for a free upstream connection when all are busy."
+        30.0,
+        gt=0,
+        description="Longest wait for a free upstream slot when all are busy; then 503 too_many_concurrent_requests.",
     )
     llm_max_retries: int = Field(
         2, ge=0, description="Retries on upstream 429/5xx/connect errors before the first token."

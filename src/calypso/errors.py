@@ -20,9 +20,10 @@ class's ``grpc_status`` (a ``grpc.StatusCode`` name) with the same message.
     ├── UnprocessableDocument          422 invalid_request_error (code: unprocessable_document)
     ├── UpstreamError                  502 upstream_error
     │   ├── UpstreamTimeout            504 upstream_error (code: timeout)
-    │   └── UpstreamBusy               503 upstream_error (code: too_many_concurrent_requests)
+    │   └── UpstreamBusy               503 upstream_error (code: too_many_concurrent_requests; Retry-After)
     └── StorageError                   500 server_error
         ├── StoreUnavailable           503 server_error (code: database_unavailable; Retry-After)
+        ├── InsufficientStorage        507 server_error (code: insufficient_storage; x-should-retry: false)
         └── DataDirectoryInUse         at start: another process holds the data directory
 """
 
@@ -154,10 +155,11 @@ class UpstreamTimeout(UpstreamError):
 
 
 class UpstreamBusy(UpstreamError):
-    """Every connection to the model server is in use; the request waited and gave up."""
+    """Every upstream slot (connection to the model server) is in use; the request waited and gave up."""
 
     status = 503
     default_code = "too_many_concurrent_requests"
+    retry_after_seconds = 1  # slots free as answers end: OpenAI's SDKs retry a 503 after this
 
 
 class StorageError(CalypsoError):
@@ -172,6 +174,22 @@ class StoreUnavailable(StorageError):
     default_code = "database_unavailable"
     retry_after_seconds = 2
     grpc_status = "UNAVAILABLE"
+
+
+class InsufficientStorage(StorageError):
+    """The disk under the database is full (SQLite's SQLITE_FULL, PostgreSQL's 53100); nothing was half-written.
+
+    Reads keep working and deletes free room, so the message says how to make space; no Retry-After,
+    since waiting alone does not free a disk.
+    """
+
+    status = 507
+    default_code = "insufficient_storage"
+    grpc_status = "RESOURCE_EXHAUSTED"
+
+    def headers(self) -> dict[str, str]:
+        # OpenAI's SDKs retry every 5xx unless told not to; sending the same upload again cannot help.
+        return {**super().headers(), "x-should-retry": "false"}
 
 
 class DataDirectoryInUse(StorageError):

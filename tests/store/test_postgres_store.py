@@ -196,3 +196,30 @@ def test_database_down_is_503_with_retry_after_then_recovers(
         ]  # nothing half-written
     _eventually(lambda: services.documents.ingest(b"Lighthouse lamps are cleaned weekly.", "lamps.txt"))
     services.close()
+
+
+def test_one_request_waits_for_the_database_once_not_once_per_statement(
+    tmp_path: Path, database_url: str, outage: PgServer
+) -> None:
+    """An upload with ?wait=true whose database left mid-ingestion waited 5 s for its write, then 5 s more
+    for the cleanup (10.35 s, bench/pg_outage_wait.py). Inside one request the waits share one budget: the
+    second statement only tries for an idle connection, as the pool's own error says (no clock read here)."""
+    from calypso.store.wait_budget import one_request
+
+    storage = PostgresStorage(database_url, max_size=2)
+    storage.database.pool.timeout = 1.0  # type: ignore[attr-defined] - answer the outage quickly
+    try:
+        outage.stop()
+        with one_request():
+            with pytest.raises(StoreUnavailable) as first:
+                storage.policies.sources_policy("w")
+            with pytest.raises(StoreUnavailable) as second:
+                storage.policies.sources_policy("w")
+        assert "after 1.00 sec" in str(first.value.__cause__)  # the whole budget
+        assert f"after {pg_database.LAST_TRY_SECONDS:.2f} sec" in str(second.value.__cause__)  # nothing left
+        with pytest.raises(StoreUnavailable) as alone:  # outside a request each wait stands alone
+            storage.policies.sources_policy("w")
+        assert "after 1.00 sec" in str(alone.value.__cause__)
+    finally:
+        outage.start()
+        storage.close()

@@ -13,6 +13,7 @@ from calypso import __version__
 from calypso.api import openapi
 from calypso.api.auth import AuthMiddleware, auth_enabled
 from calypso.api.body_guard import BodyLimitMiddleware
+from calypso.api.db_wait import DatabaseWaitMiddleware
 from calypso.api.errors import UnexpectedErrorMiddleware, install_error_handlers
 from calypso.api.request_ids import RequestIdMiddleware
 from calypso.api.routes import (
@@ -58,6 +59,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
 
                 try:
                     grpc_server = await start_grpc(app.state.services, app.state.auth_enabled, grpc_port)
+                    app.state.grpc_server = grpc_server  # for tests that look at its keyless-upload buffer
                 except RuntimeError as exc:  # the port is taken: HTTP still serves, and says why gRPC does not
                     logging.getLogger("calypso.grpc").warning("gRPC listener off: %s", exc)
             yield
@@ -80,6 +82,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     # carries x-request-id; unexpected errors are logged with it; an oversized body is refused
     # before anything reads it; then the caller is authenticated.
     app.add_middleware(AuthMiddleware)
+    app.add_middleware(DatabaseWaitMiddleware)  # outside auth: a key lookup waits out of the same budget
     app.add_middleware(
         BodyLimitMiddleware, json_limit=settings.max_request_bytes, upload_limit=settings.max_upload_bytes
     )

@@ -29,7 +29,13 @@ from calypso.embeddings.base import (
     covers,
     parse_languages,
 )
-from calypso.embeddings.cache import CachedEmbedder, MemoryVectorCache, SQLiteVectorCache, VectorCache
+from calypso.embeddings.cache import (
+    CachedEmbedder,
+    MemoryVectorCache,
+    SQLiteVectorCache,
+    VectorCache,
+    open_sqlite_cache,
+)
 from calypso.embeddings.openai_http import OpenAIEmbedder
 
 __all__ = [
@@ -44,7 +50,9 @@ __all__ = [
     "VectorCache",
     "check_dimension",
     "covers",
+    "embeddings_off",
     "open_embedder",
+    "open_sqlite_cache",
     "register",
 ]
 
@@ -63,11 +71,16 @@ def local_models() -> list[str]:
     return sorted(_local)
 
 
+def embeddings_off(settings: Any) -> bool:
+    """``CALYPSO_EMBEDDING_MODEL`` is none (or empty, or off): keyword-only search, nothing to open."""
+    return (settings.embedding_model or "").strip().lower() in ("", "none", "off")
+
+
 def open_embedder(settings: Any, *, cache: VectorCache | None = None) -> Embedder | None:
     """The configured embedder (wrapped in ``cache`` if given), or None for keyword-only search."""
     model = (settings.embedding_model or "").strip()
     embedder: Embedder
-    if model.lower() in ("", "none", "off"):
+    if embeddings_off(settings):
         return None
     if settings.embedding_base_url:
         embedder = OpenAIEmbedder(

@@ -10,6 +10,7 @@ text once per call). ``SQLiteVectorCache`` keeps vectors in a SQLite file
 from __future__ import annotations
 
 import hashlib
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -19,6 +20,8 @@ from typing import Protocol
 import numpy as np
 
 from calypso.embeddings.base import Embedder
+
+log = logging.getLogger("calypso.embeddings")
 
 
 def content_key(model: str, text: str) -> bytes:
@@ -83,7 +86,8 @@ class SQLiteVectorCache:
                 self._conn.executemany("INSERT OR REPLACE INTO embedding_cache VALUES (?, ?, ?)", rows)
                 self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                if self._conn.in_transaction:  # SQLite already rolled back on SQLITE_FULL
+                    self._conn.execute("ROLLBACK")
                 raise
 
     def __len__(self) -> int:
@@ -95,8 +99,23 @@ class SQLiteVectorCache:
             self._conn.close()
 
 
+def open_sqlite_cache(path: Path) -> SQLiteVectorCache | None:
+    """The cache file at ``path``, or None (logged) when it cannot be opened: a full disk, say.
+
+    A cache is an optimisation: without it every text is embedded again, and the server still starts.
+    """
+    try:
+        return SQLiteVectorCache(path)
+    except (sqlite3.Error, OSError) as exc:
+        log.warning("embedding cache %s cannot be opened (%s): embedding without a cache", path, exc)
+        return None
+
+
 class CachedEmbedder:
-    """An ``Embedder`` that asks ``inner`` only for texts ``cache`` does not hold."""
+    """An ``Embedder`` that asks ``inner`` only for texts ``cache`` does not hold.
+
+    A cache that fails to store (a full disk) costs only the saving: the vectors are still returned.
+    """
 
     def __init__(self, inner: Embedder, cache: VectorCache) -> None:
         self.inner = inner
@@ -125,7 +144,10 @@ class CachedEmbedder:
         if missing:
             vectors = self.inner.embed(list(missing.values()))
             fresh = list(zip(missing.keys(), vectors))
-            self.cache.put_many(fresh)
+            try:
+                self.cache.put_many(fresh)
+            except sqlite3.Error as exc:
+                log.warning("could not store %d vectors in the embedding cache: %s", len(fresh), exc)
             found.update(fresh)
             self.embedded += len(missing)
         if not texts:

@@ -2,7 +2,7 @@
 
 Built-in: "upstream" (an OpenAI-compatible server; options are the fields of
 ``UpstreamConfig``, or ``config=UpstreamConfig(...)``, plus optional
-``client=httpx.AsyncClient``). "extractive" (the built-in answerer; optional ``similarity``, a
+``client=httpx.AsyncClient`` and ``slots=UpstreamSlots``, a concurrency bound shared between generators). "extractive" (the built-in answerer; optional ``similarity``, a
 ``SentenceSimilarity`` such as ``generation.similarity.EmbeddingSimilarity``, and ``semantic_weight``).
 Extensions register the same way.
 """
@@ -15,6 +15,7 @@ from typing import Any
 from calypso.errors import UnknownGenerator
 from calypso.generation.base import Generator
 from calypso.generation.extractive import ExtractiveGenerator
+from calypso.generation.slots import UpstreamSlots
 from calypso.generation.upstream import UpstreamConfig, UpstreamGenerator
 
 _factories: dict[str, Callable[..., Generator]] = {}
@@ -47,8 +48,10 @@ def available() -> list[str]:
     return sorted(_factories)
 
 
-def _upstream(config: UpstreamConfig | None = None, client: Any = None, **fields: Any) -> UpstreamGenerator:
-    return UpstreamGenerator(config if config is not None else UpstreamConfig(**fields), client=client)
+def _upstream(
+    config: UpstreamConfig | None = None, client: Any = None, slots: UpstreamSlots | None = None, **fields: Any
+) -> UpstreamGenerator:
+    return UpstreamGenerator(config if config is not None else UpstreamConfig(**fields), client=client, slots=slots)
 
 
 register("upstream", _upstream)

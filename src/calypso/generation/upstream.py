@@ -10,7 +10,9 @@ cancellation and retries are under our control:
   (honouring ``Retry-After``) — but only while nothing has been yielded, since
   a half-streamed answer cannot be taken back;
 * closing the async generator (the client went away) leaves the
-  ``async with client.stream(...)`` block, which closes the upstream socket.
+  ``async with client.stream(...)`` block, which closes the upstream socket;
+* each request first takes one of our own upstream slots (``slots.py``), so
+  httpx's pool, sized to the same limit, never queues (encode/httpcore#1035).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from calypso.generation.base import (
     ToolCalls,
     Usage,
 )
+from calypso.generation.slots import UpstreamSlots
 
 RETRIABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 
@@ -64,7 +67,9 @@ class _Transient(Exception):
 
 
 class UpstreamGenerator(Generator):
-    def __init__(self, config: UpstreamConfig, client: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self, config: UpstreamConfig, client: httpx.AsyncClient | None = None, slots: UpstreamSlots | None = None
+    ) -> None:
         self.config = config
         self.name = f"upstream:{config.model}"
         self._url = config.base_url.rstrip("/") + "/chat/completions"
@@ -74,6 +79,7 @@ class UpstreamGenerator(Generator):
         self._client = client
         self._owns_client = client is None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._slots = slots or UpstreamSlots(config.max_connections, config.pool_timeout_seconds)
 
     def _get_client(self) -> httpx.AsyncClient:
         # An AsyncClient's pooled connections belong to one event loop; make a fresh one for a new loop.
@@ -134,6 +140,12 @@ class UpstreamGenerator(Generator):
                 attempt += 1
 
     async def _attempt(self, payload: dict[str, Any]) -> AsyncGenerator[GenerationEvent, None]:
+        """One HTTP request in one upstream slot, held until the request ends (not across retry waits)."""
+        async with self._slots.slot(), aclosing(self._request(payload)) as events:
+            async for event in events:
+                yield event
+
+    async def _request(self, payload: dict[str, Any]) -> AsyncGenerator[GenerationEvent, None]:
         """One HTTP request. Raises _Transient for retriable failures before the first yield."""
         yielded = False
         finished = False  # a finish_reason arrived: the answer is complete even if the tail is lost
@@ -163,7 +175,7 @@ class UpstreamGenerator(Generator):
         except (_Transient, UpstreamError):
             raise
         except httpx.PoolTimeout:
-            # Waiting for one of our own connections is not the model being slow: say what happened.
+            # Only with a shared client (our slots keep our own pool from queueing): not the model being slow.
             raise UpstreamBusy(
                 f"Too many concurrent requests to the model server: all {self.config.max_connections} connections "
                 f"(CALYPSO_LLM_MAX_CONNECTIONS) stayed busy for {self.config.pool_timeout_seconds:g} s "

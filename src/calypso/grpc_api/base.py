@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import grpc
 
 from calypso.api.auth import workspace_for_header
+from calypso.grpc_api.staging import StagedUploads
 from calypso.scope import DEFAULT_WORKSPACE
 from calypso.services import Services
 
@@ -34,6 +35,8 @@ def authorization(context: grpc.aio.ServicerContext) -> str | None:
 class Servicer:
     """Base of the servicers: ``workspace(context)`` authenticates as the HTTP API does."""
 
+    staging: StagedUploads | None = None  # set by the server: keyed calls vouch for their peer there
+
     def __init__(self, services: Services, auth_enabled: bool) -> None:
         self.services = services
         self.auth_enabled = auth_enabled
@@ -42,7 +45,10 @@ class Servicer:
         """The caller's workspace from ``authorization: Bearer KEY`` metadata; ``default`` with auth off."""
         if not self.auth_enabled:
             return DEFAULT_WORKSPACE
-        return await self.blocking(workspace_for_header, self.services.keys, authorization(context))
+        workspace = await self.blocking(workspace_for_header, self.services.keys, authorization(context))
+        if self.staging is not None:  # this address holds a key: its keyless uploads may use the reserved room
+            self.staging.vouch(context.peer())
+        return workspace
 
     @staticmethod
     async def blocking(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:

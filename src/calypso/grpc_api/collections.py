@@ -53,6 +53,8 @@ def _no_filter(value: str) -> None:
 
 @complete(collections_pb2_grpc.CollectionsServicer, "collections.Collections")
 class CollectionsService(Servicer, collections_pb2_grpc.CollectionsServicer):
+    staging: StagedUploads
+
     def __init__(self, services: Services, auth_enabled: bool, staging: StagedUploads) -> None:
         super().__init__(services, auth_enabled)
         self.staging = staging

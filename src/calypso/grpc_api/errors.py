@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import grpc
 
 from calypso.errors import CalypsoError
+from calypso.store.wait_budget import one_request
 
 log = logging.getLogger("calypso.grpc")
 
@@ -40,7 +41,8 @@ def rpc(method: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
     @functools.wraps(method)
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> T:
         try:
-            return await method(self, request, context)
+            with one_request():  # the call's database waits, together, at most the pool timeout
+                return await method(self, request, context)
         except grpc.aio.AbortError:
             raise
         except Exception as exc:  # noqa: BLE001 - mapped to a status, unexpected ones logged
@@ -56,8 +58,9 @@ def rpc_stream(method: Callable[..., AsyncIterator[T]]) -> Callable[..., AsyncIt
     @functools.wraps(method)
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[T]:
         try:
-            async for item in method(self, request, context):
-                yield item
+            with one_request():
+                async for item in method(self, request, context):
+                    yield item
         except grpc.aio.AbortError:
             raise
         except Exception as exc:  # noqa: BLE001 - mapped to a status, unexpected ones logged

@@ -7,6 +7,7 @@ namespace. The upload answers at once; ingestion runs in the background workers.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import TypeAlias
 
@@ -17,7 +18,7 @@ from calypso.errors import EmptyDocument, InvalidRequest, PayloadTooLarge
 from calypso.grpc_api import convert
 from calypso.grpc_api.base import Servicer, authorization, complete
 from calypso.grpc_api.errors import rpc
-from calypso.grpc_api.staging import StagedUploads, StagingFull
+from calypso.grpc_api.staging import Intake, StagedFile, StagedUploads, StagingFull
 from calypso.services import Services
 
 Context: TypeAlias = grpc.aio.ServicerContext
@@ -25,6 +26,8 @@ Context: TypeAlias = grpc.aio.ServicerContext
 
 @complete(files_pb2_grpc.FilesServicer, "xai_api.Files")
 class FilesService(Servicer, files_pb2_grpc.FilesServicer):
+    staging: StagedUploads
+
     def __init__(self, services: Services, auth_enabled: bool, staging: StagedUploads) -> None:
         super().__init__(services, auth_enabled)
         self.staging = staging
@@ -34,8 +37,43 @@ class FilesService(Servicer, files_pb2_grpc.FilesServicer):
         self, request: AsyncIterator[files_pb2.UploadFileChunk], context: Context
     ) -> files_pb2.File:
         # xai-sdk sends no key on this call over an insecure channel: held until a keyed call claims it (staging.py).
-        keyless = self.auth_enabled and authorization(context) is None
-        workspace = None if keyless else await self.workspace(context)  # a wrong key: refused before the body
+        if self.auth_enabled and authorization(context) is None:
+            staged = await self._stage(request, context)
+            return files_pb2.File(
+                id=staged.id,
+                filename=staged.filename,
+                size=len(staged.data),
+                created_at=convert.timestamp(staged.created_at),
+            )
+        workspace = await self.workspace(context)  # a wrong key: refused before the body
+        name, data = await self._receive(request, None)
+        result = await self.blocking(self.services.documents.ingest, data, name, None, workspace=workspace, wait=False)
+        return convert.file(result.document)
+
+    async def _stage(self, request: AsyncIterator[files_pb2.UploadFileChunk], context: Context) -> StagedFile:
+        """Receive a keyless upload into the staging buffer, its bytes counted as they arrive (staging.py)."""
+        intake = self.staging.receiving(context.peer())
+        try:
+            async with asyncio.timeout(self.staging.receive_seconds):  # a trickled stream holds room: bounded
+                name, data = await self._receive(request, intake)
+            return intake.finish(name, data)
+        except StagingFull as full:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(full))
+            raise
+        except TimeoutError:
+            await context.abort(
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+                f"An upload without a key must arrive within {self.staging.receive_seconds:g} s; send it faster, "
+                "or with the API key (a TLS channel).",
+            )
+            raise
+        finally:
+            intake.close()  # nothing left to release once finished
+
+    async def _receive(
+        self, request: AsyncIterator[files_pb2.UploadFileChunk], intake: Intake | None
+    ) -> tuple[str, bytes]:
+        """The file's name and bytes; keyless bytes are counted by ``intake`` as they arrive, before they pile up."""
         limit = self.services.settings.max_upload_bytes
         name: str | None = None
         parts: list[bytes] = []
@@ -54,27 +92,15 @@ class FilesService(Servicer, files_pb2_grpc.FilesServicer):
                     f"{name} is over the upload limit of {limit:,} bytes (setting CALYPSO_MAX_UPLOAD_BYTES).",
                     param="data",
                 )
+            if intake is not None:
+                intake.add(len(chunk.data))
             parts.append(chunk.data)
         if not name:
             raise InvalidRequest("The upload has no file name: its init chunk must name the file.", param="init.name")
         data = b"".join(parts)
         if not data:
             raise EmptyDocument(f"{name} is empty (0 bytes); upload a file with content.", param="data")
-        if workspace is None:
-            try:
-                staged = self.staging.put(name, data)
-            except StagingFull:
-                await context.abort(
-                    grpc.StatusCode.RESOURCE_EXHAUSTED,
-                    "Too many uploads are waiting to be added to a collection; add them "
-                    "(collections.add_existing_document) or retry in a few minutes.",
-                )
-                raise
-            return files_pb2.File(
-                id=staged.id, filename=name, size=len(data), created_at=convert.timestamp(staged.created_at)
-            )
-        result = await self.blocking(self.services.documents.ingest, data, name, None, workspace=workspace, wait=False)
-        return convert.file(result.document)
+        return name, data
 
     @rpc
     async def RetrieveFile(  # noqa: N802

@@ -13,6 +13,7 @@ as the HTTP routes' sync handlers do.
 from __future__ import annotations
 
 import logging
+import weakref
 
 import grpc
 from xai_sdk.proto import chat_pb2_grpc, collections_pb2_grpc, documents_pb2_grpc, files_pb2_grpc
@@ -28,6 +29,15 @@ from calypso.grpc_api.staging import StagedUploads
 from calypso.services import Services
 
 log = logging.getLogger("calypso.grpc")
+
+# Each started server's keyless-upload buffer, for tests and metrics (grpc.aio.Server takes no attributes of ours).
+_STAGING: weakref.WeakKeyDictionary[grpc.aio.Server, StagedUploads] = weakref.WeakKeyDictionary()
+
+
+def staging_of(server: grpc.aio.Server) -> StagedUploads:
+    """The keyless-upload buffer (staging.py) of a server ``start_grpc`` started."""
+    return _STAGING[server]
+
 
 _MIB = 1 << 20
 # As xai-sdk's channel: 20 MiB messages both ways (file uploads arrive in chunks below that).
@@ -49,6 +59,13 @@ def http_base_url(settings: Settings) -> str:
     return f"http://{host}:{settings.port}"
 
 
+def keyless_staging(settings: Settings) -> StagedUploads:
+    """The keyless-upload buffer (staging.py): 4 uploads' worth in all, half of it kept for addresses that
+    made a keyed call, one upload's worth per address, a minute to be claimed, two to arrive."""
+    limit = settings.max_upload_bytes
+    return StagedUploads(4 * limit, per_peer_bytes=limit, reserved_bytes=2 * limit, ttl_seconds=60.0)
+
+
 def _address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
 
@@ -58,11 +75,17 @@ async def start_grpc(services: Services, auth_enabled: bool, port: int, host: st
     settings = services.settings
     links = LinkSigner(services.signing_secret, http_base_url(settings), settings.source_link_ttl_seconds)
     server = grpc.aio.server(options=_OPTIONS)
-    staging = StagedUploads(max_bytes=4 * settings.max_upload_bytes)
-    chat_pb2_grpc.add_ChatServicer_to_server(ChatService(services, auth_enabled, links), server)
-    collections_pb2_grpc.add_CollectionsServicer_to_server(CollectionsService(services, auth_enabled, staging), server)
-    documents_pb2_grpc.add_DocumentsServicer_to_server(DocumentsService(services, auth_enabled), server)
-    files_pb2_grpc.add_FilesServicer_to_server(FilesService(services, auth_enabled, staging), server)
+    staging = keyless_staging(settings)
+    _STAGING[server] = staging
+    chat, documents = ChatService(services, auth_enabled, links), DocumentsService(services, auth_enabled)
+    collections = CollectionsService(services, auth_enabled, staging)
+    files = FilesService(services, auth_enabled, staging)
+    for servicer in (chat, documents, collections, files):
+        servicer.staging = staging  # every keyed call vouches for its address (staging.py)
+    chat_pb2_grpc.add_ChatServicer_to_server(chat, server)
+    collections_pb2_grpc.add_CollectionsServicer_to_server(collections, server)
+    documents_pb2_grpc.add_DocumentsServicer_to_server(documents, server)
+    files_pb2_grpc.add_FilesServicer_to_server(files, server)
     server.add_generic_rpc_handlers((UnknownMethods(),))  # after the services: only what they do not serve
     address = _address(host or settings.host, port)
     try:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from calypso.citations.links import load_secret
 from calypso.config import Settings
-from calypso.embeddings import Embedder, EmbeddingError, SQLiteVectorCache, open_embedder
+from calypso.embeddings import Embedder, EmbeddingError, embeddings_off, open_embedder, open_sqlite_cache
 from calypso.services.answering import Answerer
 from calypso.services.bots import BotService
 from calypso.services.conversations import ConversationService
@@ -79,11 +79,14 @@ def open_storage(settings: Settings, *, exclusive: bool = False) -> Storage:
 def open_embedding_model(settings: Settings) -> Embedder | None:
     """The configured embedder with its content-hash cache beside the data, or None: keyword-only search.
 
-    A missing local package or an unreachable embeddings server is one logged line, not a failed start.
+    A missing local package or an unreachable embeddings server is one logged line, not a failed start;
+    so is a cache that cannot be opened (a full disk). With the model off no cache file is opened at all.
     """
+    if embeddings_off(settings):
+        return None
     try:
         settings.home.mkdir(parents=True, exist_ok=True)
-        embedder = open_embedder(settings, cache=SQLiteVectorCache(settings.home / "embedding-cache.sqlite"))
+        embedder = open_embedder(settings, cache=open_sqlite_cache(settings.home / "embedding-cache.sqlite"))
         if embedder is not None:
             embedder.dimension  # noqa: B018 - an embeddings server is asked once, here, not mid-ingestion
     except EmbeddingError as exc:

@@ -25,6 +25,7 @@ from calypso.generation import registry
 from calypso.generation.base import Finish, GenerationRequest, Generator, TextDelta, ToolCalls
 from calypso.generation.prompts import build_messages
 from calypso.generation.similarity import EmbeddingSimilarity
+from calypso.generation.slots import UpstreamSlots
 from calypso.generation.upstream import UpstreamConfig
 from calypso.models import Page, Passage
 from calypso.scope import DEFAULT_WORKSPACE, RetrievalScope
@@ -99,6 +100,8 @@ class Answerer:
         self.search = search
         self.settings = settings or documents.settings
         self._generators: dict[str, Generator] = {}
+        # One bound for every model on the upstream server (CALYPSO_LLM_MAX_CONNECTIONS), not one per model.
+        self._upstream_slots = UpstreamSlots(self.settings.llm_max_connections, self.settings.llm_pool_timeout_seconds)
         self._pages = lru_cache(maxsize=256)(self._load_pages)
 
     # -- generators --------------------------------------------------------
@@ -136,6 +139,7 @@ class Answerer:
                 pool_timeout_seconds=s.llm_pool_timeout_seconds,
                 max_retries=s.llm_max_retries,
             ),
+            slots=self._upstream_slots,
         )
 
     def _extractive(self) -> Generator:

@@ -100,11 +100,17 @@ class SnapshotDirectory:
             except BlockingIOError:
                 return None
             directory = self.path / f"snap-{uuid.uuid4().hex[:12]}"
-            index.save(directory, meta)
             pointer = self.path / f"CURRENT.{uuid.uuid4().hex[:8]}.tmp"
-            pointer.write_text(directory.name, encoding="utf-8")
-            with open(pointer, "rb+") as file:
-                os.fsync(file.fileno())
+            try:
+                index.save(directory, meta)
+                pointer.write_text(directory.name, encoding="utf-8")
+                with open(pointer, "rb+") as file:
+                    os.fsync(file.fileno())
+            except OSError:
+                # A full disk stops a save midway: its partial files would hold the room deletes need.
+                shutil.rmtree(directory, ignore_errors=True)
+                pointer.unlink(missing_ok=True)
+                raise
             os.replace(pointer, self.path / "CURRENT")
             fd = os.open(self.path, os.O_RDONLY)
             try:

@@ -23,6 +23,7 @@ from calypso import errors
 from calypso.errors import (
     CalypsoError,
     EmptyDocument,
+    InsufficientStorage,
     InvalidRequest,
     NotFound,
     PayloadTooLarge,
@@ -58,6 +59,8 @@ def error_record(exc: BaseException, filename: str) -> dict[str, Any]:
         code = "unsupported_file"
     elif isinstance(exc, (InvalidRequest, UnprocessableDocument, PayloadTooLarge)):
         code = "invalid_file"  # empty, corrupt, no text, or past a parse limit (bombs, time, memory)
+    elif isinstance(exc, InsufficientStorage):
+        code = "insufficient_storage"
     else:
         code = "server_error"
     if isinstance(exc, CalypsoError) and code != "server_error":
@@ -195,6 +198,16 @@ def run_job(
             if service.complete_job(key, owner, finished, parsed.pages, chunks, terms) is None:
                 return JobOutcome()
             return JobOutcome(document=finished)
+        except InsufficientStorage as exc:
+            # Retrying will not free a disk: the job fails saying so (the client sees why, and can retry
+            # once space is freed); that small write may still fit, thanks to the store's headroom.
+            record = error_record(exc, doc.filename)
+            try:
+                if not jobs.fail(key, owner, record):
+                    return JobOutcome()
+            except StorageError:
+                pass  # not even that fits: the lease expires and the job is tried again
+            return JobOutcome(error=exc)
         except StorageError:
             raise  # the database, not the document: the lease expires and the job is tried again
         except Exception as exc:  # noqa: BLE001 - the job fails with a code; the worker lives on

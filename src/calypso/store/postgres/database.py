@@ -5,7 +5,8 @@ inside one transaction, so it lands whole or not at all, also when the
 connection drops halfway (the server rolls back what it never committed).
 psycopg's OperationalError (connection refused or lost, server shutting down,
 no pooled connection in time) becomes ``StoreUnavailable`` (503 with
-Retry-After); any other database error ``StorageError``. The pool checks a
+Retry-After), except a full disk (SQLSTATE 53100), which is ``InsufficientStorage``
+(507) as on SQLite; any other database error ``StorageError``. The pool checks a
 connection before handing it out and reconnects in the background, so it
 recovers by itself when the database comes back. Only the classes of this
 package touch connections.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -28,6 +30,8 @@ from psycopg.types.string import StrBinaryDumper, StrDumperUnknown
 from psycopg_pool import ConnectionPool
 
 from calypso.errors import StorageError, StoreUnavailable
+from calypso.store import wait_budget
+from calypso.store.disk_full import insufficient_storage, postgres_disk_full
 from calypso.store.postgres.migrations import migrate
 
 T = TypeVar("T")
@@ -38,6 +42,7 @@ Params = Sequence[object]
 log = logging.getLogger("calypso.store.postgres")
 
 STREAM_BATCH = 2000  # rows a server-side cursor fetches per round trip
+LAST_TRY_SECONDS = 0.05  # a request that used up its wait still gets an idle connection, never a new wait
 
 
 def text(value: str) -> str:
@@ -155,6 +160,9 @@ class Database:
 
     def _translate(self, exc: psycopg.Error) -> StorageError:
         detail = one_line(exc, self.url)
+        if postgres_disk_full(exc):  # 53100 is an OperationalError too, but waiting does not fix it
+            log.warning("PostgreSQL at %s is out of disk: %s", self.display_url, detail)
+            return insufficient_storage(f"PostgreSQL's data ({self.display_url})")
         if isinstance(exc, psycopg.OperationalError):
             log.warning("PostgreSQL at %s unavailable: %s", self.display_url, detail)
             return StoreUnavailable("The database is unavailable; nothing was changed. Retry in a few seconds.")
@@ -162,11 +170,24 @@ class Database:
 
     @contextmanager
     def connection(self) -> Iterator[Connection]:
-        """A pooled connection in autocommit mode; psycopg errors come out translated."""
+        """A pooled connection in autocommit mode; psycopg errors come out translated.
+
+        Inside a request (``wait_budget.one_request``) all its waits together last at most the pool
+        timeout: once spent, a wait is only a last quick try for an idle connection.
+        """
+        budget = wait_budget.current()
+        timeout = self.pool.timeout if budget is None else max(LAST_TRY_SECONDS, self.pool.timeout - budget.spent)
+        started = time.monotonic()
+        counted = False
         try:
-            with self.pool.connection() as conn:
+            with self.pool.connection(timeout=timeout) as conn:
+                if budget is not None:
+                    budget.spent += time.monotonic() - started
+                    counted = True
                 yield conn
         except psycopg.Error as exc:
+            if budget is not None and not counted:
+                budget.spent += time.monotonic() - started
             raise self._translate(exc) from exc
 
     def rows(self, sql: str, params: Params = ()) -> list[Row]:

@@ -22,7 +22,7 @@ from calypso.store.sqlite.bots import SQLiteBotStore
 from calypso.store.sqlite.conversations import SQLiteConversationStore
 from calypso.store.sqlite.database import Database
 from calypso.store.sqlite.documents import SQLiteDocumentStore, _record_change
-from calypso.store.sqlite.jobs import SQLiteJobStore
+from calypso.store.sqlite.jobs import SQLiteJobStore, release_dead_leases
 from calypso.store.sqlite.keys import SQLiteKeyStore
 from calypso.store.sqlite.lock import ProcessLock
 from calypso.store.sqlite.policies import SQLitePolicyStore
@@ -51,6 +51,8 @@ class SQLiteStorage:
         self.policies: PolicyStore = SQLitePolicyStore(self.database)
         self.vector_stores: VectorStoreStore = SQLVectorStoreStore(self.database, "?")
         self.embeddings: EmbeddingStore = SQLEmbeddingStore(self.database, sqlite_dialect(_record_change))
+        if self._lock is not None and self._lock.previous_owner is not None:
+            release_dead_leases(self.database, self._lock.previous_owner)
 
     def vector_search(self, model: str, dimension: int, ef_search: int) -> Callable[[str, str], VectorSearch] | None:
         """None: SQLite has no vector search of its own; the services search vectors in memory."""

@@ -171,7 +171,7 @@ class SQLiteDocumentStore(StoredTermsSQL[Database]):
             _record_change(db, workspace, row["namespace"], row["key"], "deleted")
             return document_from_row(row)
 
-        return self.database.write(work)
+        return self.database.write(work, frees_space=True)
 
     # -- reads -------------------------------------------------------------
     def _one_document(self, where: str, args: tuple[object, ...]) -> Document | None:

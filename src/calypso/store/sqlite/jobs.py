@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import logging
+import socket
 import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from calypso.errors import StorageError
 from calypso.models import Chunk, Document, IngestJob, Page
 from calypso.store.base import MAX_JOB_ATTEMPTS, DuplicateContent
 from calypso.store.sqlite.database import Database, batched
@@ -19,6 +22,8 @@ from calypso.store.sqlite.documents import (
     insert_document,
     write_pages_and_chunks,
 )
+
+log = logging.getLogger("calypso.store")
 
 GAVE_UP = {
     "code": "server_error",
@@ -70,7 +75,8 @@ class SQLiteJobStore:
             )
             return queued
 
-        return self.database.write(work)
+        # The bytes, and their copy in the write-ahead log until a checkpoint.
+        return self.database.write(work, needs=2 * len(content))
 
     def _claim(self, worker_id: str, lease_seconds: float, document_key: int | None) -> IngestJob | None:
         def work(db: sqlite3.Connection) -> IngestJob | None:
@@ -168,7 +174,9 @@ class SQLiteJobStore:
             _record_change(db, owned["workspace"], owned["namespace"], document_key, "added")
             return chunk_keys
 
-        return self.database.write(work)
+        # Measured on text: chunks and their terms take about twice the text, plus log room.
+        text = sum(len(chunk.text) for chunk in chunks)
+        return self.database.write(work, needs=3 * text)
 
     def fail(self, document_key: int, worker_id: str, error: dict[str, Any]) -> bool:
         def work(db: sqlite3.Connection) -> bool:
@@ -216,3 +224,32 @@ class SQLiteJobStore:
             for key, *rest in (tuple(r) for r in job_rows):
                 found[documents[key].id] = IngestJob(documents[key], key, *rest)
         return found
+
+
+def release_dead_leases(database: Database, pid: int) -> int:
+    """Free the ingestion and embedding leases of the process ``pid`` on this host, which died holding them.
+
+    Called when the data-directory lock shows its previous owner ended without releasing it: nothing
+    else can still be working on those jobs, so waiting out their leases (30 s) would only delay the
+    restart. Attempts stay counted, so a document that kills the server each time is still given up.
+    """
+    owners = f"{socket.gethostname()}:{pid}:"  # worker ids are host:pid:role:random (ingest_worker.worker_id)
+
+    def work(db: sqlite3.Connection) -> int:
+        released = 0
+        for table in ("ingest_jobs", "embedding_jobs"):
+            released += db.execute(
+                f"UPDATE {table} SET lease_owner = NULL, lease_expires_at = NULL "
+                "WHERE substr(lease_owner, 1, length(?)) = ?",
+                (owners, owners),
+            ).rowcount
+        return released
+
+    try:
+        released = database.write(work)
+    except StorageError as exc:  # a full disk, say: the leases then expire as usual
+        log.warning("could not free the job leases of process %d, which ended without closing: %s", pid, exc.message)
+        return 0
+    if released:
+        log.info("freed %d job lease(s) of process %d, which ended without closing", released, pid)
+    return released

@@ -21,6 +21,9 @@ class ProcessLock:
     def __init__(self, database_path: Path) -> None:
         self.path = Path(f"{database_path}.lock")
         self._fd: int | None = None
+        # The PID a previous owner left in the file: it ended without releasing (SIGKILL, a crash), so
+        # the leases its workers held are provably abandoned (see SQLiteStorage).
+        self.previous_owner: int | None = None
 
     def acquire(self) -> None:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -33,6 +36,8 @@ class ProcessLock:
                 f"Another Calypso process (PID {holder}) is serving or ingesting into {self.path.parent}; "
                 "stop it first, send uploads to its API, or give this process its own --home (CALYPSO_HOME)."
             ) from None
+        left = os.pread(fd, 32, 0).decode(errors="replace").strip()
+        self.previous_owner = int(left) if left.isdigit() and int(left) != os.getpid() else None
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._fd = fd
