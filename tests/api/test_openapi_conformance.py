@@ -81,6 +81,10 @@ STATE_400 = {
     ("POST /v1/chat/completions", "messages"): ("The last ", "the last message is a question"),
     ("POST /v1/responses", "messages"): ("The last ", "the last message is a question"),
     ("POST /v1/conversations", "bot"): ("model and bot name different bots", "two fields naming one bot must agree"),
+    ("POST /v1/chat/completions", "max_tokens"): (
+        "max_tokens and max_completion_tokens disagree",
+        "the old and the new name of one limit must agree",
+    ),
 }
 # Limits on any JSON value the server reads (``json_limits``: nesting depth, 19-digit integers), which free-form
 # objects (bot generator_options) cannot carry in their schema.
