@@ -24,8 +24,13 @@ test: install
 	CALYPSO_TEST_BACKEND=postgres $(BIN)/python -m pytest tests/api $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; fi; exit $$rc
 
+# Lint and format check (the rules in pyproject.toml: pyflakes, isort, bugbear, complexity, pyupgrade, simplify).
+lint: install
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
 # The type checker over src/ (strict on citations, store and services; see pyproject.toml).
 typecheck: install
 	$(BIN)/mypy
 
-.PHONY: install serve test typecheck
+.PHONY: install serve test typecheck lint

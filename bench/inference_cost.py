@@ -57,9 +57,10 @@ def main() -> None:
     path = data_dir() / "alps-wiki-qa" / "alps_qa_with_pdf_pages.jsonl"
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     pdf = data_dir() / "alps-wiki-qa" / "alps_wiki.pdf"
-    with tempfile.TemporaryDirectory() as home, FakeUpstream(
-        default=Script.markerless(quote=(1, 2, 3, 4, 5), unsupported=UNSUPPORTED)
-    ) as fake:
+    with (
+        tempfile.TemporaryDirectory() as home,
+        FakeUpstream(default=Script.markerless(quote=(1, 2, 3, 4, 5), unsupported=UNSUPPORTED)) as fake,
+    ):
         settings = Settings(home=Path(home), generator="upstream", llm_base_url=fake.base_url, llm_model="fake")
         services = open_services(settings)
         try:

@@ -39,19 +39,21 @@ def main() -> None:
         services = open_services(settings)
         rnd = random.Random(0)
         print(f"{'outage from':>12} {'status':>7} {'code':>22} {'held s':>7} {'waited s':>8}")
-        with LiveServer(create_app(settings, services), free_port()) as server:
-            with httpx.Client(base_url=server.url, timeout=60) as http:
-                for delay in (0.1, 0.3, 0.6):
-                    words = " ".join("".join(rnd.choices(string.ascii_lowercase, k=7)) for _ in range(150_000))
-                    threading.Timer(delay, pg.stop).start()
-                    started = time.monotonic()
-                    files = {"file": (f"big{delay}.txt", words.encode())}
-                    response = http.post("/v1/documents", params={"wait": "true"}, files=files)
-                    held = time.monotonic() - started
-                    code = response.json().get("error", {}).get("code") if response.status_code >= 400 else "-"
-                    print(f"{delay:>10.1f} s {response.status_code:>7} {code!s:>22} {held:>7.2f} {held - delay:>8.2f}")
-                    pg.start()
-                    time.sleep(12)  # the pool reconnects (with backoff) before the next row
+        with (
+            LiveServer(create_app(settings, services), free_port()) as server,
+            httpx.Client(base_url=server.url, timeout=60) as http,
+        ):
+            for delay in (0.1, 0.3, 0.6):
+                words = " ".join("".join(rnd.choices(string.ascii_lowercase, k=7)) for _ in range(150_000))
+                threading.Timer(delay, pg.stop).start()
+                started = time.monotonic()
+                files = {"file": (f"big{delay}.txt", words.encode())}
+                response = http.post("/v1/documents", params={"wait": "true"}, files=files)
+                held = time.monotonic() - started
+                code = response.json().get("error", {}).get("code") if response.status_code >= 400 else "-"
+                print(f"{delay:>10.1f} s {response.status_code:>7} {code!s:>22} {held:>7.2f} {held - delay:>8.2f}")
+                pg.start()
+                time.sleep(12)  # the pool reconnects (with backoff) before the next row
         services.close()
     finally:
         pg.close()

@@ -52,6 +52,7 @@ HTTP, RSS.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import logging
@@ -138,10 +139,8 @@ def postgres_pids(pgdata: Path | None) -> list[int]:
 def cpu_of(pids: list[int]) -> float:
     total = 0.0
     for pid in pids:
-        try:
+        with contextlib.suppress(OSError):  # a backend that ended meanwhile
             total += proc_cpu_s(pid)
-        except OSError:  # a backend that ended meanwhile
-            pass
     return total
 
 

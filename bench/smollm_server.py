@@ -60,7 +60,11 @@ class Model:
             def run() -> None:
                 with torch.inference_mode():
                     result["out"] = self.model.generate(
-                        ids, attention_mask=torch.ones_like(ids), max_new_tokens=limit, do_sample=False, streamer=streamer
+                        ids,
+                        attention_mask=torch.ones_like(ids),
+                        max_new_tokens=limit,
+                        do_sample=False,
+                        streamer=streamer,
                     )
 
             worker = threading.Thread(target=run)
@@ -100,7 +104,9 @@ def handler(model: Model) -> type[BaseHTTPRequestHandler]:
             if self.path.rstrip("/").endswith("/stats"):
                 self._json(200, model.last)
             elif self.path.rstrip("/").endswith("/models"):
-                self._json(200, {"object": "list", "data": [{"id": MODEL_NAME, "object": "model", "owned_by": "bench"}]})
+                self._json(
+                    200, {"object": "list", "data": [{"id": MODEL_NAME, "object": "model", "owned_by": "bench"}]}
+                )
             else:
                 self._json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
 
@@ -115,7 +121,16 @@ def handler(model: Model) -> type[BaseHTTPRequestHandler]:
                 usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
                 message = {"role": "assistant", "content": text}
                 choice = {"index": 0, "message": message, "finish_reason": "stop"}
-                self._json(200, {"id": chat_id, "object": "chat.completion", "model": MODEL_NAME, "choices": [choice], "usage": usage})
+                self._json(
+                    200,
+                    {
+                        "id": chat_id,
+                        "object": "chat.completion",
+                        "model": MODEL_NAME,
+                        "choices": [choice],
+                        "usage": usage,
+                    },
+                )
                 return
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")

@@ -136,7 +136,7 @@ async def one_stream(session: aiohttp.ClientSession, url: str) -> str:
                 elif line.startswith("data: {") and '"error"' in line[:20]:
                     return f"broken: error event {json.loads(line[6:])['error'].get('code')}"
             return "completed" if done else "broken: no [DONE]"
-    except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, aiohttp.ClientError) as exc:
         return f"broken: {type(exc).__name__}"
 
 

@@ -43,7 +43,7 @@ class LiveServer:
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
-    def __enter__(self) -> "LiveServer":
+    def __enter__(self) -> LiveServer:
         self.thread.start()
         deadline = time.monotonic() + 10
         while not self.server.started:

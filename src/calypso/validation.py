@@ -127,7 +127,7 @@ def param_path(loc: Sequence[str | int], body: Any = _MISSING, *, missing: bool 
     for n, part in enumerate(parts):
         if body is _MISSING:
             kept.append(part)
-        elif isinstance(part, int) and isinstance(value, (list, tuple)) and -len(value) <= part < len(value):
+        elif isinstance(part, int) and isinstance(value, (list, tuple)) and -len(value) <= part < len(value):  # noqa: SIM114 - an index, then a key: two cases
             kept.append(part)
             value = value[part]
         elif isinstance(part, str) and _has_key(value, part):

@@ -443,13 +443,15 @@ def test_metadata_and_max_tokens_accepted(client, fake) -> None:
 
 def test_client_leaving_mid_stream_stops_the_upstream(live, fake) -> None:
     fake.script(Script(tokens=[f"word{i} " for i in range(300)], token_delay=0.02))
-    with httpx.Client(base_url=live.url, timeout=30) as raw:
-        with raw.stream(
+    with (
+        httpx.Client(base_url=live.url, timeout=30) as raw,
+        raw.stream(
             "POST", "/v1/chat/completions", json={"model": "fake-numeric", "messages": _user(REFUND_Q), "stream": True}
-        ) as response:
-            for line in response.iter_lines():
-                if '"content":"word' in line:
-                    break
+        ) as response,
+    ):
+        for line in response.iter_lines():
+            if '"content":"word' in line:
+                break
     assert fake.wait_for_disconnects(1, timeout=5)
 
 

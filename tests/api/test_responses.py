@@ -458,9 +458,11 @@ def test_sdk_stream_helper_accumulates_the_same_response(demo_kb, openai_client)
 def test_client_disconnect_stops_the_upstream(demo_kb, server, fake) -> None:
     fake.script(Script(tokens=[f"word{i} " for i in range(300)], token_delay=0.02))
     body = {"model": "calypso-rag-agent", "input": QUESTION, "stream": True}
-    with httpx.Client(base_url=server.url, timeout=30) as client:
-        with client.stream("POST", "/v1/responses", json=body) as response:
-            for line in response.iter_lines():
-                if '"response.output_text.delta"' in line:
-                    break
+    with (
+        httpx.Client(base_url=server.url, timeout=30) as client,
+        client.stream("POST", "/v1/responses", json=body) as response,
+    ):
+        for line in response.iter_lines():
+            if '"response.output_text.delta"' in line:
+                break
     assert fake.wait_for_disconnects(1, timeout=10)

@@ -144,11 +144,14 @@ def test_scripted_disconnect_drops_the_connection(fake: FakeUpstream) -> None:
     fake.script(Script(tokens=["a", "b", "c", "d"], disconnect_after=2))
     received: list[str] = []
     body = {"messages": MESSAGES, "stream": True}
-    with httpx.Client() as client, pytest.raises(httpx.RemoteProtocolError):
-        with client.stream("POST", f"{fake.base_url}/chat/completions", json=body) as response:
-            for line in response.iter_lines():  # lazily: the tokens before the drop still arrive
-                if line.startswith("data: "):
-                    received.append(json.loads(line[6:])["choices"][0]["delta"].get("content", ""))
+    with (
+        httpx.Client() as client,
+        pytest.raises(httpx.RemoteProtocolError),
+        client.stream("POST", f"{fake.base_url}/chat/completions", json=body) as response,
+    ):
+        for line in response.iter_lines():  # lazily: the tokens before the drop still arrive
+            if line.startswith("data: "):
+                received.append(json.loads(line[6:])["choices"][0]["delta"].get("content", ""))
     assert received == ["", "a", "b"]
     assert fake.disconnects == 0  # the server hung up, not the client
 

@@ -25,7 +25,7 @@ def test_geotopo_text_has_no_control_characters(data_dir: Path) -> None:
 
 
 def test_markdown_offsets_follow_the_removed_characters() -> None:
-    data = "# Intro\x01duction\n\nSome\x04 text \x7fhere.\x0cNext page.\n\n## Fees\x02\n\nThe fee is 5%.\n".encode()
+    data = b"# Intro\x01duction\n\nSome\x04 text \x7fhere.\x0cNext page.\n\n## Fees\x02\n\nThe fee is 5%.\n"
     parsed, _ = parse_document(data, "notes.md")
     assert parsed.text == "# Introduction\n\nSome text here.\nNext page.\n\n## Fees\n\nThe fee is 5%."
     assert [h.title for h in parsed.headings] == ["Introduction", "Fees"]

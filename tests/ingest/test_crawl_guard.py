@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import socket
 import threading
@@ -95,10 +96,8 @@ def raw_server(handle) -> Iterator[tuple[int, list[str]]]:
                 continue
             with conn:
                 requests.append(conn.recv(65536).decode("latin-1").split("\r\n", 1)[0])
-                try:
+                with contextlib.suppress(OSError):  # the client hung up: what a deadline does
                     handle(conn, stop)
-                except OSError:  # the client hung up: what a deadline does
-                    pass
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -130,17 +129,15 @@ def test_a_trickled_body_is_cut_at_the_deadline() -> None:
         conn.sendall(HEADERS)
         trickle(BODY)(conn, stop)
 
-    with raw_server(handle) as (port, requests):
-        with pytest.raises(UpstreamTimeout) as info:
-            fetch_page(f"http://127.0.0.1:{port}/slow", timeout=1.0, max_bytes=10_000, allow_private=True)
+    with raw_server(handle) as (port, requests), pytest.raises(UpstreamTimeout) as info:
+        fetch_page(f"http://127.0.0.1:{port}/slow", timeout=1.0, max_bytes=10_000, allow_private=True)
     assert requests == ["GET /slow HTTP/1.1"]
     assert "CALYPSO_CRAWL_TIMEOUT_SECONDS" in info.value.message and info.value.param == "url"
 
 
 def test_trickled_headers_are_cut_at_the_deadline() -> None:
-    with raw_server(trickle(HEADERS + BODY)) as (port, _):
-        with pytest.raises(UpstreamTimeout):
-            fetch_page(f"http://127.0.0.1:{port}/", timeout=1.0, max_bytes=10_000, allow_private=True)
+    with raw_server(trickle(HEADERS + BODY)) as (port, _), pytest.raises(UpstreamTimeout):
+        fetch_page(f"http://127.0.0.1:{port}/", timeout=1.0, max_bytes=10_000, allow_private=True)
 
 
 def test_the_deadline_covers_redirects_too() -> None:
@@ -149,9 +146,9 @@ def test_the_deadline_covers_redirects_too() -> None:
         time.sleep(0.4)
         conn.sendall(b"HTTP/1.1 302 Found\r\nLocation: /next\r\nContent-Length: 0\r\n\r\n")
 
-    with raw_server(handle) as (port, requests):
-        with pytest.raises(UpstreamError):  # the deadline, or "too many redirects" if it were per hop
-            fetch_page(f"http://127.0.0.1:{port}/", timeout=1.0, max_bytes=10_000, allow_private=True)
+    # The deadline, or "too many redirects" if it were per hop.
+    with raw_server(handle) as (port, requests), pytest.raises(UpstreamError):
+        fetch_page(f"http://127.0.0.1:{port}/", timeout=1.0, max_bytes=10_000, allow_private=True)
     assert len(requests) <= 3
 
 
@@ -179,9 +176,8 @@ def test_the_address_checked_is_the_address_connected_to(monkeypatch: pytest.Mon
     def handle(conn: socket.socket, stop: threading.Event) -> None:
         conn.sendall(HEADERS + BODY)
 
-    with raw_server(handle) as (port, requests):
-        with pytest.raises(UpstreamError):
-            fetch_page(f"http://rebind.example:{port}/", timeout=2.0, max_bytes=10_000, allow_private=False)
+    with raw_server(handle) as (port, requests), pytest.raises(UpstreamError):
+        fetch_page(f"http://rebind.example:{port}/", timeout=2.0, max_bytes=10_000, allow_private=False)
     assert connected == ["8.8.8.8"] and requests == []  # the checked address, never loopback
 
 

@@ -31,7 +31,7 @@ def read(relative: str) -> bytes:
     return (docs() / relative).read_bytes()
 
 
-@functools.lru_cache(maxsize=None)  # several tests read the same big documents
+@functools.cache  # several tests read the same big documents
 def parse_file(relative: str) -> ParsedDocument:
     return parse_document(read(relative), Path(relative).name)[0]
 

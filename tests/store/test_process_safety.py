@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -101,10 +102,8 @@ def test_read_connections_stay_bounded_across_bursts(tmp_path: Path, database_ur
             return int(count)
         targets = []
         for fd in os.listdir("/proc/self/fd"):
-            try:
+            with contextlib.suppress(FileNotFoundError):  # the descriptor listdir itself used
                 targets.append(os.readlink(f"/proc/self/fd/{fd}"))
-            except FileNotFoundError:  # the descriptor listdir itself used
-                pass
         return sum(str(tmp_path) in target for target in targets)
 
     def burst() -> None:

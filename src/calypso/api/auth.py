@@ -88,18 +88,16 @@ class AuthMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        if scope["type"] == "http" and path.startswith("/v1/") and not path.startswith("/v1/admin/"):
-            if not _is_signed_content(scope):
-                request = Request(scope)
-                try:
-                    workspace = authenticate(request)
-                except CalypsoError as exc:
-                    response = JSONResponse(
-                        exc.to_dict(), status_code=exc.status, headers={"WWW-Authenticate": "Bearer"}
-                    )
-                    await response(scope, receive, send)
-                    return
-                scope.setdefault("state", {})["workspace"] = workspace
+        guarded = scope["type"] == "http" and path.startswith("/v1/") and not path.startswith("/v1/admin/")
+        if guarded and not _is_signed_content(scope):
+            request = Request(scope)
+            try:
+                workspace = authenticate(request)
+            except CalypsoError as exc:
+                response = JSONResponse(exc.to_dict(), status_code=exc.status, headers={"WWW-Authenticate": "Bearer"})
+                await response(scope, receive, send)
+                return
+            scope.setdefault("state", {})["workspace"] = workspace
         await self.app(scope, receive, send)
 
 

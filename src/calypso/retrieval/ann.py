@@ -16,6 +16,7 @@ searches; copying the graph to extend a new one would double its memory.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -38,11 +39,10 @@ _notified = False
 def _usearch() -> Any:
     """The usearch ``Index`` class, or None when the package is missing (logged once)."""
     global _notified
-    try:  # onnxruntime (the local embedding model) must be loaded first: importing it after usearch 2.26's
-        # compiled module crashes the process (segfault in onnxruntime's pybind state; the other order works).
+    # onnxruntime (the local embedding model) must be loaded first: importing it after usearch 2.26's
+    # compiled module crashes the process (segfault in onnxruntime's pybind state; the other order works).
+    with contextlib.suppress(ImportError):
         import onnxruntime  # noqa: F401
-    except ImportError:
-        pass
     try:
         from usearch.index import Index
     except ImportError:

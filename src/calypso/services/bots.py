@@ -52,7 +52,7 @@ class BotService:
             load_bots_file(settings.bots_file, settings, started) if settings.bots_file else {}
         )
         if self._store is not None:
-            for workspace, bot_id in self._store.keys():
+            for workspace, bot_id in self._store.keys():  # noqa: SIM118 - a BotStore, not a dict
                 if bot_id in self._file.get(workspace, {}):
                     log.warning(
                         "bot %r in workspace %r is stored through the API and hides the one in %s",

@@ -32,6 +32,7 @@ still brings up to date.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import hashlib
@@ -431,10 +432,8 @@ class NamespaceIndexes:
 
 def _return_freed_memory() -> None:
     """Give the heap a build freed back to the OS (glibc keeps it otherwise: ~160 MB of RSS at 200k passages)."""
-    try:
+    with contextlib.suppress(OSError, AttributeError):  # not glibc
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
 
 
 def _fingerprint(store: DocumentStore, change: DocumentChange) -> list[object]:

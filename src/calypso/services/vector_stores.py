@@ -19,11 +19,12 @@ updated or given files: a 400 with code ``vector_store_expired``.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from calypso.errors import CalypsoError, InvalidRequest, NotFound
@@ -90,7 +91,7 @@ def check_active(store: VectorStore, param: str = "vector_store_id") -> VectorSt
     """The store, unless it has expired: then a 400 saying when, and what to do instead."""
     at = expires_at(store)
     if at is not None and expired(store):
-        when = datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        when = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M UTC")
         raise InvalidRequest(
             f"Vector store {store.id!r} expired at {when} ({store.expires_after and store.expires_after['days']} "
             "days after its last activity); create a new vector store and attach its files again.",
@@ -227,10 +228,8 @@ class VectorStoreService:
         """Delete the store with every document of its namespace (their passages leave search at once)."""
         store = self.get(workspace, store_id)
         for document_id in dict.fromkeys(f.document_id for f in self.store.files(workspace, store.namespace)):
-            try:
+            with contextlib.suppress(NotFound):  # deleted meanwhile
                 self.documents.delete(document_id, workspace)
-            except NotFound:
-                pass  # deleted meanwhile
         self.store.delete(workspace, store_id)
 
     # -- files -------------------------------------------------------------
@@ -297,10 +296,8 @@ class VectorStoreService:
     def _remove(self, workspace: str, document_id: str, file_id: str) -> None:
         """Remove one file of a document; the document (its passages) goes with its last file."""
         if self.store.unlink_file(workspace, document_id, file_id) == 0:
-            try:
+            with contextlib.suppress(NotFound):  # deleted meanwhile
                 self.documents.delete(document_id, workspace)
-            except NotFound:
-                pass  # deleted meanwhile
 
     def attach_upload(
         self, workspace: str, store_id: str, file_id: str, data: bytes, filename: str, attributes: dict[str, Any]
@@ -422,10 +419,8 @@ class VectorStoreService:
         state = self.get_batch(workspace, store_id, batch_id)
         for file in state.files:
             if file.document.status == "in_progress":
-                try:
+                with contextlib.suppress(CalypsoError):  # ended meanwhile
                     self.documents.cancel(file.document.id, workspace)
-                except CalypsoError:
-                    pass  # ended meanwhile
         self.store.cancel_batch(workspace, state.batch.vector_store_id, batch_id)
         return self.get_batch(workspace, store_id, batch_id)
 

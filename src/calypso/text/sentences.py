@@ -196,10 +196,7 @@ def settled_end(text: str, start: int = 0, end: int | None = None) -> int:
             return start + a  # the run may go on, or the next word is not complete
         if piece[close] in "[【" and n - close < _DECIDED_AFTER_BRACKET:
             return start + a
-        if any(c in _CJK_TERMINAL for c in piece[a:b]):
-            pos = nxt
-        else:
-            pos = max(nxt, close)
+        pos = nxt if any(c in _CJK_TERMINAL for c in piece[a:b]) else max(nxt, close)
     return end
 
 

@@ -191,17 +191,13 @@ class Database:
         # SQLite has already rolled back after some errors (SQLITE_FULL among them): a second
         # ROLLBACK would raise "no transaction is active" and hide the real error.
         if db.in_transaction:
-            try:
+            with contextlib.suppress(sqlite3.Error):  # gone either way; the original error is the one to report
                 db.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass  # the transaction is gone either way; the original error is the one to report
 
     def close(self) -> None:
         with self._pool_lock, self._write_lock:
             self._closed = True
             idle, self._idle = self._idle, []
             for db in [*idle, self._writer]:
-                try:
+                with contextlib.suppress(sqlite3.Error):
                     db.close()
-                except sqlite3.Error:
-                    pass
