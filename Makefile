@@ -29,8 +29,13 @@ lint: install
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 
+# The edit-test loop: everything but the tests marked slow (the model, PostgreSQL, the browser, real documents,
+# generated cases; see tests/conftest.py), stopping at the first failure. `make test` runs them all.
+test-fast: install
+	$(BIN)/python -m pytest -m "not slow" -x -q $(PYTEST_ARGS)
+
 # The type checker over src/ (strict on citations, store and services; see pyproject.toml).
 typecheck: install
 	$(BIN)/mypy
 
-.PHONY: install serve test typecheck lint
+.PHONY: install serve test test-fast typecheck lint

@@ -42,8 +42,33 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="calypso-test-data-home-")
     os.environ.pop("CALYPSO_HOME", None)  # a developer's own setting must not leak into tests either
     config.addinivalue_line("markers", "backends(*names): run this test only on these storage backends")
+    config.addinivalue_line(
+        "markers", "slow: needs the embedding model, PostgreSQL, a browser, real documents or many generated cases"
+    )
     # pgserver finds its lock directory through platformdirs, which warns when XDG_RUNTIME_DIR is unset.
     config.addinivalue_line("filterwarnings", "ignore:XDG_RUNTIME_DIR is not set")
+
+
+# What makes a test slow: the fixtures that load the model, start PostgreSQL or read the evaluation data,
+# and the files that drive a browser or generate hundreds of requests. `make test-fast` leaves them out.
+SLOW_FIXTURES = frozenset(("minilm", "pg_server", "data_dir"))
+SLOW_FILES = (
+    "tests/playground/",
+    "tests/api/test_property_based.py",
+    "tests/api/test_property_regressions.py",
+    "tests/api/test_request_models_property.py",
+    "tests/api/test_openapi_conformance.py",
+    "tests/store/test_full_disk.py",
+    "tests/store/test_restart_after_kill.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        path = Path(str(item.fspath)).resolve().relative_to(REPO).as_posix()
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & SLOW_FIXTURES or "[postgres" in item.nodeid or path.startswith(SLOW_FILES):
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
