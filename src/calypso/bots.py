@@ -21,7 +21,7 @@ from calypso.config import Settings
 from calypso.dialects.styles import MarkerStyle
 from calypso.errors import InvalidNamespace, InvalidRequest
 from calypso.models import SourcesPolicy
-from calypso.scope import DEFAULT_WORKSPACE, RetrievalScope, check_namespace
+from calypso.scope import DEFAULT_WORKSPACE, MAX_PASSAGES, RetrievalScope, check_namespace
 from calypso.validation import WholeNumber, invalid_request_from
 
 DEFAULT_BOT_ID = "calypso-rag-agent"
@@ -61,7 +61,7 @@ class Bot(BaseModel):
     id: str
     namespace: str | None  # None: no knowledge base, answers from general knowledge, citations null
     document_ids: tuple[StrictStr, ...] | None = None  # None: the whole namespace
-    passage_count: WholeNumber = Field(5, ge=1, le=50)
+    passage_count: WholeNumber = Field(5, ge=1, le=MAX_PASSAGES)
     include_citations: StrictBool = True
     marker_style: MarkerStyle = "numeric"  # chat: [n] + Sources appendix, or [Source N]
     inline_citations: StrictBool = False  # responses: [[n]](url) links by default

@@ -15,6 +15,8 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from calypso.scope import MAX_PASSAGES
+
 log = logging.getLogger("calypso.config")
 
 # Deprecated names still read from the environment when the new one is unset: old name -> field.
@@ -127,7 +129,9 @@ class Settings(BaseSettings):
     crawl_allow_private: bool = Field(
         False, description="Allow crawling loopback and private-network addresses (off: refuses them, against SSRF)."
     )
-    passage_count: int = Field(5, ge=1, le=50, description="Passages retrieved and handed to the model per question.")
+    passage_count: int = Field(
+        5, ge=1, le=MAX_PASSAGES, description="Passages retrieved and handed to the model per question."
+    )
     generator: str = Field(
         "auto",
         description="Answer generator: 'extractive', 'upstream', or 'auto' (upstream when CALYPSO_LLM_BASE_URL is set).",

@@ -10,6 +10,8 @@ from calypso.errors import InvalidNamespace
 from calypso.models import RankingOptions
 
 DEFAULT_WORKSPACE = "default"
+# Passages one question or search may ask for (OpenAI's file_search caps max_num_results at 50).
+MAX_PASSAGES = 50
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # For JSON schemas: ECMA's "$" ends the text (no multiline), as ``fullmatch`` does here.
 NAME_SCHEMA: dict[str, Any] = {"pattern": _NAME.pattern}

@@ -34,7 +34,7 @@ from calypso.errors import InvalidRequest, NotFound
 from calypso.grpc_api.base import Servicer, complete
 from calypso.grpc_api.convert import ranking, timestamp
 from calypso.grpc_api.errors import rpc, rpc_stream
-from calypso.scope import RetrievalScope, check_namespace
+from calypso.scope import MAX_PASSAGES, RetrievalScope, check_namespace
 from calypso.services.answering import AskRequest, validate_messages
 from calypso.services.bots import ask_request
 
@@ -95,9 +95,10 @@ def _scope(request: chat_pb2.GetCompletionsRequest, bot: Bot) -> RetrievalScope:
         namespaces = tuple(check_namespace(c, f"tools[{i}].collections_search.collection_ids") for c in ids)
         scope = replace(scope, namespaces=namespaces, ranking=ranking(search))
         if search.HasField("limit"):
-            if not 1 <= search.limit <= 50:
+            if not 1 <= search.limit <= MAX_PASSAGES:
                 raise InvalidRequest(
-                    "collections_search limit must be from 1 to 50.", param=f"tools[{i}].collections_search.limit"
+                    f"collections_search limit must be from 1 to {MAX_PASSAGES}.",
+                    param=f"tools[{i}].collections_search.limit",
                 )
             scope = replace(scope, passage_count=search.limit)
     return scope

@@ -40,12 +40,12 @@ from calypso.models import (
     VectorStoreFile,
 )
 from calypso.retrieval.filters import Predicate, compile_filter
-from calypso.scope import check_namespace
+from calypso.scope import MAX_PASSAGES, check_namespace
 from calypso.services.documents import DocumentService
 from calypso.services.search import SearchService
 from calypso.store.base import VectorStoreStore
 
-MAX_SEARCH_RESULTS = 50
+MAX_SEARCH_RESULTS = MAX_PASSAGES
 ACTIVITY_RESOLUTION = 60  # seconds: last_active_at moves at most this often
 
 # What a request asks of chunking: None (not given: keep what the file has, or the server's default for a

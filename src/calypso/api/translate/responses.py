@@ -21,7 +21,7 @@ from calypso.dialects.responses_wire import ResponseEcho
 from calypso.errors import InvalidRequest
 from calypso.models import StoredResponse
 from calypso.retrieval.filters import Predicate, compile_filter
-from calypso.scope import RetrievalScope, check_namespace
+from calypso.scope import MAX_PASSAGES, RetrievalScope, check_namespace
 from calypso.services.answering import AskRequest, message_text, validate_messages
 from calypso.services.bots import ask_request
 
@@ -183,9 +183,9 @@ def _scope(body: ResponsesRequest, bot: Bot, workspace: str, stores: StoreResolv
             scope = replace(scope, namespaces=namespaces)
         count = tool.get("max_num_results")
         if count is not None:
-            if not isinstance(count, int) or not 1 <= count <= 50:
+            if not isinstance(count, int) or not 1 <= count <= MAX_PASSAGES:
                 raise InvalidRequest(
-                    "max_num_results must be an integer from 1 to 50.", param=f"tools[{i}].max_num_results"
+                    f"max_num_results must be an integer from 1 to {MAX_PASSAGES}.", param=f"tools[{i}].max_num_results"
                 )
             scope = replace(scope, passage_count=count)
         if tool.get("ranking_options") is not None:
