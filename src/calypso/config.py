@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from calypso.scope import MAX_PASSAGES
@@ -145,7 +145,7 @@ class Settings(BaseSettings):
         "claims (docs/benchmarks.md, 'Extractive answers').",
     )
     llm_base_url: str | None = Field(None, description="OpenAI-compatible upstream, e.g. http://localhost:11434/v1.")
-    llm_api_key: str | None = Field(None, description="Bearer key for the upstream, if it needs one.")
+    llm_api_key: SecretStr | None = Field(None, description="Bearer key for the upstream, if it needs one.")
     llm_model: str | None = Field(None, description="Model name sent to the upstream.")
     llm_timeout_seconds: float = Field(60.0, gt=0, description="Upstream read timeout (between tokens), seconds.")
     llm_max_connections: int = Field(
@@ -170,7 +170,9 @@ class Settings(BaseSettings):
         None,
         description="OpenAI-compatible /v1/embeddings server (TEI, vLLM, Ollama, OpenAI), e.g. http://localhost:8081/v1.",
     )
-    embedding_api_key: str | None = Field(None, description="Bearer key for the embeddings server, if it needs one.")
+    embedding_api_key: SecretStr | None = Field(
+        None, description="Bearer key for the embeddings server, if it needs one."
+    )
     embedding_languages: str = Field(
         "",
         description="Languages the embedding model covers, as ISO 639-1 codes ('en,de') or '*' for any. Empty: "
@@ -235,10 +237,10 @@ class Settings(BaseSettings):
         "auto",
         description="API keys required: 'on', 'off', or 'auto' (off only when serving on a loopback address).",
     )
-    admin_key: str | None = Field(
+    admin_key: SecretStr | None = Field(
         None, description="Key for the admin API (/v1/admin/*): creates and revokes workspace keys."
     )
-    signing_secret: str | None = Field(
+    signing_secret: SecretStr | None = Field(
         None, description="HMAC secret for signed source links; empty: a random one kept in the data directory."
     )
     source_link_ttl_seconds: int = Field(86400, ge=60, description="How long a signed source link stays valid.")
@@ -310,3 +312,8 @@ def settings_problems(exc: ValidationError) -> list[str]:
             continue
         lines.append(f"{name}={error.get('input')!r}: {message}.")
     return lines
+
+
+def revealed(secret: SecretStr | None) -> str | None:
+    """A secret setting's value, where it is used (it prints as '**********' everywhere else)."""
+    return secret.get_secret_value() if secret is not None else None

@@ -14,7 +14,7 @@ from fastapi import Depends, Request
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from calypso.config import Settings
+from calypso.config import Settings, revealed
 from calypso.errors import AuthenticationFailed, CalypsoError, PermissionDenied
 from calypso.scope import DEFAULT_WORKSPACE
 from calypso.services.keys import KeyService
@@ -103,7 +103,7 @@ class AuthMiddleware:
 
 def require_admin(request: Request) -> None:
     """Admin routes need CALYPSO_ADMIN_KEY; with auth off and no admin key set, local use is allowed."""
-    admin_key = request.app.state.services.settings.admin_key
+    admin_key = revealed(request.app.state.services.settings.admin_key)
     if not admin_key:
         if request.app.state.auth_enabled:
             raise PermissionDenied("The admin API is disabled: set CALYPSO_ADMIN_KEY to enable it.")

@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from calypso.config import revealed
 from calypso.embeddings import local_onnx
 from calypso.embeddings.base import (
     DimensionMismatch,
@@ -86,7 +87,7 @@ def open_embedder(settings: Any, *, cache: VectorCache | None = None) -> Embedde
         embedder = OpenAIEmbedder(
             settings.embedding_base_url,
             model,
-            api_key=settings.embedding_api_key,
+            api_key=revealed(settings.embedding_api_key),
             batch_size=settings.embedding_batch_size,
             languages=parse_languages(settings.embedding_languages, None),
         )

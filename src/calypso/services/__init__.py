@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from calypso.citations.links import load_secret
-from calypso.config import Settings
+from calypso.config import Settings, revealed
 from calypso.embeddings import Embedder, EmbeddingError, embeddings_off, open_embedder, open_sqlite_cache
 from calypso.services.answering import Answerer
 from calypso.services.bots import BotService
@@ -108,7 +108,7 @@ def open_services(settings: Settings, storage: Storage | None = None, *, exclusi
     """Every service over one storage; raises BotsFileError when the bots file is invalid, DimensionMismatch
     when stored vectors were made by another model under the configured model's name."""
     storage = storage if storage is not None else open_storage(settings, exclusive=exclusive)
-    secret = load_secret(settings.signing_secret, settings.home)
+    secret = load_secret(revealed(settings.signing_secret), settings.home)
     embedder = open_embedding_model(settings)
     indexes = NamespaceIndexes(
         storage.documents,

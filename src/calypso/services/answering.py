@@ -19,7 +19,7 @@ from calypso.citations.events import AnswerEvent, Done, Retrieved, ToolCallsEven
 from calypso.citations.grounded import GroundedAnswer, Quote, Source
 from calypso.citations.inference import AttributionMode, Attributor
 from calypso.citations.support import SUPPORT_THRESHOLD, best_evidence
-from calypso.config import Settings
+from calypso.config import Settings, revealed
 from calypso.errors import InvalidRequest
 from calypso.generation import registry
 from calypso.generation.base import Finish, GenerationRequest, Generator, TextDelta, ToolCalls
@@ -132,7 +132,7 @@ class Answerer:
             "upstream",
             config=UpstreamConfig(
                 base_url=s.llm_base_url,
-                api_key=s.llm_api_key,
+                api_key=revealed(s.llm_api_key),
                 model=model or s.llm_model or "",
                 timeout_seconds=s.llm_timeout_seconds,
                 max_connections=s.llm_max_connections,
