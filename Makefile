@@ -34,7 +34,7 @@ lint: install
 test-fast: install
 	$(BIN)/python -m pytest -m "not slow" -x -q $(PYTEST_ARGS)
 
-# The type checker over src/ (strict on citations, store and services; see pyproject.toml).
+# The type checker over src/, strict on every package (see pyproject.toml).
 typecheck: install
 	$(BIN)/mypy
 
