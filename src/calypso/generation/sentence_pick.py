@@ -26,10 +26,13 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from calypso.generation.question_words import WANTS_NUMBER, drop_question_terms
 from calypso.models import Passage
+from calypso.retrieval import languages
 from calypso.retrieval.tokenize import STOPWORDS_EN_EXTENDED, Analyzer
 from calypso.text.sentences import sentence_spans
 
@@ -49,10 +52,6 @@ SEMANTIC_ONLY_MIN = 0.5  # semantic score from which a sentence sharing no conte
 QUESTION_WORDS = frozenset("what which who whom whose when where why how do does did".split())
 
 _ANALYZER = Analyzer(stopwords=STOPWORDS_EN_EXTENDED | QUESTION_WORDS)
-_WANTS_NUMBER = re.compile(
-    r"\b(how (long|many|much|often|old|far|soon|high|tall|big|large)|when|what (time|year|date)|which (year|date))\b",
-    re.I,
-)
 _HAS_NUMBER = re.compile(r"\d")
 # A sentence that ends like one: terminal punctuation, then closers and footnote markers.
 _ENDS_SENTENCE = re.compile(r"[.!?…:;。！？]['\"”’»)\]]*(?:\[[^\[\]]{1,40}\])*\s*$")
@@ -185,11 +184,20 @@ def sentence_units(text: str) -> list[tuple[int, int]]:
     return [(s, e) for s, e in units if text[s:e].strip()]
 
 
+def passage_language(passages: Sequence[Passage]) -> str:
+    """The most common language of the passages (English when there are none): what a question too
+    short to tell its own language is taken to be in, as search does with the knowledge base's."""
+    found = Counter(languages.detect(p.chunk.text) for p in passages)
+    return found.most_common(1)[0][0] if found else "en"
+
+
 def candidates(passages: Sequence[Passage]) -> list[Candidate]:
     """Every quotable sentence of the passages, in retrieval order."""
     out = []
     for number, passage in enumerate(passages, start=1):
         text = passage.chunk.text
+        # A short sentence cannot tell its language: it is taken to be in its passage's.
+        language = languages.detect(text)
         previous: frozenset[str] = frozenset()
         out_here = 0
         for start, end in sentence_units(text):
@@ -199,7 +207,7 @@ def candidates(passages: Sequence[Passage]) -> list[Candidate]:
                 sentence = cleaned[s:e]
                 if len(sentence) < MIN_SENTENCE_CHARS:
                     continue
-                terms = _terms(sentence)
+                terms = _terms(sentence, language)
                 refers = any(w.lower() in _REFERRING for w in re.findall(r"\w+", sentence[:60])[:8])
                 context, previous = (previous if refers else frozenset()), terms
                 if not terms:
@@ -226,11 +234,12 @@ def _cut_at_start(sentence: str, first: bool) -> bool:
     return head.islower() or (first and head.isdigit())
 
 
-def _terms(text: str) -> frozenset[str]:
-    terms = set(_ANALYZER.tokenize(text))
+def _terms(text: str, language: str = "en") -> frozenset[str]:
+    """Content terms (stems; CJK as character bigrams), ``language`` deciding a text too short to tell."""
+    terms = set(_ANALYZER.tokenize(text, language))
     # Hyphenated compounds also count as one word: "four-thousanders" matches "fourthousanders".
     for compound in re.findall(r"\w+(?:-\w+)+", text):
-        terms.update(_ANALYZER.tokenize(compound.replace("-", "")))
+        terms.update(_ANALYZER.tokenize(compound.replace("-", ""), language))
     return frozenset(terms)
 
 
@@ -247,9 +256,10 @@ def _near(a: str, b: str) -> bool:
     return common >= 5 and common >= 0.8 * shorter
 
 
-def question_terms(question: str) -> list[str]:
-    """The question's content words (stems), stopwords and question words removed."""
-    return sorted(_terms(question))
+def question_terms(question: str, language: str = "en") -> list[str]:
+    """The question's content words (stems), stopwords and question words removed; ``language``
+    decides a question too short to tell its own."""
+    return sorted(drop_question_terms(_terms(question, language)))
 
 
 def semantic_scores(question: str, pool: list[Candidate], similarity: SentenceSimilarity | None) -> list[float] | None:
@@ -271,17 +281,18 @@ def score_candidates(
     *,
     semantic_weight: float = SEMANTIC_WEIGHT,
     semantic_only_min: float = SEMANTIC_ONLY_MIN,
+    language: str = "en",
 ) -> list[Candidate]:
     """The candidates worth quoting, scored, best first: those that share a content word with the
     question, and with a semantic score those whose score reaches ``semantic_only_min``."""
-    query = question_terms(question)
+    query = question_terms(question, language)
     if not query or not pool:
         return []
     n = len(pool)
     df = {t: sum(1 for c in pool if t in c.terms) for t in query}
     weight = {t: math.log(1 + (n + 1) / (df[t] + 0.5)) for t in query}
     total = sum(weight.values())
-    wants_number = bool(_WANTS_NUMBER.search(question))
+    wants_number = bool(WANTS_NUMBER.search(question))
     spread: list[float] = []
     if semantic is not None:
         low, high = min(semantic), max(semantic)
@@ -343,11 +354,17 @@ def pick_sentences(
     ``similarity`` is asked once, for every candidate (unless ``semantic_weight`` is 0); when it gives
     nothing (None: the model failed) the choice is the lexical one."""
     pool = candidates(passages)
-    if not question_terms(question):
+    language = passage_language(passages)
+    if not question_terms(question, language):
         return []
     semantic = semantic_scores(question, pool, similarity) if semantic_weight > 0 else None
     scored = score_candidates(
-        question, pool, semantic, semantic_weight=semantic_weight, semantic_only_min=semantic_only_min
+        question,
+        pool,
+        semantic,
+        semantic_weight=semantic_weight,
+        semantic_only_min=semantic_only_min,
+        language=language,
     )
     if not scored:
         return []
