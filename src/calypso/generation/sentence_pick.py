@@ -49,6 +49,11 @@ DUPLICATE_JACCARD = 0.6  # content-word overlap above which two sentences say th
 SEMANTIC_WEIGHT = 0.35  # share of the (pool-normalised) semantic score in a sentence's relevance
 SEMANTIC_FLOOR = 0.7  # RELATIVE_FLOOR with a semantic score: the blend is flatter, so padding needs a higher bar
 SEMANTIC_ONLY_MIN = 0.5  # semantic score from which a sentence sharing no content word may be chosen
+# CJK only: a question term the sentence lacks but its passage has counts this share. A Chinese
+# sentence names its subject once and then leaves it out ("…，1953年逝世"), and a question's bigrams
+# are many and small, so a sentence elsewhere that shares one generic bigram ("职业") would otherwise
+# beat the passage that is about the question's subject. Tuned on bench/multilingual_answers.py.
+PASSAGE_CREDIT = 0.3
 QUESTION_WORDS = frozenset("what which who whom whose when where why how do does did".split())
 
 _ANALYZER = Analyzer(stopwords=STOPWORDS_EN_EXTENDED | QUESTION_WORDS)
@@ -91,6 +96,8 @@ class Candidate:
     reference: bool  # looks like a bibliography entry
     # The previous sentence's content words when this one refers back to it ("he", "its" ...).
     context: frozenset[str] = frozenset()
+    # CJK passages only: the content terms of the whole passage (see PASSAGE_CREDIT).
+    passage_terms: frozenset[str] = frozenset()
     score: float = 0.0
 
 
@@ -198,6 +205,7 @@ def candidates(passages: Sequence[Passage]) -> list[Candidate]:
         text = passage.chunk.text
         # A short sentence cannot tell its language: it is taken to be in its passage's.
         language = languages.detect(text)
+        whole = _terms(text, language) if language in languages.CJK_LANGUAGES else frozenset()
         previous: frozenset[str] = frozenset()
         out_here = 0
         for start, end in sentence_units(text):
@@ -222,6 +230,7 @@ def candidates(passages: Sequence[Passage]) -> list[Candidate]:
                         complete=bool(_ENDS_SENTENCE.search(sentence)) and not _cut_at_start(sentence, not out_here),
                         reference=bool(_REFERENCE.search(sentence)),
                         context=context,
+                        passage_terms=whole,
                     )
                 )
                 out_here += 1
@@ -310,6 +319,8 @@ def score_candidates(
                 hits += 1
             elif t in candidate.context:
                 matched += 0.4 * weight[t]  # named in the sentence before, referred to here
+            elif t in candidate.passage_terms:
+                matched += PASSAGE_CREDIT * weight[t]
         lexical = matched / total
         if semantic is None:
             if hits == 0:
