@@ -50,6 +50,21 @@ def compose(picked: list[tuple[int, int, str]], language: str = "en") -> str:
     return " ".join(f"{sentence} [Source {number}]" for number, _, sentence in picked)
 
 
+def _asked(request: GenerationRequest) -> str:
+    """The question, for its language: the searched query, else (nothing searched) the last user message."""
+    if request.question:
+        return request.question
+    for message in reversed(request.messages):
+        content = message.get("content")
+        if message.get("role") == "user":
+            if isinstance(content, str):
+                return content
+            if isinstance(content, list):  # content parts: the text ones
+                return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+            break
+    return ""
+
+
 class ExtractiveGenerator(Generator):
     """``similarity`` (optional) adds a semantic score to the sentence choice, weighing ``semantic_weight``
     against the lexical one (``calypso.generation.similarity.EmbeddingSimilarity``: embedding cosine)."""
@@ -73,7 +88,7 @@ class ExtractiveGenerator(Generator):
             close()
 
     async def stream(self, request: GenerationRequest) -> AsyncGenerator[GenerationEvent, None]:
-        language = phrases.question_language(request.question, passage_language(request.passages or []))
+        language = phrases.question_language(_asked(request), passage_language(request.passages or []))
         if request.searched and self.similarity is not None:
             # A model run takes tens of milliseconds of CPU: off the event loop, so other requests go on.
             picked = await asyncio.to_thread(

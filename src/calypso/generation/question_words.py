@@ -5,7 +5,7 @@ German, French and Spanish ones are mostly on their languages' stop lists alread
 are analysed into character bigrams, where the interrogative is a bigram like any other: "赵鹏的
 职业是什么" holds "什么", and a passage sentence that happens to say "什么" would win on it, since
 it is rare in answers. Those bigrams are dropped here: any with an interrogative or sentence-final
-particle character in it, and a few fixed ones (多少 "how many", 如何 "how").
+particle character in it, and a few fixed ones (多少 "how many", 如何 "how", 可以 "can", 是否 "whether").
 
 ``WANTS_NUMBER`` tells a question that asks for a number or a date ("how many", "wann", "多少",
 "哪一年"), which favours sentences with digits.
@@ -37,7 +37,7 @@ _QUESTION_CHARS = frozenset(
 _QUESTION_BIGRAMS = frozenset(
     (
         # zh
-        "多少 如何 为何 為何 何时 何時 何处 何處 何地 几个 幾個 几年 幾年 是否 请问 請問 哪里 为什 為什"
+        "多少 可以 能否 是否 一个 这个 那个 我们 你们 他们 如何 为何 為何 何时 何時 何处 何處 何地 几个 幾個 几年 幾年 是否 请问 請問 哪里 为什 為什"
         # ja
         " 何で 何を 何が 何の 何は 何と どこ どの どれ どう だれ いつ なぜ です ます でし まし した ませ"
         # ko

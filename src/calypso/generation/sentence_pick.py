@@ -34,6 +34,7 @@ from calypso.generation.question_words import WANTS_NUMBER, drop_question_terms
 from calypso.models import Passage
 from calypso.retrieval import languages
 from calypso.retrieval.tokenize import STOPWORDS_EN_EXTENDED, Analyzer
+from calypso.text.cjk import content_length
 from calypso.text.sentences import sentence_spans
 
 # (question, sentences) -> each sentence's similarity to the question in [0, 1];
@@ -213,7 +214,7 @@ def candidates(passages: Sequence[Passage]) -> list[Candidate]:
             # The composer re-splits the answer text: a cleaned unit that reads as two sentences is two.
             for s, e in sentence_spans(cleaned):
                 sentence = cleaned[s:e]
-                if len(sentence) < MIN_SENTENCE_CHARS:
+                if content_length(sentence) < MIN_SENTENCE_CHARS:  # CJK characters weigh three
                     continue
                 terms = _terms(sentence, language)
                 refers = any(w.lower() in _REFERRING for w in re.findall(r"\w+", sentence[:60])[:8])
