@@ -60,7 +60,7 @@ QUESTION_WORDS = frozenset("what which who whom whose when where why how do does
 _ANALYZER = Analyzer(stopwords=STOPWORDS_EN_EXTENDED | QUESTION_WORDS)
 _HAS_NUMBER = re.compile(r"\d")
 # A sentence that ends like one: terminal punctuation, then closers and footnote markers.
-_ENDS_SENTENCE = re.compile(r"[.!?…:;。！？]['\"”’»)\]]*(?:\[[^\[\]]{1,40}\])*\s*$")
+_ENDS_SENTENCE = re.compile(r"[.!?…:;。！？；]['\"”’»)\]」』）》]*(?:\[[^\[\]]{1,40}\])*\s*$")
 # Wikipedia footnotes ("[83]", "[note 2]", "[citation needed]"): the composer would read "[3]" as a citation marker.
 _FOOTNOTE = re.compile(r"\s?\[(?:\d{1,3}|note \d{1,3}|[a-z]|citation needed|clarification needed|when\?)\]", re.I)
 _EMPHASIS = re.compile(r"\*\*|__|(?<![\w*])\*(?=\w)|(?<=\w)\*(?![\w*])")
