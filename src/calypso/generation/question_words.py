@@ -14,7 +14,8 @@ particle character in it, and a few fixed ones (多少 "how many", 如何 "how",
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import cache
 
 # English, exactly as the picker has always read it (its weights were tuned on English).
 _WANTS_NUMBER_EN = (
@@ -44,6 +45,23 @@ _QUESTION_BIGRAMS = frozenset(
         " 무엇 누구 어디 언제 어떻 떻게 어떤 어느 왜 입니 니다 습니 합니 인가 인지 나요 는가"
     ).split()
 )
+# Question words and the verbs questions are built with, which their languages' stop lists lack
+# ("wann", "wurde", "hieß", "quand", "cuándo"): a sentence that says "wurde" is no better an answer.
+QUESTION_WORDS_BY_LANGUAGE: dict[str, tuple[str, ...]] = {
+    "de": tuple(
+        "wann wer wem wen wessen warum wieso weshalb weswegen wodurch womit wofür woher wohin wozu welch"
+        " wurde wurden worden heißt hieß hießen heißen nennt nannte nennen lautet lauteten lautete gibt gab"
+        " gaben bezeichnet genannt viele".split()
+    ),
+    "fr": tuple(
+        "quand qui quoi où quel quelle quels quelles combien pourquoi comment lequel laquelle lesquels"
+        " appelle appelait appelé appelée nomme nommé".split()
+    ),
+    "es": tuple(
+        "cuándo cuando quién quiénes qué dónde donde cuál cuáles cuánto cuántos cuánta cuántas cómo como"
+        " llama llamaba llamado llamada sido".split()
+    ),
+}
 _CJK_CHAR = re.compile("[\u1100-\u11ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
@@ -54,6 +72,16 @@ def is_question_term(term: str) -> bool:
     return term in _QUESTION_BIGRAMS or any(ch in _QUESTION_CHARS for ch in term)
 
 
-def drop_question_terms(terms: Iterable[str]) -> frozenset[str]:
-    """``terms`` without the CJK question bigrams; other terms pass unchanged."""
-    return frozenset(t for t in terms if not is_question_term(t))
+@cache
+def _question_stems(language: str, analyze: Callable[[str, str], list[str]]) -> frozenset[str]:
+    words = QUESTION_WORDS_BY_LANGUAGE.get(language)
+    return frozenset(analyze(" ".join(words), language)) if words else frozenset()
+
+
+def drop_question_terms(
+    terms: Iterable[str], language: str = "en", analyze: Callable[[str, str], list[str]] | None = None
+) -> frozenset[str]:
+    """``terms`` without the CJK question bigrams and, given the ``analyze(text, language)`` that made
+    them, without the stems of ``language``'s question words (none for English: its are stop words)."""
+    stems = _question_stems(language, analyze) if analyze is not None and language != "en" else frozenset()
+    return frozenset(t for t in terms if not is_question_term(t) and t not in stems)
