@@ -9,7 +9,8 @@ generator (the path ``/v1/responses`` takes), and the final ``GroundedAnswer`` i
 
 * answer: the answer text contains one of the gold ``answers`` (NFKC, case and whitespace folded);
 * gold first: the first citation of the answer (display number 1) is the gold paragraph (``context_id``);
-* cited: the answer carries at least one citation.
+* cited: the answer carries at least one citation;
+* chars: the mean length of the answers, in characters (quoting more sentences would raise "answer").
 
 Targets (issue 22): answer >= 70% Chinese, >= 85% German; cited >= 90%. These sets are the tuning
 data of the answer layer. ``--keyword-only`` skips the embedding (BM25 alone), ``-n`` asks more
@@ -56,6 +57,7 @@ class Outcome:
     answer: bool
     gold_first: bool
     cited: bool
+    chars: int
 
 
 def first_cited_document(answer: GroundedAnswer) -> str | None:
@@ -70,6 +72,7 @@ def score(row: dict, answer: GroundedAnswer) -> Outcome:
         answer=any(fold(gold) in text for gold in row["answers"] if gold.strip()),
         gold_first=first_cited_document(answer) == f"{row['context_id']}.txt",
         cited=any(segment.citations for segment in answer.segments),
+        chars=len(answer.text),
     )
 
 
@@ -127,9 +130,9 @@ def main() -> None:
         k = len(outcomes)
         lines.append(
             f"{name:<13} {sum(o.answer for o in outcomes):>4}/{k} {sum(o.gold_first for o in outcomes):>5}/{k}"
-            f" {sum(o.cited for o in outcomes):>5}/{k}   ({seconds:.0f}s)"
+            f" {sum(o.cited for o in outcomes):>5}/{k} {sum(o.chars for o in outcomes) / max(1, k):>6.0f}   ({seconds:.0f}s)"
         )
-    print(f"{'set':<13} {'answer':>8} {'gold 1st':>9} {'cited':>9}")
+    print(f"{'set':<13} {'answer':>8} {'gold 1st':>9} {'cited':>9} {'chars':>6}")
     print("\n".join(lines))
 
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from calypso.citations import semantic
+from calypso.retrieval.languages import detect
 from calypso.retrieval.tokenize import STOPWORDS_EN_EXTENDED, Analyzer
 from calypso.text.sentences import sentence_spans
 
@@ -142,6 +143,12 @@ _ANALYZER = Analyzer(stopwords=(STOPWORDS_EN_EXTENDED | _NEGATIONS), extra_stopw
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _NEG_WORD = re.compile(r"\b(?:not|no|never|none|nobody|nothing|neither|nor|cannot|without)\b|n[’']t\b")
 _NEG_CJK = re.compile("[不没沒无無未勿莫]|ない|ません|않|못")
+_NEG_OTHER = re.compile(
+    r"\b(?:nicht|kein|keine|keinen|keinem|keiner|keines|nie|niemals|nichts|weder"  # de
+    r"|ne|pas|jamais|aucun|aucune|rien|personne|sans"  # fr
+    r"|nunca|jamás|ningún|ninguno|ninguna|nada|nadie|tampoco|sin"  # es
+    r"|non|mai|nessuno|nessuna|niente|nulla|não|nunca|nenhum|nenhuma|niet|geen|nooit)\b"  # it pt nl
+)
 _CITATION_MARK = re.compile(r"\[\d+(?:\s*[,;\-–]\s*\d+)*\]|</?s>")
 _CAPITALISED = re.compile(r"\b[A-Z][\w'’-]*")
 _LIST_MARK = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•·])\s+")
@@ -183,11 +190,15 @@ def _numbers(text: str) -> set[str]:
 
 
 def _has_negation(text: str) -> bool:
-    if _NEG_WORD.search(text.lower()) is not None:
+    lower = text.lower()
+    if _NEG_WORD.search(lower) is not None:
         return True
     # Chinese and Japanese negate with a character (礼品卡一律不予退款), Japanese also with ない/ません, Korean
-    # with 않/못/안; none of these occurs in English text, whose scores stay as fitted.
-    return not text.isascii() and _NEG_CJK.search(text) is not None
+    # with 않/못; none of these occurs in English text, whose scores stay as fitted.
+    if not text.isascii() and _NEG_CJK.search(text) is not None:
+        return True
+    # German, French, Spanish … negations, only in text of those languages ("nie" and "pas" are not English).
+    return _NEG_OTHER.search(lower) is not None and detect(text, "en") != "en"
 
 
 def _clean_claim(claim: str) -> str:

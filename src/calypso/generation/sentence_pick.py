@@ -433,16 +433,29 @@ def pick_sentences(
 
 def _with_antecedents(chosen: list[Candidate], pool: list[Candidate]) -> list[Candidate]:
     """Each chosen sentence that refers back ("Sie gewannen …", "他于1953年逝世") preceded by the sentence
-    it refers to, unless that one is chosen already: the answer then names whom it is about. Not for
-    English, whose choice was tuned without it; measured on bench/multilingual_answers.py."""
+    it refers to, unless that one is chosen already, so that the answer names whom it is about; and the
+    best sentence followed by the next one when that one refers back to it ("… Sie ist heute verboten."),
+    which is often where a German or Chinese passage puts the answer. Not for English, whose choice was
+    tuned without it. On bench/multilingual_answers.py (keyword search): German 77 -> 80, Chinese 81 -> 82."""
     position = {(c.number, c.start, c.text): i for i, c in enumerate(pool)}
     texts = {c.text for c in chosen}
     out: list[Candidate] = []
-    for candidate in chosen:
+    for rank, candidate in enumerate(chosen):
         i = position.get((candidate.number, candidate.start, candidate.text), 0)
         before = pool[i - 1] if i > 0 else None
         if candidate.context and before is not None and before.number == candidate.number and before.text not in texts:
             out.append(before)
             texts.add(before.text)
         out.append(candidate)
+        after = pool[i + 1] if i + 1 < len(pool) else None
+        if (
+            FOLLOW
+            and rank == 0
+            and after is not None
+            and after.context
+            and after.number == candidate.number
+            and after.text not in texts
+        ):
+            out.append(after)
+            texts.add(after.text)
     return out
