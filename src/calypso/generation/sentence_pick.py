@@ -449,8 +449,7 @@ def _with_antecedents(chosen: list[Candidate], pool: list[Candidate]) -> list[Ca
         out.append(candidate)
         after = pool[i + 1] if i + 1 < len(pool) else None
         if (
-            FOLLOW
-            and rank == 0
+            rank == 0
             and after is not None
             and after.context
             and after.number == candidate.number
