@@ -92,3 +92,36 @@ def test_no_knowledge_base_is_said_in_the_question_language(kb: DocumentService,
     answer = _ask(kb, question, RetrievalScope(namespaces=()))
     assert answer.text == phrases.no_knowledge_base(language)
     assert answer.text != phrases.no_knowledge_base("en")
+
+
+def test_hostile_documents_are_answered_from_and_lose_nothing(kb: DocumentService) -> None:
+    # A megabyte line of Chinese without punctuation, mixed scripts, emoji and right-to-left text.
+    line = "".join(chr(0x4E00 + (i * 7919) % 20900) for i in range(350_000)) + "礼品卡一律不予退款"
+    mixed = (
+        "Der Preis ist 5€ 😀 und 退款 ist möglich. سياسة الاسترداد: ثلاثون يومًا. מדיניות החזרים: שלושים יום. "
+        "Refunds take 👨‍👩‍👧 five days."
+    )
+    for name, body in (("line.txt", line), ("mixed.txt", mixed)):
+        document = kb.ingest(body.encode("utf-8"), name, "hostile").document
+        covered = bytearray(len(body))
+        after = None
+        while True:  # every stored chunk, page by page
+            listing = kb.store.list_chunks(document.workspace, document.id, 500, after)
+            for stored in listing.items:
+                c = stored.chunk
+                assert body[c.start : c.end] == c.text
+                covered[c.start : c.end] = b"\x01" * (c.end - c.start)
+            if not listing.has_more:
+                break
+            after = listing.items[-1].chunk.chunk_index
+        assert all(covered[i] or ch.isspace() for i, ch in enumerate(body))
+    scope = RetrievalScope(namespaces=("hostile",))
+    answer = _ask(kb, "礼品卡一律不予退款吗？", scope)
+    assert "礼品卡一律不予退款" in answer.text and any(s.citations for s in answer.segments)
+    answer = _ask(kb, "מדיניות החזרים? 😀", scope)  # Hebrew, right to left, with an emoji
+    assert "מדיניות החזרים" in answer.text and answer.segments
+    for segment in answer.segments:
+        assert segment.start_utf16 == utf16_len(answer.text[: segment.start])
+    # A megabyte question is read up to its first few thousand characters, and answered.
+    answer = _ask(kb, line, scope)
+    assert answer.text

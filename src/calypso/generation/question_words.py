@@ -51,7 +51,7 @@ QUESTION_WORDS_BY_LANGUAGE: dict[str, tuple[str, ...]] = {
     "de": tuple(
         "wann wer wem wen wessen warum wieso weshalb weswegen wodurch womit wofür woher wohin wozu welch"
         " wurde wurden worden heißt hieß hießen heißen nennt nannte nennen lautet lauteten lautete gibt gab"
-        " gaben bezeichnet genannt viele".split()
+        " gaben bezeichnet genannt viele beim zuerst mehr".split()
     ),
     "fr": tuple(
         "quand qui quoi où quel quelle quels quelles combien pourquoi comment lequel laquelle lesquels"

@@ -44,6 +44,9 @@ SentenceSimilarity = Callable[[str, Sequence[str]], "Sequence[float] | None"]
 MAX_SENTENCES = 3
 MAX_CHARS = 700
 MIN_SENTENCE_CHARS = 20
+# A question longer than this is a pasted document: its sentence choice reads this much of it, so that
+# the work stays bounded (every question term is looked up in every candidate sentence).
+MAX_QUESTION_CHARS = 4000
 RELATIVE_FLOOR = 0.6  # a sentence scoring under this share of the best one is padding, not an answer
 DUPLICATE_JACCARD = 0.6  # content-word overlap above which two sentences say the same thing
 # Tuned on SciFact train claims against their gold rationale sentences (bench/extractive_rationales.py):
@@ -92,6 +95,8 @@ _REFERRING_BY_LANGUAGE = {
     "fr": frozenset("il elle ils elles son sa ses leur leurs lui ce cette ces celui celle".split()),
     "es": frozenset("él ella ellos ellas su sus le les lo la este esta estos estas ese esa allí".split()),
 }
+# German puts the verb second, so its pronoun comes later: "In den meisten Ländern ist sie heute verboten".
+_WORD = re.compile(r"\w+")
 # A Chinese or Japanese sentence that opens with a pronoun or demonstrative (他, 其, 该, 此, 这 …).
 _REFERRING_CJK = frozenset("他她它其该該此这這牠彼")
 _CONTINUES = frozenset("a an the of and or to in on at for with by from as is are was were be that which".split())
@@ -231,7 +236,8 @@ def candidates(passages: Sequence[Passage]) -> list[Candidate]:
                 if content_length(sentence) < MIN_SENTENCE_CHARS:  # CJK characters weigh three
                     continue
                 terms = _terms(sentence, language)
-                refers = any(w.lower() in referring for w in re.findall(r"\w+", sentence[:60])[:8]) or (
+                head = re.findall(r"\w+", sentence[:60])[:8] if language == "en" else _WORD.findall(sentence[:100])[:12]
+                refers = any(w.lower() in referring for w in head) or (
                     language in languages.CJK_LANGUAGES and sentence[0] in _REFERRING_CJK
                 )
                 context, previous = (previous if refers else frozenset()), terms
@@ -269,6 +275,9 @@ def _terms(text: str, language: str = "en") -> frozenset[str]:
     return frozenset(terms)
 
 
+_MIN_NEAR = 5  # _near and _compound_part need a stem of five letters: shorter ones (CJK bigrams) skip the scan
+
+
 def _near(a: str, b: str) -> bool:
     """Stems of one word that the stemmer left apart: "climber"/"climb", "undergo"/"underw"."""
     shorter = min(len(a), len(b))
@@ -297,7 +306,8 @@ def _compound_part(a: str, b: str) -> bool:
 
 def question_terms(question: str, language: str = "en") -> list[str]:
     """The question's content words (stems), stopwords and question words removed; ``language``
-    decides a question too short to tell its own."""
+    decides a question too short to tell its own. Only the first ``MAX_QUESTION_CHARS`` are read."""
+    question = question[:MAX_QUESTION_CHARS]
     return sorted(drop_question_terms(_terms(question, language), language, _ANALYZER.tokenize))
 
 
@@ -345,8 +355,9 @@ def score_candidates(
             if t in candidate.terms:
                 matched += weight[t]
                 hits += 1
-            elif any(_near(t, u) for u in candidate.terms) or (
-                compounds and any(_compound_part(t, u) for u in candidate.terms)
+            elif len(t) >= _MIN_NEAR and (
+                any(_near(t, u) for u in candidate.terms)
+                or (compounds and any(_compound_part(t, u) for u in candidate.terms))
             ):
                 matched += 0.5 * weight[t]
                 hits += 1
