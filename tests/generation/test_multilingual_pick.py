@@ -130,3 +130,10 @@ def test_the_fixed_phrases_follow_the_question() -> None:
     # Too short to tell: the passages' language.
     assert _stream_text("Xylophon?", passages) == phrases.not_found("de")
     assert len({phrases.not_found(code) for code in ("en", "zh", "ja", "ko", "de", "fr", "es")}) == 7
+
+
+def test_a_choice_by_words_alone_quotes_one_more_sentence_outside_english() -> None:
+    german = " ".join(f"Die Fähre Nummer {i} fährt am Hafen um {i} Uhr ab." for i in range(1, 7))
+    english = " ".join(f"Ferry number {i} leaves the harbour at {i} o'clock." for i in range(1, 7))
+    assert len(_picked("Wann fährt die Fähre am Hafen ab?", german)) == 4
+    assert len(_picked("When does the ferry leave the harbour?", english)) == 3
