@@ -133,7 +133,15 @@ def test_the_fixed_phrases_follow_the_question() -> None:
 
 
 def test_a_choice_by_words_alone_quotes_one_more_sentence_outside_english() -> None:
-    german = " ".join(f"Die Fähre Nummer {i} fährt am Hafen um {i} Uhr ab." for i in range(1, 7))
-    english = " ".join(f"Ferry number {i} leaves the harbour at {i} o'clock." for i in range(1, 7))
-    assert len(_picked("Wann fährt die Fähre am Hafen ab?", german)) == 4
-    assert len(_picked("When does the ferry leave the harbour?", english)) == 3
+    german = (
+        "Montags fährt die Fähre schon früh vom Hafen ab. Dienstags verlässt die Fähre den Hafen erst mittags. "
+        "Mittwochs bleibt die Fähre wegen Wartung im Hafen. Donnerstags legt die Fähre abends am Hafen an. "
+        "Freitags wartet die Fähre im Hafen auf Lastwagen. Samstags füllt sich die Fähre im Hafen mit Touristen."
+    )
+    english = (
+        "On Mondays the ferry leaves the harbour early. On Tuesdays the ferry leaves the harbour at noon. "
+        "On Wednesdays the ferry stays in the harbour for repairs. On Thursdays the ferry reaches the harbour late. "
+        "On Fridays the ferry waits in the harbour for lorries. On Saturdays the ferry fills with tourists in the harbour."
+    )
+    assert len(_picked("Wann ist die Fähre im Hafen?", german)) == 4
+    assert len(_picked("When is the ferry in the harbour?", english)) == 3
