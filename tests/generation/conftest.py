@@ -19,3 +19,4 @@ def server() -> Iterator[FakeUpstream]:
 def fake(server: FakeUpstream) -> FakeUpstream:
     server.reset()
     return server
+
