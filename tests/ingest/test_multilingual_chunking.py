@@ -134,9 +134,10 @@ def test_hostile_text_is_chunked_split_and_analysed_without_loss() -> None:
 
 
 def test_text_mislabelled_by_its_charset_is_kept() -> None:
-    # GBK and Shift-JIS bytes are not UTF-8: they decode as Windows-1252 mojibake, which is still
-    # chunked whole (nothing dropped), never a crash.
-    for data in ("礼品卡一律不予退款。" * 50).encode("gbk"), ("日本語の文章です。" * 50).encode("shift_jis"):
+    # Bytes of one encoding that read as another (GBK cut mid-character, Latin-1 read as CJK, UTF-8 with
+    # stray bytes) decode to something, and that is chunked whole (nothing dropped), never a crash.
+    broken = ("礼品卡一律不予退款。" * 50).encode("gbk")[1:] + "naïve".encode("latin-1")
+    for data in broken, ("日本語の文章です。" * 50).encode("utf-8")[:-1] + b"\xff", bytes(range(0x80, 0x100)) * 20:
         parsed = text.parse(data, "policy.txt")
         assert parsed.text
         chunks = chunk_document(parsed, size=300, overlap=50)
@@ -173,3 +174,17 @@ def test_any_mix_of_scripts_is_covered_within_size(pieces: list[str], size: int)
     # Only one unbreakable piece may exceed the size, and a CJK character is never unbreakable.
     for c in chunks:
         assert content_length(c.text) <= size or " " not in c.text.strip() and not cjk.has_cjk(c.text)
+
+
+def test_legacy_cjk_encodings_are_read_as_cjk() -> None:
+    samples = {
+        "gbk": "礼品卡一律不予退款，也不能兑换现金。礼品卡余额可以在有效期内多次使用。",
+        "big5": "禮品卡一律不予退款，也不能兌換現金。禮品卡餘額可以在有效期內多次使用。",
+        "shift_jis": "ギフトカードは返金できません。現金との交換もできません。有効期限は三年です。",
+        "euc_kr": "기프트 카드는 환불되지 않습니다. 현금으로 교환할 수도 없습니다. 유효 기간은 삼 년입니다.",
+    }
+    for encoding, body in samples.items():
+        assert text.decode_text(body.encode(encoding), "policy.txt") == body, encoding
+    # Western legacy text stays Windows-1252, as before.
+    german = "Der Müller hat die Fähre um zwölf Uhr genommen. Café crème, naïve résumé – 5 €."
+    assert text.decode_text(german.encode("cp1252"), "notes.txt") == german

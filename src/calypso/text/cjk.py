@@ -33,6 +33,11 @@ def has_cjk(text: str, start: int = 0, end: int | None = None) -> bool:
     return CJK_RUN.search(text, start, len(text) if end is None else end) is not None
 
 
+def cjk_chars(text: str) -> int:
+    """How many Han, kana and Hangul characters ``text`` holds."""
+    return sum(m.end() - m.start() for m in CJK_RUN.finditer(text))
+
+
 def content_length(text: str, start: int = 0, end: int | None = None) -> int:
     """Content units of ``text[start:end]``: code points, Han and kana counting three, Hangul two."""
     end = len(text) if end is None else end
