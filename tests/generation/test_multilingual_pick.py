@@ -145,3 +145,20 @@ def test_a_choice_by_words_alone_quotes_one_more_sentence_outside_english() -> N
     )
     assert len(_picked("Wann ist die Fähre im Hafen?", german)) == 4
     assert len(_picked("When is the ferry in the harbour?", english)) == 3
+
+
+def test_a_chinese_answer_streams_a_few_characters_at_a_time() -> None:
+    passages = [_passage("礼品卡一律不予退款，也不能兑换现金。运费由客户承担，除非商品在运输途中损坏。")]
+
+    async def run() -> list[str]:
+        request = GenerationRequest(
+            messages=[{"role": "user", "content": "礼品卡可以退款吗？"}],
+            passages=passages,
+            question="礼品卡可以退款吗？",
+        )
+        return [e.text async for e in ExtractiveGenerator().stream(request) if isinstance(e, TextDelta)]
+
+    deltas = asyncio.run(run())
+    text = "".join(deltas)
+    assert text.startswith("礼品卡一律不予退款，也不能兑换现金。 [Source 1]")
+    assert len(deltas) > 10 and all(len(d.strip()) <= 10 for d in deltas)

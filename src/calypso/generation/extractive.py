@@ -9,6 +9,7 @@ sentence and every sentence of the answer is cited.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncGenerator
 
 from calypso.generation import phrases
@@ -22,11 +23,16 @@ from calypso.generation.sentence_pick import (
     pick_sentences,
 )
 from calypso.models import Passage
+from calypso.text.cjk import CJK_CHARS, has_cjk
 
 # In English; the answerer says them in the question's language (calypso.generation.phrases).
 NOT_FOUND = phrases.NOT_FOUND["en"]
 # Said when nothing was searched: this answerer only quotes sources, so it has nothing to say.
 NO_KNOWLEDGE_BASE = phrases.NO_KNOWLEDGE_BASE["en"]
+
+# A streamed piece of CJK text: up to two CJK characters, or a run of other non-space characters,
+# each with the whitespace before it.
+_CJK_PIECES = re.compile(rf"\s*(?:[{CJK_CHARS}]{{1,2}}|[^\s{CJK_CHARS}]+)|\s+$")
 
 __all__ = ["MAX_CHARS", "MAX_SENTENCES", "NOT_FOUND", "NO_KNOWLEDGE_BASE", "ExtractiveGenerator", "select_sentences"]
 
@@ -99,6 +105,17 @@ class ExtractiveGenerator(Generator):
             text = compose(select_sentences(request.question, request.passages), language)
         else:
             text = phrases.no_knowledge_base(language)
+        if has_cjk(text):
+            # Chinese and Japanese have no spaces: a "word" would be a whole sentence. Stream them a
+            # few characters at a time, as a model's tokens would come.
+            pieces = _CJK_PIECES.findall(text)
+            if "".join(pieces) != text:
+                pieces = [text]
+            for piece in pieces:
+                yield TextDelta(piece)
+                await asyncio.sleep(0)
+            yield Finish("stop", Usage(prompt_tokens=0, completion_tokens=len(pieces)), model=self.name)
+            return
         words = text.split(" ")
         for i in range(0, len(words), self.words_per_token):
             piece = " ".join(words[i : i + self.words_per_token])
