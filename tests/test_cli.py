@@ -108,9 +108,10 @@ def test_ask_in_chinese_prints_the_chinese_answer(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     assert _calypso("ingest", str(policy), "--namespace", "zh", home=home).returncode == 0
-    result = _calypso("ask", "礼品卡可以退款吗？", "--namespace", "zh", home=home)
-    assert result.returncode == 0, result.stderr
-    assert "礼品卡一律不予退款" in result.stdout and "[1]" in result.stdout
+    for extra in ([], ["--stream"]):
+        result = _calypso("ask", "礼品卡可以退款吗？", "--namespace", "zh", *extra, home=home)
+        assert result.returncode == 0, result.stderr
+        assert "礼品卡一律不予退款" in result.stdout and "[1]" in result.stdout
     # An ASCII terminal gets escapes, not a UnicodeEncodeError.
     env = {**os.environ, "CALYPSO_HOME": str(home), "PYTHONIOENCODING": "ascii"}
     narrow = subprocess.run(
