@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from calypso.citations.inference import MIN_CONTENT_TERMS, content_terms
+from calypso.citations.links import text_fragment
 from calypso.citations.support import SUPPORT_THRESHOLD, _has_negation, _terms, best_evidence, support_score
+from calypso.ingest.titles import plausible_title
+
+
+def percent(text: str) -> str:
+    return quote(text, safe="").replace("-", "%2D")
+
 
 GIFT = "礼品卡一律不予退款，也不能兑换现金。礼品卡余额可以在有效期内多次使用。"
 SHIPPING = "运费由客户承担，除非商品在运输途中损坏。损坏的商品请在签收后四十八小时内拍照联系我们。"
@@ -44,3 +53,18 @@ def test_cjk_bigrams_count_two_to_a_content_word() -> None:
     assert content_terms("礼品卡一律不予退款") >= MIN_CONTENT_TERMS  # 8 bigrams, ~4 words
     assert content_terms("Summary") == 1
     assert content_terms("The ferry leaves at noon every day.") == 5  # ferri leav noon everi day
+
+
+def test_a_long_chinese_quote_links_by_its_ends() -> None:
+    quote = "礼品卡一律不予退款，也不能兑换现金。礼品卡余额可以在有效期内多次使用。"
+    assert text_fragment(quote) == ":~:text=" + percent("礼品卡一律不予退") + "," + percent(
+        "可以在有效期内多次使用。"[-8:]
+    )
+    assert text_fragment("礼品卡不予退款。") == ":~:text=" + percent("礼品卡不予退款。")  # short: exact
+    assert text_fragment("Ducks, geese & swans") == ":~:text=Ducks%2C%20geese%20%26%20swans"  # English as before
+
+
+def test_a_chinese_title_is_a_title() -> None:
+    assert plausible_title("退款政策") == "退款政策"
+    assert plausible_title("report_final") is None  # one Latin token: an id or a file name, as before
+    assert plausible_title("退") is None
