@@ -125,3 +125,10 @@ def test_hostile_documents_are_answered_from_and_lose_nothing(kb: DocumentServic
     # A megabyte question is read up to its first few thousand characters, and answered.
     answer = _ask(kb, line, scope)
     assert answer.text
+
+
+def test_one_shared_bigram_is_not_an_answer(zh_kb: DocumentService) -> None:
+    # "客户" (customer) is in the policy; baking baguettes is not.
+    answer = _ask(zh_kb, "客户在家里如何烤制法式长棍面包？")
+    assert answer.text == phrases.not_found("zh")
+    assert not any(s.citations for s in answer.segments)
