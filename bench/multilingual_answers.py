@@ -33,7 +33,9 @@ Tuned on these two sets (the answer layer's choices, ``calypso.generation.senten
 bigrams and German/French/Spanish question words left out, sentence length in content units,
 passage-level credit for CJK (PASSAGE_CREDIT 0.3 of 0.15/0.3/0.5), German compounds, antecedents and
 up to two referring followers of the best sentence, four sentences when chosen by words alone outside
-English (of 3/4/5), no MiniLM score for languages it does not cover. English choices are unchanged.
+English (of 3/4/5), a CJK answer needs its passage to hold 0.3 of the question's bigrams (of
+0.2/0.25/0.3/0.34, weighted and not), no MiniLM score for languages it does not cover. English choices
+are unchanged (checked against the old picker on 1,000 SciFact queries and the Alps chunks).
 """
 
 from __future__ import annotations
