@@ -441,7 +441,7 @@ def pick_sentences(
     if (
         language in languages.CJK_LANGUAGES
         and semantic is None
-        and _passage_coverage(question, pool, language) < (CJK_MIN_COVERAGE)
+        and _passage_coverage(question, pool, language) < CJK_MIN_COVERAGE
     ):
         return []  # one shared bigram ("在家", "电力") is not an answer: say that nothing was found
     if max_sentences is None:
