@@ -99,6 +99,32 @@ def test_ask_prints_numbered_citations_and_evidence(tmp_path: Path, data_dir: Pa
     assert "could not find" in nothing.stdout and "retrieval ungrounded" in nothing.stdout
 
 
+def test_ask_in_chinese_prints_the_chinese_answer(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    policy = tmp_path / "policy.md"
+    policy.write_text(
+        "# 退款政策\n\n## 礼品卡\n\n礼品卡一律不予退款，也不能兑换现金。礼品卡余额可以在有效期内多次使用。\n\n"
+        "## 运费\n\n运费由客户承担，除非商品在运输途中损坏。\n",
+        encoding="utf-8",
+    )
+    assert _calypso("ingest", str(policy), "--namespace", "zh", home=home).returncode == 0
+    for extra in ([], ["--stream"]):
+        result = _calypso("ask", "礼品卡可以退款吗？", "--namespace", "zh", *extra, home=home)
+        assert result.returncode == 0, result.stderr
+        assert "礼品卡一律不予退款" in result.stdout and "[1]" in result.stdout
+    # An ASCII terminal gets escapes, not a UnicodeEncodeError.
+    env = {**os.environ, "CALYPSO_HOME": str(home), "PYTHONIOENCODING": "ascii"}
+    narrow = subprocess.run(
+        [sys.executable, "-m", "calypso.cli", "ask", "礼品卡可以退款吗？", "--namespace", "zh"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert narrow.returncode == 0, narrow.stderr
+    assert "\\u793c\\u54c1\\u5361" in narrow.stdout  # 礼品卡
+
+
 def test_an_unknown_generator_setting_is_one_line_at_start(tmp_path: Path) -> None:
     env = {**os.environ, "CALYPSO_HOME": str(tmp_path), "CALYPSO_GENERATOR": "typo"}
     result = subprocess.run(

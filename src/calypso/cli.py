@@ -490,6 +490,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _survive_narrow_terminals() -> None:
+    """Print what a terminal cannot show as escapes instead of failing: an answer quoting a Chinese
+    passage must not end in UnicodeEncodeError under an ASCII or Latin-1 locale (UTF-8 ones show it)."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        reconfigure = getattr(stream, "reconfigure", None)
+        try:
+            "中😀".encode(encoding)
+        except (UnicodeEncodeError, LookupError):
+            if reconfigure is not None:
+                reconfigure(errors="backslashreplace")
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=os.environ.get("CALYPSO_LOG_LEVEL", "INFO").upper(), format="%(levelname)s %(name)s: %(message)s"
@@ -497,6 +510,7 @@ def main(argv: list[str] | None = None) -> int:
     from calypso.bots import BotsFileError
     from calypso.errors import StorageError
 
+    _survive_narrow_terminals()
     args = build_parser().parse_args(argv)
     try:
         command: Callable[[argparse.Namespace], int] = args.func  # set by each subparser's set_defaults

@@ -19,4 +19,3 @@ def server() -> Iterator[FakeUpstream]:
 def fake(server: FakeUpstream) -> FakeUpstream:
     server.reset()
     return server
-

@@ -32,24 +32,29 @@ from typing import Final, Literal
 
 from calypso.citations.grounded import Quote, Source
 from calypso.retrieval.tokenize import STOPWORDS_EN_EXTENDED, Analyzer
+from calypso.text.cjk import CJK_CHARS
 from calypso.text.sentences import sentence_spans
 
 AttributionMode = Literal["off", "fill", "verify"]
 MODES: Final = ("off", "fill", "verify")
 
 # A sentence needs this many distinct content words to be attributed: a heading or a
-# one-word reply ("Summary", "Yes.") matches any passage that has the word.
+# one-word reply ("Summary", "Yes.") matches any passage that has the word. CJK text is
+# analysed into overlapping character bigrams, about two per word: two count as one word.
 MIN_CONTENT_TERMS = 3
+_CJK_TERM = re.compile(f"[{CJK_CHARS}]")
 
 _ENDS = re.compile(r"[.!?…‼⁇⁈⁉؟。！？｡\n]")  # calypso.text.sentences' candidate ends
-_ANALYZER = Analyzer(stopwords=STOPWORDS_EN_EXTENDED)
+_ANALYZER = Analyzer(stopwords=STOPWORDS_EN_EXTENDED, extra_stopwords=True)
 
 QuoteFinder = Callable[[str, Source], Quote]
 
 
 def content_terms(text: str) -> int:
-    """Distinct content stems in ``text`` (stopwords removed)."""
-    return len(set(_ANALYZER.tokenize(text)))
+    """Distinct content words in ``text`` (stopwords removed): stems, and CJK bigrams two to a word."""
+    terms = set(_ANALYZER.tokenize(text))
+    cjk = sum(1 for t in terms if _CJK_TERM.match(t))
+    return len(terms) - cjk + (cjk + 1) // 2
 
 
 def may_end_sentence(text: str) -> bool:

@@ -20,6 +20,7 @@ from pathlib import Path
 from urllib.parse import quote as percent_encode
 
 from calypso.models import PDF_MEDIA_TYPE, Passage
+from calypso.text.cjk import has_cjk
 
 _ROUND_SECONDS = 3600  # expiry rounded up to the hour, so one answer's links are stable
 _WEB_TYPES = {"text/html", "application/xhtml+xml"}
@@ -27,6 +28,8 @@ _WEB_TYPES = {"text/html", "application/xhtml+xml"}
 # text breaks on any difference between our extracted text and the rendered page.
 _EXACT_WORDS = 8
 _EDGE_WORDS = 4
+_EXACT_CJK_CHARS = 24  # about eight words of Chinese
+_EDGE_CJK_CHARS = 8
 _MARKUP_ONLY = set("#*|>_-=`~+")  # markdown our HTML extraction adds; a browser's rendered text has none
 
 
@@ -41,6 +44,12 @@ def text_fragment(quote: str) -> str:
     words = [w for w in words if w]
     if not words:
         return ""
+    joined = " ".join(words)
+    if has_cjk(joined) and len(joined) > _EXACT_CJK_CHARS:
+        # Chinese and Japanese have no spaces to count words by: a long quote is one "word". Its ends
+        # are a few characters each, cut before a comma or stop would be (browsers match them as text).
+        start, end = joined[:_EDGE_CJK_CHARS], joined[-_EDGE_CJK_CHARS:]
+        return f":~:text={_encode_term(start)},{_encode_term(end)}"
     if len(words) <= _EXACT_WORDS:
         return ":~:text=" + _encode_term(" ".join(words))
     start, end = " ".join(words[:_EDGE_WORDS]), " ".join(words[-_EDGE_WORDS:])

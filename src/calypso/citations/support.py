@@ -3,8 +3,8 @@
 A lexical entailment proxy in pure Python: split the passage into sentences
 (calypso.text.sentences, run-ons cut at 600 characters), find the
 window of 1-3 consecutive sentences that covers most of the segment's content words
-(lowercased ``\\w+`` tokens, extended English stopwords removed, Snowball stems; CJK runs
-as character bigrams; window terms weighted by a passage-local idf), then combine a few
+(``calypso.retrieval.tokenize.Analyzer``: each text by its language, extended English stopwords
+removed, Snowball stems; CJK runs as character bigrams; window terms weighted by a passage-local idf), then combine a few
 alignment features with a logistic regression (``FEATURE_NAMES``): content-word recall of
 the segment in that window and in the whole passage, recall of its adjacent content-word
 pairs in the window, its numbers missing from the passage, a negation mismatch with the
@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from calypso.citations import semantic
+from calypso.retrieval.languages import detect
 from calypso.retrieval.tokenize import STOPWORDS_EN_EXTENDED, Analyzer
 from calypso.text.sentences import sentence_spans
 
@@ -137,13 +138,17 @@ _NEGATIONS = frozenset(
         "hadnt",
     ]
 )
-_ANALYZER = Analyzer(stopwords=(STOPWORDS_EN_EXTENDED | _NEGATIONS))
-_tokenize = _ANALYZER.tokenize
-
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_CJK_RUN = re.compile(f"[{_CJK}]+")
+# extra_stopwords: the English words a German or Chinese passage quotes are not content words either.
+_ANALYZER = Analyzer(stopwords=(STOPWORDS_EN_EXTENDED | _NEGATIONS), extra_stopwords=True)
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _NEG_WORD = re.compile(r"\b(?:not|no|never|none|nobody|nothing|neither|nor|cannot|without)\b|n[’']t\b")
+_NEG_CJK = re.compile("[不没沒无無未勿莫]|ない|ません|않|못")
+_NEG_OTHER = re.compile(
+    r"\b(?:nicht|kein|keine|keinen|keinem|keiner|keines|nie|niemals|nichts|weder"  # de
+    r"|ne|pas|jamais|aucun|aucune|rien|personne|sans"  # fr
+    r"|nunca|jamás|ningún|ninguno|ninguna|nada|nadie|tampoco|sin"  # es
+    r"|non|mai|nessuno|nessuna|niente|nulla|não|nunca|nenhum|nenhuma|niet|geen|nooit)\b"  # it pt nl
+)
 _CITATION_MARK = re.compile(r"\[\d+(?:\s*[,;\-–]\s*\d+)*\]|</?s>")
 _CAPITALISED = re.compile(r"\b[A-Z][\w'’-]*")
 _LIST_MARK = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•·])\s+")
@@ -176,13 +181,8 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
 
 
 def _terms(text: str) -> list[str]:
-    """Content stems of ``text``; runs of CJK characters become character bigrams."""
-    if _CJK_RUN.search(text) is None:
-        return _tokenize(text)
-    terms = _tokenize(_CJK_RUN.sub(" ", text))
-    for run in _CJK_RUN.findall(text):
-        terms.extend(run[i : i + 2] for i in range(max(1, len(run) - 1)))
-    return terms
+    """Content stems of ``text`` in order; the analyzer makes runs of CJK characters character bigrams."""
+    return _ANALYZER.tokenize(text)
 
 
 def _numbers(text: str) -> set[str]:
@@ -190,7 +190,15 @@ def _numbers(text: str) -> set[str]:
 
 
 def _has_negation(text: str) -> bool:
-    return _NEG_WORD.search(text.lower()) is not None
+    lower = text.lower()
+    if _NEG_WORD.search(lower) is not None:
+        return True
+    # Chinese and Japanese negate with a character (礼品卡一律不予退款), Japanese also with ない/ません, Korean
+    # with 않/못; none of these occurs in English text, whose scores stay as fitted.
+    if not text.isascii() and _NEG_CJK.search(text) is not None:
+        return True
+    # German, French, Spanish … negations, only in text of those languages ("nie" and "pas" are not English).
+    return _NEG_OTHER.search(lower) is not None and detect(text, "en") != "en"
 
 
 def _clean_claim(claim: str) -> str:

@@ -9,25 +9,30 @@ sentence and every sentence of the answer is cited.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncGenerator
 
+from calypso.generation import phrases
 from calypso.generation.base import Finish, GenerationEvent, GenerationRequest, Generator, TextDelta, Usage
 from calypso.generation.sentence_pick import (
     MAX_CHARS,
     MAX_SENTENCES,
     SEMANTIC_WEIGHT,
     SentenceSimilarity,
+    passage_language,
     pick_sentences,
 )
 from calypso.models import Passage
+from calypso.text.cjk import CJK_CHARS, has_cjk
 
-NOT_FOUND = "I could not find anything about this in the knowledge base."
+# In English; the answerer says them in the question's language (calypso.generation.phrases).
+NOT_FOUND = phrases.NOT_FOUND["en"]
 # Said when nothing was searched: this answerer only quotes sources, so it has nothing to say.
-NO_KNOWLEDGE_BASE = (
-    "I can only answer by quoting a knowledge base, and none was searched for this question: "
-    "this bot has no knowledge base. Give it a namespace, or configure a language model "
-    "(CALYPSO_LLM_BASE_URL) to answer without one."
-)
+NO_KNOWLEDGE_BASE = phrases.NO_KNOWLEDGE_BASE["en"]
+
+# A streamed piece of CJK text: up to two CJK characters, or a run of other non-space characters,
+# each with the whitespace before it.
+_CJK_PIECES = re.compile(rf"\s*(?:[{CJK_CHARS}]{{1,2}}|[^\s{CJK_CHARS}]+)|\s+$")
 
 __all__ = ["MAX_CHARS", "MAX_SENTENCES", "NOT_FOUND", "NO_KNOWLEDGE_BASE", "ExtractiveGenerator", "select_sentences"]
 
@@ -43,11 +48,27 @@ def select_sentences(
     return [(c.number, c.start, c.text) for c in picked]
 
 
-def compose(picked: list[tuple[int, int, str]]) -> str:
-    """The answer text: each sentence followed by the marker of its own source."""
+def compose(picked: list[tuple[int, int, str]], language: str = "en") -> str:
+    """The answer text: each sentence followed by the marker of its own source; when nothing was
+    picked, that nothing was found, in ``language``."""
     if not picked:
-        return NOT_FOUND
+        return phrases.not_found(language)
     return " ".join(f"{sentence} [Source {number}]" for number, _, sentence in picked)
+
+
+def _asked(request: GenerationRequest) -> str:
+    """The question, for its language: the searched query, else (nothing searched) the last user message."""
+    if request.question:
+        return request.question
+    for message in reversed(request.messages):
+        content = message.get("content")
+        if message.get("role") == "user":
+            if isinstance(content, str):
+                return content
+            if isinstance(content, list):  # content parts: the text ones
+                return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+            break
+    return ""
 
 
 class ExtractiveGenerator(Generator):
@@ -73,16 +94,28 @@ class ExtractiveGenerator(Generator):
             close()
 
     async def stream(self, request: GenerationRequest) -> AsyncGenerator[GenerationEvent, None]:
+        language = phrases.question_language(_asked(request), passage_language(request.passages or []))
         if request.searched and self.similarity is not None:
             # A model run takes tens of milliseconds of CPU: off the event loop, so other requests go on.
             picked = await asyncio.to_thread(
                 select_sentences, request.question, request.passages, self.similarity, self.semantic_weight
             )
-            text = compose(picked)
+            text = compose(picked, language)
         elif request.searched:
-            text = compose(select_sentences(request.question, request.passages))
+            text = compose(select_sentences(request.question, request.passages), language)
         else:
-            text = NO_KNOWLEDGE_BASE
+            text = phrases.no_knowledge_base(language)
+        if has_cjk(text):
+            # Chinese and Japanese have no spaces: a "word" would be a whole sentence. Stream them a
+            # few characters at a time, as a model's tokens would come.
+            pieces = _CJK_PIECES.findall(text)
+            if "".join(pieces) != text:
+                pieces = [text]
+            for piece in pieces:
+                yield TextDelta(piece)
+                await asyncio.sleep(0)
+            yield Finish("stop", Usage(prompt_tokens=0, completion_tokens=len(pieces)), model=self.name)
+            return
         words = text.split(" ")
         for i in range(0, len(words), self.words_per_token):
             piece = " ".join(words[i : i + self.words_per_token])

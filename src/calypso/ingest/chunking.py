@@ -3,8 +3,10 @@
 Every chunk records its character offsets into the document text, the pages
 it covers and its heading path. Chunks are packed from whole sentences;
 together they cover every non-whitespace character of the document. Sizes are
-in characters (the server's own chunking) or in tokens (OpenAI's static
-strategy, counted by ``ingest/tokens.py``).
+in content units (the server's own chunking: characters, a Han or kana character
+counting three and a Hangul syllable two, ``calypso.text.cjk``, so a Chinese passage
+says about as much as an English one of the same size) or in tokens (OpenAI's static
+strategy, counted by ``ingest/tokens.py``). English text has as many units as characters.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Literal
 
 from calypso.ingest.tokens import count_tokens, token_cuts
 from calypso.models import Chunk, Heading, Page, ParsedDocument
+from calypso.text.cjk import CJK_BREAKS, content_length, has_cjk, prefix_end
 from calypso.text.sentences import sentence_spans
 
 Measure = Literal["chars", "tokens"]
@@ -23,6 +26,9 @@ Measure = Literal["chars", "tokens"]
 
 def _split_long(start: int, end: int, text: str, size: int) -> Iterator[tuple[int, int]]:
     """Cut an over-long sentence into pieces of at most ``size`` characters, at whitespace where possible."""
+    if has_cjk(text, start, end):
+        yield from _split_long_cjk(start, end, text, size)
+        return
     while end - start > size:
         cut = start + size
         space = text.rfind(" ", start + size // 2, cut)
@@ -31,6 +37,27 @@ def _split_long(start: int, end: int, text: str, size: int) -> Iterator[tuple[in
         yield _strip(text, start, cut)
         start = cut
         while start < end and text[start].isspace():
+            start += 1
+    yield start, end
+
+
+def _split_long_cjk(start: int, end: int, text: str, size: int) -> Iterator[tuple[int, int]]:
+    """Cut an over-long sentence with CJK in it into pieces of at most ``size`` content units: after
+    the last comma, semicolon, colon, closing quote or space of the piece's second half, else between
+    two characters (a Chinese line without punctuation has nowhere better). Linear in its length."""
+    remaining = content_length(text, start, end)
+    while remaining > size:
+        limit = prefix_end(text, start, end, size)
+        cut = limit
+        for pos in range(limit - 1, start + (limit - start) // 2, -1):
+            if text[pos] in CJK_BREAKS or text[pos].isspace():
+                cut = pos + 1
+                break
+        remaining -= content_length(text, start, cut)
+        yield _strip(text, start, cut)
+        start = cut
+        while start < end and text[start].isspace():
+            remaining -= 1
             start += 1
     yield start, end
 
@@ -53,21 +80,23 @@ def _units(text: str, size: int, measure: Measure = "chars") -> list[tuple[int, 
 
 
 class _Lengths:
-    """The length of units ``i..j-1`` as one chunk: characters from the first's start to the last's end,
-    or tokens of that text. Token counts add up across units and the gaps between them (a gap is a
-    line break token or nothing), so prefix sums give any span's count exactly, counted once."""
+    """The length of units ``i..j-1`` as one chunk: content units (characters; CJK weighs more) from
+    the first's start to the last's end, or tokens of that text. Counts add up across units and the
+    gaps between them (a gap is whitespace, or a line break token or nothing), so prefix sums give
+    any span's count exactly, counted once. Text without CJK is measured by its offsets alone."""
 
     def __init__(self, text: str, units: list[tuple[int, int]], measure: Measure) -> None:
         self.units = units
-        self.tokens = measure == "tokens"
-        if self.tokens:
-            gaps = [0] + [count_tokens(text[a[1] : b[0]]) for a, b in zip(units, units[1:])]
-            own = [count_tokens(text[start:end]) for start, end in units]
+        self.summed = measure == "tokens" or has_cjk(text)
+        if self.summed:
+            count = count_tokens if measure == "tokens" else content_length
+            gaps = [0] + [count(text[a[1] : b[0]]) for a, b in zip(units, units[1:])]
+            own = [count(text[start:end]) for start, end in units]
             self.gaps = gaps
             self.prefix = [0, *accumulate(c + g for c, g in zip(own, gaps))]
 
     def span(self, i: int, j: int) -> int:
-        if self.tokens:
+        if self.summed:
             return self.prefix[j] - self.prefix[i] - self.gaps[i]
         return self.units[j - 1][1] - self.units[i][0]
 
@@ -131,7 +160,7 @@ class _HeadingLocator:
 def chunk_document(
     doc: ParsedDocument, size: int = 1000, overlap: int = 150, measure: Measure = "chars"
 ) -> list[Chunk]:
-    """Pack sentences into chunks of at most ``size`` characters (or tokens) with up to ``overlap`` of carry-over.
+    """Pack sentences into chunks of at most ``size`` content units (or tokens) with up to ``overlap`` of carry-over.
 
     A chunk exceeds ``size`` only when measured in characters and one unbreakable piece is longer.
     """

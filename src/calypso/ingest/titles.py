@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from calypso.text.cjk import cjk_chars
+
 # A whole title that is a file name: a stem and a short extension, no spaces.
 _FILE_NAME = re.compile(r"^[^\s/\\]+\.[A-Za-z][A-Za-z0-9]{0,4}$")
 # Ends in the extension of a document, program or image file ("Microsoft Word - minutes.doc").
@@ -29,7 +31,9 @@ _APPLICATION = re.compile(
 def plausible_title(title: str | None) -> str | None:
     """``title`` with its whitespace collapsed when it reads like a document's title, else None."""
     text = " ".join((title or "").split())
-    if len(text.split()) < 2:  # empty, or a single token: an id, a code or a file name
+    # Empty, or a single token: an id, a code or a file name; but Chinese and Japanese titles are one
+    # "token" ("退款政策"), so two CJK characters make a title too.
+    if len(text.split()) < 2 and cjk_chars(text) < 2:
         return None
     if _FILE_NAME.match(text) or _FILE_EXTENSION.search(text) or _APPLICATION.match(text):
         return None

@@ -13,12 +13,14 @@ import charset_normalizer
 from calypso.errors import UnprocessableDocument, UnsupportedMediaType
 from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits
 from calypso.models import Page, ParsedDocument
+from calypso.text.cjk import cjk_chars as content_cjk_chars
 
 # C0 controls other than tab, newline, form feed and carriage return: plenty of them means binary.
 _CONTROL = re.compile(r"[\x01-\x08\x0b\x0e-\x1f\x7f]")
 _SAMPLE = 8192
 _NEAR_TIE = 0.1  # charset-normalizer's "chaos" (0..1): a guess this close to the best one fits as well
 _STRAY_BYTES = 4  # bad UTF-8 sequences always forgiven in a file that is otherwise UTF-8
+_DETECT_BYTES = 64 * 1024  # what the charset guess reads: its cost stays bounded on large files
 
 
 def _reject_binary(filename: str) -> UnsupportedMediaType:
@@ -30,8 +32,56 @@ def _reject_binary(filename: str) -> UnsupportedMediaType:
     )
 
 
+# Legacy CJK encodings a Chinese, Japanese or Korean text file may be saved in (charset_normalizer's names).
+_CJK_ENCODINGS = frozenset(
+    (
+        "gb18030",
+        "gbk",
+        "gb2312",
+        "hz",
+        "big5",
+        "big5hkscs",
+        "cp950",
+        "shift_jis",
+        "cp932",
+        "euc_jp",
+        "iso2022_jp",
+        "euc_kr",
+        "cp949",
+        "johab",
+        "iso2022_kr",
+    )
+)
+_CJK_SHARE = 0.5  # of the non-space characters: a CJK decoding is taken only when it reads as CJK text
+
+
+def _legacy_cjk(data: bytes) -> str | None:
+    """``data`` decoded from a legacy CJK encoding (GBK, Big5, Shift-JIS, EUC-KR …) when that is what it is.
+
+    Without this a GBK file became Windows-1252 mojibake ("ÀñÆ·¿¨"), whole but unsearchable. The guess
+    (charset_normalizer) is trusted only for a CJK encoding whose text is mostly CJK characters, so a
+    Western legacy file still decodes as Windows-1252, as before.
+    """
+    try:
+        import charset_normalizer
+    except ImportError:  # pragma: no cover - installed with trafilatura
+        return None
+    best = charset_normalizer.from_bytes(data[:_DETECT_BYTES]).best()
+    if best is None or best.encoding not in _CJK_ENCODINGS:
+        return None
+    try:
+        text = data.decode(best.encoding)
+    except (UnicodeDecodeError, LookupError):
+        return None
+    sample = "".join(text[:_SAMPLE].split())
+    if not sample or content_cjk_chars(sample) < _CJK_SHARE * len(sample):
+        return None
+    return text
+
+
 def decode_text(data: bytes, filename: str = "file") -> str:
-    """Decode text bytes: BOM first, then UTF-8 (a few bad bytes replaced), then the detected encoding.
+    """Decode text bytes: BOM first, then UTF-8 (a few bad bytes replaced), then a legacy CJK encoding when the
+    bytes read as one (GBK, Big5, Shift-JIS, EUC-KR), then the encoding charset-normalizer detects.
 
     Newlines are normalised to "\\n". Binary data (NUL bytes) raises ``UnsupportedMediaType``;
     bytes that contradict their own BOM raise ``UnprocessableDocument``.
@@ -63,6 +113,8 @@ def decode_text(data: bytes, filename: str = "file") -> str:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             text = _mostly_utf8(data)
+            if text is None:
+                text = _legacy_cjk(data)
             if text is None:
                 text = _detected(data)
     sample = text[:_SAMPLE]
