@@ -120,7 +120,7 @@ def run_set(name: str, n: int, keyword_only: bool, verbose: bool) -> tuple[list[
                 docs.ingest(body.encode("utf-8"), f"{doc['_id']}.txt", name)
             if not keyword_only:
                 embed_all(docs)
-            answerer = Answerer(docs, settings)
+            answerer = Answerer(docs, services.search, settings)
             answers = asyncio.run(ask_all(answerer, [questions[r["query_id"]] for r in rows], name))
             asyncio.run(answerer.aclose())
         finally:

@@ -10,8 +10,8 @@ import pytest
 from calypso.citations.grounded import utf16_len
 from calypso.generation import phrases
 from calypso.scope import RetrievalScope
+from calypso.services import Services
 from calypso.services.answering import Answerer, AskRequest
-from calypso.services.documents import DocumentService
 
 POLICY = """# 退款政策 😀
 
@@ -31,18 +31,18 @@ POLICY = """# 退款政策 😀
 SCOPE = RetrievalScope(namespaces=("zh",))
 
 
-def _ask(kb: DocumentService, question: str, scope: RetrievalScope = SCOPE):
+def _ask(services: Services, question: str, scope: RetrievalScope = SCOPE):
     request = AskRequest([{"role": "user", "content": question}], scope, generator="extractive")
-    return asyncio.run(Answerer(kb).answer(request))
+    return asyncio.run(Answerer(services.documents, services.search).answer(request))
 
 
 @pytest.fixture
-def zh_kb(kb: DocumentService) -> DocumentService:
-    kb.ingest(POLICY.encode("utf-8"), "policy.md", "zh")
-    return kb
+def zh_kb(services: Services) -> Services:
+    services.documents.ingest(POLICY.encode("utf-8"), "policy.md", "zh")
+    return services
 
 
-def test_a_chinese_question_gets_the_sentence_that_answers_it(zh_kb: DocumentService) -> None:
+def test_a_chinese_question_gets_the_sentence_that_answers_it(zh_kb: Services) -> None:
     answer = _ask(zh_kb, "礼品卡可以退款吗？")
     assert "礼品卡一律不予退款" in answer.text
     assert "运费由客户承担" not in answer.text  # the issue's wrong answer: the shipping-cost sentence
@@ -54,7 +54,7 @@ def test_a_chinese_question_gets_the_sentence_that_answers_it(zh_kb: DocumentSer
             assert by_number[c.retrieval_number][c.quote.passage_start : c.quote.passage_end] == c.quote.text
 
 
-def test_offsets_are_exact_in_utf16_around_cjk_and_emoji(zh_kb: DocumentService) -> None:
+def test_offsets_are_exact_in_utf16_around_cjk_and_emoji(zh_kb: Services) -> None:
     answer = _ask(zh_kb, "礼品卡的有效期是多久？")
     assert "🎁" in answer.text  # an astral character before the segment's end
     assert answer.segments
@@ -78,7 +78,7 @@ def test_offsets_are_exact_in_utf16_around_cjk_and_emoji(zh_kb: DocumentService)
         ("¿Cómo funciona la cromodinámica cuántica y qué es el confinamiento?", "es"),
     ],
 )
-def test_not_found_is_said_in_the_question_language(zh_kb: DocumentService, question: str, language: str) -> None:
+def test_not_found_is_said_in_the_question_language(zh_kb: Services, question: str, language: str) -> None:
     answer = _ask(zh_kb, question)
     assert answer.text == phrases.not_found(language)
     assert not any(s.citations for s in answer.segments)
@@ -88,13 +88,13 @@ def test_not_found_is_said_in_the_question_language(zh_kb: DocumentService, ques
     ("question", "language"),
     [("礼品卡可以退款吗？", "zh"), ("ギフトカードは返金できますか？", "ja"), ("기프트 카드는 환불이 되나요?", "ko")],
 )
-def test_no_knowledge_base_is_said_in_the_question_language(kb: DocumentService, question: str, language: str) -> None:
-    answer = _ask(kb, question, RetrievalScope(namespaces=()))
+def test_no_knowledge_base_is_said_in_the_question_language(services: Services, question: str, language: str) -> None:
+    answer = _ask(services, question, RetrievalScope(namespaces=()))
     assert answer.text == phrases.no_knowledge_base(language)
     assert answer.text != phrases.no_knowledge_base("en")
 
 
-def test_hostile_documents_are_answered_from_and_lose_nothing(kb: DocumentService) -> None:
+def test_hostile_documents_are_answered_from_and_lose_nothing(services: Services) -> None:
     # A megabyte line of Chinese without punctuation, mixed scripts, emoji and right-to-left text.
     line = "".join(chr(0x4E00 + (i * 7919) % 20900) for i in range(350_000)) + "礼品卡一律不予退款"
     mixed = (
@@ -102,11 +102,11 @@ def test_hostile_documents_are_answered_from_and_lose_nothing(kb: DocumentServic
         "Refunds take 👨‍👩‍👧 five days."
     )
     for name, body in (("line.txt", line), ("mixed.txt", mixed)):
-        document = kb.ingest(body.encode("utf-8"), name, "hostile").document
+        document = services.documents.ingest(body.encode("utf-8"), name, "hostile").document
         covered = bytearray(len(body))
         after = None
         while True:  # every stored chunk, page by page
-            listing = kb.store.list_chunks(document.workspace, document.id, 500, after)
+            listing = services.documents.store.list_chunks(document.workspace, document.id, 500, after)
             for stored in listing.items:
                 c = stored.chunk
                 assert body[c.start : c.end] == c.text
@@ -116,18 +116,18 @@ def test_hostile_documents_are_answered_from_and_lose_nothing(kb: DocumentServic
             after = listing.items[-1].chunk.chunk_index
         assert all(covered[i] or ch.isspace() for i, ch in enumerate(body))
     scope = RetrievalScope(namespaces=("hostile",))
-    answer = _ask(kb, "礼品卡一律不予退款吗？", scope)
+    answer = _ask(services, "礼品卡一律不予退款吗？", scope)
     assert "礼品卡一律不予退款" in answer.text and any(s.citations for s in answer.segments)
-    answer = _ask(kb, "מדיניות החזרים? 😀", scope)  # Hebrew, right to left, with an emoji
+    answer = _ask(services, "מדיניות החזרים? 😀", scope)  # Hebrew, right to left, with an emoji
     assert "מדיניות החזרים" in answer.text and answer.segments
     for segment in answer.segments:
         assert segment.start_utf16 == utf16_len(answer.text[: segment.start])
     # A megabyte question is read up to its first few thousand characters, and answered.
-    answer = _ask(kb, line, scope)
+    answer = _ask(services, line, scope)
     assert answer.text
 
 
-def test_one_shared_bigram_is_not_an_answer(zh_kb: DocumentService) -> None:
+def test_one_shared_bigram_is_not_an_answer(zh_kb: Services) -> None:
     # "客户" (customer) is in the policy; baking baguettes is not.
     answer = _ask(zh_kb, "客户在家里如何烤制法式长棍面包？")
     assert answer.text == phrases.not_found("zh")

@@ -13,6 +13,7 @@ import threading
 import unicodedata
 from collections.abc import Iterable
 from functools import cache
+from itertools import chain
 
 import Stemmer
 
@@ -174,12 +175,16 @@ class Analyzer:
         runs = pieces[1::2]
         found = languages.bigram_language(lower, sum(map(len, runs)))
         # Words between the CJK runs: English in a CJK text (the names it quotes), else the text's language
-        # (a German passage that quotes a Chinese name). Terms are a bag: the runs' bigrams follow the words.
-        words = _word_re().findall(" ".join(pieces[::2]))
-        code = found or languages.latin_language(words) or fallback
-        terms = list(filter(None, map(self._stems("en" if found else code).__getitem__, words)))
-        for run in runs:
+        # (a German passage that quotes a Chinese name). In order: the support scorer reads adjacent pairs.
+        findall = _word_re().findall
+        words = [findall(piece) if piece else [] for piece in pieces[::2]]
+        code = found or languages.latin_language(list(chain.from_iterable(words))) or fallback
+        get = self._stems("en" if found else code).__getitem__
+        terms: list[str] = []
+        for between, run in zip(words, runs):
+            terms.extend(filter(None, map(get, between)))
             terms.extend(bigrams(run))
+        terms.extend(filter(None, map(get, words[-1])))
         return code, terms
 
     def tokenize(self, text: str, fallback: str = "en") -> list[str]:
