@@ -142,7 +142,7 @@ class Settings(BaseSettings):
         le=1,
         description="Share of the embedding model's cosine in how the extractive answerer chooses sentences "
         "(the rest is the question's content words); 0: words only, no model call. Tuned on SciFact train "
-        "claims (docs/benchmarks.md, 'Extractive answers').",
+        "claims (docs/benchmarks/answers.md, 'Extractive answers').",
     )
     llm_base_url: str | None = Field(None, description="OpenAI-compatible upstream, e.g. http://localhost:11434/v1.")
     llm_api_key: SecretStr | None = Field(None, description="Bearer key for the upstream, if it needs one.")
@@ -210,12 +210,12 @@ class Settings(BaseSettings):
         ge=0,
         description="Vectors in a namespace from which its vector search takes candidates from an HNSW graph "
         "(usearch, built in the background; scores stay exact cosines); below it, or 0, search is exact "
-        "(1.3 ms at 20k passages, 10.5-12 ms at 200k on an idle machine: docs/benchmarks.md).",
+        "(1.3 ms at 20k passages, 10.5-12 ms at 200k on an idle machine: docs/benchmarks/hybrid.md).",
     )
     support_semantic: bool = Field(
         False,
         description="Add the embedding model's cosine to the citation support score. Off: measured +0.4 macro-F1 "
-        "on AttributionBench for 46-380 ms per cited segment on 2 cores (docs/benchmarks.md).",
+        "on AttributionBench for 46-380 ms per cited segment on 2 cores (docs/benchmarks/answers.md).",
     )
     unsupported_citations: Literal["flag", "drop"] = Field(
         "flag",

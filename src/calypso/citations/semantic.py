@@ -5,7 +5,7 @@ the passage's sentences and returns ``cos_cent``: the cosine between the segment
 the unit-length mean of the sentence vectors (the passage's "centroid" sentence). Chosen by
 5-fold cross-validation on the AttributionBench OOD file among max, top-2/3 mean, mean,
 best-window and centroid cosines (bench/fit_support.py --semantic); measured in
-docs/benchmarks.md.
+docs/benchmarks/answers.md, "Citation support scorer (issue 3)".
 
 The weights that go with it (in calypso.citations.support) were fitted with vectors of one
 model, ``MODEL``: another model's cosines live on another scale, so with any other embedder

@@ -23,7 +23,7 @@ Cost: about 0.3 ms per (segment, ~1000-character passage) pair, linear in passag
 With an embedding model (``embedder=``, the local ``minilm-l6-v2-int8`` only) a seventh
 feature is added: the cosine between the segment and its passage's sentence centroid
 (calypso.citations.semantic), with its own weights fitted the same way on the same OOD rows and
-calibrated to the same SUPPORT_THRESHOLD. Measured (docs/benchmarks.md): ID 70.4 -> 70.8 macro-F1,
+calibrated to the same SUPPORT_THRESHOLD. Measured (docs/benchmarks/answers.md): ID 70.4 -> 70.8 macro-F1,
 OOD 5-fold CV 81.1 -> 81.9, at tens of ms per segment even with the passage's sentence vectors
 cached (one segment embedding), hundreds cold. The span returned is chosen lexically either way.
 Earlier, all-MiniLM-L6-v2 through sentence-transformers + torch (~1.5 GB) measured likewise.

@@ -9,7 +9,7 @@ tokens, then L2.
 
 Texts are truncated at 128 word pieces, in batches of 4 texts of similar length
 (sorted, then restored to input order). Measured here (bench/embedding_models.py,
-docs/benchmarks.md, 2 busy cores): 63-94 SciFact abstracts/s, against 16-27/s at
+docs/benchmarks/retrieval.md, 2 busy cores): 63-94 SciFact abstracts/s, against 16-27/s at
 256 pieces (the model's training length), where the int8 graph slows four-fold
 rather than two; hybrid nDCG@10 on SciFact is the same at both (0.7236 and 0.7238),
 dense-only loses 0.024. Larger batches gain nothing and grow the peak RSS.
@@ -113,7 +113,7 @@ class LocalOnnxEmbedder:
             options.inter_op_num_threads = 1
             # Idle intra-op threads sleep instead of spinning: on cores shared with the API, the
             # ingestion workers and other processes, spinning burned 40% of the model's CPU for
-            # nothing (16.6 against 27.5 passages per CPU second, docs/benchmarks.md "Hybrid search
+            # nothing (16.6 against 27.5 passages per CPU second, docs/benchmarks/hybrid.md "Hybrid search
             # through DocumentService"); a wake-up costs microseconds against ~40 ms per batch.
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             options.log_severity_level = 3

@@ -16,7 +16,7 @@ entries. ``SentenceSimilarity`` is the hook for a semantic score (embedding cosi
 ``calypso.generation.similarity``): given, a sentence's relevance is
 ``(1 - semantic_weight) * lexical + semantic_weight * semantic``, a sentence that shares no
 content word with the question may still be chosen when its semantic score reaches
-``SEMANTIC_ONLY_MIN``. The weights are tuned on SciFact train claims (docs/benchmarks.md,
+``SEMANTIC_ONLY_MIN``. The weights are tuned on SciFact train claims (docs/benchmarks/answers.md,
 "Extractive answers (issue 12)"). Near-duplicates stay lexical: an embedding-cosine check
 dropped more gold rationale sentences than padding.
 """

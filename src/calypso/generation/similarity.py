@@ -36,7 +36,7 @@ from calypso.retrieval import languages as language_detection
 log = logging.getLogger("calypso.generation")
 
 RETRY_AFTER_SECONDS = 30.0
-# Cold (no sentence cached), 30-70 sentences take 0.1-0.9 s on 2 busy cores (docs/benchmarks.md); beyond
+# Cold (no sentence cached), 30-70 sentences take 0.1-0.9 s on 2 busy cores (docs/benchmarks/answers.md); beyond
 # this the answer is not worth the wait.
 TIMEOUT_SECONDS = 3.0
 THREADS = 2  # the local model cannot go faster with more on 2 cores; more queue, then time out to lexical

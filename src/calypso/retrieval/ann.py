@@ -3,7 +3,7 @@
 The graph's keys are row positions of the exact index's float32 matrix, so it only ever proposes
 rows: the exact index scores them from its own rows, filters them by its live mask, and adds the
 rows the graph has not absorbed yet. Scores therefore stay exact cosines; the graph decides only
-which rows are looked at. Measured at 200k x 384 (docs/benchmarks.md, "ANN vector index"): int8,
+which rows are looked at. Measured at 200k x 384 (docs/benchmarks/hybrid.md, "ANN vector index"): int8,
 connectivity 16, expansion 128, 200 candidates reranked exactly: 0.5 ms p50 against 10.5 ms for
 the exact product, recall@100 0.987, +111 MB, built in ~19 s on 2 threads.
 

@@ -3,7 +3,7 @@
 ``fuse`` is the default: a convex combination of min-max-normalised scores. In each
 run the best score maps to 1 and the last returned (the run's depth) to 0; a passage
 absent from a run gets 0 there; the weighted sum is divided by the weights' total.
-Chosen on SciFact train over reciprocal rank fusion (docs/benchmarks.md, "Embedding
+Chosen on SciFact train over reciprocal rank fusion (docs/benchmarks/retrieval.md, "Embedding
 models (issue 12)"): test nDCG@10 0.7238 against RRF's best 0.7156, BM25 0.6789 and
 dense 0.6468. Both runs should be cut at the same depth (100 in that measurement):
 the depth sets what 0 means.
@@ -30,7 +30,7 @@ DEFAULT_EMBEDDING_WEIGHT = 0.4
 DEFAULT_RRF_K = 10  # best RRF constant on SciFact train
 # Neighbour smoothing after fusion (``smooth_neighbours``): chosen by two-fold cross-validation over the Alps
 # questions (both folds pick 0.5 of 0/0.25/0.5/0.75/1), checked on the Alps HTML and WiCE; SciFact's one-passage
-# documents are unaffected (docs/benchmarks.md, "Neighbour smoothing: Alps 36/39").
+# documents are unaffected (docs/benchmarks/hybrid.md, "Neighbour smoothing: Alps 36/39").
 NEIGHBOUR_WEIGHT = 0.5
 NEIGHBOUR_POOL = 50  # fused passages whose positions are looked up: 30 already gave the Alps figure, 10 lost 2
 

@@ -7,7 +7,7 @@ every term of a document (stored terms stay valid); only the *query* is reduced 
 content words, and only when at least one content word remains ("Who are they?" is searched
 as written).
 
-Measured on SciFact and the Alps questions: see docs/benchmarks.md, "Query analysis (issue 12)".
+Measured on SciFact and the Alps questions: see docs/benchmarks/retrieval.md, "Query analysis (issue 12)".
 """
 
 from __future__ import annotations

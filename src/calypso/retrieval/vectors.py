@@ -10,7 +10,7 @@ whose keys are row positions; a search then takes the graph's candidates, drops 
 them exactly from the float32 rows, adds an exact product over the "tail" (rows added since the
 graph's last extension), and keeps the top k: scores are exact cosines either way, only which rows
 are looked at changes (10.5 ms -> ~0.5 ms at 200k; recall of the exact top 10 0.99, top 100 0.97
-for real questions: docs/benchmarks.md, "ANN vector index"). Until the graph is built, while it is
+for real questions: docs/benchmarks/hybrid.md, "ANN vector index"). Until the graph is built, while it is
 extended, or when it proposes fewer than k usable rows, a search is exact: it never waits for the graph.
 
 - Removing a document marks its rows dead (the graph keeps proposing them; the live mask drops

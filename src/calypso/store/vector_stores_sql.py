@@ -217,7 +217,7 @@ class SQLVectorStoreStore:
             marks = ",".join("?" * len(batch))
             # By id alone (ids are unique), the workspace checked here: with ``d.workspace = ?`` in the
             # WHERE, SQLite's planner walked every document of the workspace on each search (245 ms at
-            # 200k passages, docs/benchmarks.md "Hybrid search at 200k passages").
+            # 200k passages, docs/benchmarks/hybrid.md "Hybrid search at 200k passages").
             rows = self.database.rows(self._sql(FILE_LINKS_SQL.format(marks=marks)), tuple(batch))
             for r in rows:  # a document attached as several files shows as the first attached
                 if r[0] == workspace:

@@ -20,7 +20,7 @@ a scope that holds a small share of the vectors can get fewer than k rows, or no
 - an HNSW run that still returns fewer than k rows is repeated as an exact scan.
 
 So a search returns k rows whenever the scope holds k vectors; deleted documents never come back
-(their rows cascade away with the document). Measured in docs/benchmarks.md ("pgvector HNSW on
+(their rows cascade away with the document). Measured in docs/benchmarks/hybrid.md ("pgvector HNSW on
 PostgreSQL (issue 12)"), with ``bench/pgvector_hnsw.py``.
 """
 
@@ -42,7 +42,7 @@ log = logging.getLogger("calypso.store.postgres")
 
 MAX_EF_SEARCH = 1000  # pgvector's ceiling for hnsw.ef_search
 COUNT_TTL_SECONDS = 10.0  # how long the scope's vector count is trusted (it only steers the plan)
-HNSW_M = 16  # pgvector's defaults: measured recall and build time in docs/benchmarks.md
+HNSW_M = 16  # pgvector's defaults: measured recall and build time in docs/benchmarks/hybrid.md
 HNSW_EF_CONSTRUCTION = 64
 
 
@@ -64,7 +64,7 @@ def ensure_hnsw_index(database: Database, dimension: int) -> bool:
     """Create the HNSW index for ``dimension`` unless it exists; True when this call built it.
 
     Not a migration: with the index in place every vector written costs a graph insertion (224 vectors/s
-    against 8,830 without it, docs/benchmarks.md), which a deployment searching in memory should not pay.
+    against 8,830 without it, docs/benchmarks/hybrid.md), which a deployment searching in memory should not pay.
     One process builds it under the migrations' advisory lock; the others wait, then find it.
     """
     name = hnsw_index_name(dimension)
