@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # which the server does not do, so its default search for both is keyword).
 NDCG = {
     "SciFact test (en)": {"keyword": 0.6836, "dense": 0.6233, "hybrid": 0.7277, "default": "hybrid"},
-    "CMRC 2018 (zh)": {"keyword": 0.9792, "dense": 0.3754, "hybrid": 0.9799, "default": "keyword"},
+    "CMRC 2018 (zh)": {"keyword": 0.9787, "dense": 0.2883, "hybrid": 0.9746, "default": "keyword"},
     "XQuAD (de)": {"keyword": 0.9412, "dense": 0.6449, "hybrid": 0.9293, "default": "keyword"},
 }
 
