@@ -54,16 +54,16 @@ def test_hand_read_bodies_carry_their_models() -> None:
 @pytest.mark.parametrize(
     ("method", "path", "statuses"),
     [
-        ("post", "/v1/responses", {"200", "400", "404", "413", "500", "502", "504"}),
-        ("post", "/v1/chat/completions", {"200", "400", "404", "413", "500", "502", "504"}),
-        ("post", "/v1/conversations", {"201", "400", "404", "413", "500"}),
-        ("post", "/v1/documents", {"200", "201", "400", "413", "415", "422", "500"}),
-        ("post", "/v1/bots", {"201", "400", "409", "413", "500"}),
-        ("delete", "/v1/bots/{bot_id}", {"200", "404", "409", "500"}),
-        ("get", "/v1/files/{file_id}/content", {"200", "206", "400", "403", "404", "416", "500"}),
-        ("get", "/v1/admin/workspaces/{workspace}/policy", {"200", "400", "500"}),
-        ("get", "/v1/models", {"200", "500"}),
-        ("post", "/v1/admin/keys", {"201", "400", "413", "500"}),
+        ("post", "/v1/responses", {"200", "400", "404", "413", "500", "502", "503", "504", "507"}),
+        ("post", "/v1/chat/completions", {"200", "400", "404", "413", "500", "502", "503", "504", "507"}),
+        ("post", "/v1/conversations", {"201", "400", "404", "413", "500", "503", "507"}),
+        ("post", "/v1/documents", {"200", "201", "400", "413", "415", "422", "500", "503", "507"}),
+        ("post", "/v1/bots", {"201", "400", "409", "413", "500", "503", "507"}),
+        ("delete", "/v1/bots/{bot_id}", {"200", "404", "409", "500", "503", "507"}),
+        ("get", "/v1/files/{file_id}/content", {"200", "206", "400", "403", "404", "416", "500", "503"}),
+        ("get", "/v1/admin/workspaces/{workspace}/policy", {"200", "400", "500", "503"}),
+        ("get", "/v1/models", {"200", "500", "503"}),
+        ("post", "/v1/admin/keys", {"201", "400", "413", "500", "503", "507"}),
     ],
 )
 def test_statuses(method: str, path: str, statuses: set[str]) -> None:

@@ -62,7 +62,10 @@ _DESCRIPTIONS = {
     422: "The file could not be read (corrupt, encrypted or undecodable).",
     500: "Unexpected server error; the message quotes the request id to find it in the log.",
     502: "The upstream (model or crawled site) failed.",
+    503: "Temporarily unavailable: the database cannot be reached, or every upstream slot is busy; retry "
+    "after the Retry-After header's seconds.",
     504: "The upstream (model or crawled site) timed out.",
+    507: "Insufficient storage: the disk holding the data is full; deletes still work and free room.",
 }
 
 _ANSWERING = {502, 504}
@@ -223,7 +226,10 @@ def _add_model(components: dict[str, Any], name: str, model: type[BaseModel] | d
 def _error_statuses(method: str, path: str, operation: dict[str, Any], auth: bool, admin_key: bool) -> set[int]:
     parameters = operation.get("parameters", [])
     has_body = "requestBody" in operation
-    statuses = {500, *(s for s in _EXTRA.get((method, path), ()) if s >= 400)}
+    # 503: the database away (or no upstream slot); 507: a write that meets a full disk (issue 26).
+    statuses = {500, 503, *(s for s in _EXTRA.get((method, path), ()) if s >= 400)}
+    if method in ("post", "put", "patch", "delete"):
+        statuses.add(507)
     if has_body or any(p["in"] == "query" for p in parameters):
         statuses.add(400)  # FastAPI's typed parameters and bodies, and the routes' own checks
     if has_body:
