@@ -167,13 +167,15 @@ def test_native_mode_and_sources_appendix(demo_kb, openai_client) -> None:
         model="calypso-rag-agent", input=QUESTION, metadata={"citation_compat": "native", "sources_appendix": "omit"}
     )
     meta = native.metadata["_aicore"]
-    # The status block, with the attribution counts (docs/citations.md "Inferred citations").
+    # The status block, with the attribution counts (docs/citations.md "Inferred citations") and each
+    # sentence's support (docs/citations.md "What each sentence rests on").
     assert set(meta) == {
         "retrieval_status",
         "grounded_sources_state",
         "grounded_sources_hint",
         "generator",
         "attribution",
+        "claims",
     }
     assert native.metadata["citation_compat"] == "native"
     nested = openai_client.responses.create(

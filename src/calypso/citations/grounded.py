@@ -10,7 +10,7 @@ fields give the same positions in UTF-16 code units for JavaScript clients.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from calypso.models import Passage
 
@@ -103,6 +103,22 @@ class UnsupportedCitation:
     support: float
 
 
+SentenceStatus = Literal["supported", "weak", "unsupported", "not_a_claim"]
+AnswerSupport = Literal["supported", "partial", "unsupported", "no_claims"]
+
+
+@dataclass(frozen=True)
+class SentenceSupport:
+    """One sentence of the plain answer: its span (code points and UTF-16, end exclusive) and status."""
+
+    start: int
+    end: int
+    start_utf16: int
+    end_utf16: int
+    status: SentenceStatus
+    support: float | None  # the best quote's support score; None when uncited
+
+
 @dataclass
 class GroundedAnswer:
     text: str  # plain: markers removed
@@ -121,6 +137,7 @@ class GroundedAnswer:
     completion_tokens: int = 0
     attribution: str = "off"  # off | fill | verify: what Calypso did about uncited sentences (inference.py)
     unsupported: list[UnsupportedCitation] = field(default_factory=list)  # verify: model citations taken out
+    sentences: list[SentenceSupport] = field(default_factory=list)  # each sentence's status (citations/claims.py)
 
     def attribution_counts(self) -> dict[str, int]:
         """How many (segment, source) citations came from the model's markers and how many were inferred."""
@@ -181,6 +198,7 @@ def grounding_status(answer: GroundedAnswer, hidden: bool = False) -> dict[str, 
         "grounded_sources_hint": GROUNDING_HINTS[state],
         "generator": answer.generator,
         "attribution": attribution_summary(answer, hidden),
+        "claims": claims_summary(answer),
     }
 
 
@@ -208,4 +226,52 @@ def attribution_summary(answer: GroundedAnswer, hidden: bool = False) -> dict[st
         "inferred": counts["inferred"],
         "unsupported": len(unsupported),
         "unsupported_citations": [] if hidden else unsupported,
+    }
+
+
+def coverage(sentences: list[SentenceSupport]) -> float | None:
+    """Supported claim characters over all claim characters; None when the answer claims nothing."""
+    claims = [s for s in sentences if s.status != "not_a_claim"]
+    total = sum(s.end - s.start for s in claims)
+    if not total:
+        return None
+    return round(sum(s.end - s.start for s in claims if s.status == "supported") / total, 4)
+
+
+def answer_support(sentences: list[SentenceSupport]) -> AnswerSupport:
+    statuses = {s.status for s in sentences} - {"not_a_claim"}
+    if not statuses:
+        return "no_claims"
+    if statuses == {"supported"}:
+        return "supported"
+    if "supported" in statuses:
+        return "partial"
+    return "unsupported" if statuses == {"unsupported"} else "partial"
+
+
+def claims_summary(answer: GroundedAnswer) -> dict[str, object]:
+    """The per-sentence block of every dialect's status (``_aicore.claims``): counts, coverage, state, and
+    the spans a reader should not take as grounded (unsupported and weak sentences)."""
+    sentences = answer.sentences
+    counts = {status: 0 for status in ("supported", "weak", "unsupported", "not_a_claim")}
+    for s in sentences:
+        counts[s.status] += 1
+    flagged = [
+        {
+            "text": answer.text[s.start : s.end],
+            "status": s.status,
+            "start_index": s.start,
+            "end_index": s.end,
+            "start_index_utf16": s.start_utf16,
+            "end_index_utf16": s.end_utf16,
+            "support_score": s.support,
+        }
+        for s in sentences
+        if s.status in ("unsupported", "weak")
+    ]
+    return {
+        "support": answer_support(sentences),
+        "coverage": coverage(sentences),
+        **counts,
+        "unsupported_spans": flagged,
     }

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from calypso.citations.events import MarkerEvent, TextEvent
 from calypso.citations.grounded import GroundedAnswer, Source, grounding_status, quote_locator, utf16_len
 from calypso.citations.links import LinkSigner, source_url
-from calypso.dialects.content import ContentBuilder, finished_content
+from calypso.dialects.content import ContentBuilder, finished_content, place_claims
 from calypso.dialects.styles import HIDDEN, NUMERIC, SOURCE, RenderStyle, style_for
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ def finish_render(
         content,
         chat_annotations(answer, builder, content, links),
         citations(answer, builder.style, links),
-        grounding_status(answer, hidden=builder.style == HIDDEN),
+        place_claims(grounding_status(answer, hidden=builder.style == HIDDEN), builder.offsets, content),
     )
 
 

@@ -9,9 +9,10 @@ event by event or replayed from a finished answer (``numbered_text``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from calypso.citations.events import MarkerEvent, TextEvent, answer_events
-from calypso.citations.grounded import GroundedAnswer, MarkerPlacement, Source
+from calypso.citations.grounded import GroundedAnswer, MarkerPlacement, Source, utf16_len
 from calypso.citations.offsets import OffsetMap
 from calypso.dialects.styles import HIDDEN, NUMERIC, SOURCE, RenderStyle
 
@@ -94,3 +95,17 @@ def numbered_text(answer: GroundedAnswer) -> str:
     """The plain answer with ``[n]`` display numbers where the model cited (no appendix)."""
     builder = ContentBuilder(answer.sources, NUMERIC, citing=True)
     return "".join(builder.feed(event) for event in answer_events(answer))
+
+
+def place_claims(status: dict[str, Any], offsets: OffsetMap, text: str) -> dict[str, Any]:
+    """The status block with its ``claims`` spans moved from the plain answer onto ``text`` as the client gets it
+    (markers or links inserted), code points and UTF-16 alike; returns ``status``."""
+    for span in status.get("claims", {}).get("unsupported_spans", []):
+        start, end = offsets.start(span["start_index"]), offsets.end(span["end_index"])
+        span.update(
+            start_index=start,
+            end_index=end,
+            start_index_utf16=utf16_len(text[:start]),
+            end_index_utf16=utf16_len(text[:end]),
+        )
+    return status

@@ -29,6 +29,8 @@ from typing import Any
 
 from calypso.citations.events import AnswerEvent, Done, MarkerEvent, Retrieved, TextEvent, answer_events
 from calypso.citations.grounded import GroundedAnswer, Source
+from calypso.citations.offsets import OffsetMap
+from calypso.dialects.content import place_claims
 from calypso.dialects.responses import (
     InlineLinker,
     RenderOptions,
@@ -168,7 +170,10 @@ class ResponsesStreamRenderer:
         output.append(message)
         response = wire.skeleton("completed", output, citations=all_source_urls(answer, options))
         response["usage"] = usage(answer)
-        response["metadata"] = {**response["metadata"], "_aicore": aicore_metadata(answer, options)}
+        # Plain text (no links) keeps the plain answer's offsets: an empty map.
+        offsets = self._linker.offsets if self._linker is not None else OffsetMap()
+        aicore = place_claims(aicore_metadata(answer, options), offsets, text)
+        response["metadata"] = {**response["metadata"], "_aicore": aicore}
         self.response = response
         return [
             self._item_event("response.output_text.done", content_index=0, text=text, logprobs=[]),

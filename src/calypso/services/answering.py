@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from calypso.citations.claims import sentence_support
 from calypso.citations.composer import AnswerComposer
 from calypso.citations.events import AnswerEvent, Done, Retrieved, ToolCallsEvent
 from calypso.citations.grounded import GroundedAnswer, Quote, Source
@@ -21,7 +22,7 @@ from calypso.citations.inference import AttributionMode, Attributor
 from calypso.citations.support import SUPPORT_THRESHOLD, best_evidence
 from calypso.config import Settings, revealed
 from calypso.errors import InvalidRequest
-from calypso.generation import registry
+from calypso.generation import phrases, registry
 from calypso.generation.base import Finish, GenerationRequest, Generator, TextDelta, ToolCalls
 from calypso.generation.prompts import build_messages
 from calypso.generation.similarity import EmbeddingSimilarity
@@ -91,6 +92,10 @@ def validate_messages(messages: list[dict[str, Any]]) -> None:
         raise InvalidRequest("The last message must be a user message (or a tool result).", param="messages")
     if last["role"] == "user" and not message_text(last).strip():
         raise InvalidRequest("The last user message is empty; ask a question.", param="messages")
+
+
+# The extractive answerer's own sentences claim nothing about the documents: "not a claim", never "unsupported".
+OWN_SENTENCES = frozenset((*phrases.NOT_FOUND.values(), *phrases.NO_KNOWLEDGE_BASE.values()))
 
 
 class Answerer:
@@ -278,6 +283,7 @@ class Answerer:
             completion_tokens=finish.usage.completion_tokens,
             attribution=mode,
         )
+        answer.sentences = sentence_support(answer, fixed=OWN_SENTENCES)
         yield Done(answer)
 
     async def answer(self, request: AskRequest) -> GroundedAnswer:

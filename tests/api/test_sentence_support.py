@@ -1,0 +1,97 @@
+"""Every sentence of an answer has a status: a model's invented sentence is listed as unsupported (issue 24).
+
+The upstream is the fake in markerless mode: it copies a sentence of the first ``[Source N]`` passage of
+its prompt (which Calypso then cites, by inference) and adds one sentence that no passage supports. That
+sentence must be listed under ``_aicore.claims.unsupported_spans`` with its exact span, in Responses
+(whole and streamed), Chat Completions and a stored conversation message, and the supported one must not.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from calypso.demo import ingest_demo
+from calypso.generation.fake_upstream import FakeUpstream, Script
+
+QUESTION = "How many days do customers have to request a full refund?"
+INVENTED = "Refunds are also paid in cash at any of our stores in the mountains."
+
+
+@pytest.fixture
+def fake(kb, settings):
+    ingest_demo(kb)
+    with FakeUpstream(default=Script.markerless(quote=(1,), unsupported=INVENTED)) as upstream:
+        settings.llm_base_url = upstream.base_url
+        settings.llm_model = "fake-model"
+        settings.generator = "upstream"
+        yield upstream
+
+
+def _check(claims: dict[str, Any], text: str) -> None:
+    assert claims["support"] == "partial", claims
+    spans = claims["unsupported_spans"]
+    assert [s["status"] for s in spans] == ["unsupported"]
+    span = spans[0]
+    assert span["text"] == INVENTED == text[span["start_index"] : span["end_index"]]
+    utf16 = text.encode("utf-16-le")
+    assert utf16[2 * span["start_index_utf16"] : 2 * span["end_index_utf16"]].decode("utf-16-le") == INVENTED
+    assert claims["supported"] >= 1 and claims["unsupported"] == 1
+    assert 0 < claims["coverage"] < 1
+
+
+def _sse(http: httpx.Client, path: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    with http.stream("POST", path, json={**body, "stream": True}) as response:
+        assert response.status_code == 200
+        return [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: {")]
+
+
+def test_responses_list_the_invented_sentence_whole_and_streamed(fake, http) -> None:
+    body = {"model": "calypso-rag-agent", "input": QUESTION}
+    response = http.post("/v1/responses", json=body).json()
+    text = next(o for o in response["output"] if o["type"] == "message")["content"][0]["text"]
+    claims = response["metadata"]["_aicore"]["claims"]
+    _check(claims, text)
+    assert response["metadata"]["_aicore"]["grounded_sources_state"] == "available"  # seed 000's value kept
+    streamed = _sse(http, "/v1/responses", body)[-1]["response"]
+    assert streamed["metadata"]["_aicore"]["claims"] == claims
+
+
+def test_chat_completions_and_stored_conversations_list_it_too(fake, http) -> None:
+    body = {"model": "calypso-rag-agent", "messages": [{"role": "user", "content": QUESTION}]}
+    message = http.post("/v1/chat/completions", json=body).json()["choices"][0]["message"]
+    claims = message["_aicore"]["claims"]
+    _check(claims, message["content"])  # offsets into the content as sent: its "[1]" markers counted
+    finish = [c for c in _sse(http, "/v1/chat/completions", body) if c["choices"][0].get("finish_reason")][-1]
+    assert finish["choices"][0]["delta"]["_aicore"]["claims"] == claims
+
+    cid = http.post("/v1/conversations", json={"bot": "calypso-rag-agent"}).json()["id"]
+    turn = http.post(f"/v1/conversations/{cid}/messages", json={"content": QUESTION}).json()
+    _check(turn["message"]["_aicore"]["claims"], turn["message"]["content"])  # seed 004: [Source N] kept
+
+
+def test_an_extractive_answer_is_supported_throughout(kb, http) -> None:
+    ingest_demo(kb)
+    body = {"model": "calypso-rag-agent", "input": QUESTION}
+    claims = http.post("/v1/responses", json=body).json()["metadata"]["_aicore"]["claims"]
+    assert claims["support"] == "supported" and claims["coverage"] == 1.0 and claims["unsupported_spans"] == []
+
+
+def test_not_found_claims_nothing(kb, http) -> None:
+    ingest_demo(kb)
+    body = {"model": "calypso-rag-agent", "input": "What do ducks eat?"}
+    response = http.post("/v1/responses", json=body).json()
+    claims = response["metadata"]["_aicore"]["claims"]
+    if response["metadata"]["_aicore"]["grounded_sources_state"] == "missing":
+        assert claims["support"] == "no_claims" and claims["coverage"] is None and claims["not_a_claim"] >= 1
+
+
+def test_inline_links_keep_the_spans_on_the_text_sent(fake, http) -> None:
+    body = {"model": "calypso-rag-agent", "input": QUESTION, "include": ["inline_citations"]}
+    response = http.post("/v1/responses", json=body).json()
+    text = next(o for o in response["output"] if o["type"] == "message")["content"][0]["text"]
+    assert "[[1]](" in text
+    _check(response["metadata"]["_aicore"]["claims"], text)
