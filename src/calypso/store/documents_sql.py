@@ -10,11 +10,13 @@ in SQLite, ``jsonb`` and arrays in PostgreSQL).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from calypso.errors import NotFound
-from calypso.models import Document, DocumentChange, IndexedChunk, Listing, Order, Page, StoredChunk
+from calypso.models import Chunk, Document, DocumentChange, IndexedChunk, Listing, Order, Page, StoredChunk
+from calypso.store.base import chunking_from_columns
+from calypso.store.shared_sql import D
 from calypso.store.terms_sql import StoredTermsSQL
 
 DOC_COLUMNS = (
@@ -26,33 +28,52 @@ CHUNK_COLUMNS = (
 )
 
 
-class _Database(Protocol):
-    def rows(self, sql: str, params: Any = ()) -> list[Any]: ...
+def document_from_columns(row: Sequence[Any], loads: Callable[[Any], Any]) -> Document:
+    """A document from its ``DOC_COLUMNS``; ``loads`` reads a JSON column as the backend returns it."""
+    _key, doc_id, file_id, workspace, namespace, filename, media_type, size, sha256, created_at = row[:10]
+    page_count, chunk_count, title, source_url, metadata, status, last_error, max_tokens, overlap_tokens = row[10:]
+    return Document(
+        id=doc_id,
+        file_id=file_id,
+        workspace=workspace,
+        namespace=namespace,
+        filename=filename,
+        media_type=media_type,
+        bytes=size,
+        sha256=sha256,
+        created_at=created_at,
+        page_count=page_count,
+        chunk_count=chunk_count,
+        title=title,
+        source_url=source_url,
+        metadata=loads(metadata),
+        status=status,
+        last_error=loads(last_error) if last_error is not None else None,
+        chunking=chunking_from_columns(max_tokens, overlap_tokens),
+    )
 
-    def row(self, sql: str, params: Any = ()) -> Any: ...
 
-    def stream(self, sql: str, params: Any = ()) -> Iterator[Any]: ...
-
-    def write(self, work: Any) -> Any: ...
-
-
-D = TypeVar("D", bound=_Database)
+def chunk_from_columns(row: Sequence[Any], loads: Callable[[Any], Any]) -> StoredChunk:
+    """A passage from its ``CHUNK_COLUMNS``; ``loads`` reads a JSON column as the backend returns it."""
+    key, document_id, index, text, start, end, page_start, page_end, labels, path = row
+    chunk = Chunk(index, text, start, end, page_start, page_end, tuple(loads(labels)), tuple(loads(path)))
+    return StoredChunk(key=key, document_id=document_id, chunk=chunk)
 
 
 class DocumentsSQL(StoredTermsSQL[D]):
     """The ``DocumentStore`` methods whose SQL is the same on both backends.
 
-    A backend sets ``database`` and ``mark`` and says how its rows decode (``_document``, ``_chunk``).
+    A backend sets ``database`` and ``mark`` and says how it returns a JSON column (``_loads``).
     """
 
-    def _sql(self, sql: str) -> str:
-        return sql.replace("?", self.mark)
+    def _loads(self, value: Any) -> Any:
+        raise NotImplementedError
 
     def _document(self, row: Any) -> Document:
-        raise NotImplementedError
+        return document_from_columns(row, self._loads)
 
     def _chunk(self, row: Any) -> StoredChunk:
-        raise NotImplementedError
+        return chunk_from_columns(row, self._loads)
 
     def _one_document(self, where: str, args: tuple[object, ...]) -> Document | None:
         row = self.database.row(self._sql(f"SELECT {DOC_COLUMNS} FROM documents WHERE {where}"), args)

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any
 
 from calypso.models import Chunk, Document, IngestJob, Page
 from calypso.store.base import MAX_JOB_ATTEMPTS
+from calypso.store.shared_sql import D, SharedSQL
 
 GAVE_UP = {
     "code": "server_error",
@@ -22,25 +23,12 @@ GAVE_UP = {
 }
 
 
-class _Database(Protocol):
-    def write(self, work: Any) -> Any: ...
-
-
-D = TypeVar("D", bound=_Database)
-
-
-class JobsSQL(Generic[D]):
+class JobsSQL(SharedSQL[D]):
     """The ``JobStore`` methods and statements whose SQL is the same on both backends.
 
     A backend sets ``database`` and ``mark``, claims in ``_claim`` and says how a JSON value and a text
     value are bound (``_json``, ``_text``).
     """
-
-    database: D
-    mark: str  # the driver's placeholder: "?" (sqlite3) or "%s" (psycopg)
-
-    def _sql(self, sql: str) -> str:
-        return sql.replace("?", self.mark)
 
     def _json(self, value: object) -> object:
         raise NotImplementedError

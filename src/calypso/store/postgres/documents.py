@@ -9,8 +9,8 @@ from psycopg.types.json import Json
 
 from calypso.errors import NotFound
 from calypso.models import Chunk, Document, Page, StoredChunk
-from calypso.store.base import DuplicateContent, chunking_columns, chunking_from_columns
-from calypso.store.documents_sql import CHUNK_COLUMNS, DOC_COLUMNS, DocumentsSQL
+from calypso.store.base import DuplicateContent, chunking_columns
+from calypso.store.documents_sql import CHUNK_COLUMNS, DOC_COLUMNS, DocumentsSQL, document_from_columns
 from calypso.store.postgres.database import Connection, Database, Row, text
 
 # Held from a change's insert to its commit, so feed seqs commit in order (a reader never skips one that
@@ -34,33 +34,11 @@ def _optional_text(value: str | None) -> str | None:
 
 
 def document_from_row(row: Row) -> Document:
-    _key, doc_id, file_id, workspace, namespace, filename, media_type, size, sha256, created_at = row[:10]
-    page_count, chunk_count, title, source_url, metadata, status, last_error, max_tokens, overlap_tokens = row[10:]
-    return Document(
-        id=doc_id,
-        file_id=file_id,
-        workspace=workspace,
-        namespace=namespace,
-        filename=filename,
-        media_type=media_type,
-        bytes=size,
-        sha256=sha256,
-        created_at=created_at,
-        page_count=page_count,
-        chunk_count=chunk_count,
-        title=title,
-        source_url=source_url,
-        metadata=metadata,
-        status=status,
-        last_error=last_error,
-        chunking=chunking_from_columns(max_tokens, overlap_tokens),
-    )
+    return document_from_columns(row, _as_is)
 
 
-def _stored_chunk(row: Row) -> StoredChunk:
-    key, document_id, index, chunk_text, start, end, page_start, page_end, labels, path = row
-    chunk = Chunk(index, chunk_text, start, end, page_start, page_end, tuple(labels), tuple(path))
-    return StoredChunk(key=key, document_id=document_id, chunk=chunk)
+def _as_is(value: object) -> object:
+    return value  # psycopg returns jsonb and arrays as Python values already
 
 
 def write_pages_and_chunks(
@@ -101,11 +79,8 @@ class PostgresDocumentStore(DocumentsSQL[Database]):
     def __init__(self, database: Database) -> None:
         self.database = database
 
-    def _document(self, row: Row) -> Document:
-        return document_from_row(row)
-
-    def _chunk(self, row: Row) -> StoredChunk:
-        return _stored_chunk(row)
+    def _loads(self, value: object) -> object:
+        return _as_is(value)
 
     # -- writes ------------------------------------------------------------
     def add_document(
@@ -208,7 +183,7 @@ class PostgresDocumentStore(DocumentsSQL[Database]):
             f"WHERE {scope} AND c.key = ANY(%s::bigint[])",
             (*args, list(keys)),
         )
-        return {row[0]: _stored_chunk(row) for row in rows}
+        return {row[0]: self._chunk(row) for row in rows}
 
     def get_documents_by_id(self, workspace: str, ids: Sequence[str]) -> dict[str, Document]:
         rows = self.database.rows(

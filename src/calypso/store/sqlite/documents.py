@@ -10,31 +10,13 @@ from typing import Any
 
 from calypso.errors import NotFound
 from calypso.models import Chunk, Document, Page, StoredChunk
-from calypso.store.base import DuplicateContent, chunking_columns, chunking_from_columns
-from calypso.store.documents_sql import CHUNK_COLUMNS, DOC_COLUMNS, DocumentsSQL
+from calypso.store.base import DuplicateContent, chunking_columns
+from calypso.store.documents_sql import CHUNK_COLUMNS, DOC_COLUMNS, DocumentsSQL, document_from_columns
 from calypso.store.sqlite.database import Database, batched
 
 
 def document_from_row(row: sqlite3.Row) -> Document:
-    return Document(
-        id=row["id"],
-        file_id=row["file_id"],
-        workspace=row["workspace"],
-        namespace=row["namespace"],
-        filename=row["filename"],
-        media_type=row["media_type"],
-        bytes=row["bytes"],
-        sha256=row["sha256"],
-        created_at=row["created_at"],
-        page_count=row["page_count"],
-        chunk_count=row["chunk_count"],
-        title=row["title"],
-        source_url=row["source_url"],
-        metadata=json.loads(row["metadata"]),
-        status=row["status"],
-        last_error=json.loads(row["last_error"]) if row["last_error"] else None,
-        chunking=chunking_from_columns(row["chunk_max_tokens"], row["chunk_overlap_tokens"]),
-    )
+    return document_from_columns(row, json.loads)
 
 
 def _record_change(db: sqlite3.Connection, workspace: str, namespace: str, document_key: int, kind: str) -> None:
@@ -43,12 +25,6 @@ def _record_change(db: sqlite3.Connection, workspace: str, namespace: str, docum
         "INSERT INTO document_changes (workspace, namespace, document_key, kind, at) VALUES (?, ?, ?, ?, ?)",
         (workspace, namespace, document_key, kind, int(time.time())),
     )
-
-
-def _stored_chunk(row: sqlite3.Row | tuple[Any, ...]) -> StoredChunk:
-    key, document_id, index, text, start, end, page_start, page_end, labels, path = tuple(row)
-    chunk = Chunk(index, text, start, end, page_start, page_end, tuple(json.loads(labels)), tuple(json.loads(path)))
-    return StoredChunk(key=key, document_id=document_id, chunk=chunk)
 
 
 def insert_document(db: sqlite3.Connection, doc: Document, content: bytes) -> int:
@@ -126,11 +102,8 @@ class SQLiteDocumentStore(DocumentsSQL[Database]):
     def __init__(self, database: Database) -> None:
         self.database = database
 
-    def _document(self, row: sqlite3.Row) -> Document:
-        return document_from_row(row)
-
-    def _chunk(self, row: sqlite3.Row) -> StoredChunk:
-        return _stored_chunk(row)
+    def _loads(self, value: str) -> Any:
+        return json.loads(value)  # JSON columns are text in SQLite
 
     # -- writes ------------------------------------------------------------
     def add_document(
@@ -204,7 +177,7 @@ class SQLiteDocumentStore(DocumentsSQL[Database]):
                 f"WHERE {scope} AND c.key IN ({marks})",
                 (*scope_args, *batch),
             )
-            chunks.update({row[0]: _stored_chunk(row) for row in rows})
+            chunks.update({row[0]: self._chunk(row) for row in rows})
         return chunks
 
     def get_documents_by_id(self, workspace: str, ids: Sequence[str]) -> dict[str, Document]:
