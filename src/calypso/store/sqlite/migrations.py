@@ -1,4 +1,4 @@
-"""SQLite schema migrations: named, ordered functions recorded in a table."""
+"""SQLite schema migrations: named, ordered functions recorded in a table (applied by ``store.migrations``)."""
 
 from __future__ import annotations
 
