@@ -3,24 +3,15 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from psycopg.types.json import Json
 
 from calypso.errors import NotFound
-from calypso.models import Chunk, Document, DocumentChange, IndexedChunk, Listing, Order, Page, StoredChunk
-from calypso.store.base import DuplicateContent, chunking_columns, chunking_from_columns
+from calypso.models import Chunk, Document, Page, StoredChunk
+from calypso.store.base import DuplicateContent, chunking_columns
+from calypso.store.documents_sql import CHUNK_COLUMNS, DOC_COLUMNS, DocumentsSQL, document_from_columns
 from calypso.store.postgres.database import Connection, Database, Row, text
-from calypso.store.terms_sql import StoredTermsSQL
-
-DOC_COLUMNS = (
-    "key, id, file_id, workspace, namespace, filename, media_type, bytes, sha256, created_at, "
-    "page_count, chunk_count, title, source_url, metadata, status, last_error, chunk_max_tokens, chunk_overlap_tokens"
-)
-_CHUNK_COLUMNS = (
-    'c.key, d.id, c.chunk_index, c.text, c.start, c."end", c.page_start, c.page_end, c.page_labels, c.heading_path'
-)
-
 
 # Held from a change's insert to its commit, so feed seqs commit in order (a reader never skips one that
 # commits late). Only the last statement of a write takes it: the wait is a commit, not an upload.
@@ -43,33 +34,11 @@ def _optional_text(value: str | None) -> str | None:
 
 
 def document_from_row(row: Row) -> Document:
-    _key, doc_id, file_id, workspace, namespace, filename, media_type, size, sha256, created_at = row[:10]
-    page_count, chunk_count, title, source_url, metadata, status, last_error, max_tokens, overlap_tokens = row[10:]
-    return Document(
-        id=doc_id,
-        file_id=file_id,
-        workspace=workspace,
-        namespace=namespace,
-        filename=filename,
-        media_type=media_type,
-        bytes=size,
-        sha256=sha256,
-        created_at=created_at,
-        page_count=page_count,
-        chunk_count=chunk_count,
-        title=title,
-        source_url=source_url,
-        metadata=metadata,
-        status=status,
-        last_error=last_error,
-        chunking=chunking_from_columns(max_tokens, overlap_tokens),
-    )
+    return document_from_columns(row, _as_is)
 
 
-def _stored_chunk(row: Row) -> StoredChunk:
-    key, document_id, index, chunk_text, start, end, page_start, page_end, labels, path = row
-    chunk = Chunk(index, chunk_text, start, end, page_start, page_end, tuple(labels), tuple(path))
-    return StoredChunk(key=key, document_id=document_id, chunk=chunk)
+def _as_is(value: object) -> object:
+    return value  # psycopg returns jsonb and arrays as Python values already
 
 
 def write_pages_and_chunks(
@@ -102,13 +71,16 @@ def write_pages_and_chunks(
     return [row[0] for row in rows]
 
 
-class PostgresDocumentStore(StoredTermsSQL[Database]):
+class PostgresDocumentStore(DocumentsSQL[Database]):
     """``calypso.store.base.DocumentStore`` on PostgreSQL."""
 
     mark = "%s"
 
     def __init__(self, database: Database) -> None:
         self.database = database
+
+    def _loads(self, value: object) -> object:
+        return _as_is(value)
 
     # -- writes ------------------------------------------------------------
     def add_document(
@@ -189,77 +161,13 @@ class PostgresDocumentStore(StoredTermsSQL[Database]):
         row = self.database.write(work)
         return document_from_row(row) if row else None
 
-    # -- reads -------------------------------------------------------------
-    def _one_document(self, where: str, args: tuple[object, ...]) -> Document | None:
-        row = self.database.row(f"SELECT {DOC_COLUMNS} FROM documents WHERE {where}", args)
-        return document_from_row(row) if row else None
-
-    def find_duplicate(self, workspace: str, namespace: str, sha256: str) -> Document | None:
-        return self._one_document("workspace = %s AND namespace = %s AND sha256 = %s", (workspace, namespace, sha256))
-
-    def get_document(self, workspace: str, document_id: str) -> Document | None:
-        return self._one_document("workspace = %s AND id = %s", (workspace, document_id))
-
-    def get_document_by_file_id(self, workspace: str, file_id: str) -> Document | None:
-        return self._one_document("workspace = %s AND file_id = %s", (workspace, file_id))
-
-    def find_file(self, file_id: str) -> Document | None:
-        """A file in any workspace: only for signed links, whose signature names the workspace."""
-        return self._one_document("file_id = %s", (file_id,))
-
-    def document_key(self, workspace: str, document_id: str) -> int | None:
-        row = self.database.row("SELECT key FROM documents WHERE workspace = %s AND id = %s", (workspace, document_id))
-        return row[0] if row else None
-
+    # -- reads (the rest, the same on both backends, in documents_sql) ------
     def document_keys(self, workspace: str, document_ids: Sequence[str]) -> dict[str, int]:
         rows = self.database.rows(
             "SELECT id, key FROM documents WHERE workspace = %s AND id = ANY(%s::text[])",
             (workspace, list(document_ids)),
         )
         return {row[0]: row[1] for row in rows}
-
-    def list_documents(
-        self,
-        workspace: str,
-        namespace: str | None,
-        limit: int,
-        after: str | None,
-        order: Order = "desc",
-        *,
-        without_copies: bool = False,
-    ) -> Listing[Document]:
-        where = ["workspace = %s"]
-        args: list[object] = [workspace]
-        if without_copies:
-            where.append(
-                "NOT EXISTS (SELECT 1 FROM vector_store_files l WHERE l.document_key = documents.key "
-                "AND l.file_id <> documents.file_id)"
-            )
-        if namespace is not None:
-            where.append("namespace = %s")
-            args.append(namespace)
-        if after is not None:
-            cursor_key = self.document_key(workspace, after)
-            if cursor_key is None:
-                raise NotFound(
-                    f"No document {after!r} to page after; pass an id from the previous page.", param="after"
-                )
-            where.append("key < %s" if order == "desc" else "key > %s")
-            args.append(cursor_key)
-        direction = "DESC" if order == "desc" else "ASC"
-        rows = self.database.rows(
-            f"SELECT {DOC_COLUMNS} FROM documents WHERE {' AND '.join(where)} ORDER BY key {direction} LIMIT %s",
-            (*args, limit + 1),
-        )
-        return Listing([document_from_row(r) for r in rows[:limit]], has_more=len(rows) > limit)
-
-    def list_chunks(self, workspace: str, document_id: str, limit: int, after: int | None) -> Listing[StoredChunk]:
-        rows = self.database.rows(
-            f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.document_key "
-            "WHERE d.workspace = %s AND d.id = %s AND c.chunk_index > %s ORDER BY c.chunk_index LIMIT %s",
-            (workspace, document_id, -1 if after is None else after, limit + 1),
-        )
-        return Listing([_stored_chunk(r) for r in rows[:limit]], has_more=len(rows) > limit)
 
     def get_chunks(self, workspace: str, keys: Sequence[int], namespace: str | None = None) -> dict[int, StoredChunk]:
         scope, args = (
@@ -271,11 +179,11 @@ class PostgresDocumentStore(StoredTermsSQL[Database]):
             )
         )
         rows = self.database.rows(
-            f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.document_key "
+            f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.document_key "
             f"WHERE {scope} AND c.key = ANY(%s::bigint[])",
             (*args, list(keys)),
         )
-        return {row[0]: _stored_chunk(row) for row in rows}
+        return {row[0]: self._chunk(row) for row in rows}
 
     def get_documents_by_id(self, workspace: str, ids: Sequence[str]) -> dict[str, Document]:
         rows = self.database.rows(
@@ -283,14 +191,6 @@ class PostgresDocumentStore(StoredTermsSQL[Database]):
             (workspace, list(ids)),
         )
         return {row[1]: document_from_row(row) for row in rows}
-
-    def get_pages(self, workspace: str, document_id: str) -> list[Page]:
-        rows = self.database.rows(
-            'SELECT p.number, p.label, p.start, p."end" FROM pages p JOIN documents d ON d.key = p.document_key '
-            "WHERE d.workspace = %s AND d.id = %s ORDER BY p.number",
-            (workspace, document_id),
-        )
-        return [Page(*row) for row in rows]
 
     def read_content(self, workspace: str, document_id: str) -> bytes:
         row = self.database.row(
@@ -302,48 +202,5 @@ class PostgresDocumentStore(StoredTermsSQL[Database]):
             raise NotFound(f"No document {document_id!r}.")
         return bytes(row[0])
 
-    def namespace_chunks(self, workspace: str, namespace: str) -> Iterator[tuple[int, list[IndexedChunk]]]:
-        rows = self.database.stream(
-            # The text only where no terms are stored: streaming every passage's text doubled what a build read.
-            "SELECT c.document_key, c.key, CASE WHEN c.terms IS NULL THEN c.text ELSE '' END, c.terms "
-            "FROM chunks c JOIN documents d ON d.key = c.document_key "
-            "WHERE d.workspace = %s AND d.namespace = %s ORDER BY c.document_key, c.chunk_index",
-            (workspace, namespace),
-        )
-        current: int | None = None
-        batch: list[IndexedChunk] = []
-        for doc_key, key, chunk_text, terms in rows:
-            if doc_key != current:
-                if current is not None:
-                    yield current, batch
-                current, batch = doc_key, []
-            batch.append(IndexedChunk(key, chunk_text, terms))
-        if current is not None:
-            yield current, batch
-
-    def document_chunks(self, document_key: int) -> list[IndexedChunk]:
-        rows = self.database.rows(
-            "SELECT key, text, terms FROM chunks WHERE document_key = %s ORDER BY chunk_index", (document_key,)
-        )
-        return [IndexedChunk(key, chunk_text, terms) for key, chunk_text, terms in rows]
-
-    def change_position(self) -> int:
-        row = self.database.row("SELECT MAX(seq) FROM document_changes")
-        return int(row[0]) if row and row[0] is not None else 0
-
-    def changes_since(self, seq: int, limit: int = 1000) -> list[DocumentChange]:
-        rows = self.database.rows(
-            "SELECT seq, workspace, namespace, document_key, kind FROM document_changes WHERE seq > %s "
-            "ORDER BY seq LIMIT %s",
-            (seq, limit),
-        )
-        return [DocumentChange(*row) for row in rows]
-
     def wait_for_changes(self, timeout: float) -> bool:
         return self.database.wait_for_notify(FEED_CHANNEL, timeout)
-
-    def namespaces(self, workspace: str) -> list[str]:
-        rows = self.database.rows(
-            "SELECT DISTINCT namespace FROM documents WHERE workspace = %s ORDER BY namespace", (workspace,)
-        )
-        return [row[0] for row in rows]

@@ -18,9 +18,10 @@ from psycopg.types.json import Json
 
 from calypso.models import Chunk, Document, IngestJob, Page
 from calypso.store.base import MAX_JOB_ATTEMPTS
+from calypso.store.documents_sql import DOC_COLUMNS
+from calypso.store.jobs_sql import GAVE_UP, JobsSQL
 from calypso.store.postgres.database import Connection, Database, Row, text
 from calypso.store.postgres.documents import (
-    DOC_COLUMNS,
     PostgresDocumentStore,
     _record_change,
     document_from_row,
@@ -28,11 +29,6 @@ from calypso.store.postgres.documents import (
 )
 
 _NOW = "extract(epoch FROM clock_timestamp())"
-GAVE_UP = {
-    "code": "server_error",
-    "message": f"Ingestion was started {MAX_JOB_ATTEMPTS} times and never finished (the worker stopped each "
-    "time); the file may be too large or too complex for this server. Delete it and upload a smaller file.",
-}
 
 
 # Lock order, in every transaction that touches both: the document row, then its job row. A delete
@@ -54,19 +50,19 @@ def _owned(db: Connection, document_key: int, worker_id: str) -> Row | None:
     ).fetchone()
 
 
-def _end(db: Connection, document_key: int, status: str, error: dict[str, Any] | None) -> None:
-    db.execute(
-        "UPDATE documents SET status = %s, last_error = %s WHERE key = %s",
-        (status, Json(error) if error is not None else None, document_key),
-    )
-    db.execute("DELETE FROM ingest_jobs WHERE document_key = %s", (document_key,))
-
-
-class PostgresJobStore:
+class PostgresJobStore(JobsSQL[Database]):
     """``calypso.store.base.JobStore`` on PostgreSQL."""
+
+    mark = "%s"
 
     def __init__(self, database: Database) -> None:
         self.database = database
+
+    def _json(self, value: object) -> Json:
+        return Json(value)
+
+    def _text(self, value: str) -> str:
+        return text(value)
 
     def submit(self, doc: Document, content: bytes) -> Document:
         queued = replace(doc, status="in_progress", last_error=None, page_count=0, chunk_count=0)
@@ -113,7 +109,7 @@ class PostgresJobStore:
                     ).fetchone()
                     if free is None:
                         return None
-                    _end(db, key, "failed", GAVE_UP)
+                    self._end(db, key, "failed", GAVE_UP)
                     continue
                 db.execute(
                     f"UPDATE ingest_jobs SET attempts = attempts + 1, lease_owner = %s, "
@@ -133,35 +129,11 @@ class PostgresJobStore:
         ).fetchone()
         return (row[0], row[1]) if row else (0, 0)
 
-    def claim(self, worker_id: str, lease_seconds: float) -> IngestJob | None:
-        return self._claim(worker_id, lease_seconds, None)
-
-    def claim_document(self, document_key: int, worker_id: str, lease_seconds: float) -> IngestJob | None:
-        return self._claim(worker_id, lease_seconds, document_key)
-
-    def _update_owned(self, sql: str, args: tuple[object, ...]) -> bool:
-        # Every statement ends "WHERE document_key = %s AND lease_owner = %s": a lost lease matches no row.
-        return self.database.write(lambda db: db.execute(sql, args).rowcount == 1)
-
     def renew(self, document_key: int, worker_id: str, lease_seconds: float) -> bool:
         return self._update_owned(
-            f"UPDATE ingest_jobs SET lease_expires_at = {_NOW} + %s, updated_at = %s "
-            "WHERE document_key = %s AND lease_owner = %s",
+            f"UPDATE ingest_jobs SET lease_expires_at = {_NOW} + ?, updated_at = ? "
+            "WHERE document_key = ? AND lease_owner = ?",
             (lease_seconds, int(time.time()), document_key, worker_id),
-        )
-
-    def release(self, document_key: int, worker_id: str) -> None:
-        self._update_owned(
-            "UPDATE ingest_jobs SET lease_owner = NULL, lease_expires_at = NULL, attempts = GREATEST(attempts - 1, 0), "
-            "updated_at = %s WHERE document_key = %s AND lease_owner = %s",
-            (int(time.time()), document_key, worker_id),
-        )
-
-    def report_progress(self, document_key: int, worker_id: str, pages_parsed: int, passages_written: int) -> bool:
-        return self._update_owned(
-            "UPDATE ingest_jobs SET pages_parsed = %s, passages_written = %s, updated_at = %s "
-            "WHERE document_key = %s AND lease_owner = %s",
-            (pages_parsed, passages_written, int(time.time()), document_key, worker_id),
         )
 
     def complete(
@@ -182,25 +154,7 @@ class PostgresJobStore:
             if owned is None:
                 return None
             chunk_keys = write_pages_and_chunks(db, document_key, pages, chunks, terms)
-            db.execute(
-                "UPDATE documents SET status = 'completed', last_error = NULL, page_count = %s, chunk_count = %s, "
-                "title = %s, metadata = %s, media_type = %s WHERE key = %s",
-                (
-                    len(pages),
-                    len(chunks),
-                    None if doc.title is None else text(doc.title),
-                    Json(doc.metadata),
-                    doc.media_type,
-                    document_key,
-                ),
-            )
-            db.execute("DELETE FROM ingest_jobs WHERE document_key = %s", (document_key,))
-            if embed_model is not None:  # its vectors come later, from an embedding worker
-                db.execute(
-                    "INSERT INTO embedding_jobs (document_key, model, created_at) VALUES (%s, %s, %s) "
-                    "ON CONFLICT (document_key) DO NOTHING",
-                    (document_key, embed_model, int(time.time())),
-                )
+            self._completed(db, document_key, doc, pages, chunks, embed_model)
             _record_change(db, owned[0], owned[1], document_key, "added")
             return chunk_keys
 
@@ -210,7 +164,7 @@ class PostgresJobStore:
         def work(db: Connection) -> bool:
             if _owned(db, document_key, worker_id) is None:
                 return False
-            _end(db, document_key, "failed", error)
+            self._end(db, document_key, "failed", error)
             return True
 
         return self.database.write(work)

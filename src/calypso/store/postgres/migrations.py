@@ -10,14 +10,15 @@ recorded.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 from psycopg import errors, sql
 
 from calypso.errors import StorageError
+from calypso.store.migrations import apply, recorded
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 Migration = Callable[[Connection], None]
@@ -307,26 +308,17 @@ MIGRATIONS: list[tuple[str, Migration]] = [
 ]
 
 
-def _applied(db: Connection) -> set[str]:
-    return {row[0] for row in db.execute("SELECT name FROM migrations")}
+@contextmanager
+def _locked(db: Connection) -> Iterator[None]:
+    with db.transaction():
+        db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        yield
 
 
 def migrate(db: Connection) -> list[str]:
     """Apply every migration not yet recorded, each once however many processes race; return the names applied."""
-    with db.transaction():
+    with _locked(db):
         # Under the lock: two concurrent CREATE TABLE IF NOT EXISTS can still collide in the catalog.
-        db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         db.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)")
-        done = _applied(db)
-    applied = []
-    for name, migration in MIGRATIONS:
-        if name in done:
-            continue
-        with db.transaction():
-            db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-            if name in _applied(db):
-                continue  # another process applied it while we waited for the lock
-            migration(db)
-            db.execute("INSERT INTO migrations (name, applied_at) VALUES (%s, %s)", (name, int(time.time())))
-        applied.append(name)
-    return applied
+        done = recorded(db)
+    return apply(db, MIGRATIONS, done, lambda: _locked(db), "%s")

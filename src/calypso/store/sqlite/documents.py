@@ -5,44 +5,18 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from calypso.errors import NotFound
-from calypso.models import Chunk, Document, DocumentChange, IndexedChunk, Listing, Order, Page, StoredChunk
-from calypso.store.base import DuplicateContent, chunking_columns, chunking_from_columns
+from calypso.models import Chunk, Document, Page, StoredChunk
+from calypso.store.base import DuplicateContent, chunking_columns
+from calypso.store.documents_sql import CHUNK_COLUMNS, DOC_COLUMNS, DocumentsSQL, document_from_columns
 from calypso.store.sqlite.database import Database, batched
-from calypso.store.terms_sql import StoredTermsSQL
-
-DOC_COLUMNS = (
-    "key, id, file_id, workspace, namespace, filename, media_type, bytes, sha256, created_at, "
-    "page_count, chunk_count, title, source_url, metadata, status, last_error, chunk_max_tokens, chunk_overlap_tokens"
-)
-_CHUNK_COLUMNS = (
-    'c.key, d.id, c.chunk_index, c.text, c.start, c."end", c.page_start, c.page_end, c.page_labels, c.heading_path'
-)
 
 
 def document_from_row(row: sqlite3.Row) -> Document:
-    return Document(
-        id=row["id"],
-        file_id=row["file_id"],
-        workspace=row["workspace"],
-        namespace=row["namespace"],
-        filename=row["filename"],
-        media_type=row["media_type"],
-        bytes=row["bytes"],
-        sha256=row["sha256"],
-        created_at=row["created_at"],
-        page_count=row["page_count"],
-        chunk_count=row["chunk_count"],
-        title=row["title"],
-        source_url=row["source_url"],
-        metadata=json.loads(row["metadata"]),
-        status=row["status"],
-        last_error=json.loads(row["last_error"]) if row["last_error"] else None,
-        chunking=chunking_from_columns(row["chunk_max_tokens"], row["chunk_overlap_tokens"]),
-    )
+    return document_from_columns(row, json.loads)
 
 
 def _record_change(db: sqlite3.Connection, workspace: str, namespace: str, document_key: int, kind: str) -> None:
@@ -51,12 +25,6 @@ def _record_change(db: sqlite3.Connection, workspace: str, namespace: str, docum
         "INSERT INTO document_changes (workspace, namespace, document_key, kind, at) VALUES (?, ?, ?, ?, ?)",
         (workspace, namespace, document_key, kind, int(time.time())),
     )
-
-
-def _stored_chunk(row: sqlite3.Row | tuple[Any, ...]) -> StoredChunk:
-    key, document_id, index, text, start, end, page_start, page_end, labels, path = tuple(row)
-    chunk = Chunk(index, text, start, end, page_start, page_end, tuple(json.loads(labels)), tuple(json.loads(path)))
-    return StoredChunk(key=key, document_id=document_id, chunk=chunk)
 
 
 def insert_document(db: sqlite3.Connection, doc: Document, content: bytes) -> int:
@@ -126,13 +94,16 @@ def write_pages_and_chunks(
     return [r[0] for r in db.execute("SELECT key FROM chunks WHERE document_key = ? ORDER BY chunk_index", (key,))]
 
 
-class SQLiteDocumentStore(StoredTermsSQL[Database]):
+class SQLiteDocumentStore(DocumentsSQL[Database]):
     """``calypso.store.base.DocumentStore`` on SQLite."""
 
     mark = "?"
 
     def __init__(self, database: Database) -> None:
         self.database = database
+
+    def _loads(self, value: str) -> Any:
+        return json.loads(value)  # JSON columns are text in SQLite
 
     # -- writes ------------------------------------------------------------
     def add_document(
@@ -173,28 +144,7 @@ class SQLiteDocumentStore(StoredTermsSQL[Database]):
 
         return self.database.write(work, frees_space=True)
 
-    # -- reads -------------------------------------------------------------
-    def _one_document(self, where: str, args: tuple[object, ...]) -> Document | None:
-        row = self.database.row(f"SELECT {DOC_COLUMNS} FROM documents WHERE {where}", args)
-        return document_from_row(row) if row else None
-
-    def find_duplicate(self, workspace: str, namespace: str, sha256: str) -> Document | None:
-        return self._one_document("workspace = ? AND namespace = ? AND sha256 = ?", (workspace, namespace, sha256))
-
-    def get_document(self, workspace: str, document_id: str) -> Document | None:
-        return self._one_document("workspace = ? AND id = ?", (workspace, document_id))
-
-    def get_document_by_file_id(self, workspace: str, file_id: str) -> Document | None:
-        return self._one_document("workspace = ? AND file_id = ?", (workspace, file_id))
-
-    def find_file(self, file_id: str) -> Document | None:
-        """A file in any workspace: only for signed links, whose signature names the workspace."""
-        return self._one_document("file_id = ?", (file_id,))
-
-    def document_key(self, workspace: str, document_id: str) -> int | None:
-        row = self.database.row("SELECT key FROM documents WHERE workspace = ? AND id = ?", (workspace, document_id))
-        return row[0] if row else None
-
+    # -- reads (the rest, the same on both backends, in documents_sql) ------
     # Lookups by a list of ids say ``+workspace``: the unary plus keeps SQLite's planner on the unique id
     # index; left to choose, it walked every document of the workspace by (workspace, …) instead
     # (12 ms instead of 0.02 ms per search at 200k passages, bench/scale_search.py).
@@ -207,49 +157,6 @@ class SQLiteDocumentStore(StoredTermsSQL[Database]):
             )
             keys.update({row[0]: row[1] for row in rows})
         return keys
-
-    def list_documents(
-        self,
-        workspace: str,
-        namespace: str | None,
-        limit: int,
-        after: str | None,
-        order: Order = "desc",
-        *,
-        without_copies: bool = False,
-    ) -> Listing[Document]:
-        where = ["workspace = ?"]
-        args: list[object] = [workspace]
-        if without_copies:
-            where.append(
-                "NOT EXISTS (SELECT 1 FROM vector_store_files l WHERE l.document_key = documents.key "
-                "AND l.file_id <> documents.file_id)"
-            )
-        if namespace is not None:
-            where.append("namespace = ?")
-            args.append(namespace)
-        if after is not None:
-            cursor_key = self.document_key(workspace, after)
-            if cursor_key is None:
-                raise NotFound(
-                    f"No document {after!r} to page after; pass an id from the previous page.", param="after"
-                )
-            where.append("key < ?" if order == "desc" else "key > ?")
-            args.append(cursor_key)
-        direction = "DESC" if order == "desc" else "ASC"
-        rows = self.database.rows(
-            f"SELECT {DOC_COLUMNS} FROM documents WHERE {' AND '.join(where)} ORDER BY key {direction} LIMIT ?",
-            (*args, limit + 1),
-        )
-        return Listing([document_from_row(r) for r in rows[:limit]], has_more=len(rows) > limit)
-
-    def list_chunks(self, workspace: str, document_id: str, limit: int, after: int | None) -> Listing[StoredChunk]:
-        rows = self.database.rows(
-            f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.document_key "
-            "WHERE d.workspace = ? AND d.id = ? AND c.chunk_index > ? ORDER BY c.chunk_index LIMIT ?",
-            (workspace, document_id, -1 if after is None else after, limit + 1),
-        )
-        return Listing([_stored_chunk(r) for r in rows[:limit]], has_more=len(rows) > limit)
 
     def get_chunks(self, workspace: str, keys: Sequence[int], namespace: str | None = None) -> dict[int, StoredChunk]:
         scope, scope_args = (
@@ -266,11 +173,11 @@ class SQLiteDocumentStore(StoredTermsSQL[Database]):
             # CROSS JOIN makes SQLite start from the few chunk keys: left to choose, its planner walked the
             # whole namespace's documents (34 ms instead of 0.4 ms at 200k passages, bench/scale_search.py).
             rows = self.database.rows(
-                f"SELECT {_CHUNK_COLUMNS} FROM chunks c CROSS JOIN documents d ON d.key = c.document_key "
+                f"SELECT {CHUNK_COLUMNS} FROM chunks c CROSS JOIN documents d ON d.key = c.document_key "
                 f"WHERE {scope} AND c.key IN ({marks})",
                 (*scope_args, *batch),
             )
-            chunks.update({row[0]: _stored_chunk(row) for row in rows})
+            chunks.update({row[0]: self._chunk(row) for row in rows})
         return chunks
 
     def get_documents_by_id(self, workspace: str, ids: Sequence[str]) -> dict[str, Document]:
@@ -283,14 +190,6 @@ class SQLiteDocumentStore(StoredTermsSQL[Database]):
             documents.update({row["id"]: document_from_row(row) for row in rows})
         return documents
 
-    def get_pages(self, workspace: str, document_id: str) -> list[Page]:
-        rows = self.database.rows(
-            'SELECT p.number, p.label, p.start, p."end" FROM pages p JOIN documents d ON d.key = p.document_key '
-            "WHERE d.workspace = ? AND d.id = ? ORDER BY p.number",
-            (workspace, document_id),
-        )
-        return [Page(*row) for row in rows]
-
     def read_content(self, workspace: str, document_id: str) -> bytes:
         row = self.database.row(
             "SELECT content FROM documents WHERE workspace = ? AND id = ?", (workspace, document_id)
@@ -299,48 +198,5 @@ class SQLiteDocumentStore(StoredTermsSQL[Database]):
             raise NotFound(f"No document {document_id!r}.")
         return bytes(row[0])
 
-    def namespace_chunks(self, workspace: str, namespace: str) -> Iterator[tuple[int, list[IndexedChunk]]]:
-        rows = self.database.stream(
-            # The text only where no terms are stored: streaming every passage's text doubled what a build read.
-            "SELECT c.document_key, c.key, CASE WHEN c.terms IS NULL THEN c.text ELSE '' END, c.terms "
-            "FROM chunks c JOIN documents d ON d.key = c.document_key "
-            "WHERE d.workspace = ? AND d.namespace = ? ORDER BY c.document_key, c.chunk_index",
-            (workspace, namespace),
-        )
-        current: int | None = None
-        batch: list[IndexedChunk] = []
-        for doc_key, key, text, terms in rows:
-            if doc_key != current:
-                if current is not None:
-                    yield current, batch
-                current, batch = doc_key, []
-            batch.append(IndexedChunk(key, text, terms))
-        if current is not None:
-            yield current, batch
-
-    def document_chunks(self, document_key: int) -> list[IndexedChunk]:
-        rows = self.database.rows(
-            "SELECT key, text, terms FROM chunks WHERE document_key = ? ORDER BY chunk_index", (document_key,)
-        )
-        return [IndexedChunk(key, text, terms) for key, text, terms in rows]
-
-    def change_position(self) -> int:
-        row = self.database.row("SELECT MAX(seq) FROM document_changes")
-        return int(row[0]) if row and row[0] is not None else 0
-
-    def changes_since(self, seq: int, limit: int = 1000) -> list[DocumentChange]:
-        rows = self.database.rows(
-            "SELECT seq, workspace, namespace, document_key, kind FROM document_changes WHERE seq > ? "
-            "ORDER BY seq LIMIT ?",
-            (seq, limit),
-        )
-        return [DocumentChange(*tuple(row)) for row in rows]
-
     def wait_for_changes(self, timeout: float) -> bool:
         return False  # SQLite cannot notify: readers poll changes_since
-
-    def namespaces(self, workspace: str) -> list[str]:
-        rows = self.database.rows(
-            "SELECT DISTINCT namespace FROM documents WHERE workspace = ? ORDER BY namespace", (workspace,)
-        )
-        return [row[0] for row in rows]

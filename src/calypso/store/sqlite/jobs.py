@@ -14,9 +14,10 @@ from typing import Any
 from calypso.errors import StorageError
 from calypso.models import Chunk, Document, IngestJob, Page
 from calypso.store.base import MAX_JOB_ATTEMPTS, DuplicateContent
+from calypso.store.documents_sql import DOC_COLUMNS
+from calypso.store.jobs_sql import GAVE_UP, JobsSQL
 from calypso.store.sqlite.database import Database, batched
 from calypso.store.sqlite.documents import (
-    DOC_COLUMNS,
     _record_change,
     document_from_row,
     insert_document,
@@ -24,12 +25,6 @@ from calypso.store.sqlite.documents import (
 )
 
 log = logging.getLogger("calypso.store")
-
-GAVE_UP = {
-    "code": "server_error",
-    "message": f"Ingestion was started {MAX_JOB_ATTEMPTS} times and never finished (the worker stopped each "
-    "time); the file may be too large or too complex for this server. Delete it and upload a smaller file.",
-}
 
 
 def _owned(db: sqlite3.Connection, document_key: int, worker_id: str) -> sqlite3.Row | None:
@@ -41,19 +36,16 @@ def _owned(db: sqlite3.Connection, document_key: int, worker_id: str) -> sqlite3
     return found
 
 
-def _end(db: sqlite3.Connection, document_key: int, status: str, error: dict[str, Any] | None) -> None:
-    db.execute(
-        "UPDATE documents SET status = ?, last_error = ? WHERE key = ?",
-        (status, json.dumps(error) if error is not None else None, document_key),
-    )
-    db.execute("DELETE FROM ingest_jobs WHERE document_key = ?", (document_key,))
-
-
-class SQLiteJobStore:
+class SQLiteJobStore(JobsSQL[Database]):
     """``calypso.store.base.JobStore`` on SQLite."""
+
+    mark = "?"
 
     def __init__(self, database: Database) -> None:
         self.database = database
+
+    def _json(self, value: object) -> str:
+        return json.dumps(value)
 
     def submit(self, doc: Document, content: bytes) -> Document:
         queued = replace(doc, status="in_progress", last_error=None, page_count=0, chunk_count=0)
@@ -94,7 +86,7 @@ class SQLiteJobStore:
                     return None
                 key, attempts = row
                 if attempts >= MAX_JOB_ATTEMPTS:
-                    _end(db, key, "failed", GAVE_UP)
+                    self._end(db, key, "failed", GAVE_UP)
                     continue
                 db.execute(
                     "UPDATE ingest_jobs SET attempts = attempts + 1, lease_owner = ?, lease_expires_at = ?, "
@@ -114,34 +106,10 @@ class SQLiteJobStore:
         ).fetchone()
         return IngestJob(document_from_row(doc), key, *tuple(job))
 
-    def claim(self, worker_id: str, lease_seconds: float) -> IngestJob | None:
-        return self._claim(worker_id, lease_seconds, None)
-
-    def claim_document(self, document_key: int, worker_id: str, lease_seconds: float) -> IngestJob | None:
-        return self._claim(worker_id, lease_seconds, document_key)
-
-    def _update_owned(self, sql: str, args: tuple[object, ...]) -> bool:
-        # Every statement ends "WHERE document_key = ? AND lease_owner = ?": a lost lease matches no row.
-        return self.database.write(lambda db: db.execute(sql, args).rowcount == 1)
-
     def renew(self, document_key: int, worker_id: str, lease_seconds: float) -> bool:
         return self._update_owned(
             "UPDATE ingest_jobs SET lease_expires_at = ?, updated_at = ? WHERE document_key = ? AND lease_owner = ?",
             (time.time() + lease_seconds, int(time.time()), document_key, worker_id),
-        )
-
-    def release(self, document_key: int, worker_id: str) -> None:
-        self._update_owned(
-            "UPDATE ingest_jobs SET lease_owner = NULL, lease_expires_at = NULL, attempts = MAX(attempts - 1, 0), "
-            "updated_at = ? WHERE document_key = ? AND lease_owner = ?",
-            (int(time.time()), document_key, worker_id),
-        )
-
-    def report_progress(self, document_key: int, worker_id: str, pages_parsed: int, passages_written: int) -> bool:
-        return self._update_owned(
-            "UPDATE ingest_jobs SET pages_parsed = ?, passages_written = ?, updated_at = ? "
-            "WHERE document_key = ? AND lease_owner = ?",
-            (pages_parsed, passages_written, int(time.time()), document_key, worker_id),
         )
 
     def complete(
@@ -159,18 +127,7 @@ class SQLiteJobStore:
             if owned is None:
                 return None
             chunk_keys = write_pages_and_chunks(db, document_key, pages, chunks, terms)
-            db.execute(
-                "UPDATE documents SET status = 'completed', last_error = NULL, page_count = ?, chunk_count = ?, "
-                "title = ?, metadata = ?, media_type = ? WHERE key = ?",
-                (len(pages), len(chunks), doc.title, json.dumps(doc.metadata), doc.media_type, document_key),
-            )
-            db.execute("DELETE FROM ingest_jobs WHERE document_key = ?", (document_key,))
-            if embed_model is not None:  # its vectors come later, from an embedding worker
-                db.execute(
-                    "INSERT INTO embedding_jobs (document_key, model, created_at) VALUES (?, ?, ?) "
-                    "ON CONFLICT (document_key) DO NOTHING",
-                    (document_key, embed_model, int(time.time())),
-                )
+            self._completed(db, document_key, doc, pages, chunks, embed_model)
             _record_change(db, owned["workspace"], owned["namespace"], document_key, "added")
             return chunk_keys
 
@@ -182,7 +139,7 @@ class SQLiteJobStore:
         def work(db: sqlite3.Connection) -> bool:
             if _owned(db, document_key, worker_id) is None:
                 return False
-            _end(db, document_key, "failed", error)
+            self._end(db, document_key, "failed", error)
             return True
 
         return self.database.write(work)
@@ -196,7 +153,7 @@ class SQLiteJobStore:
             ).fetchone()
             if row is None:
                 return None
-            _end(db, row[0], "cancelled", None)
+            self._end(db, row[0], "cancelled", None)
             return document_from_row(
                 db.execute(f"SELECT {DOC_COLUMNS} FROM documents WHERE key = ?", (row[0],)).fetchone()
             )

@@ -1,10 +1,12 @@
-"""SQLite schema migrations: named, ordered functions recorded in a table."""
+"""SQLite schema migrations: named, ordered functions recorded in a table (applied by ``store.migrations``)."""
 
 from __future__ import annotations
 
 import sqlite3
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from calypso.store.migrations import apply, recorded
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -369,32 +371,30 @@ MIGRATIONS: list[tuple[str, Migration]] = [
 ]
 
 
+@contextmanager
+def _immediate(db: sqlite3.Connection) -> Iterator[None]:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _references_whole(db: sqlite3.Connection, name: str) -> None:
+    broken = db.execute("PRAGMA foreign_key_check").fetchall()
+    if broken:
+        raise sqlite3.IntegrityError(f"migration {name} broke {len(broken)} foreign key reference(s)")
+
+
 def migrate(db: sqlite3.Connection) -> list[str]:
     """Apply every migration not yet recorded; return the names applied."""
     db.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")
-    done = {row[0] for row in db.execute("SELECT name FROM migrations")}
-    applied = []
-    # Table rebuilds must not cascade deletes; the check below keeps references whole instead.
+    done = recorded(db)
+    # Table rebuilds must not cascade deletes; the check after each keeps references whole instead.
     db.execute("PRAGMA foreign_keys=OFF")
     try:
-        for name, migration in MIGRATIONS:
-            if name in done:
-                continue
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                if name in {row[0] for row in db.execute("SELECT name FROM migrations")}:
-                    db.execute("ROLLBACK")  # another process applied it while we waited for the lock
-                    continue
-                migration(db)
-                broken = db.execute("PRAGMA foreign_key_check").fetchall()
-                if broken:
-                    raise sqlite3.IntegrityError(f"migration {name} broke {len(broken)} foreign key reference(s)")
-                db.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, int(time.time())))
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            applied.append(name)
+        return apply(db, MIGRATIONS, done, lambda: _immediate(db), "?", check=_references_whole)
     finally:
         db.execute("PRAGMA foreign_keys=ON")
-    return applied

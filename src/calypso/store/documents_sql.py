@@ -1,0 +1,204 @@
+"""``DocumentStore`` reads in SQL both backends speak; each backend keeps its writes and its id-list lookups.
+
+Written once with ``?`` placeholders (``_sql`` swaps in the backend's ``mark``). What differs stays in
+``sqlite/documents.py`` and ``postgres/documents.py``: how a document is inserted (``lastrowid`` or
+``RETURNING``, a duplicate checked in the write or by ``ON CONFLICT``), how passages go in (``executemany``
+or ``COPY``), where the bytes live, lookups by a list of ids (``IN (…)`` in batches with SQLite's planner
+hints, or ``= ANY(array)``), how a change is recorded and waited for, and how a row decodes (JSON text
+in SQLite, ``jsonb`` and arrays in PostgreSQL).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from calypso.errors import NotFound
+from calypso.models import Chunk, Document, DocumentChange, IndexedChunk, Listing, Order, Page, StoredChunk
+from calypso.store.base import chunking_from_columns
+from calypso.store.shared_sql import D
+from calypso.store.terms_sql import StoredTermsSQL
+
+DOC_COLUMNS = (
+    "key, id, file_id, workspace, namespace, filename, media_type, bytes, sha256, created_at, "
+    "page_count, chunk_count, title, source_url, metadata, status, last_error, chunk_max_tokens, chunk_overlap_tokens"
+)
+CHUNK_COLUMNS = (
+    'c.key, d.id, c.chunk_index, c.text, c.start, c."end", c.page_start, c.page_end, c.page_labels, c.heading_path'
+)
+
+
+def document_from_columns(row: Sequence[Any], loads: Callable[[Any], Any]) -> Document:
+    """A document from its ``DOC_COLUMNS``; ``loads`` reads a JSON column as the backend returns it."""
+    _key, doc_id, file_id, workspace, namespace, filename, media_type, size, sha256, created_at = row[:10]
+    page_count, chunk_count, title, source_url, metadata, status, last_error, max_tokens, overlap_tokens = row[10:]
+    return Document(
+        id=doc_id,
+        file_id=file_id,
+        workspace=workspace,
+        namespace=namespace,
+        filename=filename,
+        media_type=media_type,
+        bytes=size,
+        sha256=sha256,
+        created_at=created_at,
+        page_count=page_count,
+        chunk_count=chunk_count,
+        title=title,
+        source_url=source_url,
+        metadata=loads(metadata),
+        status=status,
+        last_error=loads(last_error) if last_error is not None else None,
+        chunking=chunking_from_columns(max_tokens, overlap_tokens),
+    )
+
+
+def chunk_from_columns(row: Sequence[Any], loads: Callable[[Any], Any]) -> StoredChunk:
+    """A passage from its ``CHUNK_COLUMNS``; ``loads`` reads a JSON column as the backend returns it."""
+    key, document_id, index, text, start, end, page_start, page_end, labels, path = row
+    chunk = Chunk(index, text, start, end, page_start, page_end, tuple(loads(labels)), tuple(loads(path)))
+    return StoredChunk(key=key, document_id=document_id, chunk=chunk)
+
+
+class DocumentsSQL(StoredTermsSQL[D]):
+    """The ``DocumentStore`` methods whose SQL is the same on both backends.
+
+    A backend sets ``database`` and ``mark`` and says how it returns a JSON column (``_loads``).
+    """
+
+    def _loads(self, value: Any) -> Any:
+        raise NotImplementedError
+
+    def _document(self, row: Any) -> Document:
+        return document_from_columns(row, self._loads)
+
+    def _chunk(self, row: Any) -> StoredChunk:
+        return chunk_from_columns(row, self._loads)
+
+    def _one_document(self, where: str, args: tuple[object, ...]) -> Document | None:
+        row = self.database.row(self._sql(f"SELECT {DOC_COLUMNS} FROM documents WHERE {where}"), args)
+        return self._document(row) if row else None
+
+    def find_duplicate(self, workspace: str, namespace: str, sha256: str) -> Document | None:
+        return self._one_document("workspace = ? AND namespace = ? AND sha256 = ?", (workspace, namespace, sha256))
+
+    def get_document(self, workspace: str, document_id: str) -> Document | None:
+        return self._one_document("workspace = ? AND id = ?", (workspace, document_id))
+
+    def get_document_by_file_id(self, workspace: str, file_id: str) -> Document | None:
+        return self._one_document("workspace = ? AND file_id = ?", (workspace, file_id))
+
+    def find_file(self, file_id: str) -> Document | None:
+        """A file in any workspace: only for signed links, whose signature names the workspace."""
+        return self._one_document("file_id = ?", (file_id,))
+
+    def document_key(self, workspace: str, document_id: str) -> int | None:
+        row = self.database.row(
+            self._sql("SELECT key FROM documents WHERE workspace = ? AND id = ?"), (workspace, document_id)
+        )
+        return int(row[0]) if row else None
+
+    def list_documents(
+        self,
+        workspace: str,
+        namespace: str | None,
+        limit: int,
+        after: str | None,
+        order: Order = "desc",
+        *,
+        without_copies: bool = False,
+    ) -> Listing[Document]:
+        where = ["workspace = ?"]
+        args: list[object] = [workspace]
+        if without_copies:
+            where.append(
+                "NOT EXISTS (SELECT 1 FROM vector_store_files l WHERE l.document_key = documents.key "
+                "AND l.file_id <> documents.file_id)"
+            )
+        if namespace is not None:
+            where.append("namespace = ?")
+            args.append(namespace)
+        if after is not None:
+            cursor_key = self.document_key(workspace, after)
+            if cursor_key is None:
+                raise NotFound(
+                    f"No document {after!r} to page after; pass an id from the previous page.", param="after"
+                )
+            where.append("key < ?" if order == "desc" else "key > ?")
+            args.append(cursor_key)
+        direction = "DESC" if order == "desc" else "ASC"
+        rows = self.database.rows(
+            self._sql(
+                f"SELECT {DOC_COLUMNS} FROM documents WHERE {' AND '.join(where)} ORDER BY key {direction} LIMIT ?"
+            ),
+            (*args, limit + 1),
+        )
+        return Listing([self._document(r) for r in rows[:limit]], has_more=len(rows) > limit)
+
+    def list_chunks(self, workspace: str, document_id: str, limit: int, after: int | None) -> Listing[StoredChunk]:
+        rows = self.database.rows(
+            self._sql(
+                f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.document_key "
+                "WHERE d.workspace = ? AND d.id = ? AND c.chunk_index > ? ORDER BY c.chunk_index LIMIT ?"
+            ),
+            (workspace, document_id, -1 if after is None else after, limit + 1),
+        )
+        return Listing([self._chunk(r) for r in rows[:limit]], has_more=len(rows) > limit)
+
+    def get_pages(self, workspace: str, document_id: str) -> list[Page]:
+        rows = self.database.rows(
+            self._sql(
+                'SELECT p.number, p.label, p.start, p."end" FROM pages p JOIN documents d ON d.key = p.document_key '
+                "WHERE d.workspace = ? AND d.id = ? ORDER BY p.number"
+            ),
+            (workspace, document_id),
+        )
+        return [Page(*row) for row in rows]
+
+    def namespace_chunks(self, workspace: str, namespace: str) -> Iterator[tuple[int, list[IndexedChunk]]]:
+        rows = self.database.stream(
+            # The text only where no terms are stored: streaming every passage's text doubled what a build read.
+            self._sql(
+                "SELECT c.document_key, c.key, CASE WHEN c.terms IS NULL THEN c.text ELSE '' END, c.terms "
+                "FROM chunks c JOIN documents d ON d.key = c.document_key "
+                "WHERE d.workspace = ? AND d.namespace = ? ORDER BY c.document_key, c.chunk_index"
+            ),
+            (workspace, namespace),
+        )
+        current: int | None = None
+        batch: list[IndexedChunk] = []
+        for doc_key, key, text, terms in rows:
+            if doc_key != current:
+                if current is not None:
+                    yield current, batch
+                current, batch = doc_key, []
+            batch.append(IndexedChunk(key, text, terms))
+        if current is not None:
+            yield current, batch
+
+    def document_chunks(self, document_key: int) -> list[IndexedChunk]:
+        rows = self.database.rows(
+            self._sql("SELECT key, text, terms FROM chunks WHERE document_key = ? ORDER BY chunk_index"),
+            (document_key,),
+        )
+        return [IndexedChunk(key, text, terms) for key, text, terms in rows]
+
+    def change_position(self) -> int:
+        row = self.database.row("SELECT MAX(seq) FROM document_changes")
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def changes_since(self, seq: int, limit: int = 1000) -> list[DocumentChange]:
+        rows = self.database.rows(
+            self._sql(
+                "SELECT seq, workspace, namespace, document_key, kind FROM document_changes WHERE seq > ? "
+                "ORDER BY seq LIMIT ?"
+            ),
+            (seq, limit),
+        )
+        return [DocumentChange(*tuple(row)) for row in rows]
+
+    def namespaces(self, workspace: str) -> list[str]:
+        rows = self.database.rows(
+            self._sql("SELECT DISTINCT namespace FROM documents WHERE workspace = ? ORDER BY namespace"), (workspace,)
+        )
+        return [row[0] for row in rows]
