@@ -41,8 +41,11 @@ def _whole(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-WholeNumber = typing.Annotated[StrictInt, BeforeValidator(_whole)]
-"""An integer as JSON Schema reads one (``5`` or ``5.0``, never ``"5"`` or ``true``): what the document says."""
+WHOLE = BeforeValidator(_whole)
+WholeNumber = typing.Annotated[StrictInt, WHOLE]
+"""An integer as JSON Schema reads one (``5`` or ``5.0``, never ``"5"`` or ``true``): what the document says.
+Bounded and optional, write ``Annotated[StrictInt, Field(ge=..), WHOLE] | None``: bounds given after ``WHOLE``
+reach the JSON schema as raw ``ge``/``le`` keys instead of ``minimum``/``maximum``."""
 
 # For JSON schemas of text that must not be blank (the servers check ``text.strip()``): a character Python's
 # ``str.isspace`` does not count; ECMA's ``\s`` misses the ASCII separators \x1c-\x1f and NEL.

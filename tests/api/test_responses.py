@@ -384,7 +384,7 @@ def test_ungrounded_and_no_retrieval_states(demo_kb, openai_client) -> None:
         ({"input": [{"role": "wizard", "content": "x"}]}, 400, None, "input[0].role"),
         ({"input": QUESTION, "include": ["everything"]}, 400, None, "include"),
         ({"input": QUESTION, "metadata": {"citation_compat": "weird"}}, 400, None, "metadata.citation_compat"),
-        ({"input": QUESTION, "tools": [{"type": "web_search"}]}, 400, None, "tools[0].type"),
+        ({"input": QUESTION, "tools": [{"type": "web_search"}]}, 400, "invalid_value", "tools[0].type"),
         (
             {"input": QUESTION, "tools": [{"type": "file_search", "vector_store_ids": ["bad name"]}]},
             400,
@@ -397,7 +397,7 @@ def test_ungrounded_and_no_retrieval_states(demo_kb, openai_client) -> None:
                 "tools": [{"type": "file_search", "filters": {"type": "gt", "key": "x", "value": [1]}}],
             },
             400,
-            None,
+            "invalid_type",
             "tools[0].filters.value",
         ),
         ({"input": QUESTION, "temperature": 7}, 400, "decimal_above_max_value", "temperature"),
