@@ -185,8 +185,9 @@ def _pick(
     """The error to report, its param, and the errors at the same param (a union's failed branches)."""
     chosen = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     param = param_path(chosen["loc"], body, missing=chosen["type"] == "missing")
-    if chosen["type"] in _EXPECTED and param is not None:
-        # A union whose container type matched fails deeper down: report that, not the sibling branch.
+    while chosen["type"] in _EXPECTED and param is not None:
+        # A union whose container type matched fails deeper down: report that, not the sibling branch
+        # (and again below, for a union inside it: ``input[0].content[0].text``).
         deeper = [
             e
             for e in errors
@@ -194,9 +195,10 @@ def _pick(
             and p.startswith(param)
             and p[len(param) : len(param) + 1] in ("[", ".")
         ]
-        if deeper:
-            chosen = deeper[0]
-            param = param_path(chosen["loc"], body, missing=chosen["type"] == "missing")
+        if not deeper:
+            break
+        chosen = deeper[0]
+        param = param_path(chosen["loc"], body, missing=chosen["type"] == "missing")
     same = [e for e in errors if param_path(e["loc"], body, missing=e["type"] == "missing") == param]
     return chosen, param, same
 

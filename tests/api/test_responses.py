@@ -381,7 +381,7 @@ def test_ungrounded_and_no_retrieval_states(demo_kb, openai_client) -> None:
         ({"input": QUESTION, "bogus": 1}, 400, "unknown_parameter", "bogus"),
         ({"input": ""}, 400, None, "input"),
         ({"input": []}, 400, None, "input"),
-        ({"input": [{"role": "wizard", "content": "x"}]}, 400, None, "input[0].role"),
+        ({"input": [{"role": "wizard", "content": "x"}]}, 400, "invalid_value", "input[0].role"),
         ({"input": QUESTION, "include": ["everything"]}, 400, None, "include"),
         ({"input": QUESTION, "metadata": {"citation_compat": "weird"}}, 400, None, "metadata.citation_compat"),
         ({"input": QUESTION, "tools": [{"type": "web_search"}]}, 400, "invalid_value", "tools[0].type"),

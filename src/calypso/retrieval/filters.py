@@ -54,7 +54,8 @@ def _equal(a: object, b: object) -> bool:
 
 @dataclass(frozen=True)
 class Comparison:
-    """``key`` compared with ``value``: a list of scalars for in/nin, a string or number for gt..lte."""
+    """``key`` compared with ``value``: a tuple of scalars for in/nin, a string or number for gt..lte (as
+    ``compile_filter`` and the API's models build it)."""
 
     type: ComparisonType
     key: str
@@ -65,9 +66,11 @@ class Comparison:
             return False
         found, value = attributes[self.key], self.value
         if isinstance(value, tuple):  # in / nin
-            return any(_equal(found, v) for v in value) is (self.type == "in")
+            listed = any(_equal(found, v) for v in value)
+            return listed if self.type == "in" else not listed
         if self.type in ("eq", "ne"):
-            return _equal(found, value) is (self.type == "eq")
+            equal = _equal(found, value)
+            return equal if self.type == "eq" else not equal
         return _same_kind(found, value) and not isinstance(found, bool) and bool(_ORDER[self.type](found, value))
 
 

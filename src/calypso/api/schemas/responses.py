@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 from pydantic_core import PydanticCustomError
 
 from calypso.api.schemas.bounds import BOUNDED_OBJECT_SCHEMA, MAX_VALUE_CHARS, BoundedObject, Key, MetadataValue, Name
@@ -51,28 +51,29 @@ ResponsesMetadata = Annotated[
 ]
 
 
-_PART = {"type": "object", "required": ["type"], "properties": {"type": {"type": "string"}, "text": {"type": "string"}}}
-# What ``api.translate.responses.input_messages`` takes: text with something in it, or one message or more.
-INPUT_SCHEMA: dict[str, Any] = {
-    "pattern": NON_BLANK,
-    "minItems": 1,
-    "items": {
-        "type": "object",
-        "required": ["role", "content"],
-        "properties": {
-            "type": {"const": "message"},
-            "role": {"enum": ["user", "assistant", "system", "developer"]},
-            "content": {
-                "anyOf": [
-                    {"type": "string"},
-                    {"type": "array", "items": _PART},
-                ]
-            },
-        },
-    },
-}
-_INCLUDE_SCHEMA: dict[str, Any] = {"items": {"enum": sorted(KNOWN_INCLUDES)}}  # others: a 400 naming them
+class InputPart(BaseModel):
+    """One part of an input message's content; its ``text``, when given, is a string (other fields pass unread)."""
 
+    model_config = ConfigDict(extra="allow")
+    type: StrictStr
+    text: StrictStr = ""  # absent stays absent: the translation reads the parts as sent (``exclude_unset``)
+
+
+class InputMessage(BaseModel):
+    """One item of ``input``: a message (other item types are a 400); fields such as ``id`` pass unread."""
+
+    model_config = ConfigDict(extra="allow")
+    type: Literal["message"] = "message"
+    role: Literal["user", "assistant", "system", "developer"]
+    content: StrictStr | list[InputPart]
+
+
+# Text with something in it, or one message or more (the translation checks both: its 400s say how to fix it).
+Input = (
+    Annotated[str, Field(json_schema_extra={"pattern": NON_BLANK})]
+    | Annotated[list[InputMessage], Field(json_schema_extra={"minItems": 1})]
+)
+_INCLUDE_SCHEMA: dict[str, Any] = {"items": {"enum": sorted(KNOWN_INCLUDES)}}  # others: a 400 naming them
 StoreId = Annotated[str, Field(json_schema_extra=NAME_SCHEMA)]
 
 
@@ -93,7 +94,7 @@ class ResponsesRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     model: str = DEFAULT_BOT_ID  # a bot id
-    input: str | list[dict[str, Any]] = Field(json_schema_extra=INPUT_SCHEMA)
+    input: Input
     instructions: str | None = None
     tools: list[FileSearchTool] | None = None
     tool_choice: Literal["auto", "none", "required"] | dict[str, Any] | None = None

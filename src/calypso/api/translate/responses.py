@@ -11,8 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from calypso.api.schemas.content import check_parts
-from calypso.api.schemas.responses import KNOWN_INCLUDES, ResponsesRequest
+from calypso.api.schemas.responses import KNOWN_INCLUDES, InputMessage, ResponsesRequest
 from calypso.bots import Bot, bot_scope
 from calypso.citations.links import LinkSigner
 from calypso.dialects.responses import RenderOptions
@@ -121,7 +120,7 @@ def fit_history(
     return kept
 
 
-def input_messages(raw: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+def input_messages(raw: str | list[InputMessage]) -> list[dict[str, Any]]:
     """``input`` as chat messages: a string is one user message; ``developer`` becomes ``system``."""
     if isinstance(raw, str):
         if not raw.strip():
@@ -130,24 +129,11 @@ def input_messages(raw: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
     if not raw:
         raise InvalidRequest("input is an empty list; send at least one user message.", param="input")
     messages = []
-    for i, item in enumerate(raw):
-        kind = item.get("type", "message")
-        if kind != "message":
-            raise InvalidRequest(
-                f"input[{i}] has unsupported type {kind!r}; only messages are accepted.", param=f"input[{i}].type"
-            )
-        role = item.get("role")
-        if role not in ("user", "assistant", "system", "developer"):
-            raise InvalidRequest(f"input[{i}] has unknown role {role!r}.", param=f"input[{i}].role")
-        content = item.get("content")
-        if not isinstance(content, (str, list)):
-            raise InvalidRequest(
-                f"input[{i}].content must be a string or a list of parts.", param=f"input[{i}].content"
-            )
+    for item in raw:  # each checked at the edge (``InputMessage``)
+        content = item.content
         if isinstance(content, list):
-            check_parts(content, f"input[{i}].content")
-        text = content if isinstance(content, str) else message_text({"content": content})
-        messages.append({"role": "system" if role == "developer" else role, "content": text})
+            content = message_text({"content": [part.model_dump(exclude_unset=True) for part in content]})
+        messages.append({"role": "system" if item.role == "developer" else item.role, "content": content})
     return messages
 
 

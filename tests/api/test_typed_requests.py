@@ -1,4 +1,5 @@
-"""The typed filters of the API (``api/schemas/filters.py``): what they accept, the 400 each fault is."""
+"""Typed request fields (issue 29): filters (``api/schemas/filters.py``), the file_search tool and Responses
+``input`` (``api/schemas/responses.py``): what they accept, and the 400 each fault is."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from calypso.api.schemas.filters import Filters, to_filter
 from calypso.api.schemas.responses import ResponsesRequest
+from calypso.api.translate.responses import input_messages
 from calypso.retrieval.filters import MAX_DEPTH, Comparison, Compound, compile_filter
 from calypso.validation import invalid_request_from
 
@@ -93,3 +95,29 @@ def test_nesting_is_bounded_as_in_retrieval() -> None:
 )
 def test_the_file_search_tool_is_typed(tool: dict[str, Any], param: str, code: str) -> None:
     assert _error({"input": "refund", "tools": [tool]}, ResponsesRequest) == (param, code)
+
+
+@pytest.mark.parametrize(
+    ("item", "param", "code"),
+    [
+        ({"role": "wizard", "content": "x"}, "input[0].role", "invalid_value"),
+        ({"type": "function_call_output", "role": "user", "content": "x"}, "input[0].type", "invalid_value"),
+        ({"role": "user", "content": 5}, "input[0].content", "invalid_type"),
+        ({"role": "user"}, "input[0].content", "missing_required_parameter"),
+        # A union inside a union: the fault deepest down is named, not the sibling branch.
+        ({"role": "user", "content": [{"type": "input_text", "text": 5}]}, "input[0].content[0].text", "invalid_type"),
+        ({"role": "user", "content": [{"text": "x"}]}, "input[0].content[0].type", "missing_required_parameter"),
+    ],
+)
+def test_input_messages_are_typed(item: dict[str, Any], param: str, code: str) -> None:
+    assert _error({"input": [item]}, ResponsesRequest) == (param, code)
+
+
+def test_input_parts_reach_the_model_as_sent() -> None:
+    item = {
+        "role": "developer",
+        "id": "msg_1",
+        "content": [{"type": "input_text", "text": "hi"}, {"type": "input_image"}],
+    }
+    parsed = ResponsesRequest.model_validate({"input": [item]})
+    assert input_messages(parsed.input) == [{"role": "system", "content": "hi"}]
