@@ -41,8 +41,11 @@ def _whole(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-WholeNumber = typing.Annotated[StrictInt, BeforeValidator(_whole)]
-"""An integer as JSON Schema reads one (``5`` or ``5.0``, never ``"5"`` or ``true``): what the document says."""
+WHOLE = BeforeValidator(_whole)
+WholeNumber = typing.Annotated[StrictInt, WHOLE]
+"""An integer as JSON Schema reads one (``5`` or ``5.0``, never ``"5"`` or ``true``): what the document says.
+Bounded and optional, write ``Annotated[StrictInt, Field(ge=..), WHOLE] | None``: bounds given after ``WHOLE``
+reach the JSON schema as raw ``ge``/``le`` keys instead of ``minimum``/``maximum``."""
 
 # For JSON schemas of text that must not be blank (the servers check ``text.strip()``): a character Python's
 # ``str.isspace`` does not count; ECMA's ``\s`` misses the ASCII separators \x1c-\x1f and NEL.
@@ -182,8 +185,9 @@ def _pick(
     """The error to report, its param, and the errors at the same param (a union's failed branches)."""
     chosen = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     param = param_path(chosen["loc"], body, missing=chosen["type"] == "missing")
-    if chosen["type"] in _EXPECTED and param is not None:
-        # A union whose container type matched fails deeper down: report that, not the sibling branch.
+    while chosen["type"] in _EXPECTED and param is not None:
+        # A union whose container type matched fails deeper down: report that, not the sibling branch
+        # (and again below, for a union inside it: ``input[0].content[0].text``).
         deeper = [
             e
             for e in errors
@@ -191,9 +195,10 @@ def _pick(
             and p.startswith(param)
             and p[len(param) : len(param) + 1] in ("[", ".")
         ]
-        if deeper:
-            chosen = deeper[0]
-            param = param_path(chosen["loc"], body, missing=chosen["type"] == "missing")
+        if not deeper:
+            break
+        chosen = deeper[0]
+        param = param_path(chosen["loc"], body, missing=chosen["type"] == "missing")
     same = [e for e in errors if param_path(e["loc"], body, missing=e["type"] == "missing") == param]
     return chosen, param, same
 

@@ -125,3 +125,20 @@ def test_the_document_states_the_rules_the_server_enforces() -> None:
     for path in ("/v1/responses", "/v1/chat/completions"):
         events = doc["paths"][path]["post"]["responses"]["200"]["content"]["text/event-stream"]["schema"]
         assert events["type"] == "object" and "data" in events["properties"], path  # an event, not "a string"
+
+
+def test_filters_and_the_file_search_tool_are_typed() -> None:
+    """Issue 29: OpenAI's ComparisonFilter/CompoundFilter, one definition for search and the file_search tool."""
+    schemas = document()["components"]["schemas"]
+    either = [{"$ref": "#/components/schemas/ComparisonFilter"}, {"$ref": "#/components/schemas/CompoundFilter"}]
+    assert schemas["SearchStore"]["properties"]["filters"]["anyOf"][0]["oneOf"] == either
+    assert schemas["FileSearchTool"]["properties"]["filters"]["anyOf"][0]["oneOf"] == either
+    tools = schemas["ResponsesRequest"]["properties"]["tools"]["anyOf"][0]
+    assert tools["items"] == {"$ref": "#/components/schemas/FileSearchTool"}
+    comparison, compound = schemas["ComparisonFilter"], schemas["CompoundFilter"]
+    assert comparison["properties"]["type"]["enum"] == ["eq", "ne", "gt", "gte", "lt", "lte", "in", "nin"]
+    assert comparison["additionalProperties"] is False and comparison["required"] == ["type", "key", "value"]
+    assert compound["properties"]["type"]["enum"] == ["and", "or"]
+    assert compound["properties"]["filters"]["items"]["oneOf"] == either
+    count = schemas["FileSearchTool"]["properties"]["max_num_results"]["anyOf"][0]
+    assert (count["minimum"], count["maximum"]) == (1, 50)

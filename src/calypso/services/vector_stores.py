@@ -39,7 +39,7 @@ from calypso.models import (
     VectorStore,
     VectorStoreFile,
 )
-from calypso.retrieval.filters import Predicate, compile_filter
+from calypso.retrieval.filters import Filter, Predicate
 from calypso.scope import MAX_PASSAGES, check_namespace
 from calypso.services.documents import DocumentService
 from calypso.services.search import SearchService
@@ -443,18 +443,17 @@ class VectorStoreService:
         store_id: str,
         query: str,
         *,
-        filters: object = None,
+        filters: Filter | None = None,
         max_results: int = 10,
         ranking: RankingOptions | None = None,
     ) -> list[tuple[Passage, VectorStoreFile]]:
-        """Passages of the store's files for ``query``: a filter first selects the files (their attributes),
+        """Passages of the store's files for ``query``: ``filters`` first select the files (their attributes),
         then search runs over those files' documents only, so it is exact however few files match. Each
         passage comes with the file it is shown under (the first matching one, when a document is several)."""
         store = self.active(workspace, store_id)
-        predicate = compile_filter(filters, "filters") if filters is not None else None
         chosen: dict[str, VectorStoreFile] | None = None
-        if predicate is not None:
-            chosen = self._matching(workspace, store.namespace, predicate)
+        if filters is not None:
+            chosen = self._matching(workspace, store.namespace, filters)
             if not chosen:
                 return []
         passages = self.searcher.search(

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from calypso.api.auth import Workspace
 from calypso.api.deps import Limit, OrderParam, VectorStores
 from calypso.api.schemas.bounds import Attributes, Description, Metadata, Name
+from calypso.api.schemas.filters import Filters, to_filter
 from calypso.api.schemas.ranking import SearchRankingOptions
 from calypso.api.schemas.vector_stores import ChunkingStrategy, ExpiresAfter, SearchQuery, chunking_request
 from calypso.api.serialize import list_object, passage_object
@@ -124,7 +125,7 @@ class UpdateFile(BaseModel):
 class SearchStore(BaseModel):
     model_config = ConfigDict(extra="forbid")
     query: SearchQuery | Annotated[list[SearchQuery], Field(min_length=1)]
-    filters: dict[str, Any] | None = None
+    filters: Filters | None = None
     max_num_results: int = Field(10, ge=1, le=MAX_SEARCH_RESULTS)
     ranking_options: SearchRankingOptions | None = None
     rewrite_query: bool = False
@@ -347,7 +348,7 @@ def search_store(
         workspace,
         vector_store_id,
         " ".join(queries),
-        filters=body.filters,
+        filters=to_filter(body.filters),
         max_results=body.max_num_results,
         ranking=body.ranking_options.to_options() if body.ranking_options else None,
     )

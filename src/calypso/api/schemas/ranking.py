@@ -9,12 +9,11 @@ retrieval (``retrieval.hybrid.fuse``); keyword-only search (no embedding model) 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from calypso.models import RankingOptions
-from calypso.validation import invalid_request_from
 
 # Strict: a number, not a numeric string or a boolean; an int is a number.
 Weight = Annotated[float, Field(ge=0, strict=True, allow_inf_nan=False)]
@@ -65,12 +64,3 @@ class SearchRankingOptions(FileSearchRankingOptions):
     """``ranking_options`` of ``POST /v1/search``: OpenAI's vector store search also accepts ranker ``none``."""
 
     ranker: Literal["none", "auto", "default-2024-11-15"] | None = None  # type: ignore[assignment]
-
-
-def file_search_ranking(tools: list[dict[str, Any]], i: int) -> RankingOptions:
-    """``tools[i].ranking_options`` as ``RankingOptions``; a 400 naming the field (``tools[0].ranking_options.…``)."""
-    try:
-        return FileSearchRankingOptions.model_validate(tools[i]["ranking_options"]).to_options()
-    except ValidationError as exc:
-        errors = [{**e, "loc": ("body", "tools", i, "ranking_options", *e["loc"])} for e in exc.errors()]
-        raise invalid_request_from(errors, {"tools": tools}) from exc

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 from pydantic_core import PydanticCustomError
 
 from calypso.api.schemas.bounds import BOUNDED_OBJECT_SCHEMA, MAX_VALUE_CHARS, BoundedObject, Key, MetadataValue, Name
 from calypso.api.schemas.content import MAX_OUTPUT_TOKENS
+from calypso.api.schemas.filters import Filters
+from calypso.api.schemas.ranking import FileSearchRankingOptions
 from calypso.bots import DEFAULT_BOT_ID
-from calypso.validation import NON_BLANK
+from calypso.scope import MAX_PASSAGES, NAME_SCHEMA
+from calypso.validation import NON_BLANK, WHOLE
 
 KNOWN_INCLUDES = frozenset(
     {"file_search_call.results", "inline_citations", "no_inline_citations", "message.output_text.logprobs"}
@@ -48,33 +51,42 @@ ResponsesMetadata = Annotated[
 ]
 
 
-_PART = {"type": "object", "required": ["type"], "properties": {"type": {"type": "string"}, "text": {"type": "string"}}}
-# What ``api.translate.responses.input_messages`` takes: text with something in it, or one message or more.
-INPUT_SCHEMA: dict[str, Any] = {
-    "pattern": NON_BLANK,
-    "minItems": 1,
-    "items": {
-        "type": "object",
-        "required": ["role", "content"],
-        "properties": {
-            "type": {"const": "message"},
-            "role": {"enum": ["user", "assistant", "system", "developer"]},
-            "content": {
-                "anyOf": [
-                    {"type": "string"},
-                    {"type": "array", "items": _PART},
-                ]
-            },
-        },
-    },
-}
+class InputPart(BaseModel):
+    """One part of an input message's content; its ``text``, when given, is a string (other fields pass unread)."""
+
+    model_config = ConfigDict(extra="allow")
+    type: StrictStr
+    text: StrictStr = ""  # absent stays absent: the translation reads the parts as sent (``exclude_unset``)
+
+
+class InputMessage(BaseModel):
+    """One item of ``input``: a message (other item types are a 400); fields such as ``id`` pass unread."""
+
+    model_config = ConfigDict(extra="allow")
+    type: Literal["message"] = "message"
+    role: Literal["user", "assistant", "system", "developer"]
+    content: StrictStr | list[InputPart]
+
+
+# Text with something in it, or one message or more (the translation checks both: its 400s say how to fix it).
+Input = (
+    Annotated[str, Field(json_schema_extra={"pattern": NON_BLANK})]
+    | Annotated[list[InputMessage], Field(json_schema_extra={"minItems": 1})]
+)
 _INCLUDE_SCHEMA: dict[str, Any] = {"items": {"enum": sorted(KNOWN_INCLUDES)}}  # others: a 400 naming them
-# The one tool this server runs (``api.translate.responses`` reads the rest of it).
-FILE_SEARCH_TOOL: dict[str, Any] = {
-    "type": "object",
-    "required": ["type"],
-    "properties": {"type": {"const": "file_search"}},
-}
+StoreId = Annotated[str, Field(json_schema_extra=NAME_SCHEMA)]
+
+
+class FileSearchTool(BaseModel):
+    """The one tool this server runs: search the bot's namespaces, or these vector stores, for passages."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["file_search"]
+    # Each id a namespace name (the translation checks it, code invalid_namespace) and then a store (or a 404).
+    vector_store_ids: Annotated[list[StoreId], Field(min_length=1)] | None = None
+    max_num_results: Annotated[StrictInt, Field(ge=1, le=MAX_PASSAGES), WHOLE] | None = None
+    filters: Filters | None = None
+    ranking_options: FileSearchRankingOptions | None = None
 
 
 class ResponsesRequest(BaseModel):
@@ -82,9 +94,9 @@ class ResponsesRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     model: str = DEFAULT_BOT_ID  # a bot id
-    input: str | list[dict[str, Any]] = Field(json_schema_extra=INPUT_SCHEMA)
+    input: Input
     instructions: str | None = None
-    tools: list[dict[str, Any]] | None = Field(None, json_schema_extra={"items": FILE_SEARCH_TOOL})
+    tools: list[FileSearchTool] | None = None
     tool_choice: Literal["auto", "none", "required"] | dict[str, Any] | None = None
     include: list[str] | None = Field(None, json_schema_extra=_INCLUDE_SCHEMA)
     metadata: ResponsesMetadata | None = None

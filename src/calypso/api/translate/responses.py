@@ -11,17 +11,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from calypso.api.schemas.content import check_parts
-from calypso.api.schemas.ranking import file_search_ranking
-from calypso.api.schemas.responses import KNOWN_INCLUDES, ResponsesRequest
+from calypso.api.schemas.responses import KNOWN_INCLUDES, InputMessage, ResponsesRequest
 from calypso.bots import Bot, bot_scope
 from calypso.citations.links import LinkSigner
 from calypso.dialects.responses import RenderOptions
 from calypso.dialects.responses_wire import ResponseEcho
 from calypso.errors import InvalidRequest
 from calypso.models import StoredResponse
-from calypso.retrieval.filters import Predicate, compile_filter
-from calypso.scope import MAX_PASSAGES, RetrievalScope, check_namespace
+from calypso.retrieval.filters import Predicate
+from calypso.scope import RetrievalScope, check_namespace
 from calypso.services.answering import AskRequest, message_text, validate_messages
 from calypso.services.bots import ask_request
 
@@ -40,8 +38,6 @@ class StoreResolver(Protocol):
 
 # previous_response_id -> the stored response; raises NotFound naming previous_response_id.
 ResponseLoader = Callable[[str], StoredResponse]
-
-_TOOL_FIELDS = {"type", "vector_store_ids", "max_num_results", "filters", "ranking_options"}
 
 
 @dataclass
@@ -124,7 +120,7 @@ def fit_history(
     return kept
 
 
-def input_messages(raw: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+def input_messages(raw: str | list[InputMessage]) -> list[dict[str, Any]]:
     """``input`` as chat messages: a string is one user message; ``developer`` becomes ``system``."""
     if isinstance(raw, str):
         if not raw.strip():
@@ -133,24 +129,11 @@ def input_messages(raw: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
     if not raw:
         raise InvalidRequest("input is an empty list; send at least one user message.", param="input")
     messages = []
-    for i, item in enumerate(raw):
-        kind = item.get("type", "message")
-        if kind != "message":
-            raise InvalidRequest(
-                f"input[{i}] has unsupported type {kind!r}; only messages are accepted.", param=f"input[{i}].type"
-            )
-        role = item.get("role")
-        if role not in ("user", "assistant", "system", "developer"):
-            raise InvalidRequest(f"input[{i}] has unknown role {role!r}.", param=f"input[{i}].role")
-        content = item.get("content")
-        if not isinstance(content, (str, list)):
-            raise InvalidRequest(
-                f"input[{i}].content must be a string or a list of parts.", param=f"input[{i}].content"
-            )
+    for item in raw:  # each checked at the edge (``InputMessage``)
+        content = item.content
         if isinstance(content, list):
-            check_parts(content, f"input[{i}].content")
-        text = content if isinstance(content, str) else message_text({"content": content})
-        messages.append({"role": "system" if role == "developer" else role, "content": text})
+            content = message_text({"content": [part.model_dump(exclude_unset=True) for part in content]})
+        messages.append({"role": "system" if item.role == "developer" else item.role, "content": content})
     return messages
 
 
@@ -161,42 +144,20 @@ def _scope(body: ResponsesRequest, bot: Bot, workspace: str, stores: StoreResolv
     ``filters`` select the files of those stores whose attributes match (``retrieval/filters.py``).
     """
     scope = bot_scope(bot)
-    for i, tool in enumerate(body.tools or []):
-        if tool.get("type") != "file_search":
-            raise InvalidRequest(
-                f"tools[{i}] has type {tool.get('type')!r}; this server supports only file_search.",
-                param=f"tools[{i}].type",
-            )
-        unknown = set(tool) - _TOOL_FIELDS
-        if unknown:
-            raise InvalidRequest(
-                f"Unknown field {sorted(unknown)[0]!r} in tools[{i}].", param=f"tools[{i}].{sorted(unknown)[0]}"
-            )
-        store_ids = tool.get("vector_store_ids")
+    for i, tool in enumerate(body.tools or []):  # each checked at the edge (``FileSearchTool``)
+        store_ids = tool.vector_store_ids
         if store_ids is not None:
-            if not isinstance(store_ids, list) or not store_ids:
-                raise InvalidRequest(
-                    "vector_store_ids must be a non-empty list of vector store ids.",
-                    param=f"tools[{i}].vector_store_ids",
-                )
             namespaces = tuple(dict.fromkeys(check_namespace(s, f"tools[{i}].vector_store_ids") for s in store_ids))
             scope = replace(scope, namespaces=namespaces)
-        count = tool.get("max_num_results")
-        if count is not None:
-            if not isinstance(count, int) or not 1 <= count <= MAX_PASSAGES:
-                raise InvalidRequest(
-                    f"max_num_results must be an integer from 1 to {MAX_PASSAGES}.", param=f"tools[{i}].max_num_results"
-                )
-            scope = replace(scope, passage_count=count)
-        if tool.get("ranking_options") is not None:
-            scope = replace(scope, ranking=file_search_ranking(body.tools or [], i))
-        raw_filters = tool.get("filters")
-        predicate = compile_filter(raw_filters, f"tools[{i}].filters") if raw_filters is not None else None
+        if tool.max_num_results is not None:
+            scope = replace(scope, passage_count=tool.max_num_results)
+        if tool.ranking_options is not None:
+            scope = replace(scope, ranking=tool.ranking_options.to_options())
         # Validation first (a 400 names what is wrong), then the lookups: an unknown store is a 404.
         for store_id in store_ids or ():
             stores.check_usable(workspace, store_id, f"tools[{i}].vector_store_ids")
-        if predicate is not None:
-            ids = stores.matching_documents(workspace, scope.namespaces, predicate)
+        if tool.filters is not None:
+            ids = stores.matching_documents(workspace, scope.namespaces, tool.filters.to_filter())
             allowed = scope.document_ids
             # A bot restricted to documents never widens beyond them.
             scope = replace(scope, document_ids=tuple(sorted(ids if allowed is None else ids & set(allowed))))
@@ -254,7 +215,7 @@ def echo(body: ResponsesRequest) -> ResponseEcho:
         store=body.store,
         temperature=body.temperature,
         tool_choice=body.tool_choice or "auto",
-        tools=body.tools or [],
+        tools=[tool.model_dump(exclude_unset=True) for tool in body.tools or []],
         top_p=body.top_p,
         truncation=body.truncation or "disabled",
         user=body.user,
