@@ -451,10 +451,10 @@ def pick_sentences(
             return []  # one shared bigram ("在家", "电力") is not an answer: say that nothing was found
     elif (
         language == "en"
-        and _passage_coverage(question, pool, language) < MIN_COVERAGE
+        and max(_passage_coverage(part, pool, language) for part in _question_parts(question)) < MIN_COVERAGE
         and max(semantic or [0.0]) < semantic_only_min
     ):
-        return []  # no passage holds half the question's words, nor means it: the documents do not answer
+        return []  # no passage holds enough of any part of the question, nor means it: the documents do not answer
     if max_sentences is None:
         by_words = semantic is None and language != "en"
         max_sentences = MAX_SENTENCES_BY_WORDS if by_words else MAX_SENTENCES
@@ -478,6 +478,18 @@ def pick_sentences(
 
 
 FOLLOWERS = 2  # sentences that may follow the best one, each referring back to the one before
+
+
+_PART_BREAKS = re.compile(
+    r"\s*[,;]\s*(?:and |or |but )?|\s+(?:and|or|but) (?=(?:who|what|when|where|which|why|how|can|does|do|is|are|was|were)\b)"
+)
+
+
+def _question_parts(question: str) -> list[str]:
+    """The question, and each of its parts when it asks two things ("Who must accompany visitors, and within
+    how many days can customers request a refund?"): the documents answer it if they answer one part."""
+    parts = [p for p in _PART_BREAKS.split(question) if p and len(p.split()) >= 2]
+    return [question, *parts] if len(parts) > 1 else [question]
 
 
 def _passage_coverage(question: str, pool: list[Candidate], language: str) -> float:
