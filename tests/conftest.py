@@ -1,4 +1,4 @@
-"""Shared fixtures: an isolated data directory (and database), a knowledge base, a live server on loopback.
+"""Shared fixtures: an isolated data directory (and database), a knowledge base, the app in process, a live server.
 
 Backends: tests in ``BOTH_BACKENDS`` run once on SQLite and once on PostgreSQL
 (a pgserver instance the session starts itself, a fresh database per test);
