@@ -29,6 +29,11 @@ lint: install
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 
+# The playground's JS (eslint.config.mjs: eslint:recommended plus no page ids outside main.js). Needs Node
+# and the npm registry, which CI is not known to reach: a separate target, not part of `make lint`.
+lint-js:
+	npx --yes eslint@9 src/calypso/playground/static/js
+
 # The edit-test loop: everything but the tests marked slow (the model, PostgreSQL, the browser, real documents,
 # generated cases; see tests/conftest.py), stopping at the first failure. `make test` runs them all.
 test-fast: install
@@ -38,4 +43,4 @@ test-fast: install
 typecheck: install
 	$(BIN)/mypy
 
-.PHONY: install serve test test-fast typecheck lint
+.PHONY: install serve test test-fast typecheck lint lint-js

@@ -111,7 +111,7 @@ def scifact_quality(home: Path, queries: dict[str, str], qrels: dict) -> dict:
         try:
             searcher = services.search
             searcher.search("warm up", NAMESPACE)
-            vectors = searcher._indexes.vectors(DEFAULT_WORKSPACE, NAMESPACE)  # noqa: SLF001 - a bench may look
+            vectors = searcher.vectors(NAMESPACE, DEFAULT_WORKSPACE)
             assert vectors is not None
             graph = vectors.wait_for_graph(timeout=600)
             assert graph == bool(ann_min), f"graph built: {graph}"

@@ -74,7 +74,7 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iterations: int 
 def feature_matrix(examples: list[aq.Example], names: tuple[str, ...], embedder: Any = None) -> np.ndarray:
     rows = []
     for ex in examples:
-        f = sup._features(ex.claim, ex.evidence, extras=True, embedder=embedder)
+        f = sup.features(ex.claim, ex.evidence, extras=True, embedder=embedder)
         rows.append([f.get(n, 0.0) for n in names])  # no semantic value (no content words): 0, never scored
     return np.array(rows, dtype=float)
 
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         if not e.evidence.strip() or not e.claim:
             scores.append(0.0)
             continue
-        analysis = sup._Analysis(e.claim, e.evidence, sup._SCORE_WINDOW, extras=True, embedder=embedder)
+        analysis = sup.Analysis(e.claim, e.evidence, sup.SCORE_WINDOW, extras=True, embedder=embedder)
         z = bias + sum(w * analysis.features.get(n, 0.0) for w, n in zip(wtuple, names))
         scores.append(0.0 if not analysis.spans or not analysis.features["clen"] else float(1 / (1 + np.exp(-z))))
     threshold, f1 = aq.best_threshold([e.label for e in ood], scores)
@@ -139,9 +139,9 @@ def main(argv: list[str] | None = None) -> int:
         f"l2={args.l2}; OOD macro-F1 at the threshold {100 * f1:.1f}"
     )
     names_var, weights_var, bias_var = (
-        ("SEMANTIC_FEATURE_NAMES", "_SEM_WEIGHTS", "_SEM_BIAS")
+        ("SEMANTIC_FEATURE_NAMES", "SEMANTIC_WEIGHTS", "SEMANTIC_BIAS")
         if args.semantic
-        else ("FEATURE_NAMES", "_WEIGHTS", "_BIAS")
+        else ("FEATURE_NAMES", "WEIGHTS", "BIAS")
     )
     print(f"{names_var}: tuple[str, ...] = (")
     for n in names:

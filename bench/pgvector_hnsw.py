@@ -218,7 +218,7 @@ def run(pg: Postgres, kind: str, args: argparse.Namespace) -> None:
     )
     # The namespace filter after the scan, as PgVectorSearch writes it (each candidate checked by primary key).
     probe = PgVectorSearch(None, "default", "", MODEL, D)  # type: ignore[arg-type]  # for its SQL only
-    filtered = probe._sql(probe._hnsw, None)
+    filtered = probe.query_sql(exact=False)
     exact = (
         "SELECT e.chunk_key FROM chunk_embeddings e JOIN documents d ON d.key = e.document_key "
         "WHERE d.workspace = 'default' AND d.namespace = %(ns)s AND e.model = %(model)s "

@@ -288,7 +288,7 @@ def hybrid_in_process(settings: Settings, queries: list[str]) -> dict:
         searcher.index(NAMESPACE)
         build_s = time.perf_counter() - t0
         rss_built = proc_status_mb(os.getpid(), "VmRSS")
-        vectors = searcher._indexes.vectors("default", NAMESPACE)  # the service's own vector index
+        vectors = searcher.vectors(NAMESPACE)  # the service's own vector index
         assert vectors is not None
         graph = vectors.wait_for_graph(timeout=1800)  # searches are exact until then: measure the steady state
         graph_s = time.perf_counter() - t0  # from the start of the load (the build starts during it)
@@ -309,7 +309,7 @@ def hybrid_in_process(settings: Settings, queries: list[str]) -> dict:
             t = time.perf_counter()
             searcher.search(q, NAMESPACE, max_results=10, ranking=keyword)
             times["keyword"].append((time.perf_counter() - t) * 1000)
-            qv = searcher._query_vector(q)  # memoised by the hybrid search above
+            qv = searcher.query_vector(q)  # memoised by the hybrid search above
             t = time.perf_counter()
             found = vectors.search(qv, k=100)
             times["vectors"].append((time.perf_counter() - t) * 1000)

@@ -1,4 +1,4 @@
-"""Shared fixtures: an isolated data directory (and database), a knowledge base, a live server on loopback.
+"""Shared fixtures: an isolated data directory (and database), a knowledge base, the app in process, a live server.
 
 Backends: tests in ``BOTH_BACKENDS`` run once on SQLite and once on PostgreSQL
 (a pgserver instance the session starts itself, a fresh database per test);
@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 from postgres_support import PgServer, start_pg_server
 from tests_support import REPO, LiveServer, eval_data_dir, free_port
 
@@ -147,6 +148,17 @@ def kb(services: Services) -> DocumentService:
 @pytest.fixture
 def searcher(services: Services) -> SearchService:
     return services.search
+
+
+@pytest.fixture
+def api(settings: Settings, services: Services) -> Iterator[httpx.Client]:
+    """The app in process, no socket: for plain request/response tests.
+
+    SSE streams, the SDK clients (openai, xai-sdk, mcp), disconnects and other processes use
+    ``server``/``http``, a real uvicorn on loopback. A server error is a 500 here as it is on the wire.
+    """
+    with TestClient(create_app(settings, services), raise_server_exceptions=False) as client:
+        yield client
 
 
 @pytest.fixture

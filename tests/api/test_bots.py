@@ -1,6 +1,6 @@
 """Bots: /v1/bots CRUD, the bots file, the built-in default, /v1/models, workspaces, and retrieval scope.
 
-Through real HTTP on loopback and the official openai SDK. The app is built
+In process (the ``api`` fixture) and, for the official openai SDK, over real HTTP on loopback. The app is built
 over the test's services.
 """
 
@@ -62,9 +62,9 @@ def live(services: Services) -> Iterator[LiveServer]:
 
 
 @pytest.fixture
-def client(live: LiveServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=live.url, timeout=60) as http:
-        yield http
+def client(api: httpx.Client) -> httpx.Client:
+    """The app in process: CRUD and validation need no socket (the SDK tests use ``live``)."""
+    return api
 
 
 @pytest.fixture

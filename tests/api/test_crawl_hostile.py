@@ -17,8 +17,8 @@ import pytest
         "http://" + ".".join(["abcdefghij"] * 30) + "/",
     ],
 )
-def test_malformed_crawl_urls_are_400(http: httpx.Client, url: str) -> None:
-    response = http.post("/v1/documents/crawl", json={"url": url})
+def test_malformed_crawl_urls_are_400(api: httpx.Client, url: str) -> None:
+    response = api.post("/v1/documents/crawl", json={"url": url})
     assert response.status_code == 400, response.text
     error = response.json()["error"]
     assert error["type"] == "invalid_request_error" and error["param"] == "url"

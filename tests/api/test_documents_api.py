@@ -34,75 +34,75 @@ def _document_count(http: httpx.Client) -> int:
     return len(http.get("/v1/documents", params={"limit": 100}).json()["data"])
 
 
-def test_upload_pdf_with_page_labels_and_search(http: httpx.Client, data_dir: Path) -> None:
+def test_upload_pdf_with_page_labels_and_search(api: httpx.Client, data_dir: Path) -> None:
     pdf = data_dir / "ingestion-docs/pdf/GeoTopo-komprimiert.pdf"
-    response = _upload(http, pdf, "math", metadata='{"course": "geotopo"}')
+    response = _upload(api, pdf, "math", metadata='{"course": "geotopo"}')
     assert response.status_code == 201, response.text
     doc = response.json()
     assert doc["object"] == "document" and doc["namespace"] == "math"
     assert doc["media_type"] == "application/pdf" and doc["page_count"] > 10
     assert doc["metadata"]["course"] == "geotopo"
 
-    chunks = http.get(f"/v1/documents/{doc['id']}/chunks", params={"limit": 100}).json()["data"]
+    chunks = api.get(f"/v1/documents/{doc['id']}/chunks", params={"limit": 100}).json()["data"]
     assert [c["chunk_index"] for c in chunks] == list(range(len(chunks)))
     labels = [label for c in chunks for label in c["page_labels"]]
     assert "i" in labels or "ii" in labels  # roman front matter from /PageLabels
     assert "1" in labels
 
-    hits = http.post("/v1/search", json={"query": "Fundamentalgruppe", "namespace": "math"}).json()["data"]
+    hits = api.post("/v1/search", json={"query": "Fundamentalgruppe", "namespace": "math"}).json()["data"]
     assert hits and hits[0]["attributes"]["document_id"] == doc["id"]
     attributes = hits[0]["attributes"]
     assert attributes["locator_label"].startswith("p")
     assert attributes["label"].startswith("GeoTopo-komprimiert.pdf (p")
-    assert http.post("/v1/search", json={"query": "Fundamentalgruppe", "namespace": "general"}).json()["data"] == []
+    assert api.post("/v1/search", json={"query": "Fundamentalgruppe", "namespace": "general"}).json()["data"] == []
 
 
-def test_duplicate_upload_returns_existing_document(http: httpx.Client, data_dir: Path) -> None:
+def test_duplicate_upload_returns_existing_document(api: httpx.Client, data_dir: Path) -> None:
     md = data_dir / "ingestion-docs/md/github-terms-of-service.md"
-    first = _upload(http, md)
-    second = _upload(http, md)
+    first = _upload(api, md)
+    second = _upload(api, md)
     assert first.status_code == 201 and second.status_code == 200
     assert first.json()["id"] == second.json()["id"]
-    assert _upload(http, md, "other").json()["id"] != first.json()["id"]
-    assert _document_count(http) == 2
+    assert _upload(api, md, "other").json()["id"] != first.json()["id"]
+    assert _document_count(api) == 2
 
 
-def test_delete_removes_from_retrieval_at_once(http: httpx.Client, data_dir: Path) -> None:
-    doc = _upload(http, data_dir / "ingestion-docs/md/github-general-privacy-statement.md").json()
+def test_delete_removes_from_retrieval_at_once(api: httpx.Client, data_dir: Path) -> None:
+    doc = _upload(api, data_dir / "ingestion-docs/md/github-general-privacy-statement.md").json()
     query = {"query": "personal data privacy statement"}
-    assert http.post("/v1/search", json=query).json()["data"]
-    deleted = http.delete(f"/v1/documents/{doc['id']}")
+    assert api.post("/v1/search", json=query).json()["data"]
+    deleted = api.delete(f"/v1/documents/{doc['id']}")
     assert deleted.json() == {"id": doc["id"], "object": "document.deleted", "deleted": True}
-    assert http.post("/v1/search", json=query).json()["data"] == []
-    _assert_error(http.get(f"/v1/documents/{doc['id']}"), 404)
-    _assert_error(http.delete(f"/v1/documents/{doc['id']}"), 404)
-    _assert_error(http.get(f"/v1/documents/{doc['id']}/chunks"), 404)
+    assert api.post("/v1/search", json=query).json()["data"] == []
+    _assert_error(api.get(f"/v1/documents/{doc['id']}"), 404)
+    _assert_error(api.delete(f"/v1/documents/{doc['id']}"), 404)
+    _assert_error(api.get(f"/v1/documents/{doc['id']}/chunks"), 404)
 
 
-def test_search_filters_by_document_ids(http: httpx.Client, data_dir: Path) -> None:
-    tos = _upload(http, data_dir / "ingestion-docs/md/github-terms-of-service.md").json()
-    privacy = _upload(http, data_dir / "ingestion-docs/md/github-general-privacy-statement.md").json()
+def test_search_filters_by_document_ids(api: httpx.Client, data_dir: Path) -> None:
+    tos = _upload(api, data_dir / "ingestion-docs/md/github-terms-of-service.md").json()
+    privacy = _upload(api, data_dir / "ingestion-docs/md/github-general-privacy-statement.md").json()
     body = {"query": "GitHub account", "max_num_results": 20}
-    both = {h["attributes"]["document_id"] for h in http.post("/v1/search", json=body).json()["data"]}
+    both = {h["attributes"]["document_id"] for h in api.post("/v1/search", json=body).json()["data"]}
     assert both == {tos["id"], privacy["id"]}
-    only = http.post("/v1/search", json={**body, "document_ids": [privacy["id"]]}).json()["data"]
+    only = api.post("/v1/search", json={**body, "document_ids": [privacy["id"]]}).json()["data"]
     assert only and {h["attributes"]["document_id"] for h in only} == {privacy["id"]}
-    assert len(http.post("/v1/search", json={**body, "max_num_results": 3}).json()["data"]) == 3
+    assert len(api.post("/v1/search", json={**body, "max_num_results": 3}).json()["data"]) == 3
 
 
-def test_list_documents_paginates_and_filters(http: httpx.Client, data_dir: Path) -> None:
+def test_list_documents_paginates_and_filters(api: httpx.Client, data_dir: Path) -> None:
     for path in sorted((data_dir / "ingestion-docs/md").iterdir()):
-        _upload(http, path, "a")
-    _upload(http, data_dir / "ingestion-docs/docx/docx-tables.docx", "b")
-    page = http.get("/v1/documents", params={"namespace": "a", "limit": 1}).json()
+        _upload(api, path, "a")
+    _upload(api, data_dir / "ingestion-docs/docx/docx-tables.docx", "b")
+    page = api.get("/v1/documents", params={"namespace": "a", "limit": 1}).json()
     assert page["object"] == "list" and len(page["data"]) == 1 and page["has_more"]
-    rest = http.get("/v1/documents", params={"namespace": "a", "after": page["last_id"]}).json()
+    rest = api.get("/v1/documents", params={"namespace": "a", "after": page["last_id"]}).json()
     assert len(rest["data"]) == 1 and not rest["has_more"]
-    assert {d["namespace"] for d in http.get("/v1/documents").json()["data"]} == {"a", "b"}
+    assert {d["namespace"] for d in api.get("/v1/documents").json()["data"]} == {"a", "b"}
 
 
-def test_openapi_spec_lists_the_routes(http: httpx.Client) -> None:
-    paths = http.get("/openapi.json").json()["paths"]
+def test_openapi_spec_lists_the_routes(api: httpx.Client) -> None:
+    paths = api.get("/openapi.json").json()["paths"]
     for path in (
         "/v1/documents",
         "/v1/documents/crawl",
@@ -116,68 +116,68 @@ def test_openapi_spec_lists_the_routes(http: httpx.Client) -> None:
 # -- bad input: each gets an OpenAI-shaped error and leaves the knowledge base unchanged --------
 
 
-def test_empty_upload(http: httpx.Client) -> None:
-    error = _assert_error(http.post("/v1/documents", files={"file": ("empty.txt", b"")}), 400, "file")
+def test_empty_upload(api: httpx.Client) -> None:
+    error = _assert_error(api.post("/v1/documents", files={"file": ("empty.txt", b"")}), 400, "file")
     assert error["code"] == "empty_file"
-    assert _document_count(http) == 0
+    assert _document_count(api) == 0
 
 
-def test_whitespace_only_upload(http: httpx.Client) -> None:
-    _assert_error(http.post("/v1/documents", files={"file": ("blank.md", b"  \n\n \t ")}, params=WAIT), 400, "file")
-    assert _document_count(http) == 0
+def test_whitespace_only_upload(api: httpx.Client) -> None:
+    _assert_error(api.post("/v1/documents", files={"file": ("blank.md", b"  \n\n \t ")}, params=WAIT), 400, "file")
+    assert _document_count(api) == 0
 
 
-def test_missing_file_field(http: httpx.Client) -> None:
-    _assert_error(http.post("/v1/documents", data={"namespace": "general"}), 400, "file")
+def test_missing_file_field(api: httpx.Client) -> None:
+    _assert_error(api.post("/v1/documents", data={"namespace": "general"}), 400, "file")
 
 
-def test_truncated_pdf(http: httpx.Client, data_dir: Path) -> None:
+def test_truncated_pdf(api: httpx.Client, data_dir: Path) -> None:
     data = (data_dir / "ingestion-docs/pdf/ALCE-paper-2305.14627v1.pdf").read_bytes()
-    response = http.post("/v1/documents", files={"file": ("cut.pdf", data[: len(data) // 3])}, params=WAIT)
+    response = api.post("/v1/documents", files={"file": ("cut.pdf", data[: len(data) // 3])}, params=WAIT)
     assert response.status_code in (400, 422)
     _assert_error(response, response.status_code, "file")
-    assert _document_count(http) == 0
+    assert _document_count(api) == 0
 
 
-def test_unsupported_type_lists_supported_ones(http: httpx.Client) -> None:
+def test_unsupported_type_lists_supported_ones(api: httpx.Client) -> None:
     error = _assert_error(
-        http.post("/v1/documents", files={"file": ("tool.exe", b"MZ\x90\x00\x03\x00\x00\x00" * 50)}), 415, "file"
+        api.post("/v1/documents", files={"file": ("tool.exe", b"MZ\x90\x00\x03\x00\x00\x00" * 50)}), 415, "file"
     )
     assert "pdf" in error["message"].lower() and "docx" in error["message"].lower()
-    assert _document_count(http) == 0
+    assert _document_count(api) == 0
 
 
-def test_file_over_size_limit(http: httpx.Client, kb) -> None:
+def test_file_over_size_limit(api: httpx.Client, kb) -> None:
     kb.settings.max_upload_bytes = 1000
-    error = _assert_error(http.post("/v1/documents", files={"file": ("big.txt", b"word " * 400)}), 413, "file")
+    error = _assert_error(api.post("/v1/documents", files={"file": ("big.txt", b"word " * 400)}), 413, "file")
     assert error["code"] == "file_too_large"
-    assert _document_count(http) == 0
+    assert _document_count(api) == 0
 
 
 @pytest.mark.parametrize("namespace", ["bad name", "../etc", "x" * 65, "ünïcode", "-leading"])
-def test_illegal_namespace(http: httpx.Client, namespace: str) -> None:
-    response = http.post("/v1/documents", files={"file": ("a.txt", b"Some text.")}, data={"namespace": namespace})
+def test_illegal_namespace(api: httpx.Client, namespace: str) -> None:
+    response = api.post("/v1/documents", files={"file": ("a.txt", b"Some text.")}, data={"namespace": namespace})
     _assert_error(response, 400, "namespace")
-    _assert_error(http.post("/v1/search", json={"query": "x", "namespace": namespace}), 400, "namespace")
-    assert _document_count(http) == 0
+    _assert_error(api.post("/v1/search", json={"query": "x", "namespace": namespace}), 400, "namespace")
+    assert _document_count(api) == 0
 
 
-def test_bad_metadata_json(http: httpx.Client) -> None:
-    response = http.post("/v1/documents", files={"file": ("a.txt", b"Some text.")}, data={"metadata": "{nope"})
+def test_bad_metadata_json(api: httpx.Client) -> None:
+    response = api.post("/v1/documents", files={"file": ("a.txt", b"Some text.")}, data={"metadata": "{nope"})
     _assert_error(response, 400, "metadata")
-    assert _document_count(http) == 0
+    assert _document_count(api) == 0
 
 
-def test_search_validation(http: httpx.Client) -> None:
-    _assert_error(http.post("/v1/search", json={"query": ""}), 400, "query")
-    _assert_error(http.post("/v1/search", json={"query": "x", "max_num_results": 0}), 400, "max_num_results")
-    _assert_error(http.post("/v1/search", json={"query": "x", "bogus": 1}), 400, "bogus")
-    _assert_error(http.post("/v1/search", content=b"not json", headers={"content-type": "application/json"}), 400)
+def test_search_validation(api: httpx.Client) -> None:
+    _assert_error(api.post("/v1/search", json={"query": ""}), 400, "query")
+    _assert_error(api.post("/v1/search", json={"query": "x", "max_num_results": 0}), 400, "max_num_results")
+    _assert_error(api.post("/v1/search", json={"query": "x", "bogus": 1}), 400, "bogus")
+    _assert_error(api.post("/v1/search", content=b"not json", headers={"content-type": "application/json"}), 400)
 
 
-def test_unknown_route_and_method(http: httpx.Client) -> None:
-    _assert_error(http.get("/v1/nowhere"), 404)
-    _assert_error(http.put("/v1/search"), 405)
+def test_unknown_route_and_method(api: httpx.Client) -> None:
+    _assert_error(api.get("/v1/nowhere"), 404)
+    _assert_error(api.put("/v1/search"), 405)
 
 
 # -- ingestion jobs: uploads answer at once --------------------------------------------------------
@@ -196,43 +196,43 @@ def idle_http(settings, services) -> Iterator[httpx.Client]:
 TIDE = b"High tide in the harbour is at 06:14. The harbour master posts changes on the noticeboard."
 
 
-def test_upload_answers_in_progress_then_completes_and_is_searchable(http: httpx.Client) -> None:
-    response = http.post("/v1/documents", files={"file": ("tide.txt", TIDE)}, data={"namespace": "tides"})
+def test_upload_answers_in_progress_then_completes_and_is_searchable(api: httpx.Client) -> None:
+    response = api.post("/v1/documents", files={"file": ("tide.txt", TIDE)}, data={"namespace": "tides"})
     assert response.status_code == 201, response.text
     queued = response.json()
     assert queued["status"] == "in_progress" and queued["last_error"] is None
     assert set(queued["progress"]) == {"pages_parsed", "passages_written"}
-    done = wait_for_document(http, queued["id"])
+    done = wait_for_document(api, queued["id"])
     assert done["status"] == "completed" and done["progress"] is None and done["last_error"] is None
     assert done["chunk_count"] == 1 and done["page_count"] == 1
-    hits = http.post("/v1/search", json={"query": "harbour master", "namespace": "tides"}).json()["data"]
+    hits = api.post("/v1/search", json={"query": "harbour master", "namespace": "tides"}).json()["data"]
     assert [h["attributes"]["document_id"] for h in hits] == [queued["id"]]
-    again = http.post("/v1/documents", files={"file": ("tide.txt", TIDE)}, data={"namespace": "tides"})
+    again = api.post("/v1/documents", files={"file": ("tide.txt", TIDE)}, data={"namespace": "tides"})
     assert again.status_code == 200 and again.json()["id"] == queued["id"]  # the same bytes: the same document
 
 
-def test_a_corrupt_upload_ends_failed_listed_and_deletable(http: httpx.Client, data_dir: Path) -> None:
+def test_a_corrupt_upload_ends_failed_listed_and_deletable(api: httpx.Client, data_dir: Path) -> None:
     data = (data_dir / "ingestion-docs/pdf/ALCE-paper-2305.14627v1.pdf").read_bytes()[:5000]
-    queued = http.post("/v1/documents", files={"file": ("cut.pdf", data)}).json()
+    queued = api.post("/v1/documents", files={"file": ("cut.pdf", data)}).json()
     assert queued["status"] == "in_progress"
-    failed = wait_for_document(http, queued["id"])
+    failed = wait_for_document(api, queued["id"])
     assert failed["status"] == "failed" and failed["progress"] is None
     assert failed["last_error"]["code"] == "invalid_file" and "cut.pdf" in failed["last_error"]["message"]
     assert set(failed["last_error"]) == {"code", "message"}
-    assert http.get(f"/v1/documents/{queued['id']}/chunks").json()["data"] == []
-    listed = http.get("/v1/documents").json()["data"]
+    assert api.get(f"/v1/documents/{queued['id']}/chunks").json()["data"] == []
+    listed = api.get("/v1/documents").json()["data"]
     assert [(d["id"], d["status"]) for d in listed] == [(queued["id"], "failed")]
-    assert http.delete(f"/v1/documents/{queued['id']}").json()["deleted"] is True
-    assert http.get("/v1/documents").json()["data"] == []
-    empty = http.post("/v1/documents", files={"file": ("blank.md", b"   \n")}).json()
-    assert wait_for_document(http, empty["id"])["last_error"]["code"] == "invalid_file"
+    assert api.delete(f"/v1/documents/{queued['id']}").json()["deleted"] is True
+    assert api.get("/v1/documents").json()["data"] == []
+    empty = api.post("/v1/documents", files={"file": ("blank.md", b"   \n")}).json()
+    assert wait_for_document(api, empty["id"])["last_error"]["code"] == "invalid_file"
 
 
-def test_an_unknown_type_is_refused_at_once_without_wait(http: httpx.Client) -> None:
+def test_an_unknown_type_is_refused_at_once_without_wait(api: httpx.Client) -> None:
     # Detectable from the bytes and name alone, so no job is made for it.
-    response = http.post("/v1/documents", files={"file": ("tool.exe", b"MZ\x90\x00\x03\x00\x00\x00" * 50)})
+    response = api.post("/v1/documents", files={"file": ("tool.exe", b"MZ\x90\x00\x03\x00\x00\x00" * 50)})
     _assert_error(response, 415, "file")
-    assert _document_count(http) == 0
+    assert _document_count(api) == 0
 
 
 def test_cancel_and_delete_in_progress_documents(idle_http: httpx.Client, services) -> None:
@@ -308,30 +308,30 @@ def site() -> Iterator[str]:
     server.shutdown()
 
 
-def test_crawl_stores_page_with_url_as_filename(http: httpx.Client, site: str) -> None:
-    response = http.post("/v1/documents/crawl", json={"url": f"{site}/redirect", "namespace": "web"}, params=WAIT)
+def test_crawl_stores_page_with_url_as_filename(api: httpx.Client, site: str) -> None:
+    response = api.post("/v1/documents/crawl", json={"url": f"{site}/redirect", "namespace": "web"}, params=WAIT)
     assert response.status_code == 201, response.text
     doc = response.json()
     assert doc["filename"] == f"{site}/article" and doc["source_url"] == f"{site}/article"
-    hits = http.post("/v1/search", json={"query": "when is high tide", "namespace": "web"}).json()["data"]
+    hits = api.post("/v1/search", json={"query": "when is high tide", "namespace": "web"}).json()["data"]
     assert hits and hits[0]["filename"] == f"{site}/article"
     assert "Home | About" not in hits[0]["content"][0]["text"]
-    plain = http.post("/v1/documents/crawl", json={"url": f"{site}/plain"}, params=WAIT).json()
+    plain = api.post("/v1/documents/crawl", json={"url": f"{site}/plain"}, params=WAIT).json()
     assert plain["media_type"] == "text/plain"
 
 
-def test_crawl_errors_leave_kb_unchanged(http: httpx.Client, site: str, kb) -> None:
-    _assert_error(http.post("/v1/documents/crawl", json={"url": f"{site}/missing"}), 502, "url")
-    _assert_error(http.post("/v1/documents/crawl", json={"url": f"{site}/image"}), 415, "url")
-    _assert_error(http.post("/v1/documents/crawl", json={"url": "ftp://example.com/x"}), 400, "url")
-    _assert_error(http.post("/v1/documents/crawl", json={"url": "not a url"}), 400, "url")
+def test_crawl_errors_leave_kb_unchanged(api: httpx.Client, site: str, kb) -> None:
+    _assert_error(api.post("/v1/documents/crawl", json={"url": f"{site}/missing"}), 502, "url")
+    _assert_error(api.post("/v1/documents/crawl", json={"url": f"{site}/image"}), 415, "url")
+    _assert_error(api.post("/v1/documents/crawl", json={"url": "ftp://example.com/x"}), 400, "url")
+    _assert_error(api.post("/v1/documents/crawl", json={"url": "not a url"}), 400, "url")
     kb.settings.crawl_timeout_seconds = 0.5
-    _assert_error(http.post("/v1/documents/crawl", json={"url": f"{site}/slow"}), 504, "url")
-    assert _document_count(http) == 0
+    _assert_error(api.post("/v1/documents/crawl", json={"url": f"{site}/slow"}), 504, "url")
+    assert _document_count(api) == 0
 
 
-def test_crawl_refuses_loopback_unless_allowed(http: httpx.Client, site: str, kb) -> None:
+def test_crawl_refuses_loopback_unless_allowed(api: httpx.Client, site: str, kb) -> None:
     kb.settings.crawl_allow_private = False
-    error = _assert_error(http.post("/v1/documents/crawl", json={"url": f"{site}/article"}), 400, "url")
+    error = _assert_error(api.post("/v1/documents/crawl", json={"url": f"{site}/article"}), 400, "url")
     assert "CALYPSO_CRAWL_ALLOW_PRIVATE" in error["message"]
-    assert _document_count(http) == 0
+    assert _document_count(api) == 0

@@ -22,9 +22,9 @@ def _upload(http: httpx.Client, name: str, data: bytes, content_type: str) -> st
     return response.json()["id"]
 
 
-def test_stored_html_is_served_sandboxed_with_nosniff(http: httpx.Client) -> None:
-    file_id = _upload(http, "news.html", EVIL, "text/html")
-    response = http.get(f"/v1/files/{file_id}/content")
+def test_stored_html_is_served_sandboxed_with_nosniff(api: httpx.Client) -> None:
+    file_id = _upload(api, "news.html", EVIL, "text/html")
+    response = api.get(f"/v1/files/{file_id}/content")
     assert response.status_code == 200 and response.content == EVIL
     assert response.headers["content-type"].startswith("text/html")
     assert response.headers["x-content-type-options"] == "nosniff"
@@ -33,18 +33,18 @@ def test_stored_html_is_served_sandboxed_with_nosniff(http: httpx.Client) -> Non
     assert response.headers["referrer-policy"] == "no-referrer"
 
 
-def test_html_named_pdf_is_still_sandboxed(http: httpx.Client) -> None:
+def test_html_named_pdf_is_still_sandboxed(api: httpx.Client) -> None:
     # The stored (detected) type decides, not the name the uploader chose.
-    file_id = _upload(http, "invoice.pdf", EVIL, "text/html")
-    response = http.get(f"/v1/files/{file_id}/content")
+    file_id = _upload(api, "invoice.pdf", EVIL, "text/html")
+    response = api.get(f"/v1/files/{file_id}/content")
     assert response.headers["content-type"].startswith("text/html")
     assert response.headers["content-security-policy"] == SANDBOX_POLICY
 
 
-def test_pdf_still_opens_inline(http: httpx.Client, data_dir: Path) -> None:
+def test_pdf_still_opens_inline(api: httpx.Client, data_dir: Path) -> None:
     pdf = (data_dir / "ingestion-docs/pdf/scotus-transcript-p1.pdf").read_bytes()
-    file_id = _upload(http, "transcript.pdf", pdf, "application/pdf")
-    response = http.get(f"/v1/files/{file_id}/content")
+    file_id = _upload(api, "transcript.pdf", pdf, "application/pdf")
+    response = api.get(f"/v1/files/{file_id}/content")
     assert response.status_code == 200 and response.content == pdf
     assert response.headers["content-type"] == "application/pdf"
     assert response.headers["content-disposition"] == "inline; filename*=UTF-8''transcript.pdf"

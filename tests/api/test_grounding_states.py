@@ -15,7 +15,11 @@ LEAKS = ("refund_policy_2026.md", "file-", "/v1/files/", "file_citation", "url_c
 
 
 @pytest.fixture
-def bots(kb, http: httpx.Client):
+def bots(kb, request: pytest.FixtureRequest) -> httpx.Client:
+    """A client once the demo documents and three bots are in: over a real server on loopback for the
+    streamed cases (SSE), the app in process for the others."""
+    callspec = getattr(request.node, "callspec", None)
+    http: httpx.Client = request.getfixturevalue("http" if callspec and callspec.params.get("stream") else "api")
     ingest_demo(kb)
     for bot in (
         {"id": "hidden-bot", "sources_policy": "hidden"},

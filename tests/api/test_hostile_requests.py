@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import http.client
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 from tests_support import WAIT, LiveServer, free_port
 
 from calypso.api.app import create_app
@@ -49,14 +51,22 @@ CASES = [
 
 @pytest.fixture
 def live(tmp_path: Path):
+    """A real server on loopback: for the tests that check the connection after a hostile body."""
     settings = Settings(home=tmp_path / "home")
     with LiveServer(create_app(settings), free_port()) as server:
         yield server
 
 
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[httpx.Client]:
+    """The app in process: the rest are plain requests and their answers."""
+    with TestClient(create_app(Settings(home=tmp_path / "home")), raise_server_exceptions=False) as client:
+        yield client
+
+
 @pytest.mark.parametrize(("path", "body", "param"), CASES)
-def test_malformed_json_fields_are_400(live: LiveServer, path: str, body: dict, param: str | None) -> None:
-    response = httpx.post(f"{live.url}{path}", json=body, timeout=30)
+def test_malformed_json_fields_are_400(client: httpx.Client, path: str, body: dict, param: str | None) -> None:
+    response = client.post(path, json=body)
     assert response.status_code == 400, response.text
     error = response.json()["error"]
     assert set(error) == {"message", "type", "param", "code"} and error["type"] == "invalid_request_error"
@@ -85,27 +95,25 @@ def test_json_the_server_cannot_keep_is_400(live: LiveServer, path: str, raw: by
     assert httpx.get(f"{live.url}/v1/conversations", timeout=10).json()["data"] == []
 
 
-def test_upload_metadata_too_deep_or_too_big_is_400(live: LiveServer) -> None:
+def test_upload_metadata_too_deep_or_too_big_is_400(client: httpx.Client) -> None:
     for raw in ("[" * 3000 + "]" * 3000, '{"a": ' + "1" * 5001 + "}", json.dumps(_nested(100))):
-        response = httpx.post(
-            f"{live.url}/v1/documents", files={"file": ("m.txt", b"hello there")}, data={"metadata": raw}, timeout=30
-        )
+        response = client.post("/v1/documents", files={"file": ("m.txt", b"hello there")}, data={"metadata": raw})
         assert response.status_code == 400, response.text
         assert response.json()["error"]["param"].startswith("metadata")
-    assert httpx.get(f"{live.url}/v1/documents", timeout=10).json()["data"] == []
+    assert client.get("/v1/documents").json()["data"] == []
 
 
-def test_chunk_cursor_beyond_64_bits_is_400(live: LiveServer) -> None:
-    doc = httpx.post(f"{live.url}/v1/documents", files={"file": ("a.txt", b"Some text here.")}, params=WAIT).json()
+def test_chunk_cursor_beyond_64_bits_is_400(client: httpx.Client) -> None:
+    doc = client.post("/v1/documents", files={"file": ("a.txt", b"Some text here.")}, params=WAIT).json()
     for after in ("99999999999999999999999", "-99999999999999999999"):
-        response = httpx.get(f"{live.url}/v1/documents/{doc['id']}/chunks", params={"after": after})
+        response = client.get(f"/v1/documents/{doc['id']}/chunks", params={"after": after})
         assert response.status_code == 400 and response.json()["error"]["param"] == "after", response.text
 
 
 def test_non_ascii_authorization_header_is_401(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "home", auth="on")
     with LiveServer(create_app(settings), free_port()) as server:
-        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+        conn = http.client.HTTPConnection("127.0.0.1", server.port)
         conn.putrequest("GET", "/v1/models")
         conn.putheader("Authorization", "Bearer k\xe9y-\xff".encode("latin-1"))
         conn.endheaders()
@@ -116,35 +124,35 @@ def test_non_ascii_authorization_header_is_401(tmp_path: Path) -> None:
 
 def test_history_has_a_limit_and_auto_truncation_drops_the_oldest_turns(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "home", max_history_chars=3000)
-    with LiveServer(create_app(settings), free_port()) as server:
-        url = f"{server.url}/v1/responses"
-        first = httpx.post(url, json={"input": "alpha " * 300}, timeout=30).json()  # 1,800 characters
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        url = "/v1/responses"
+        first = client.post(url, json={"input": "alpha " * 300}).json()  # 1,800 characters
         follow = {"input": "beta " * 300, "previous_response_id": first["id"]}  # 1,800 more: over 3,000
-        refused = httpx.post(url, json=follow, timeout=30)
+        refused = client.post(url, json=follow)
         assert refused.status_code == 400, refused.text
         assert refused.json()["error"]["code"] == "context_length_exceeded"
-        kept = httpx.post(url, json={**follow, "truncation": "auto"}, timeout=30)
+        kept = client.post(url, json={**follow, "truncation": "auto"})
         assert kept.status_code == 200, kept.text
-        stored = httpx.get(f"{url}/{kept.json()['id']}", timeout=10)
+        stored = client.get(f"{url}/{kept.json()['id']}")
         assert stored.status_code == 200
-        too_long = httpx.post(url, json={"input": "gamma " * 1000, "truncation": "auto"}, timeout=30)
+        too_long = client.post(url, json={"input": "gamma " * 1000, "truncation": "auto"})
         assert too_long.status_code == 400 and too_long.json()["error"]["code"] == "context_length_exceeded"
 
 
 def test_chat_history_over_the_limit_is_400_and_conversations_show_only_the_newest_turns(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "home", max_history_chars=3000)
-    with LiveServer(create_app(settings), free_port()) as server:
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
         long = [{"role": "user", "content": "alpha " * 300}, {"role": "assistant", "content": "beta " * 300}]
         body = {"model": "calypso-rag-agent", "messages": [*long, {"role": "user", "content": "gamma " * 100}]}
-        refused = httpx.post(f"{server.url}/v1/chat/completions", json=body, timeout=30)
+        refused = client.post("/v1/chat/completions", json=body)
         assert refused.status_code == 400, refused.text
         error = refused.json()["error"]
         assert error["code"] == "context_length_exceeded" and error["param"] == "messages"
 
-        conversation = httpx.post(f"{server.url}/v1/conversations", json={}, timeout=10).json()["id"]
-        url = f"{server.url}/v1/conversations/{conversation}/messages"
+        conversation = client.post("/v1/conversations", json={}).json()["id"]
+        url = f"/v1/conversations/{conversation}/messages"
         for word in ("alpha", "beta", "gamma", "delta"):  # four turns of 1,200+ characters each: over 3,000
-            turn = httpx.post(url, json={"content": f"{word} " * 200}, timeout=30)
+            turn = client.post(url, json={"content": f"{word} " * 200})
             assert turn.status_code == 200, turn.text
-        stored = httpx.get(f"{server.url}/v1/conversations/{conversation}", timeout=10).json()["messages"]
+        stored = client.get(f"/v1/conversations/{conversation}").json()["messages"]
         assert len(stored) == 8  # every turn is kept; only the model's view is trimmed

@@ -37,10 +37,10 @@ from tests_support import WAIT
     ],
 )
 def test_hostile_upload_is_refused_with_the_limit_named(
-    http: httpx.Client, name: str, make, status: int, code: str, setting: str
+    api: httpx.Client, name: str, make, status: int, code: str, setting: str
 ) -> None:
-    response = http.post("/v1/documents", files={"file": (name, make())}, params=WAIT)
+    response = api.post("/v1/documents", files={"file": (name, make())}, params=WAIT)
     assert response.status_code == status, response.text
     error = response.json()["error"]
     assert error["code"] == code and error["param"] == "file" and setting in error["message"]
-    assert http.get("/v1/documents").json()["data"] == []
+    assert api.get("/v1/documents").json()["data"] == []

@@ -268,12 +268,12 @@ def test_fake_markerless_quotes_whole_sentences(alps, http, fake) -> None:
         assert len(sentence.split()) >= 8 and sentence_spans(sentence) == [(0, len(sentence))]
 
 
-def test_bot_attribution_is_validated_and_round_trips(http) -> None:
-    refused = http.post("/v1/bots", json={"id": "odd", "attribution": "sometimes"})
+def test_bot_attribution_is_validated_and_round_trips(api) -> None:
+    refused = api.post("/v1/bots", json={"id": "odd", "attribution": "sometimes"})
     assert refused.status_code == 400
     error = refused.json()["error"]
     assert error["param"] == "attribution" and error["type"] == "invalid_request_error"
-    created = http.post("/v1/bots", json={"id": "v", "attribution": "verify"}).json()
+    created = api.post("/v1/bots", json={"id": "v", "attribution": "verify"}).json()
     assert created["attribution"] == "verify"
-    assert http.get("/v1/bots/calypso-rag-agent").json()["attribution"] is None  # follows CALYPSO_ATTRIBUTION
-    assert http.patch("/v1/bots/v", json={"attribution": "off"}).json()["attribution"] == "off"
+    assert api.get("/v1/bots/calypso-rag-agent").json()["attribution"] is None  # follows CALYPSO_ATTRIBUTION
+    assert api.patch("/v1/bots/v", json={"attribution": "off"}).json()["attribution"] == "off"

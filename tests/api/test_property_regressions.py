@@ -16,12 +16,12 @@ from calypso.config import Settings
 from calypso.validation import invalid_request_from
 
 
-def test_a_signed_link_with_a_non_ascii_signature_is_403(http: httpx.Client) -> None:
+def test_a_signed_link_with_a_non_ascii_signature_is_403(api: httpx.Client) -> None:
     # Was a 500: hmac.compare_digest raises TypeError for str with non-ASCII characters.
-    upload = http.post("/v1/files", files={"file": ("a.txt", b"Refunds take 5 days.")}, data={"purpose": "assistants"})
+    upload = api.post("/v1/files", files={"file": ("a.txt", b"Refunds take 5 days.")}, data={"purpose": "assistants"})
     file_id = upload.json()["id"]
     expires = int(time.time()) + 3600
-    response = http.get(f"/v1/files/{file_id}/content", params={"expires": expires, "signature": "é" * 64})
+    response = api.get(f"/v1/files/{file_id}/content", params={"expires": expires, "signature": "é" * 64})
     assert response.status_code == 403, response.text
     assert response.json()["error"]["code"] == "invalid_signature"
     assert not verify(b"secret", file_id, "default", expires, "ü")

@@ -407,9 +407,9 @@ def test_ungrounded_and_no_retrieval_states(demo_kb, openai_client) -> None:
         ({"input": QUESTION, "previous_response_id": "resp_missing"}, 404, "not_found", "previous_response_id"),
     ],
 )
-def test_bad_requests(demo_kb, http, payload: dict, status: int, code: str | None, param: str) -> None:
+def test_bad_requests(demo_kb, api, payload: dict, status: int, code: str | None, param: str) -> None:
     body = {"model": "calypso-rag-agent", **payload}
-    response = http.post("/v1/responses", json=body)
+    response = api.post("/v1/responses", json=body)
     assert response.status_code == status, response.text
     error = response.json()["error"]
     assert (error["type"], error["code"], error["param"]) == ("invalid_request_error", code, param)

@@ -171,9 +171,9 @@ def _stream(deltas: list[str]) -> list[Segment]:
 def _feed_checked(stream: MarkerStream, delta: str) -> list[TextPiece | MarkerPiece]:
     """Feed one delta and check the held suffix stays bounded."""
     pieces = stream.feed(delta)
-    held = len(stream._held)  # noqa: SLF001 - white-box bound check
+    held = len(stream.held)
     assert held <= MAX_BRACKET + MAX_URL + 2
-    assert not stream._held or stream._held[0] in "[【"  # noqa: SLF001
+    assert not stream.held or stream.held[0] in "[【"
     return pieces
 
 

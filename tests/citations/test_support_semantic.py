@@ -29,7 +29,7 @@ def _rows(n: int, max_chars: int = 700) -> list[dict]:
 def test_fitted_model_only() -> None:
     assert semantic.MODEL == local_onnx.MODEL_NAME
     assert support.SEMANTIC_FEATURE_NAMES == support.FEATURE_NAMES + semantic.FEATURE_NAMES
-    assert len(support._SEM_WEIGHTS) == len(support.SEMANTIC_FEATURE_NAMES)
+    assert len(support.SEMANTIC_WEIGHTS) == len(support.SEMANTIC_FEATURE_NAMES)
     assert not semantic.usable(None)
     # Another truncation is another vector space (another name): the lexical weights apply.
     assert not semantic.usable(local_onnx.LocalOnnxEmbedder(max_tokens=64))
@@ -41,11 +41,11 @@ def test_semantic_feature_on_real_rows(minilm: local_onnx.LocalOnnxEmbedder) -> 
     embedder = CachedEmbedder(minilm, cache)
     own, other = [], []
     for i, r in enumerate(rows):
-        f = support._features(r["claim"], r["evidence"], embedder=embedder)
+        f = support.features(r["claim"], r["evidence"], embedder=embedder)
         assert -1.0 <= f["cos_cent"] <= 1.0
         own.append(f["cos_cent"])
         shuffled = rows[(i + 5) % len(rows)]["evidence"]  # another row's evidence: another topic
-        other.append(support._features(r["claim"], shuffled, embedder=embedder)["cos_cent"])
+        other.append(support.features(r["claim"], shuffled, embedder=embedder)["cos_cent"])
         # The score moves with the feature, stays in [0, 1], and the span is still chosen lexically.
         lexical = best_evidence(r["claim"], r["evidence"])
         with_model = best_evidence(r["claim"], r["evidence"], embedder=embedder)
@@ -76,9 +76,9 @@ def test_semantic_scores_separate_the_classes(minilm: local_onnx.LocalOnnxEmbedd
 def test_without_a_model_the_lexical_scorer_is_unchanged() -> None:
     rows = _rows(30, max_chars=3000)
     for r in rows:
-        a = support._Analysis(r["claim"], r["evidence"], support._SCORE_WINDOW)
+        a = support.Analysis(r["claim"], r["evidence"], support.SCORE_WINDOW)
         assert a.semantic is None
-        z = support._BIAS + sum(w * a.features[n] for w, n in zip(support._WEIGHTS, support.FEATURE_NAMES))
+        z = support.BIAS + sum(w * a.features[n] for w, n in zip(support.WEIGHTS, support.FEATURE_NAMES))
         expected = 1 / (1 + np.exp(-z)) if a.spans and a.features["clen"] else 0.0
         assert support_score(r["claim"], r["evidence"]) == pytest.approx(expected, abs=1e-12)
         assert support_score(r["claim"], r["evidence"], embedder=None) == support_score(r["claim"], r["evidence"])

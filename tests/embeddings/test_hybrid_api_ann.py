@@ -75,7 +75,7 @@ def _search(client: openai.OpenAI, **body: Any) -> list[dict[str, Any]]:
 def test_hybrid_search_with_the_graph_on(client: openai.OpenAI, services: Services) -> None:
     first = _upload(client, "canteen.txt")
     _embedded(client, [first])
-    vectors = services.search._indexes.vectors(DEFAULT_WORKSPACE, "hr")
+    vectors = services.search.vectors("hr", DEFAULT_WORKSPACE)
     assert vectors is not None and vectors.wait_for_graph(timeout=30)
     assert vectors.graph_rows == 1  # the graph holds the first passage ...
     ids = [first] + [_upload(client, name) for name in ("remote.txt", "parking.txt", "cafe.txt")]

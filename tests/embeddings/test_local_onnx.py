@@ -53,6 +53,6 @@ def test_dimension_mismatch_says_how_to_fix(minilm: LocalOnnxEmbedder) -> None:
 
 def test_idle_threads_do_not_spin(minilm: LocalOnnxEmbedder) -> None:
     # Spinning intra-op threads burned ~40% of the model's CPU on shared cores (docs/benchmarks/hybrid.md).
-    options = minilm._session.get_session_options()
+    options = minilm.session_options()
     assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
     assert options.intra_op_num_threads == minilm.threads

@@ -27,7 +27,10 @@ SLOW = Script(tokens=["Refunds take thirty days. "] * 40, token_delay=0.05)  # h
 def test_queued_requests_wait_in_our_slots_not_in_the_httpx_pool(fake: FakeUpstream) -> None:
     """Eight streams over two slots: httpx's pool never holds more requests than it has connections."""
     fake.script(*[Script(tokens=["tok"] * 10, token_delay=0.02) for _ in range(8)])
-    generator = UpstreamGenerator(UpstreamConfig(base_url=fake.base_url, max_connections=2, pool_timeout_seconds=30))
+    config = UpstreamConfig(base_url=fake.base_url, max_connections=2, pool_timeout_seconds=30)
+    # The generator's client, handed in so the test can watch its pool: as many connections as the generator makes.
+    client = httpx.AsyncClient(limits=httpx.Limits(max_connections=config.max_connections))
+    generator = UpstreamGenerator(config, client=client)
     pool_sizes: list[int] = []
 
     async def one() -> list[Any]:
@@ -35,14 +38,14 @@ def test_queued_requests_wait_in_our_slots_not_in_the_httpx_pool(fake: FakeUpstr
 
     async def watch(tasks: list[asyncio.Task[list[Any]]]) -> None:
         while not all(task.done() for task in tasks):
-            pool = generator._get_client()._transport._pool  # type: ignore[attr-defined]
+            pool = client._transport._pool  # type: ignore[attr-defined]  # httpx's, not ours
             pool_sizes.append(len(pool._requests))  # requests httpcore holds: active plus queued
             await asyncio.sleep(0.005)
 
     async def run() -> list[list[Any]]:
         tasks = [asyncio.create_task(one()) for _ in range(8)]
         await watch(tasks)
-        await generator.aclose()
+        await client.aclose()
         return [task.result() for task in tasks]
 
     results = asyncio.run(run())

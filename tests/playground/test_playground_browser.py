@@ -345,3 +345,40 @@ def test_api_key_is_asked_for_and_kept(browser: Any, tmp_path: Path) -> None:
     finally:
         context.close()
         services.close()
+
+
+DOCUMENTS_TWICE = """async () => {
+  const { Documents } = await import("/playground/static/js/documents.js");
+  const make = (tag) => document.body.appendChild(document.createElement(tag));
+  const card = (namespace) => {
+    const elements = {
+      body: make("div"), hiddenNote: make("p"), uploads: make("ul"), list: make("ul"),
+      input: make("input"), dropZone: make("label"), refresh: make("button"),
+    };
+    const errors = [];
+    return { elements, errors, documents: new Documents({ elements, namespace: () => namespace, onError: (e) => errors.push(String(e)) }) };
+  };
+  const [first, second] = [card("first-card"), card("second-card")];
+  first.documents.setHidden(true);
+  await second.documents.refresh();
+  return {
+    firstHidden: first.elements.body.hidden && !first.elements.hiddenNote.hidden,
+    firstList: first.elements.list.textContent,
+    secondHidden: second.elements.body.hidden,
+    secondList: second.elements.list.textContent,
+    errors: [...first.errors, ...second.errors],
+    pageCardHidden: document.getElementById("documents-body").hidden,
+  };
+}"""
+
+
+def test_the_documents_card_works_twice_on_one_page(page: Any, playground: LiveServer) -> None:
+    """Documents takes its elements as arguments: two cards beside the page's own, each hiding only itself."""
+    errors = _console_errors(page)
+    page.goto(f"{playground.url}/playground")
+    page.locator("#document-list").wait_for(state="attached")
+    got = page.evaluate(DOCUMENTS_TWICE)
+    assert got["firstHidden"] and got["firstList"] == ""
+    assert not got["secondHidden"] and got["secondList"] == "No documents in “second-card” yet."
+    assert not got["pageCardHidden"]  # the page's own card is untouched
+    assert got["errors"] == [] and errors == []

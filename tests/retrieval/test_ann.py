@@ -35,13 +35,17 @@ class Twin:
     def __init__(self, min_vectors: int = 100) -> None:
         self.graph = ExactVectorIndex(DIM, ann_min_vectors=min_vectors, absorb_rows=ABSORB, graph_threads=1)
         self.exact = ExactVectorIndex(DIM)
+        self.live: dict[int, np.ndarray] = {}  # each document's vectors, in the order the indexes hold them
 
     def add(self, doc: int, keys: list[int], vectors: np.ndarray) -> None:
         self.graph.add(doc, keys, vectors)
         self.exact.add(doc, keys, vectors)
+        self.live.pop(doc, None)  # a document added again moves to the end, as its rows do
+        self.live[doc] = np.asarray(vectors, dtype=np.float32)
 
     def remove(self, doc: int) -> None:
         assert self.graph.remove(doc) and self.exact.remove(doc)
+        del self.live[doc]
 
     def assert_same(self, queries: np.ndarray, k: int, doc_keys: set[int] | None = None) -> None:
         for q in queries:
@@ -70,8 +74,8 @@ def queries(rng: np.random.Generator, n: int = 40) -> np.ndarray:
 
 def near(rng: np.random.Generator, twin: Twin, n: int = 40) -> np.ndarray:
     """Queries among the data, as real questions fall near their passages."""
-    view = twin.exact._view
-    rows = view.rows[rng.choice(np.flatnonzero(view.live), n)]
+    live = np.concatenate(list(twin.live.values()))
+    rows = live[rng.choice(len(live), n)]
     return normalise(rows + 0.05 * rng.standard_normal(rows.shape).astype(np.float32))
 
 
@@ -140,11 +144,11 @@ def test_tail_rows_are_found_before_the_graph_absorbs_them_then_absorbed() -> No
 def test_compaction_drops_the_graph_and_a_new_one_is_built() -> None:
     rng = np.random.default_rng(4)
     twin, docs = loaded(rng, n_docs=500)
-    old_graph, rows = twin.graph._graph, twin.graph.rows
+    old_graph, rows = twin.graph.ann_graph, twin.graph.rows
     for d in range(0, 500, 2):  # over 1024 rows and a quarter dead: compacts
         twin.remove(d)
     assert twin.graph.wait_for_graph(timeout=60)
-    assert twin.graph._graph is not old_graph and twin.graph.rows < rows  # rows moved
+    assert twin.graph.ann_graph is not old_graph and twin.graph.rows < rows  # rows moved
     assert twin.graph.graph_rows == twin.graph.rows
     twin.assert_same(near(rng, twin), 20)
     twin.assert_same(np.concatenate([docs[d][1] for d in range(0, 20)]), 10)  # removed and kept ones
@@ -210,8 +214,8 @@ def test_searches_during_a_build_or_an_extension_are_exact(monkeypatch: pytest.M
     for d, (keys, vecs) in clustered(rng, ABSORB // 3, first_key=500_000).items():
         twin.add(1000 + d, keys, vecs)
     assert GatedIndex.entered.wait(10)  # the tail is being absorbed into the published graph
-    assert twin.graph._view.graph is not None
-    assert twin.graph._view.graph.candidates(queries(rng, 1)[0], 10) is None  # the graph says "go exact"
+    assert twin.graph.ann_graph is not None
+    assert twin.graph.ann_graph.candidates(queries(rng, 1)[0], 10) is None  # the graph says "go exact"
     twin.assert_same(near(rng, twin), 10)
     GatedIndex.gate.set()
     assert twin.graph.wait_for_graph(timeout=60) and twin.graph.rows - twin.graph.graph_rows < ABSORB

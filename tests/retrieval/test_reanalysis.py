@@ -62,7 +62,7 @@ def test_a_server_starts_the_rewrite_in_the_background(settings: Settings) -> No
         services.close()
     services = open_services(settings, exclusive=True)
     try:
-        services.reanalysis._thread.join(30)  # type: ignore[union-attr]
+        assert services.reanalysis.wait(30)
         assert services.reanalysis.progress.finished and services.reanalysis.progress.done >= 1
         assert services.storage.documents.count_stale_terms(services.reanalysis.current) == 0
     finally:

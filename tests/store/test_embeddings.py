@@ -117,9 +117,9 @@ def test_a_restart_loads_each_vector_once(embedding_settings: Settings, embedded
     again = open_services(embedding_settings)
     try:
         assert again.search.search(MEANING_ONLY, "hr")[0].document.id == ids["canteen.txt"]
-        vectors = again.search._indexes.vectors("default", "hr")
+        vectors = again.search.vectors("hr")
         assert vectors is not None and len(vectors) == len(DOCS)
-        assert vectors._n == len(DOCS)  # rows held, live or dead: no document was removed and added again
+        assert vectors.rows == len(DOCS)  # rows held, live or dead: no document was removed and added again
         assert vectors.capacity == len(DOCS)  # trimmed after the load: no doubling slack held
     finally:
         again.close()
@@ -196,7 +196,7 @@ def test_a_model_of_another_dimension_under_the_same_name_is_refused(
             embedded.storage.documents,
             b"secret",
             embedded.storage.jobs,
-            embedded.search._indexes,
+            embedded.search.indexes,
             embedder=EightDimensions(),
             embeddings=embedded.storage.embeddings,
         )

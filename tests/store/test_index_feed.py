@@ -113,7 +113,7 @@ def test_applying_a_change_twice_is_harmless(tmp_path: Path, database_url: str) 
     assert indexes.catch_up() == 2
     _assert_same(index, _fresh(kb))
     dead = index.dead_rows
-    indexes._position = 0  # replay the whole feed: every added and deleted change a second time
+    indexes.replay_from(0)  # replay the whole feed: every added and deleted change a second time
     assert indexes.catch_up() == 8
     _assert_same(index, _fresh(kb))
     assert index.dead_rows == dead > 0  # the deleted document's rows, once: nothing was added or removed again

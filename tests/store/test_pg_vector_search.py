@@ -138,8 +138,8 @@ def test_the_hnsw_query_runs_on_the_index(storage: PostgresStorage, corpus: Corp
     search = _search(storage, "big")
     params = {"q": "[" + ",".join(["0.05"] * D) + "]", "ws": "w", "ns": "big", "model": MODEL, "k": 10, "ef": 40}
     with psycopg.connect(storage.database.url, autocommit=True) as conn:
-        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + search._sql(search._hnsw, None), params))
-        exact = "\n".join(r[0] for r in conn.execute("EXPLAIN " + search._sql(search._exact, None), params))
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + search.query_sql(exact=False), params))
+        exact = "\n".join(r[0] for r in conn.execute("EXPLAIN " + search.query_sql(exact=True), params))
     assert f"Index Scan using {hnsw_index_name(D)}" in plan, plan
     assert "hnsw" not in exact, exact  # the exact scan must not be cut short by the index
 
@@ -216,12 +216,12 @@ def test_hybrid_search_through_the_service_reads_vectors_from_the_database(setti
         ids = {name: documents.ingest(text.encode(), name, "hr").document.id for name, text in docs.items()}
         assert searcher.search(meaning_only, "hr") == []  # keywords alone: nothing embedded yet
         assert embed_all(documents) == 3
-        assert isinstance(searcher._indexes.vectors("default", "hr"), PgVectorSearch)
+        assert isinstance(searcher.vectors("hr"), PgVectorSearch)
         hits = searcher.search(meaning_only, "hr")
         assert hits[0].document.id == ids["canteen.txt"] and (hits[0].vector_score or 0) > 0.3
         # The in-memory index over the same database ranks and scores the same.
         memory.documents.catch_up()
-        assert isinstance(memory.search._indexes.vectors("default", "hr"), ExactVectorIndex)
+        assert isinstance(memory.search.vectors("hr"), ExactVectorIndex)
         same = memory.search.search(meaning_only, "hr")
         assert [h.chunk.chunk_index for h in same] == [h.chunk.chunk_index for h in hits]
         assert [h.document.id for h in same] == [h.document.id for h in hits]

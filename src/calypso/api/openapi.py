@@ -191,6 +191,12 @@ _LINKS: list[tuple[tuple[str, str, str], tuple[str, str], str, str]] = [
 ]
 
 
+def hand_written_operations() -> set[tuple[str, str]]:
+    """Every (method, path) the hand-written tables above name: each must be a real operation."""
+    named = {key for table in (_EXTRA, _NEVER, _HAND_READ, _EXAMPLES) for key in table}
+    return named | {key[:2] for key, *_ in _LINKS}
+
+
 def error_response_schema() -> dict[str, Any]:
     """OpenAI's error body, as every error status carries it."""
     nullable = {"type": ["string", "null"]}

@@ -256,6 +256,11 @@ class MarkerStream:
         self._offset = 0  # stream offset of self._held[0]
         self._code = _CodeState()
 
+    @property
+    def held(self) -> str:
+        """The raw suffix held back: empty, or starting at a ``[`` or ``【`` that may still open a marker."""
+        return self._held
+
     def feed(self, delta: str) -> list[TextPiece | MarkerPiece]:
         """Add a raw delta; return the pieces that are now certain."""
         self._held += delta

@@ -48,7 +48,23 @@ from calypso.text.sentences import sentence_spans
 if TYPE_CHECKING:
     from calypso.embeddings.base import Embedder
 
-__all__ = ["SUPPORT_THRESHOLD", "Evidence", "best_evidence", "split_sentences", "support_score"]
+__all__ = [
+    "SUPPORT_THRESHOLD",
+    "Evidence",
+    "best_evidence",
+    "split_sentences",
+    "support_score",
+    # The fitted model itself, for bench/fit_support.py and the tests that check it.
+    "BIAS",
+    "FEATURE_NAMES",
+    "SCORE_WINDOW",
+    "SEMANTIC_BIAS",
+    "SEMANTIC_FEATURE_NAMES",
+    "SEMANTIC_WEIGHTS",
+    "WEIGHTS",
+    "Analysis",
+    "features",
+]
 
 
 @dataclass(frozen=True)
@@ -74,7 +90,7 @@ FEATURE_NAMES: tuple[str, ...] = (
     "neg_mis",  # negation in exactly one of segment and window
     "miss_abs",  # log(1 + content stems of the segment absent from the passage)
 )
-_WEIGHTS: tuple[float, ...] = (
+WEIGHTS: tuple[float, ...] = (
     2.949029,  # rec_win
     2.082279,  # rec_whole
     1.713246,  # big_win
@@ -82,7 +98,7 @@ _WEIGHTS: tuple[float, ...] = (
     -0.400826,  # neg_mis
     0.347545,  # miss_abs
 )
-_BIAS: float = -4.082436
+BIAS: float = -4.082436
 SUPPORT_THRESHOLD: float = 0.485
 
 # With an embedder of calypso.citations.semantic.MODEL: the same features plus the semantic one,
@@ -90,7 +106,7 @@ SUPPORT_THRESHOLD: float = 0.485
 # so that this model's own macro-F1-best cut on the OOD file falls at SUPPORT_THRESHOLD: one
 # threshold (and one CALYPSO_SUPPORT_THRESHOLD) for both scorers.
 SEMANTIC_FEATURE_NAMES: tuple[str, ...] = FEATURE_NAMES + semantic.FEATURE_NAMES
-_SEM_WEIGHTS: tuple[float, ...] = (
+SEMANTIC_WEIGHTS: tuple[float, ...] = (
     2.810768,  # rec_win
     1.496228,  # rec_whole
     1.704939,  # big_win
@@ -99,11 +115,11 @@ _SEM_WEIGHTS: tuple[float, ...] = (
     0.194464,  # miss_abs
     1.020635,  # cos_cent
 )
-_SEM_BIAS: float = -4.248493  # its own cut was 0.529 on OOD (82.8 in-sample, 81.9 by 5-fold CV vs 81.1 lexical)
+SEMANTIC_BIAS: float = -4.248493  # its own cut was 0.529 on OOD (82.8 in-sample, 81.9 by 5-fold CV vs 81.1 lexical)
 
 # The window the score looks at (sentences); best_evidence's max_sentences only bounds
 # the span it returns, so that one (segment, passage) pair always gets one score.
-_SCORE_WINDOW = 3
+SCORE_WINDOW = 3
 _WINDOW_PENALTY = 0.02  # per extra sentence: prefer the shorter span on near-ties
 _MAX_SENTENCE_CHARS = 600  # run-on "sentences" (tables, lists without stops) are cut
 
@@ -206,7 +222,7 @@ def _clean_claim(claim: str) -> str:
     return _LIST_MARK.sub("", _CITATION_MARK.sub(" ", claim)).strip()
 
 
-class _Analysis:
+class Analysis:
     """Everything the score and the span choice need about one (claim, passage) pair."""
 
     __slots__ = ("best", "features", "semantic", "spans")
@@ -326,11 +342,11 @@ class _Analysis:
         names = FEATURE_NAMES
         if weights is None:
             weights, bias, names = (
-                (_SEM_WEIGHTS, _SEM_BIAS, SEMANTIC_FEATURE_NAMES)
+                (SEMANTIC_WEIGHTS, SEMANTIC_BIAS, SEMANTIC_FEATURE_NAMES)
                 if self.semantic is not None
-                else (_WEIGHTS, _BIAS, names)
+                else (WEIGHTS, BIAS, names)
             )
-        bias = _BIAS if bias is None else bias
+        bias = BIAS if bias is None else bias
         z = bias + sum(w * self.features[name] for w, name in zip(weights, names))
         if z >= 0:
             return 1.0 / (1.0 + math.exp(-z))
@@ -338,10 +354,10 @@ class _Analysis:
         return ez / (1.0 + ez)
 
 
-def _features(claim: str, passage: str, extras: bool = False, embedder: Embedder | None = None) -> dict[str, float]:
+def features(claim: str, passage: str, extras: bool = False, embedder: Embedder | None = None) -> dict[str, float]:
     """The model's input features for one pair, plus the rejected candidates with ``extras``
     (used by bench/fit_support.py); the semantic ones too with an ``embedder`` of ``semantic.MODEL``."""
-    return dict(_Analysis(claim or "", passage or "", _SCORE_WINDOW, extras, embedder).features)
+    return dict(Analysis(claim or "", passage or "", SCORE_WINDOW, extras, embedder).features)
 
 
 def support_score(claim: str, evidence: str, embedder: Embedder | None = None) -> float:
@@ -353,7 +369,7 @@ def support_score(claim: str, evidence: str, embedder: Embedder | None = None) -
     """
     if not claim or not evidence or not evidence.strip():
         return 0.0
-    return _Analysis(claim, evidence, _SCORE_WINDOW, embedder=embedder).score()
+    return Analysis(claim, evidence, SCORE_WINDOW, embedder=embedder).score()
 
 
 def best_evidence(claim: str, passage: str, max_sentences: int = 2, embedder: Embedder | None = None) -> Evidence:
@@ -365,7 +381,7 @@ def best_evidence(claim: str, passage: str, max_sentences: int = 2, embedder: Em
     it does not depend on ``max_sentences``; the span is chosen lexically either way.
     """
     passage = passage or ""
-    analysis = _Analysis(claim or "", passage, max(_SCORE_WINDOW, max_sentences, 1), embedder=embedder)
+    analysis = Analysis(claim or "", passage, max(SCORE_WINDOW, max_sentences, 1), embedder=embedder)
     if not analysis.spans:
         return Evidence(0, 0, "", 0.0)
     limit = max(1, max_sentences)
@@ -374,8 +390,8 @@ def best_evidence(claim: str, passage: str, max_sentences: int = 2, embedder: Em
     if value <= 0.0:
         first, last = 0, 1
     start, end = analysis.spans[first][0], analysis.spans[last - 1][1]
-    if limit <= _SCORE_WINDOW:
+    if limit <= SCORE_WINDOW:
         score = analysis.score()
     else:  # searched wider than the model's window: score with the model's own window
-        score = _Analysis(claim or "", passage, _SCORE_WINDOW, embedder=embedder).score()
+        score = Analysis(claim or "", passage, SCORE_WINDOW, embedder=embedder).score()
     return Evidence(start, end, passage[start:end], score)

@@ -126,6 +126,11 @@ class LocalOnnxEmbedder:
             self._inputs = {i.name for i in self._session.get_inputs()}
             self._tokenizer = tokenizer
 
+    def session_options(self) -> Any:
+        """The onnxruntime options the model runs with (threads, spinning); loads it first."""
+        self.load()
+        return self._session.get_session_options()
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if self._session is None:
             self.load()

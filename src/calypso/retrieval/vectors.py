@@ -204,6 +204,11 @@ class ExactVectorIndex:
         return graph.covered if graph is not None else 0
 
     @property
+    def ann_graph(self) -> ann.GraphIndex | None:
+        """The graph that searches use now for candidates (None: they are exact)."""
+        return self._view.graph
+
+    @property
     def graph_bytes(self) -> int:
         graph = self._graph
         return graph.memory_bytes if graph is not None else 0

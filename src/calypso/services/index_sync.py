@@ -173,6 +173,11 @@ class NamespaceIndexes:
     def position(self) -> int:
         return self._position
 
+    def replay_from(self, position: int) -> None:
+        """Read the feed again from ``position`` at the next ``catch_up``: a change read twice applies once."""
+        with self._lock:
+            self._position = min(self._position, max(0, position))
+
     # -- loading -------------------------------------------------------------
     def get(self, workspace: str, namespace: str) -> BM25Index:
         """The namespace's index: from its snapshot, else built from the store, then caught up."""

@@ -55,6 +55,12 @@ class TermsReanalysis:
             self._thread = threading.Thread(target=self._run_until_done, name="calypso-reanalysis", daemon=True)
             self._thread.start()
 
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the background rewrite (``start``) to end; True when it has (or was never started)."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self._thread is None or not self._thread.is_alive()
+
     def close(self, timeout: float = 5.0) -> None:
         self._stop.set()
         if self._thread is not None:

@@ -27,7 +27,7 @@ from calypso.retrieval.query import keyword_query
 from calypso.retrieval.scoring import keyword_score
 from calypso.scope import DEFAULT_WORKSPACE, check_namespace
 from calypso.services.index_sync import NamespaceIndexes
-from calypso.store.base import DocumentStore, VectorStoreStore
+from calypso.store.base import DocumentStore, VectorSearch, VectorStoreStore
 
 HYBRID_DEPTH = 100  # each run's depth before fusion: fuse's 0 is the 100th (as tuned on SciFact)
 # Below this cosine a passage is not a match by meaning: the vector run always returns its 100 nearest,
@@ -59,6 +59,15 @@ class SearchService:
     def index(self, namespace: str, workspace: str = DEFAULT_WORKSPACE) -> BM25Index:
         """The namespace's index: loaded from its snapshot or built from the store on first use, then following the feed."""
         return self._indexes.get(workspace, namespace)
+
+    @property
+    def indexes(self) -> NamespaceIndexes:
+        """This process's namespace indexes (keyword and vector), shared with the documents service."""
+        return self._indexes
+
+    def vectors(self, namespace: str, workspace: str = DEFAULT_WORKSPACE) -> VectorSearch | None:
+        """The namespace's vector search (the database's or the in-memory index); None without an embedding model."""
+        return self._indexes.vectors(workspace, namespace)
 
     def warm_up(self, workspace: str = DEFAULT_WORKSPACE) -> int:
         """Load every namespace's index now (at start-up) instead of on its first query; returns passages indexed."""
@@ -119,7 +128,7 @@ class SearchService:
         else:
             depth = max(k, HYBRID_DEPTH)
             text_run = index.search(keywords, k=depth, doc_keys=doc_keys) if text_weight > 0 else []
-            dense_run = vectors.search(self._query_vector(query), k=depth, doc_keys=doc_keys)
+            dense_run = vectors.search(self.query_vector(query), k=depth, doc_keys=doc_keys)
             dense_run = [(key, cosine) for key, cosine in dense_run if cosine >= MIN_COSINE]
             raw_keyword, raw_cosine = dict(text_run), dict(dense_run)
             pool = fuse(text_run, dense_run, text_weight=text_weight, embedding_weight=embedding_weight)
@@ -162,7 +171,8 @@ class SearchService:
         passages = index.query_language()
         return covers(self.embedder, passages) and covers(self.embedder, detect(query, fallback=passages))
 
-    def _query_vector(self, query: str) -> Any:
+    def query_vector(self, query: str) -> Any:
+        """The query's embedding, from a small cache of recent queries (a hybrid search embeds each once)."""
         with self._query_lock:
             found = self._query_vectors.get(query)
             if found is not None:

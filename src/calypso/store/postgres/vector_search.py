@@ -186,6 +186,10 @@ class PgVectorSearch:
             return None
         return ef
 
+    def query_sql(self, *, exact: bool, doc_keys: Collection[int] | None = None) -> str:
+        """The statement one search runs (the HNSW scan, or the exact one): for EXPLAIN, by tests and benches."""
+        return self._sql(self._exact if exact else self._hnsw, doc_keys)
+
     def _sql(self, template: str, doc_keys: Collection[int] | None) -> str:
         table = "h" if template is self._hnsw else "e"
         return template.replace("{docs}", f" AND {table}.document_key = ANY(%(docs)s)" if doc_keys is not None else "")

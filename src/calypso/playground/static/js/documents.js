@@ -1,20 +1,28 @@
 // Documents of one namespace: upload (drop or file input) with progress, follow ingestion, list, delete.
 
 import { deleteJson, getJson, listAll, uploadDocument } from "./api.js";
-import { $, el, humanBytes } from "./dom.js";
+import { el, humanBytes } from "./dom.js";
 
 const ENDED = new Set(["completed", "failed", "cancelled"]);
 const POLL_MS = 400;
 
+/**
+ * The documents card. `elements` are its parts, found by the page (main.js): `body` (hidden when the
+ * bot hides its sources) and `hiddenNote` (shown instead), `uploads` and `list` (lists), `input` (a
+ * file input), `dropZone` and `refresh` (a button). Nothing here looks up the page's ids, so two
+ * cards can live on one page.
+ */
 export class Documents {
-  constructor({ namespace, onError }) {
+  constructor({ elements, namespace, onError }) {
     this.namespace = namespace; // () => the current namespace
     this.onError = onError;
     this.hidden = false;
-    this.uploads = $("uploads");
-    this.list = $("document-list");
-    this.input = $("file-input");
-    this.dropZone = $("drop-zone");
+    this.body = elements.body;
+    this.hiddenNote = elements.hiddenNote;
+    this.uploads = elements.uploads;
+    this.list = elements.list;
+    this.input = elements.input;
+    this.dropZone = elements.dropZone;
     this.input.addEventListener("change", () => {
       const files = [...this.input.files];
       this.input.value = ""; // the native control would keep showing the last name
@@ -33,14 +41,14 @@ export class Documents {
       event.preventDefault();
       this.uploadAll([...event.dataTransfer.files]);
     });
-    $("refresh-documents").addEventListener("click", () => this.refresh());
+    elements.refresh.addEventListener("click", () => this.refresh());
   }
 
   /** A bot whose sources are hidden shows no document names at all: nothing is rendered, not just hidden. */
   setHidden(hidden) {
     this.hidden = hidden;
-    $("documents-body").hidden = hidden;
-    $("documents-hidden").hidden = !hidden;
+    this.body.hidden = hidden;
+    this.hiddenNote.hidden = !hidden;
     if (hidden) {
       this.uploads.replaceChildren();
       this.list.replaceChildren();

@@ -57,7 +57,19 @@ function setupKey() {
 
 // -- bots and namespace -------------------------------------------------------------------------
 
-const documents = new Documents({ namespace: currentNamespace, onError: showError });
+const documents = new Documents({
+  elements: {
+    body: $("documents-body"),
+    hiddenNote: $("documents-hidden"),
+    uploads: $("uploads"),
+    list: $("document-list"),
+    input: $("file-input"),
+    dropZone: $("drop-zone"),
+    refresh: $("refresh-documents"),
+  },
+  namespace: currentNamespace,
+  onError: showError,
+});
 
 function currentBot() {
   return state.bots.get($("bot-select").value) || null;
