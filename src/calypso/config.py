@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -286,6 +287,14 @@ class Settings(BaseSettings):
         if value and not value.startswith(("postgresql://", "postgres://")):
             raise ValueError("expected a postgresql://user:password@host:5432/database URL, or empty for SQLite")
         return value
+
+    @field_validator("embedding_languages")
+    @classmethod
+    def _language_codes(cls, value: str) -> str:
+        codes = [code.strip().lower() for code in value.split(",") if code.strip()]
+        if value.strip() in ("", "*", "any", "all") or all(re.fullmatch("[a-z]{2,3}", c) for c in codes):
+            return value
+        raise ValueError("expected ISO 639-1 codes separated by commas ('en,de,zh'), '*' for any language, or empty")
 
     @property
     def database_path(self) -> Path:

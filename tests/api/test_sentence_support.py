@@ -71,6 +71,15 @@ def test_chat_completions_and_stored_conversations_list_it_too(fake, http) -> No
     cid = http.post("/v1/conversations", json={"bot": "calypso-rag-agent"}).json()["id"]
     turn = http.post(f"/v1/conversations/{cid}/messages", json={"content": QUESTION}).json()
     _check(turn["message"]["_aicore"]["claims"], turn["message"]["content"])  # seed 004: [Source N] kept
+    # A second turn is judged on its own answer, and the stored history keeps both turns' statuses.
+    second = http.post(f"/v1/conversations/{cid}/messages", json={"content": QUESTION}).json()
+    _check(second["message"]["_aicore"]["claims"], second["message"]["content"])
+    stored = [m for m in http.get(f"/v1/conversations/{cid}").json()["messages"] if m["role"] == "assistant"]
+    assert len(stored) == 2 and all(m["_aicore"]["claims"]["support"] == "partial" for m in stored)
+    # OpenAI's Chat Completions with the first turn replayed as history.
+    history = [{"role": "user", "content": QUESTION}, {"role": "assistant", "content": message["content"]}]
+    again = http.post("/v1/chat/completions", json={**body, "messages": [*history, body["messages"][0]]}).json()
+    _check(again["choices"][0]["message"]["_aicore"]["claims"], again["choices"][0]["message"]["content"])
 
 
 def test_an_extractive_answer_is_supported_throughout(kb, http) -> None:

@@ -82,3 +82,17 @@ def test_a_model_declared_english_only_leaves_chinese_to_keywords(settings: Sett
 def test_the_bundled_model_covers_english_only(settings: Settings, minilm: LocalOnnxEmbedder) -> None:
     assert minilm.languages == frozenset({"en"})
     assert all(score is None for score in _search(settings.model_copy(update={"embedding_model": "minilm-l6-v2-int8"})))
+
+
+def test_a_malformed_languages_setting_is_refused_at_start() -> None:
+    from pydantic import ValidationError
+
+    from calypso.config import settings_problems
+
+    assert Settings(embedding_languages="en, de").embedding_languages == "en, de"
+    with pytest.raises(ValidationError) as refused:
+        Settings(embedding_languages="en;de")
+    assert settings_problems(refused.value) == [
+        "CALYPSO_EMBEDDING_LANGUAGES='en;de': expected ISO 639-1 codes separated by commas ('en,de,zh'), "
+        "'*' for any language, or empty."
+    ]

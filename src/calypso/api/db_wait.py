@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from calypso.store.wait_budget import one_request
+from calypso.services import request_budget
 
 
 class DatabaseWaitMiddleware:
@@ -17,5 +17,5 @@ class DatabaseWaitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        with one_request():
+        with request_budget():
             await self.app(scope, receive, send)

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import grpc
 
 from calypso.errors import CalypsoError
-from calypso.store.wait_budget import one_request
+from calypso.services import request_budget
 
 log = logging.getLogger("calypso.grpc")
 
@@ -41,7 +41,7 @@ def rpc(method: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
     @functools.wraps(method)
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> T:
         try:
-            with one_request():  # the call's database waits, together, at most the pool timeout
+            with request_budget():  # the call's database waits, together, at most the pool timeout
                 return await method(self, request, context)
         except grpc.aio.AbortError:
             raise
@@ -58,7 +58,7 @@ def rpc_stream(method: Callable[..., AsyncIterator[T]]) -> Callable[..., AsyncIt
     @functools.wraps(method)
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[T]:
         try:
-            with one_request():
+            with request_budget():
                 async for item in method(self, request, context):
                     yield item
         except grpc.aio.AbortError:

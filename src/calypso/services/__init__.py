@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from calypso.citations.links import load_secret
@@ -24,6 +25,7 @@ from calypso.services.responses import ResponseService
 from calypso.services.search import SearchService
 from calypso.services.vector_stores import VectorStoreService
 from calypso.store.base import Storage, VectorSearch
+from calypso.store.wait_budget import WaitBudget, one_request
 
 log = logging.getLogger("calypso.services")
 
@@ -56,6 +58,12 @@ class Services:
             self.search.close()
         finally:
             self.storage.close()
+
+
+def request_budget() -> AbstractContextManager[WaitBudget]:
+    """One budget for the database waits of the request or call run inside it (``store/wait_budget.py``):
+    the HTTP middleware and the gRPC servicers open it, the backend spends it."""
+    return one_request()
 
 
 def open_storage(settings: Settings, *, exclusive: bool = False) -> Storage:
@@ -143,4 +151,4 @@ def open_services(settings: Settings, storage: Storage | None = None, *, exclusi
     )
 
 
-__all__ = ["Services", "open_services", "open_storage"]
+__all__ = ["Services", "open_services", "open_storage", "request_budget"]
