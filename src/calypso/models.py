@@ -5,22 +5,54 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
+from calypso.locators import LocatorStyle, heading_locator, locator_style, page_locator
+
 T = TypeVar("T")
-PDF_MEDIA_TYPE = "application/pdf"
 Order = Literal["asc", "desc"]  # of a cursor listing
 SourcesPolicy = Literal["visible", "hidden"]  # hidden: answers show no sources (grounding state "hidden")
 # OpenAI's vector store file statuses: an upload is in_progress until its ingestion job ends.
 DocumentStatus = Literal["in_progress", "completed", "failed", "cancelled"]
 
 
+Modality = Literal["text", "ocr"]  # "ocr": the text was recognised from an image, not extracted
+
+
+@dataclass(frozen=True)
+class WordBox:
+    """Where a recognised word stands on its page: its span of the document text and its box, as fractions
+    of the page's width and height (origin top left, the page as a viewer shows it, after any rotation)."""
+
+    start: int
+    end: int
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+
 @dataclass(frozen=True)
 class Page:
-    """One physical page of a document, as a span of the document text."""
+    """One page of a document (a PDF page, an image, a slide, a sheet region…), as a span of the document text.
 
-    number: int  # 1-based physical page number
-    label: str  # the document's own page label (PDF /PageLabels) or str(number)
+    How a reader finds it (``calypso.locators``) depends on the document's type: "p. 4" for a PDF page,
+    "slide 3", or the label itself ("Segments!A4:F19", "attachment report.pdf, p. 3").
+    """
+
+    number: int  # 1-based position among the document's pages
+    label: str  # the document's own page label (PDF /PageLabels), str(number), or a full locator (see above)
     start: int  # offset into the document text, code points
     end: int  # end exclusive
+    modality: Modality = "text"
+    confidence: float | None = None  # OCR: the mean confidence of the page's recognised words, 0..1
+    words: tuple[WordBox, ...] = ()  # OCR: the recognised words, in text order
+
+
+@dataclass(frozen=True)
+class Section:
+    """Where a heading path begins inside a passage: ``offset`` into the passage text."""
+
+    offset: int
+    heading_path: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -57,7 +89,20 @@ class Chunk:
     page_start: int  # physical page numbers covered, 1-based, inclusive
     page_end: int
     page_labels: tuple[str, ...]
-    heading_path: tuple[str, ...] = ()
+    heading_path: tuple[str, ...] = ()  # the section most of the passage is in
+    # Where each heading path inside the passage begins (the first at offset 0), so a quote is located by
+    # the heading above it; () when the passage lies in one section (``heading_path``).
+    sections: tuple[Section, ...] = ()
+    modality: Modality = "text"  # "ocr" when any page it covers was recognised
+
+    def heading_path_at(self, offset: int) -> tuple[str, ...]:
+        """The heading path that stands above ``offset`` (into the passage text)."""
+        path = self.sections[0].heading_path if self.sections else self.heading_path
+        for section in self.sections:
+            if section.offset > offset:
+                break
+            path = section.heading_path
+        return path
 
 
 @dataclass(frozen=True)
@@ -150,13 +195,17 @@ class Passage:
     vector_score: float | None = None  # raw cosine similarity, when the passage was found by embedding
 
     @property
+    def locator_style(self) -> LocatorStyle:
+        return locator_style(self.document.media_type, self.document.page_count)
+
+    @property
     def has_pages(self) -> bool:
-        """Whether the document has real pages (a PDF, or a format parsed into several pages).
+        """Whether the document has pages a reader could find (PDF pages, slides, sheet regions…).
 
         DOCX, HTML, Markdown and text are parsed as one page, which is not a page a reader could find:
         such passages are located by their heading path instead (GUIDE, "Where a passage is").
         """
-        return self.document.media_type == PDF_MEDIA_TYPE or self.document.page_count > 1
+        return self.locator_style != "heading"
 
     @property
     def page_label(self) -> str:
@@ -165,17 +214,21 @@ class Passage:
     @property
     def heading_label(self) -> str:
         """The heading path as readers see it: "Chapter 3 › Trustee Compensation"; "" when there is none."""
-        return " › ".join(self.chunk.heading_path)
+        return heading_locator(self.chunk.heading_path)
 
     @property
     def locator_label(self) -> str:
         """Where the passage is: its page(s) when the document has pages, else its heading path (maybe "")."""
         if not self.has_pages:
             return self.heading_label
-        labels = self.chunk.page_labels
-        if len(labels) > 1:
-            return f"pp. {labels[0]}–{labels[-1]}"
-        return f"p. {self.page_label}"
+        return page_locator(self.locator_style, self.chunk.page_labels or (self.page_label,))
+
+    def quote_locator_label(self, offset: int, page_label: str) -> str:
+        """Where a quote starting at ``offset`` (into the passage text) on page ``page_label`` stands: its
+        page, else the heading path above it (not the passage's)."""
+        if self.has_pages:
+            return page_locator(self.locator_style, (page_label,))
+        return heading_locator(self.chunk.heading_path_at(offset))
 
     @property
     def display_label(self) -> str:

@@ -30,8 +30,9 @@ def _sources() -> list[Source]:
     sources = []
     for number, (filename, title, text) in enumerate(PASSAGES, start=1):
         media = "application/pdf" if filename.endswith(".pdf") else "text/markdown"
+        pages = 4 if media == "application/pdf" else 1  # Markdown has no pages a reader could find
         doc = Document(
-            f"doc-{number}", f"file-{number}", "default", "general", filename, media, 10, "x", 0, 4, 3, title=title
+            f"doc-{number}", f"file-{number}", "default", "general", filename, media, 10, "x", 0, pages, 3, title=title
         )
         chunk = Chunk(number - 1, text, 0, len(text), 4, 4, ("4",))
         sources.append(Source(number, Passage(doc, chunk, score=1.0 / number)))
@@ -74,7 +75,7 @@ def test_numeric_content_offsets_and_appendix(tokens: list[str]) -> None:
     rendered = render_chat(answer, "numeric", SIGNER)
     assert rendered.content == (
         "Refunds are possible within 30 days [1]. Gift cards are never refundable [2]. Orders ship fast.[3][2]"
-        "\n\nSources:\n[1] refund_policy_2026.pdf (p. 4)\n[2] gift_cards.md (p. 4)\n[3] shipping.md (p. 4)"
+        "\n\nSources:\n[1] refund_policy_2026.pdf (p. 4)\n[2] gift_cards.md\n[3] shipping.md"
     )
     spans = [(a["url_citation"]["start_index"], a["url_citation"]["end_index"]) for a in rendered.annotations]
     assert [rendered.content[s:e] for s, e in spans] == [

@@ -51,10 +51,11 @@ class Quote:
 
 def quote_locator(quote: Quote, passage: Passage) -> tuple[int | None, str | None, str]:
     """(page number, page label, locator label) of a quote: its page where the document has pages,
-    else no page at all and the passage's heading path (never an invented "p. 1")."""
+    else no page at all and the heading path above the quote (never an invented "p. 1")."""
+    locator = passage.quote_locator_label(quote.passage_start, quote.page_label)
     if passage.has_pages:
-        return quote.page_number, quote.page_label, f"p. {quote.page_label}"
-    return None, None, passage.locator_label
+        return quote.page_number, quote.page_label, locator
+    return None, None, locator
 
 
 @dataclass

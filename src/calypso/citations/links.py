@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 from urllib.parse import quote as percent_encode
 
-from calypso.models import PDF_MEDIA_TYPE, Passage
+from calypso.locators import PDF_MEDIA_TYPE
+from calypso.models import Passage
 from calypso.text.cjk import has_cjk
 
 _ROUND_SECONDS = 3600  # expiry rounded up to the hour, so one answer's links are stable

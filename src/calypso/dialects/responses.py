@@ -174,7 +174,7 @@ def file_search_results(sources: list[Source], options: RenderOptions) -> list[d
             "label": passage.display_label,
             **page_attributes(passage),
             "locator_label": passage.locator_label,
-            "modality": "text",
+            "modality": passage.chunk.modality,
             "knowledge_id": passage.document.namespace,
             "document_id": passage.document.id,
             "chunk_index": passage.chunk.chunk_index,

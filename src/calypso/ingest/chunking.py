@@ -17,7 +17,7 @@ from itertools import accumulate
 from typing import Literal
 
 from calypso.ingest.tokens import count_tokens, token_cuts
-from calypso.models import Chunk, Heading, Page, ParsedDocument
+from calypso.models import Chunk, Heading, Page, ParsedDocument, Section
 from calypso.text.cjk import CJK_BREAKS, content_length, has_cjk, prefix_end
 from calypso.text.sentences import sentence_spans
 
@@ -151,6 +151,17 @@ class _HeadingLocator:
         index = bisect.bisect_right(self.starts, offset) - 1
         return self.paths[index] if index >= 0 else ()
 
+    def sections(self, start: int, end: int) -> tuple[Section, ...]:
+        """The heading paths of ``text[start:end]`` with where each begins in it; () when there is one."""
+        first = bisect.bisect_right(self.starts, start)
+        last = bisect.bisect_left(self.starts, end)
+        if first >= last:
+            return ()
+        sections = [Section(0, self.path(start))]
+        for index in range(first, last):
+            sections.append(Section(self.starts[index] - start, self.paths[index]))
+        return tuple(sections)
+
     def starts_heading(self, offset: int) -> bool:
         """Whether only whitespace lies between ``offset`` and the start of a heading."""
         index = bisect.bisect_left(self.starts, offset)
@@ -193,6 +204,8 @@ def chunk_document(
                 page_end=covered[-1].number,
                 page_labels=tuple(p.label for p in covered),
                 heading_path=headings.path((start + end) // 2),  # the section most of it is in
+                sections=headings.sections(start, end),
+                modality="ocr" if any(page.modality == "ocr" for page in covered) else "text",
             )
         )
         if j >= len(units):

@@ -14,7 +14,18 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from calypso.errors import NotFound
-from calypso.models import Chunk, Document, DocumentChange, IndexedChunk, Listing, Order, Page, StoredChunk
+from calypso.models import (
+    Chunk,
+    Document,
+    DocumentChange,
+    IndexedChunk,
+    Listing,
+    Order,
+    Page,
+    Section,
+    StoredChunk,
+    WordBox,
+)
 from calypso.store.base import chunking_from_columns
 from calypso.store.shared_sql import D
 from calypso.store.terms_sql import StoredTermsSQL
@@ -24,7 +35,8 @@ DOC_COLUMNS = (
     "page_count, chunk_count, title, source_url, metadata, status, last_error, chunk_max_tokens, chunk_overlap_tokens"
 )
 CHUNK_COLUMNS = (
-    'c.key, d.id, c.chunk_index, c.text, c.start, c."end", c.page_start, c.page_end, c.page_labels, c.heading_path'
+    'c.key, d.id, c.chunk_index, c.text, c.start, c."end", c.page_start, c.page_end, c.page_labels, c.heading_path, '
+    "c.modality, c.sections"
 )
 
 
@@ -55,9 +67,42 @@ def document_from_columns(row: Sequence[Any], loads: Callable[[Any], Any]) -> Do
 
 def chunk_from_columns(row: Sequence[Any], loads: Callable[[Any], Any]) -> StoredChunk:
     """A passage from its ``CHUNK_COLUMNS``; ``loads`` reads a JSON column as the backend returns it."""
-    key, document_id, index, text, start, end, page_start, page_end, labels, path = row
-    chunk = Chunk(index, text, start, end, page_start, page_end, tuple(loads(labels)), tuple(loads(path)))
+    key, document_id, index, text, start, end, page_start, page_end, labels, path, modality, sections = row
+    chunk = Chunk(
+        index,
+        text,
+        start,
+        end,
+        page_start,
+        page_end,
+        tuple(loads(labels)),
+        tuple(loads(path)),
+        sections=tuple(Section(offset, tuple(p)) for offset, p in loads(sections)) if sections is not None else (),
+        modality=modality,
+    )
     return StoredChunk(key=key, document_id=document_id, chunk=chunk)
+
+
+def sections_value(chunk: Chunk) -> list[list[Any]] | None:
+    """A passage's sections as stored (JSON): ``[[offset, [heading, …]], …]``, None when it has none."""
+    return [[s.offset, list(s.heading_path)] for s in chunk.sections] if chunk.sections else None
+
+
+def layout_value(page: Page) -> dict[str, Any] | None:
+    """What a page holds beyond its span, as stored (JSON); None for extracted text."""
+    if page.modality == "text" and page.confidence is None and not page.words:
+        return None
+    words = [[w.start, w.end, w.x0, w.y0, w.x1, w.y1] for w in page.words]
+    return {"modality": page.modality, "confidence": page.confidence, "words": words}
+
+
+def page_from_columns(row: Sequence[Any], loads: Callable[[Any], Any]) -> Page:
+    number, label, start, end, layout = row
+    if layout is None:
+        return Page(number, label, start, end)
+    layout = loads(layout)
+    words = tuple(WordBox(*word) for word in layout.get("words", ()))
+    return Page(number, label, start, end, layout.get("modality", "text"), layout.get("confidence"), words)
 
 
 class DocumentsSQL(StoredTermsSQL[D]):
@@ -148,12 +193,12 @@ class DocumentsSQL(StoredTermsSQL[D]):
     def get_pages(self, workspace: str, document_id: str) -> list[Page]:
         rows = self.database.rows(
             self._sql(
-                'SELECT p.number, p.label, p.start, p."end" FROM pages p JOIN documents d ON d.key = p.document_key '
+                'SELECT p.number, p.label, p.start, p."end", p.layout FROM pages p JOIN documents d ON d.key = p.document_key '
                 "WHERE d.workspace = ? AND d.id = ? ORDER BY p.number"
             ),
             (workspace, document_id),
         )
-        return [Page(*row) for row in rows]
+        return [page_from_columns(row, self._loads) for row in rows]
 
     def namespace_chunks(self, workspace: str, namespace: str) -> Iterator[tuple[int, list[IndexedChunk]]]:
         rows = self.database.stream(

@@ -10,7 +10,14 @@ from psycopg.types.json import Json
 from calypso.errors import NotFound
 from calypso.models import Chunk, Document, Page, StoredChunk
 from calypso.store.base import DuplicateContent, chunking_columns
-from calypso.store.documents_sql import CHUNK_COLUMNS, DOC_COLUMNS, DocumentsSQL, document_from_columns
+from calypso.store.documents_sql import (
+    CHUNK_COLUMNS,
+    DOC_COLUMNS,
+    DocumentsSQL,
+    document_from_columns,
+    layout_value,
+    sections_value,
+)
 from calypso.store.postgres.database import Connection, Database, Row, text
 
 # Held from a change's insert to its commit, so feed seqs commit in order (a reader never skips one that
@@ -41,16 +48,24 @@ def _as_is(value: object) -> object:
     return value  # psycopg returns jsonb and arrays as Python values already
 
 
+def _sections(chunk: Chunk) -> Json | None:
+    value = sections_value(chunk)
+    if value is None:
+        return None
+    return Json([[offset, [text(h) for h in path]] for offset, path in value])
+
+
 def write_pages_and_chunks(
     db: Connection, key: int, pages: Sequence[Page], chunks: Sequence[Chunk], terms: Sequence[str | None]
 ) -> list[int]:
     """Copy a document's pages and chunks in (inside the caller's transaction); the chunk keys in chunk order."""
-    with db.cursor().copy('COPY pages (document_key, number, label, start, "end") FROM STDIN') as copy:
+    with db.cursor().copy('COPY pages (document_key, number, label, start, "end", layout) FROM STDIN') as copy:
         for p in pages:
-            copy.write_row((key, p.number, text(p.label), p.start, p.end))
+            layout = layout_value(p)
+            copy.write_row((key, p.number, text(p.label), p.start, p.end, None if layout is None else Json(layout)))
     with db.cursor().copy(
         'COPY chunks (document_key, chunk_index, text, start, "end", page_start, page_end, page_labels, '
-        "heading_path, terms) FROM STDIN"
+        "heading_path, terms, modality, sections) FROM STDIN"
     ) as copy:
         for c, chunk_terms in zip(chunks, terms, strict=True):
             copy.write_row(
@@ -65,6 +80,8 @@ def write_pages_and_chunks(
                     [text(label) for label in c.page_labels],
                     [text(heading) for heading in c.heading_path],
                     chunk_terms,
+                    c.modality,
+                    _sections(c),
                 )
             )
     rows = db.execute("SELECT key FROM chunks WHERE document_key = %s ORDER BY chunk_index", (key,))

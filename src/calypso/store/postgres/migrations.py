@@ -294,6 +294,18 @@ def m010_static_chunking_and_file_links(db: Connection) -> None:
     )
 
 
+def m011_page_layout_and_passage_sections(db: Connection) -> None:
+    """A page's modality, OCR confidence and word boxes (NULL for extracted text); a passage's modality
+    and where each heading path inside it begins (NULL when it lies in one section)."""
+    db.execute(
+        """
+        ALTER TABLE pages ADD COLUMN layout JSONB;
+        ALTER TABLE chunks ADD COLUMN modality TEXT NOT NULL DEFAULT 'text';
+        ALTER TABLE chunks ADD COLUMN sections JSONB
+        """
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_vector_extension", m001_vector_extension),
     ("002_documents", m002_documents),
@@ -305,6 +317,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("008_vector_stores", m008_vector_stores),
     ("009_embeddings", m009_embeddings),
     ("010_static_chunking_and_file_links", m010_static_chunking_and_file_links),
+    ("011_page_layout_and_passage_sections", m011_page_layout_and_passage_sections),
 ]
 
 

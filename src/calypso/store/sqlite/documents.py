@@ -11,7 +11,14 @@ from typing import Any
 from calypso.errors import NotFound
 from calypso.models import Chunk, Document, Page, StoredChunk
 from calypso.store.base import DuplicateContent, chunking_columns
-from calypso.store.documents_sql import CHUNK_COLUMNS, DOC_COLUMNS, DocumentsSQL, document_from_columns
+from calypso.store.documents_sql import (
+    CHUNK_COLUMNS,
+    DOC_COLUMNS,
+    DocumentsSQL,
+    document_from_columns,
+    layout_value,
+    sections_value,
+)
 from calypso.store.sqlite.database import Database, batched
 
 
@@ -60,6 +67,10 @@ def insert_document(db: sqlite3.Connection, doc: Document, content: bytes) -> in
     return key
 
 
+def _json_or_null(value: object) -> str | None:
+    return None if value is None else json.dumps(value)
+
+
 def write_pages_and_chunks(
     db: sqlite3.Connection,
     key: int,
@@ -69,12 +80,12 @@ def write_pages_and_chunks(
 ) -> list[int]:
     """Insert a document's pages and chunks (inside the caller's transaction); the chunk keys in chunk order."""
     db.executemany(
-        'INSERT INTO pages (document_key, number, label, start, "end") VALUES (?, ?, ?, ?, ?)',
-        [(key, p.number, p.label, p.start, p.end) for p in pages],
+        'INSERT INTO pages (document_key, number, label, start, "end", layout) VALUES (?, ?, ?, ?, ?, ?)',
+        [(key, p.number, p.label, p.start, p.end, _json_or_null(layout_value(p))) for p in pages],
     )
     db.executemany(
         'INSERT INTO chunks (document_key, chunk_index, text, start, "end", page_start, page_end, '
-        "page_labels, heading_path, terms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "page_labels, heading_path, terms, modality, sections) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 key,
@@ -87,6 +98,8 @@ def write_pages_and_chunks(
                 json.dumps(list(c.page_labels)),
                 json.dumps(list(c.heading_path)),
                 chunk_terms,
+                c.modality,
+                _json_or_null(sections_value(c)),
             )
             for c, chunk_terms in zip(chunks, terms, strict=True)
         ],

@@ -355,6 +355,19 @@ def m012_static_chunking_and_file_links(db: sqlite3.Connection) -> None:
     )
 
 
+def m013_page_layout_and_passage_sections(db: sqlite3.Connection) -> None:
+    """A page's modality, OCR confidence and word boxes (JSON, NULL for extracted text); a passage's modality
+    and where each heading path inside it begins (JSON, NULL when it lies in one section)."""
+    _run(
+        db,
+        """
+        ALTER TABLE pages ADD COLUMN layout TEXT;
+        ALTER TABLE chunks ADD COLUMN modality TEXT NOT NULL DEFAULT 'text';
+        ALTER TABLE chunks ADD COLUMN sections TEXT
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_documents", m001_documents),
     ("002_responses", m002_responses),
@@ -368,6 +381,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("010_vector_stores", m010_vector_stores),
     ("011_embeddings", m011_embeddings),
     ("012_static_chunking_and_file_links", m012_static_chunking_and_file_links),
+    ("013_page_layout_and_passage_sections", m013_page_layout_and_passage_sections),
 ]
 
 

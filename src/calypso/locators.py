@@ -1,0 +1,66 @@
+"""How a reader finds a passage or a quote in its document: "p. 4", "slide 3", "Segments!A4:F19", a heading path.
+
+A document's type decides its style (GUIDE, "Where a passage is"):
+
+- ``page``: PDF pages and images, "p. 4" ("pp. 4–5" over several);
+- ``slide``: presentations, one page per slide, "slide 3" ("slides 2–3");
+- ``label``: the page label is the whole locator ("Segments!A4:F19", "attachment report.pdf, p. 3");
+- ``heading``: formats without pages a reader could find (Word, HTML, Markdown, e-books, text): the
+  heading path above the passage or quote ("Chapter 3 › Fees"), never an invented "p. 1".
+
+A type not listed has pages only when its parser made more than one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+LocatorStyle = Literal["page", "slide", "label", "heading"]
+
+PDF_MEDIA_TYPE = "application/pdf"
+
+# Parsers register their formats here (media type -> style).
+STYLES: dict[str, LocatorStyle] = {
+    PDF_MEDIA_TYPE: "page",
+    "image/png": "page",
+    "image/jpeg": "page",
+    "image/tiff": "page",
+    "image/webp": "page",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": "slide",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "label",
+    "text/csv": "label",
+    "text/tab-separated-values": "label",
+    "message/rfc822": "label",
+    "application/vnd.ms-outlook": "label",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "heading",
+    "text/html": "heading",
+    "application/xhtml+xml": "heading",
+    "text/markdown": "heading",
+    "application/epub+zip": "heading",
+}
+
+
+def locator_style(media_type: str, page_count: int) -> LocatorStyle:
+    """The style of a document of ``media_type`` with ``page_count`` pages."""
+    style = STYLES.get(media_type)
+    if style is not None:
+        return style
+    return "page" if page_count > 1 else "heading"
+
+
+def page_locator(style: LocatorStyle, labels: Sequence[str]) -> str:
+    """The locator of the page(s) ``labels`` (in order, usually one); "" for the ``heading`` style."""
+    if style == "heading" or not labels:
+        return ""
+    first, last = labels[0], labels[-1]
+    if style == "label":
+        return first if len(labels) == 1 else f"{first} – {last}"
+    if style == "slide":
+        return f"slide {first}" if len(labels) == 1 else f"slides {first}–{last}"
+    return f"p. {first}" if len(labels) == 1 else f"pp. {first}–{last}"
+
+
+def heading_locator(path: Sequence[str]) -> str:
+    """A heading path as readers see it: "Chapter 3 › Trustee Compensation"; "" when there is none."""
+    return " › ".join(path)
