@@ -29,7 +29,9 @@ PASSAGES = [
 def _sources() -> list[Source]:
     sources = []
     for number, text in enumerate(PASSAGES, start=1):
-        doc = Document(f"doc-{number}", f"file-{number}", "default", "kb", f"f{number}.md", "text/markdown", 1, "x", 0, 1, 1)
+        doc = Document(
+            f"doc-{number}", f"file-{number}", "default", "kb", f"f{number}.md", "text/markdown", 1, "x", 0, 1, 1
+        )
         sources.append(Source(number, Passage(doc, Chunk(0, text, 0, len(text), 1, 1, ("1",)), score=0.5)))
     return sources
 
@@ -37,7 +39,17 @@ def _sources() -> list[Source]:
 def _find_quote(segment: str, source: Source) -> Quote:
     text = source.passage.chunk.text
     evidence = best_evidence(segment, text)
-    return Quote(evidence.text, evidence.start, evidence.end, evidence.start, evidence.end, 1, "1", evidence.score, evidence.score >= 0.5)
+    return Quote(
+        evidence.text,
+        evidence.start,
+        evidence.end,
+        evidence.start,
+        evidence.end,
+        1,
+        "1",
+        evidence.score,
+        evidence.score >= 0.5,
+    )
 
 
 ANSWERS = [
@@ -101,7 +113,11 @@ def test_an_invented_sentence_is_unsupported_as_soon_as_the_next_begins() -> Non
     composer = AnswerComposer(sources, _find_quote, True)
     tracker = SentenceTracker()
     statuses = []
-    for token in ["Gift cards are never refundable [2]. ", "Refunds are paid in cash at any store. ", "Orders ship within two business"]:
+    for token in [
+        "Gift cards are never refundable [2]. ",
+        "Refunds are paid in cash at any store. ",
+        "Orders ship within two business",
+    ]:
         for event in composer.feed(token):
             if isinstance(event, MarkerEvent) and event.segment is not None:
                 tracker.cited(event.segment)
