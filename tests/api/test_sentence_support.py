@@ -165,3 +165,29 @@ def test_the_openai_sdk_streams_through_the_status_events(fake, openai_client) -
         model="calypso-rag-agent", messages=[{"role": "user", "content": QUESTION}], stream=True
     )
     assert INVENTED in "".join(c.choices[0].delta.content or "" for c in chat if c.choices)
+
+
+DECLINE = "The provided documents do not say whether refunds are also paid in cash at the stores."
+
+
+def test_a_models_own_decline_is_not_cited_and_claims_nothing(kb, settings, http) -> None:
+    """An upstream's "the sources do not say" gets no inferred citation (the nearest refund passage would
+    fit its words) and is not a claim; an answer made only of it is seed 000's ``missing``."""
+    ingest_demo(kb)
+    settings.llm_model, settings.generator = "fake-model", "upstream"
+    body = {"model": "calypso-rag-agent", "input": QUESTION}
+    with FakeUpstream(default=Script.from_text(DECLINE)) as upstream:
+        settings.llm_base_url = upstream.base_url
+        response = http.post("/v1/responses", json=body).json()
+        message = next(o for o in response["output"] if o["type"] == "message")["content"][0]
+        aicore = response["metadata"]["_aicore"]
+        assert message["text"] == DECLINE and message["annotations"] == []
+        assert aicore["grounded_sources_state"] == "missing"
+        assert aicore["claims"]["support"] == "no_claims" and aicore["claims"]["not_a_claim"] == 1
+
+        upstream.default = Script.markerless(quote=(1,), unsupported=DECLINE)
+        response = http.post("/v1/responses", json=body).json()
+    message = next(o for o in response["output"] if o["type"] == "message")["content"][0]
+    claims = response["metadata"]["_aicore"]["claims"]
+    assert message["annotations"] and all(DECLINE not in a["text"] for a in message["annotations"])
+    assert claims["support"] == "supported" and claims["unsupported_spans"] == []

@@ -6,8 +6,9 @@ answer (``calypso.text.sentences``) gets one status from the segments that overl
 - ``supported``: cited, and at least one citation's quote clears the support threshold;
 - ``weak``: cited, but every quote scores below the threshold;
 - ``unsupported``: a claim no citation backs (an upstream model's invented sentence);
-- ``not_a_claim``: too few content words to claim anything (a greeting, "Yes."), a question, or one of
-  the answerer's own fixed sentences ("I could not find anything about this …").
+- ``not_a_claim``: too few content words to claim anything (a greeting, "Yes."), a question, one of
+  the answerer's own fixed sentences ("I could not find anything about this …"), or a model's own
+  "the sources do not say" (``declines``).
 
 ``coverage`` is the share of claim characters (the first three kinds) that are supported. An answer
 whose claims are all supported is ``supported``; one with an unsupported or weak claim ``partial``; one
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from calypso.citations.declines import is_decline
 from calypso.citations.grounded import GroundedAnswer, Quote, Segment, SentenceStatus, SentenceSupport, utf16_len
 from calypso.citations.inference import MIN_CONTENT_TERMS, content_terms
 from calypso.text.sentences import sentence_spans, settled_end
@@ -124,6 +126,6 @@ def _support(
 
 def _is_claim(sentence: str, fixed: Collection[str]) -> bool:
     stripped = sentence.strip()
-    if stripped in fixed or stripped.endswith(_QUESTION_ENDS):
+    if stripped in fixed or stripped.endswith(_QUESTION_ENDS) or is_decline(stripped):
         return False
     return content_terms(stripped) >= MIN_CONTENT_TERMS
