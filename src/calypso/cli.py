@@ -1,4 +1,4 @@
-"""The `calypso` command: serve, ingest, worker, search, ask, keys, settings. Thin: it calls the modules."""
+"""The `calypso` command: serve, ingest, worker, search, ask, mcp, keys, settings. Thin: it calls the modules."""
 
 from __future__ import annotations
 
@@ -374,6 +374,28 @@ def cmd_ask(args: argparse.Namespace) -> int:
         services.close()
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """MCP over stdio: on the data directory, or relayed to a running server (--url)."""
+    import anyio
+
+    from calypso.api.mcp import stdio
+    from calypso.errors import DataDirectoryInUse
+
+    if args.url:
+        anyio.run(stdio.serve_remote, args.url, args.api_key or os.environ.get("CALYPSO_API_KEY"))
+        return 0
+    try:
+        anyio.run(stdio.serve_home, _settings(args), args.workspace)
+    except DataDirectoryInUse as exc:
+        print(
+            f"error: {exc.message} To share the running server's knowledge base, use "
+            "`calypso mcp --url http://127.0.0.1:8080` (with --api-key when it needs keys).",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
 def cmd_keys(args: argparse.Namespace) -> int:
     from calypso.services import open_services
 
@@ -470,6 +492,12 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("-k", type=int, default=None, help="passages to retrieve (default: CALYPSO_PASSAGE_COUNT)")
     ask.add_argument("--generator", default=None, help="extractive or upstream (default: CALYPSO_GENERATOR)")
     ask.set_defaults(func=cmd_ask)
+
+    mcp = with_home(sub.add_parser("mcp", help="serve the MCP tools over stdio (Claude Desktop, Cursor, VS Code)"))
+    mcp.add_argument("--url", default=None, help="relay to a running server's /mcp instead of opening --home")
+    mcp.add_argument("--api-key", default=None, help="key for --url (default: $CALYPSO_API_KEY)")
+    mcp.add_argument("--workspace", default="default", help="workspace to read on --home (default: default)")
+    mcp.set_defaults(func=cmd_mcp)
 
     keys = with_home(sub.add_parser("keys", help="create, list and revoke workspace API keys"))
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)

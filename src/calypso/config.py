@@ -250,6 +250,17 @@ class Settings(BaseSettings):
         "",
         description="Base URL clients reach this server at (for source links behind a proxy); empty: the request's own.",
     )
+    mcp_allowed_hosts: str = Field(
+        "",
+        description="Host names (comma-separated) MCP clients reach /mcp by, besides loopback, the bind address and "
+        "the public URL's host: other Host headers are refused (DNS rebinding). On a 0.0.0.0 bind with none set, "
+        "Host is not checked.",
+    )
+    mcp_allowed_origins: str = Field(
+        "",
+        description="Browser origins (comma-separated, e.g. https://app.example.com) allowed to call /mcp, besides "
+        "loopback and the public URL's.",
+    )
     demo: bool = Field(False, description="Ingest the bundled demo documents into an empty knowledge base at start.")
     log_level: str = Field("info", description="Server log level.")
 

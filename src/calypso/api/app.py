@@ -15,6 +15,7 @@ from calypso.api.auth import AuthMiddleware, auth_enabled
 from calypso.api.body_guard import BodyLimitMiddleware
 from calypso.api.db_wait import DatabaseWaitMiddleware
 from calypso.api.errors import UnexpectedErrorMiddleware, install_error_handlers
+from calypso.api.mcp import http as mcp_http
 from calypso.api.request_ids import RequestIdMiddleware
 from calypso.api.routes import (
     admin,
@@ -62,7 +63,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
                     app.state.grpc_server = grpc_server  # for tests that look at its keyless-upload buffer
                 except RuntimeError as exc:  # the port is taken: HTTP still serves, and says why gRPC does not
                     logging.getLogger("calypso.grpc").warning("gRPC listener off: %s", exc)
-            yield
+            async with mcp.run():  # the stateless MCP endpoint's task group (api/mcp/http.py)
+                yield
         finally:
             if grpc_server is not None:
                 await grpc_server.stop(grace=2)  # in-flight calls get 2 s, as uvicorn's own shutdown
@@ -90,6 +92,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.add_middleware(RequestIdMiddleware)
     for module in (documents, files, search, vector_stores, models, bots, responses, chat, conversations, admin):
         app.include_router(module.router)
+    mcp = mcp_http.mount(app, settings)  # MCP at /mcp: the same keys and services as /v1
     playground.install(app)  # the web page at / (outside /v1: it loads without a key)
 
     @app.get("/health", tags=["meta"])

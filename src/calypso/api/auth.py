@@ -81,14 +81,16 @@ def _is_signed_content(scope: Scope) -> bool:
 
 
 class AuthMiddleware:
-    """Authenticates every /v1 request before anything else runs (even body parsing), so a missing key is 401."""
+    """Authenticates every /v1 and /mcp request before anything else runs (even body parsing), so a missing key is 401."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        guarded = scope["type"] == "http" and path.startswith("/v1/") and not path.startswith("/v1/admin/")
+        # /mcp too: a wrong key is a 401 before the MCP endpoint reads any message.
+        api = (path.startswith("/v1/") and not path.startswith("/v1/admin/")) or path == "/mcp"
+        guarded = scope["type"] == "http" and api
         if guarded and not _is_signed_content(scope):
             request = Request(scope)
             try:
