@@ -1,0 +1,115 @@
+"""`calypso mcp` over stdio, spawned as a desktop client would: on a data directory, or relaying to a server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.types import CallToolResult
+from mcp_support import Secured, ingest_alps
+from tests_support import REPO
+
+from calypso.config import Settings
+from calypso.services import open_services
+
+QUESTION = "What is the highest mountain in the Alps?"
+
+
+def _command(*args: str) -> StdioServerParameters:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO / "src"),
+        "CALYPSO_EMBEDDING_MODEL": "none",
+        "CALYPSO_LOG_LEVEL": "WARNING",
+    }
+    return StdioServerParameters(command=sys.executable, args=["-m", "calypso", "mcp", *args], env=env)
+
+
+def _session(
+    params: StdioServerParameters, *calls: tuple[str, dict[str, Any]]
+) -> tuple[list[str], list[CallToolResult]]:
+    async def run() -> tuple[list[str], list[CallToolResult]]:
+        async with Client(params) as client:
+            tools = [tool.name for tool in (await client.list_tools()).tools]
+            return tools, [await client.call_tool(name, arguments) for name, arguments in calls]
+
+    return asyncio.run(run())
+
+
+@pytest.fixture(scope="module")
+def alps_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("mcp-stdio") / "home"
+    services = open_services(Settings(home=home))
+    ingest_alps(services)
+    services.close()
+    return home
+
+
+def test_stdio_on_a_data_directory(alps_home: Path) -> None:
+    async def run() -> tuple[list[str], list[CallToolResult]]:
+        async with Client(_command("--home", str(alps_home))) as client:
+            tools = [tool.name for tool in (await client.list_tools()).tools]
+            searched = await client.call_tool("search", {"query": "Mont Blanc highest mountain", "max_results": 3})
+            hit_id = searched.structured_content["results"][0]["id"]
+            rest = [
+                await client.call_tool(name, arguments)
+                for name, arguments in (
+                    ("fetch", {"id": hit_id}),
+                    ("ask", {"question": QUESTION}),
+                    ("search", {"query": " "}),
+                )
+            ]
+            return tools, [searched, *rest]
+
+    tools, (searched, fetched, asked, bad) = asyncio.run(run())
+    assert set(tools) == {"search", "ask", "fetch", "list_knowledge_bases"}
+    hit = searched.structured_content["results"][0]
+    assert (
+        hit["filename"] == "alps_wiki.pdf" and hit["page_number"] and hit["link"].startswith("http://127.0.0.1:8080/")
+    )
+    assert fetched.structured_content["passages"][fetched.structured_content["target"]]["text"] == hit["text"]
+    assert "Mont Blanc" in asked.structured_content["answer"] and asked.structured_content["citations"]
+    assert bad.is_error and bad.structured_content["error"]["param"] == "query"
+
+
+def test_stdio_relays_to_a_running_server_with_its_key(secured: Secured) -> None:
+    tools, (searched, listed) = _session(
+        _command("--url", secured.url, "--api-key", secured.key_a),
+        ("search", {"query": "Mont Blanc highest mountain"}),
+        ("list_knowledge_bases", {}),
+    )
+    assert set(tools) == {"search", "ask", "fetch", "list_knowledge_bases"}
+    hit = searched.structured_content["results"][0]
+    assert hit["document_id"] == secured.document_id and hit["link"].startswith(secured.url)
+    assert listed.structured_content["knowledge_bases"][0]["documents"] == 1
+    # Another key, another workspace: the relay sees what that key sees.
+    _, (other,) = _session(
+        _command("--url", f"{secured.url}/mcp", "--api-key", secured.key_b),
+        ("search", {"query": "Mont Blanc highest mountain"}),
+    )
+    assert other.structured_content["results"] == []
+
+
+def test_a_data_directory_a_server_holds_says_to_use_url(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home")
+    holder = open_services(settings, exclusive=True)  # as `calypso serve` does
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "calypso", "mcp", "--home", str(settings.home)],
+            env=_command().env,
+            input="",
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        holder.close()
+    assert done.returncode == 1 and done.stdout == ""
+    assert "calypso mcp --url" in done.stderr
