@@ -1,0 +1,146 @@
+"""`search` over MCP beside `POST /v1/search` over HTTP, in the same run, against one `calypso serve`.
+
+    .venv/bin/python bench/mcp_search.py                # the Alps PDF, its 39 questions, 10 rounds
+    .venv/bin/python bench/mcp_search.py --rounds 3
+
+The Alps Wikipedia PDF (25 pages) is ingested into a fresh data directory; `calypso serve` runs on it as
+its own process (keyword search: CALYPSO_EMBEDDING_MODEL=none unless --embeddings). Each round sends every
+question once per client, the clients taking turns question by question, so both see the same server
+state. Clients, each over one keep-alive connection, 5 passages per search:
+
+* http: ``POST /v1/search`` (httpx);
+* mcp raw: a JSON-RPC ``tools/call`` POSTed to ``/mcp`` (httpx): the server's cost of MCP alone;
+* mcp client: ``call_tool("search")`` of the official `mcp` client (2026-07-28 protocol), which also
+  validates ``structuredContent`` against the tool's ``outputSchema``: what an agent sees.
+
+Target (issue 27): MCP at most 2 ms more than HTTP at p50.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import percentile  # noqa: E402
+
+from calypso.config import Settings  # noqa: E402
+from calypso.services import open_services  # noqa: E402
+
+DATA = Path(os.environ.get("CALYPSO_EVAL_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+ALPS = DATA / "alps-wiki-qa"
+K = 5
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def serve(home: Path, port: int, embeddings: bool) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "CALYPSO_HOME": str(home), "CALYPSO_LOG_LEVEL": "warning"}
+    if not embeddings:
+        env["CALYPSO_EMBEDDING_MODEL"] = "none"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "calypso.cli", "serve", "--port", str(port), "--grpc-port", "0"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            httpx.post(f"http://127.0.0.1:{port}/v1/search", json={"query": "Alps"}, timeout=120).raise_for_status()
+            return process
+        except httpx.TransportError:
+            time.sleep(0.05)
+    process.kill()
+    raise SystemExit("server did not start")
+
+
+async def run(url: str, questions: list[str], rounds: int) -> dict[str, list[float]]:
+    from mcp.client import Client
+
+    timings: dict[str, list[float]] = {"http": [], "mcp raw": [], "mcp client": []}
+    raw_headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+    with httpx.Client(base_url=url, timeout=120) as http:
+        async with Client(f"{url}/mcp") as client:
+            for warm in questions[:5]:  # connections open, caches warm
+                http.post("/v1/search", json={"query": warm, "max_num_results": K}).raise_for_status()
+                await client.call_tool("search", {"query": warm, "max_results": K})
+            for _ in range(rounds):
+                for n, question in enumerate(questions):
+                    t0 = time.perf_counter()
+                    response = http.post("/v1/search", json={"query": question, "max_num_results": K})
+                    timings["http"].append((time.perf_counter() - t0) * 1000)
+                    response.raise_for_status()
+                    expected = [hit["attributes"]["chunk_index"] for hit in response.json()["data"]]
+
+                    message = {
+                        "jsonrpc": "2.0",
+                        "id": n,
+                        "method": "tools/call",
+                        "params": {"name": "search", "arguments": {"query": question, "max_results": K}},
+                    }
+                    t0 = time.perf_counter()
+                    raw = http.post(
+                        "/mcp", content=json.dumps(message), headers={**raw_headers, "Content-Type": "application/json"}
+                    )
+                    timings["mcp raw"].append((time.perf_counter() - t0) * 1000)
+                    raw.raise_for_status()
+                    structured = raw.json()["result"]["structuredContent"]
+                    assert [hit["chunk_index"] for hit in structured["results"]] == expected
+
+                    t0 = time.perf_counter()
+                    result = await client.call_tool("search", {"query": question, "max_results": K})
+                    timings["mcp client"].append((time.perf_counter() - t0) * 1000)
+                    assert not result.is_error and result.structured_content is not None
+                    assert [hit["chunk_index"] for hit in result.structured_content["results"]] == expected
+    return timings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--embeddings", action="store_true", help="hybrid search with the configured model")
+    args = parser.parse_args()
+    questions = [
+        json.loads(line)["question"] for line in (ALPS / "alps_qa_with_pdf_pages.jsonl").read_text().splitlines()
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        settings = Settings(home=home, **({} if args.embeddings else {"embedding_model": "none"}))
+        services = open_services(settings)
+        pdf = ALPS / "alps_wiki.pdf"
+        services.documents.ingest(pdf.read_bytes(), pdf.name)
+        services.close()
+        port = free_port()
+        process = serve(home, port, args.embeddings)
+        try:
+            timings = asyncio.run(run(f"http://127.0.0.1:{port}", questions, args.rounds))
+        finally:
+            process.terminate()
+            process.wait(timeout=60)
+    searches = len(questions) * args.rounds
+    print(f"Alps PDF, {len(questions)} questions x {args.rounds} rounds = {searches} searches per client, {K} passages")
+    print(f"{'client':<12} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'p50 - http':>11}")
+    base = percentile(timings["http"], 50)
+    for name, values in timings.items():
+        p50 = percentile(values, 50)
+        print(f"{name:<12} {p50:8.2f} {percentile(values, 90):8.2f} {percentile(values, 99):8.2f} {p50 - base:+11.2f}")
+
+
+if __name__ == "__main__":
+    main()
