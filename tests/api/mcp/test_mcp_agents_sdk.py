@@ -49,7 +49,7 @@ def test_an_agents_sdk_agent_searches_calypso_and_answers(secured: Secured) -> N
         requests = list(upstream.requests)
 
     assert final == answer
-    assert {"search", "ask", "fetch", "list_knowledge_bases"} <= set(tools)
+    assert {"search", "ask", "fetch", "list_knowledge_bases", "verify"} <= set(tools)
     offered = {tool["function"]["name"] for tool in requests[0]["tools"]}
     assert "search" in offered
     # The second model turn carries the tool's output: Calypso's passages with their ids, pages and links.

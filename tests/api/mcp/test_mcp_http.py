@@ -13,7 +13,7 @@ from mcp_support import Secured, alps_questions, mcp_client
 from calypso.api.mcp.http import transport_security
 from calypso.config import Settings
 
-TOOLS = {"search", "ask", "fetch", "list_knowledge_bases"}
+TOOLS = {"search", "ask", "fetch", "list_knowledge_bases", "verify"}
 
 
 def call(url: str, key: str | None, *calls: tuple[str, dict[str, Any]]) -> list[CallToolResult]:
@@ -153,7 +153,7 @@ def test_another_workspace_sees_nothing_of_the_first(secured: Secured) -> None:
     assert fetched.is_error and fetched.structured_content["error"] == {
         "message": f"No document with id {secured.document_id!r}.",
         "type": "invalid_request_error",
-        "param": "document_id",
+        "param": "id",
         "code": "not_found",
         "status": 404,
     }
@@ -247,3 +247,33 @@ def test_non_loopback_binds_allow_the_names_they_are_given(tmp_path) -> None:
     assert {"https://app.example.com", "https://calypso.example.com"} <= set(named.allowed_origins)
     # A wildcard bind nobody named: nothing to compare Host with (keys still guard it), said at start.
     assert not transport_security(Settings(home=tmp_path, host="0.0.0.0")).enable_dns_rebinding_protection
+
+
+def test_verify_scores_a_claim_against_passages(secured: Secured) -> None:
+    fact = "Mont Blanc spans the French–Italian border, and at 4,810 m is the highest mountain in the Alps."
+    wrong = "Mont Blanc is a volcano in Iceland that last erupted in 1998."
+    (searched,) = call(secured.url, secured.key_a, ("search", {"query": fact, "max_results": 3}))
+    ids = [hit["id"] for hit in searched.structured_content["results"]]
+    found, refuted, by_ids, foreign = call(
+        secured.url,
+        secured.key_a,
+        ("verify", {"claim": fact}),
+        ("verify", {"claim": wrong}),
+        ("verify", {"claim": fact, "passage_ids": ids}),
+        ("verify", {"claim": fact, "passage_ids": [f"{secured.document_id}:0"], "knowledge_base": "general"}),
+    )
+    data = found.structured_content
+    assert data["supported"] and data["support_score"] >= data["threshold"]
+    best = data["evidence"][0]
+    assert best["supported"] and "4,810" in best["quote"] and best["page_number"] == 1
+    assert best["passage"]["text"][best["quote_start"] : best["quote_end"]] == best["quote"]
+    assert not refuted.structured_content["supported"]
+    assert "NOT supported" in refuted.content[0].text
+    assert [e["passage"]["id"] for e in by_ids.structured_content["evidence"]] != []
+    assert {e["passage"]["id"] for e in by_ids.structured_content["evidence"]} == set(ids)
+    assert by_ids.structured_content["supported"]
+    assert not foreign.is_error
+    # Another workspace's key cannot verify against these passages: they do not exist for it.
+    (other,) = call(secured.url, secured.key_b, ("verify", {"claim": fact, "passage_ids": [ids[0]]}))
+    assert other.is_error and other.structured_content["error"]["code"] == "not_found"
+    assert other.structured_content["error"]["param"] == "passage_ids[0]"

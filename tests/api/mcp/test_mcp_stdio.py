@@ -69,7 +69,7 @@ def test_stdio_on_a_data_directory(alps_home: Path) -> None:
             return tools, [searched, *rest]
 
     tools, (searched, fetched, asked, bad) = asyncio.run(run())
-    assert set(tools) == {"search", "ask", "fetch", "list_knowledge_bases"}
+    assert set(tools) == {"search", "ask", "fetch", "list_knowledge_bases", "verify"}
     hit = searched.structured_content["results"][0]
     assert (
         hit["filename"] == "alps_wiki.pdf" and hit["page_number"] and hit["link"].startswith("http://127.0.0.1:8080/")
@@ -85,7 +85,7 @@ def test_stdio_relays_to_a_running_server_with_its_key(secured: Secured) -> None
         ("search", {"query": "Mont Blanc highest mountain"}),
         ("list_knowledge_bases", {}),
     )
-    assert set(tools) == {"search", "ask", "fetch", "list_knowledge_bases"}
+    assert set(tools) == {"search", "ask", "fetch", "list_knowledge_bases", "verify"}
     hit = searched.structured_content["results"][0]
     assert hit["document_id"] == secured.document_id and hit["link"].startswith(secured.url)
     assert listed.structured_content["knowledge_bases"][0]["documents"] == 1

@@ -207,6 +207,23 @@ def fetch_text(result: dict[str, Any]) -> str:
     )
 
 
+def verify_text(result: dict[str, Any]) -> str:
+    verdict = "supported" if result["supported"] else "NOT supported"
+    lines = [
+        f"The claim is {verdict} by the passages checked (best support {result['support_score']:.2f}, "
+        f"threshold {result['threshold']:.2f})."
+    ]
+    for e in result["evidence"]:
+        passage = e["passage"]
+        where = f" ({e['locator_label']})" if e["locator_label"] else ""
+        mark = "supports" if e["supported"] else "does not support"
+        lines.append(
+            f"- {passage['filename']}{where}, passage {passage['id']}: {mark} ({e['support_score']:.2f}) {e['link']}"
+        )
+        lines.append(f'    "{_oneline(e["quote"], 400)}"')
+    return "\n".join(lines)
+
+
 def error_fields(exc: CalypsoError) -> dict[str, Any]:
     """The HTTP error body's fields, and the HTTP status it would have had."""
     return {**exc.to_dict()["error"], "status": exc.status}

@@ -101,6 +101,31 @@ class AskResult(BaseModel):
     )
 
 
+class EvidenceResult(BaseModel):
+    """The sentence(s) of one passage that best support the claim, and how well."""
+
+    passage: PassageResult
+    quote: str = Field(description="Exact sentence(s) of the passage: passage text[quote_start:quote_end].")
+    quote_start: int
+    quote_end: int
+    document_start: int
+    document_end: int
+    page_number: int | None
+    page_label: str | None
+    locator_label: str
+    support_score: float = Field(description="0..1, the support scorer's (the one answers' citations carry).")
+    supported: bool = Field(description="support_score at or above the server's threshold.")
+    link: str
+
+
+class VerifyResult(BaseModel):
+    claim: str
+    supported: bool = Field(description="Whether any passage supports the claim.")
+    support_score: float = Field(description="The best passage's support score, 0..1.")
+    threshold: float
+    evidence: list[EvidenceResult] = Field(description="Each passage scored, best first.")
+
+
 class DocumentResult(BaseModel):
     document_id: str
     file_id: str

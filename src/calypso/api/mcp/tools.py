@@ -1,4 +1,4 @@
-"""The MCP tools: ``search``, ``ask``, ``fetch``, ``list_knowledge_bases``. A translator like the routes.
+"""The MCP tools: ``search``, ``ask``, ``fetch``, ``list_knowledge_bases``, ``verify``. A translator like the routes.
 
 Each tool reads its caller (services, workspace, link signer) through ``resolve`` (the HTTP mount gives
 the request's, stdio the data directory's), calls the same service as its HTTP route, and returns a
@@ -22,12 +22,14 @@ from pydantic import Field
 from calypso import __version__
 from calypso.api.errors import internal_error
 from calypso.api.mcp import render
-from calypso.api.mcp.shapes import AskResult, FetchResult, KnowledgeBasesResult, SearchResult
+from calypso.api.mcp.shapes import AskResult, FetchResult, KnowledgeBasesResult, SearchResult, VerifyResult
 from calypso.api.request_ids import new_request_id
 from calypso.bots import MAX_DOCUMENT_IDS, bot_scope
-from calypso.citations.links import LinkSigner
+from calypso.citations.grounded import Source, quote_locator
+from calypso.citations.links import LinkSigner, source_url
+from calypso.citations.support import SUPPORT_THRESHOLD
 from calypso.errors import CalypsoError, InvalidRequest, NotFound
-from calypso.models import Passage
+from calypso.models import Document, Passage
 from calypso.scope import MAX_PASSAGES, RetrievalScope
 from calypso.services import Services
 from calypso.services.bots import ask_request
@@ -40,6 +42,7 @@ MAX_QUERY_CHARS = 20_000
 MAX_NEIGHBOURS = 5
 MAX_FETCH_PASSAGES = 12  # of a whole document: about 10,000 characters at the default chunk size
 MAX_LISTED = 1000  # knowledge bases listed at most
+MAX_VERIFY_PASSAGES = 20
 
 
 @dataclass(frozen=True)
@@ -164,15 +167,30 @@ def _parse_id(raw: str) -> tuple[str, int | None]:
     return document_id, int(index)
 
 
+def _document(caller: Caller, document_id: str, param: str) -> Document:
+    documents, workspace = caller.services.documents, caller.workspace
+    if not document_id:
+        raise InvalidRequest(f"{param} is empty: give a passage id from `search`, or a document id.", param=param)
+    try:
+        if document_id.startswith("file-"):
+            return documents.get_by_file_id(document_id, workspace)
+        return documents.get(document_id, workspace)
+    except NotFound as exc:  # the HTTP message, naming the tool's argument
+        raise NotFound(exc.message, param=param, code=exc.code) from exc
+
+
+def _missing_passage(raw_id: str, document: Document, param: str) -> NotFound:
+    return NotFound(
+        f"No passage {raw_id!r}: document {document.id!r} has {document.chunk_count} passage(s), "
+        f"numbered 0 to {document.chunk_count - 1}.",
+        param=param,
+    )
+
+
 def run_fetch(caller: Caller, raw_id: str, neighbours: int) -> CallToolResult:
     documents, workspace = caller.services.documents, caller.workspace
     document_id, index = _parse_id(_check_text(raw_id, "id"))
-    if not document_id:
-        raise InvalidRequest("id is empty: give a passage id from `search`, or a document id.", param="id")
-    if document_id.startswith("file-"):
-        document = documents.get_by_file_id(document_id, workspace)
-    else:
-        document = documents.get(document_id, workspace)
+    document = _document(caller, document_id, "id")
     if index is None:
         listing = documents.chunks(document.id, MAX_FETCH_PASSAGES, None, workspace)
         target = None
@@ -181,11 +199,7 @@ def run_fetch(caller: Caller, raw_id: str, neighbours: int) -> CallToolResult:
         listing = documents.chunks(document.id, index + neighbours - first + 1, first - 1 if first else None, workspace)
         found = [c.chunk.chunk_index for c in listing.items]
         if index not in found:
-            raise NotFound(
-                f"No passage {raw_id!r}: document {document.id!r} has {document.chunk_count} passage(s), "
-                f"numbered 0 to {document.chunk_count - 1}.",
-                param="id",
-            )
+            raise _missing_passage(raw_id, document, "id")
         target = found.index(index)
     passages = [Passage(document, c.chunk, 0.0) for c in listing.items]
     results = [render.passage_result(p, rank, caller.links, score=False) for rank, p in enumerate(passages, start=1)]
@@ -198,6 +212,65 @@ def run_fetch(caller: Caller, raw_id: str, neighbours: int) -> CallToolResult:
         "truncated": index is None and listing.has_more,
     }
     return _success(render.fetch_text(structured), structured)
+
+
+def _passage(caller: Caller, raw_id: str, param: str) -> Passage:
+    """The passage a ``<document_id>:<chunk_index>`` id names, in the caller's workspace only."""
+    document_id, index = _parse_id(raw_id)
+    if index is None:
+        raise InvalidRequest(f"{param}: {raw_id!r} is not a passage id '<document_id>:<chunk_index>'.", param=param)
+    document = _document(caller, document_id, param)
+    listing = caller.services.documents.chunks(document.id, 1, index - 1 if index else None, caller.workspace)
+    if not listing.items or listing.items[0].chunk.chunk_index != index:
+        raise _missing_passage(raw_id, document, param)
+    return Passage(document, listing.items[0].chunk, 0.0)
+
+
+def run_verify(
+    caller: Caller, claim: str, passage_ids: list[str] | None, knowledge_base: str | None, max_passages: int
+) -> CallToolResult:
+    services = caller.services
+    if not _check_text(claim, "claim").strip():
+        raise InvalidRequest("The claim is empty; send the sentence to check against the documents.", param="claim")
+    if passage_ids:
+        passages = [_passage(caller, raw, f"passage_ids[{i}]") for i, raw in enumerate(passage_ids)]
+        score = False
+    else:
+        namespace = _knowledge_base(caller, knowledge_base)
+        passages = services.search.search(claim, namespace, max_results=max_passages, workspace=caller.workspace)
+        score = True
+    threshold = services.settings.support_threshold
+    threshold = SUPPORT_THRESHOLD if threshold is None else threshold
+    evidence: list[dict[str, Any]] = []
+    for rank, passage in enumerate(passages, start=1):
+        quote = services.answering.find_quote(claim, Source(rank, passage))
+        page_number, page_label, locator = quote_locator(quote, passage)
+        evidence.append(
+            {
+                "passage": render.passage_result(passage, rank, caller.links, score=score),
+                "quote": quote.text,
+                "quote_start": quote.passage_start,
+                "quote_end": quote.passage_end,
+                "document_start": quote.document_start,
+                "document_end": quote.document_end,
+                "page_number": page_number,
+                "page_label": page_label,
+                "locator_label": locator,
+                "support_score": quote.support,
+                "supported": quote.supported,
+                "link": source_url(passage, caller.links, quote.page_number, quote.text),
+            }
+        )
+    evidence.sort(key=lambda e: -float(e["support_score"]))
+    best = float(evidence[0]["support_score"]) if evidence else 0.0
+    structured = {
+        "claim": claim,
+        "supported": any(e["supported"] for e in evidence),
+        "support_score": best,
+        "threshold": threshold,
+        "evidence": evidence,
+    }
+    return _success(render.verify_text(structured), structured)
 
 
 def run_list(caller: Caller) -> CallToolResult:
@@ -343,11 +416,47 @@ def build_server(resolve: Resolve) -> MCPServer[Any]:
 
         return await _guarded(run, "list_knowledge_bases")
 
+    async def verify(
+        claim: Annotated[
+            str,
+            Field(
+                description="A sentence to check: an answer's claim, a draft's statement.",
+                json_schema_extra={"minLength": 1, "maxLength": MAX_QUERY_CHARS},
+            ),
+        ],
+        ctx: Context,
+        passage_ids: Annotated[
+            list[str] | None,
+            Field(
+                description="Passage ids from `search` to check it against; none: search the claim itself.",
+                json_schema_extra={"maxItems": MAX_VERIFY_PASSAGES},
+            ),
+        ] = None,
+        knowledge_base: KnowledgeBase = None,
+        max_passages: Annotated[
+            int, Field(ge=1, le=MAX_VERIFY_PASSAGES, description="Passages to search when no ids are given.")
+        ] = 5,
+    ) -> Annotated[CallToolResult, VerifyResult]:
+        """Check whether the documents support a claim: each passage's best supporting sentence(s), with
+        the support score answers' citations carry and whether it passes the server's threshold."""
+
+        async def run() -> CallToolResult:
+            caller = resolve(ctx)
+            if passage_ids is not None and len(passage_ids) > MAX_VERIFY_PASSAGES:
+                raise InvalidRequest(
+                    f"passage_ids lists {len(passage_ids)} ids; the limit is {MAX_VERIFY_PASSAGES}.",
+                    param="passage_ids",
+                )
+            return await asyncio.to_thread(run_verify, caller, claim, passage_ids, knowledge_base, max_passages)
+
+        return await _guarded(run, "verify")
+
     for tool, title in (
         (search, "Search the knowledge base"),
         (ask, "Ask, with citations"),
         (fetch, "Read a passage"),
         (list_knowledge_bases, "List knowledge bases"),
+        (verify, "Check a claim against the documents"),
     ):
         server.add_tool(tool, title=title, annotations=_READ_ONLY, structured_output=True)
     return server
