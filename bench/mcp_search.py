@@ -14,6 +14,10 @@ state. Clients, each over one keep-alive connection, 5 passages per search:
   validates ``structuredContent`` against the tool's ``outputSchema``: what an agent sees.
 
 Target (issue 27): MCP at most 2 ms more than HTTP at p50.
+
+Then the optional ``verify`` tool, over the official client: each question's gold fact (the sentence of
+the PDF that answers it) checked by searching it (it should be supported), and checked against the top
+3 passages of another question whose gold pages differ (it should not be), with its latency.
 """
 
 from __future__ import annotations
@@ -111,14 +115,44 @@ async def run(url: str, questions: list[str], rounds: int) -> dict[str, list[flo
     return timings
 
 
+async def run_verify(url: str, rows: list[dict]) -> tuple[int, int, int, int, list[float]]:
+    """(gold facts supported, facts checked, mismatched facts not supported, mismatches checked, ms per call)."""
+    from mcp.client import Client
+
+    supported = refuted = mismatches = 0
+    timings: list[float] = []
+    async with Client(f"{url}/mcp") as client:
+        tops = []
+        for row in rows:
+            searched = await client.call_tool("search", {"query": row["question"], "max_results": 3})
+            assert searched.structured_content is not None
+            tops.append([hit["id"] for hit in searched.structured_content["results"]])
+        for i, row in enumerate(rows):
+            fact = row["facts"][0]
+            t0 = time.perf_counter()
+            result = await client.call_tool("verify", {"claim": fact})
+            timings.append((time.perf_counter() - t0) * 1000)
+            assert result.structured_content is not None
+            supported += bool(result.structured_content["supported"])
+            other = rows[(i + 1) % len(rows)]
+            if set(other["gold_pdf_pages"]) & set(row["gold_pdf_pages"]):
+                continue
+            t0 = time.perf_counter()
+            result = await client.call_tool("verify", {"claim": fact, "passage_ids": tops[(i + 1) % len(rows)]})
+            timings.append((time.perf_counter() - t0) * 1000)
+            assert result.structured_content is not None
+            mismatches += 1
+            refuted += not result.structured_content["supported"]
+    return supported, len(rows), refuted, mismatches, timings
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--embeddings", action="store_true", help="hybrid search with the configured model")
     args = parser.parse_args()
-    questions = [
-        json.loads(line)["question"] for line in (ALPS / "alps_qa_with_pdf_pages.jsonl").read_text().splitlines()
-    ]
+    rows = [json.loads(line) for line in (ALPS / "alps_qa_with_pdf_pages.jsonl").read_text().splitlines()]
+    questions = [row["question"] for row in rows]
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         settings = Settings(home=home, **({} if args.embeddings else {"embedding_model": "none"}))
@@ -130,6 +164,7 @@ def main() -> None:
         process = serve(home, port, args.embeddings)
         try:
             timings = asyncio.run(run(f"http://127.0.0.1:{port}", questions, args.rounds))
+            verified = asyncio.run(run_verify(f"http://127.0.0.1:{port}", rows))
         finally:
             process.terminate()
             process.wait(timeout=60)
@@ -140,6 +175,12 @@ def main() -> None:
     for name, values in timings.items():
         p50 = percentile(values, 50)
         print(f"{name:<12} {p50:8.2f} {percentile(values, 90):8.2f} {percentile(values, 99):8.2f} {p50 - base:+11.2f}")
+    supported, facts, refuted, mismatches, verify_ms = verified
+    print(
+        f"verify: gold facts supported {supported}/{facts}; facts against another question's passages "
+        f"not supported {refuted}/{mismatches}; p50 {percentile(verify_ms, 50):.2f} ms, "
+        f"p99 {percentile(verify_ms, 99):.2f} ms ({len(verify_ms)} calls)"
+    )
 
 
 if __name__ == "__main__":

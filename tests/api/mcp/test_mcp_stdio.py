@@ -6,6 +6,7 @@ import asyncio
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +23,13 @@ from calypso.services import open_services
 QUESTION = "What is the highest mountain in the Alps?"
 
 
-def _command(*args: str) -> StdioServerParameters:
+def _command(*args: str, database_url: str = "") -> StdioServerParameters:
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO / "src"),
         "CALYPSO_EMBEDDING_MODEL": "none",
         "CALYPSO_LOG_LEVEL": "WARNING",
+        "CALYPSO_DATABASE_URL": database_url,  # the knowledge base's, not the test's fresh database
     }
     return StdioServerParameters(command=sys.executable, args=["-m", "calypso", "mcp", *args], env=env)
 
@@ -43,18 +45,24 @@ def _session(
     return asyncio.run(run())
 
 
+@dataclass
+class AlpsHome:
+    home: Path
+    database_url: str  # "" on SQLite; the module's database under CALYPSO_TEST_BACKEND=postgres
+
+
 @pytest.fixture(scope="module")
-def alps_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("mcp-stdio") / "home"
-    services = open_services(Settings(home=home))
+def alps_home(tmp_path_factory: pytest.TempPathFactory) -> AlpsHome:
+    settings = Settings(home=tmp_path_factory.mktemp("mcp-stdio") / "home")
+    services = open_services(settings)
     ingest_alps(services)
     services.close()
-    return home
+    return AlpsHome(settings.home, settings.database_url)
 
 
-def test_stdio_on_a_data_directory(alps_home: Path) -> None:
+def test_stdio_on_a_data_directory(alps_home: AlpsHome) -> None:
     async def run() -> tuple[list[str], list[CallToolResult]]:
-        async with Client(_command("--home", str(alps_home))) as client:
+        async with Client(_command("--home", str(alps_home.home), database_url=alps_home.database_url)) as client:
             tools = [tool.name for tool in (await client.list_tools()).tools]
             searched = await client.call_tool("search", {"query": "Mont Blanc highest mountain", "max_results": 3})
             hit_id = searched.structured_content["results"][0]["id"]
@@ -97,7 +105,9 @@ def test_stdio_relays_to_a_running_server_with_its_key(secured: Secured) -> None
     assert other.structured_content["results"] == []
 
 
-def test_a_data_directory_a_server_holds_says_to_use_url(tmp_path: Path) -> None:
+def test_a_data_directory_a_server_holds_says_to_use_url(tmp_path: Path, database_url: str) -> None:
+    if database_url:
+        pytest.skip("PostgreSQL is shared by many processes: nothing holds it")
     settings = Settings(home=tmp_path / "home")
     holder = open_services(settings, exclusive=True)  # as `calypso serve` does
     try:
