@@ -5,8 +5,9 @@
 
 The Alps Wikipedia PDF (25 pages) is ingested into a fresh data directory; `calypso serve` runs on it as
 its own process (keyword search: CALYPSO_EMBEDDING_MODEL=none unless --embeddings). Each round sends every
-question once per client, the clients taking turns question by question, so both see the same server
-state. Clients, each over one keep-alive connection, 5 passages per search:
+question once per client, the clients taking turns question by question, so all see the same server
+state (the client that goes first changes from question to question). Clients, each over one
+keep-alive connection, 5 passages per search, the same passages checked on all three:
 
 * http: ``POST /v1/search`` (httpx);
 * mcp raw: a JSON-RPC ``tools/call`` POSTed to ``/mcp`` (httpx): the server's cost of MCP alone;
@@ -78,40 +79,47 @@ async def run(url: str, questions: list[str], rounds: int) -> dict[str, list[flo
     from mcp.client import Client
 
     timings: dict[str, list[float]] = {"http": [], "mcp raw": [], "mcp client": []}
-    raw_headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+    raw_headers = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
     with httpx.Client(base_url=url, timeout=120) as http:
         async with Client(f"{url}/mcp") as client:
+
+            async def over_http(question: str) -> list[int]:
+                response = http.post("/v1/search", json={"query": question, "max_num_results": K})
+                response.raise_for_status()
+                return [hit["attributes"]["chunk_index"] for hit in response.json()["data"]]
+
+            async def over_raw_mcp(question: str) -> list[int]:
+                call = {"name": "search", "arguments": {"query": question, "max_results": K}}
+                message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}
+                raw = http.post("/mcp", content=json.dumps(message), headers=raw_headers)
+                raw.raise_for_status()
+                return [hit["chunk_index"] for hit in raw.json()["result"]["structuredContent"]["results"]]
+
+            async def over_mcp_client(question: str) -> list[int]:
+                result = await client.call_tool("search", {"query": question, "max_results": K})
+                assert not result.is_error and result.structured_content is not None
+                return [hit["chunk_index"] for hit in result.structured_content["results"]]
+
+            clients = {"http": over_http, "mcp raw": over_raw_mcp, "mcp client": over_mcp_client}
             for warm in questions[:5]:  # connections open, caches warm
-                http.post("/v1/search", json={"query": warm, "max_num_results": K}).raise_for_status()
-                await client.call_tool("search", {"query": warm, "max_results": K})
+                for send in clients.values():
+                    await send(warm)
+            turn = 0
             for _ in range(rounds):
-                for n, question in enumerate(questions):
-                    t0 = time.perf_counter()
-                    response = http.post("/v1/search", json={"query": question, "max_num_results": K})
-                    timings["http"].append((time.perf_counter() - t0) * 1000)
-                    response.raise_for_status()
-                    expected = [hit["attributes"]["chunk_index"] for hit in response.json()["data"]]
-
-                    message = {
-                        "jsonrpc": "2.0",
-                        "id": n,
-                        "method": "tools/call",
-                        "params": {"name": "search", "arguments": {"query": question, "max_results": K}},
-                    }
-                    t0 = time.perf_counter()
-                    raw = http.post(
-                        "/mcp", content=json.dumps(message), headers={**raw_headers, "Content-Type": "application/json"}
-                    )
-                    timings["mcp raw"].append((time.perf_counter() - t0) * 1000)
-                    raw.raise_for_status()
-                    structured = raw.json()["result"]["structuredContent"]
-                    assert [hit["chunk_index"] for hit in structured["results"]] == expected
-
-                    t0 = time.perf_counter()
-                    result = await client.call_tool("search", {"query": question, "max_results": K})
-                    timings["mcp client"].append((time.perf_counter() - t0) * 1000)
-                    assert not result.is_error and result.structured_content is not None
-                    assert [hit["chunk_index"] for hit in result.structured_content["results"]] == expected
+                for question in questions:
+                    names = list(clients)
+                    names = names[turn % 3 :] + names[: turn % 3]  # who goes first changes question by question
+                    turn += 1
+                    found = {}
+                    for name in names:
+                        t0 = time.perf_counter()
+                        found[name] = await clients[name](question)
+                        timings[name].append((time.perf_counter() - t0) * 1000)
+                    assert found["mcp raw"] == found["mcp client"] == found["http"], question
     return timings
 
 

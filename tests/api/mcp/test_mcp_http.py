@@ -277,3 +277,23 @@ def test_verify_scores_a_claim_against_passages(secured: Secured) -> None:
     (other,) = call(secured.url, secured.key_b, ("verify", {"claim": fact, "passage_ids": [ids[0]]}))
     assert other.is_error and other.structured_content["error"]["code"] == "not_found"
     assert other.structured_content["error"]["param"] == "passage_ids[0]"
+
+
+def test_documents_are_resources_of_their_workspace_only(secured: Secured) -> None:
+    uri = f"calypso://documents/{secured.document_id}"
+
+    async def read(key: str) -> Any:
+        async with mcp_client(secured.url, key) as client:
+            templates = (await client.list_resource_templates()).resource_templates
+            try:
+                return templates, await client.read_resource(uri)
+            except Exception as exc:  # the error is what this read checks
+                return templates, exc
+
+    templates, read_a = asyncio.run(read(secured.key_a))
+    assert [t.uri_template for t in templates] == ["calypso://documents/{document_id}"]
+    text = read_a.contents[0].text
+    assert text.startswith("# ") and "alps_wiki.pdf" in text and "25 page(s)" in text
+    assert "/content?expires=" in text and "Mont Blanc" in text
+    _, read_b = asyncio.run(read(secured.key_b))
+    assert isinstance(read_b, Exception) and "not_found" in str(read_b)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
@@ -43,6 +44,7 @@ MAX_NEIGHBOURS = 5
 MAX_FETCH_PASSAGES = 12  # of a whole document: about 10,000 characters at the default chunk size
 MAX_LISTED = 1000  # knowledge bases listed at most
 MAX_VERIFY_PASSAGES = 20
+MAX_RESOURCE_PASSAGES = 400  # of a document resource: about 300,000 characters
 
 
 @dataclass(frozen=True)
@@ -273,6 +275,33 @@ def run_verify(
     return _success(render.verify_text(structured), structured)
 
 
+def read_document(caller: Caller, document_id: str) -> str:
+    """``calypso://documents/{id}``: the document's extracted text (its passages joined) under a header
+    with its locators and link; the first MAX_RESOURCE_PASSAGES passages of a longer one."""
+    documents, workspace = caller.services.documents, caller.workspace
+    document = _document(caller, document_id, "uri")
+    passages: list[Passage] = []
+    after = None
+    while len(passages) < MAX_RESOURCE_PASSAGES:
+        listing = documents.chunks(document.id, 100, after, workspace)
+        passages += [Passage(document, c.chunk, 0.0) for c in listing.items]
+        if not listing.has_more or not listing.items:
+            break
+        after = listing.items[-1].chunk.chunk_index
+    shown = passages[:MAX_RESOURCE_PASSAGES]
+    head = render.document_result(document, caller.links, shown[0] if shown else None)
+    more = len(shown) < document.chunk_count
+    lines = [
+        f"# {document.title or document.filename}",
+        f"document {document.id} ({document.filename}, {document.media_type}, {document.page_count} page(s), "
+        f"{document.chunk_count} passage(s), knowledge base {document.namespace})",
+        f"source: {head['link']}",
+    ]
+    if more:
+        lines.append(f"(the first {len(shown)} passages: `fetch` '{document.id}:{len(shown)}' for the rest)")
+    return "\n".join(lines) + "\n\n" + render.joined_text(shown)
+
+
 def run_list(caller: Caller) -> CallToolResult:
     services, workspace = caller.services, caller.workspace
     default = services.settings.default_namespace
@@ -450,6 +479,23 @@ def build_server(resolve: Resolve) -> MCPServer[Any]:
             return await asyncio.to_thread(run_verify, caller, claim, passage_ids, knowledge_base, max_passages)
 
         return await _guarded(run, "verify")
+
+    async def document(document_id: str, ctx: Context) -> str:
+        """A document's extracted text, with its locators and source link."""
+        caller = resolve(ctx)
+        try:
+            return await asyncio.to_thread(read_document, caller, document_id)
+        except CalypsoError as exc:  # the resource error carries the HTTP message and code
+            raise ResourceError(render.error_text(exc)) from exc
+
+    server.resource(
+        "calypso://documents/{document_id}",
+        name="document",
+        title="A document of the knowledge base",
+        description="The document's extracted text (its passages joined), with its pages and source link. "
+        "Document ids come from `search`, `fetch` and `ask`.",
+        mime_type="text/markdown",
+    )(document)
 
     for tool, title in (
         (search, "Search the knowledge base"),
