@@ -85,6 +85,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         f"Calypso serving {settings.home.resolve()} on http://{settings.host}:{settings.port} (OpenAPI: /openapi.json)"
     )
     print(search_summary(services.search.embedder))
+    print(f"MCP (streamable HTTP) at http://{settings.host}:{settings.port}/mcp; `calypso mcp` serves stdio clients")
     grpc_port = settings.grpc_port
     if grpc_port:
         notice = missing_dependency()

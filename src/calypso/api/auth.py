@@ -89,7 +89,7 @@ class AuthMiddleware:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
         # /mcp too: a wrong key is a 401 before the MCP endpoint reads any message.
-        api = (path.startswith("/v1/") and not path.startswith("/v1/admin/")) or path == "/mcp"
+        api = (path.startswith("/v1/") and not path.startswith("/v1/admin/")) or path.rstrip("/") == "/mcp"
         guarded = scope["type"] == "http" and api
         if guarded and not _is_signed_content(scope):
             request = Request(scope)

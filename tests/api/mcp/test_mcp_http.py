@@ -105,8 +105,14 @@ def test_fetch_round_trips_a_search_id_with_its_neighbours(secured: Secured) -> 
 
 
 def test_ask_returns_a_cited_answer_with_sentence_support(secured: Secured) -> None:
-    (result,) = call(secured.url, secured.key_a, ("ask", {"question": "What is the highest mountain in the Alps?"}))
+    result, named = call(
+        secured.url,
+        secured.key_a,
+        ("ask", {"question": "What is the highest mountain in the Alps?"}),
+        ("ask", {"question": "What is the highest mountain in the Alps?", "knowledge_base": "general"}),
+    )
     assert not result.is_error, result.content
+    assert named.structured_content["citations"] == result.structured_content["citations"]
     data = result.structured_content
     assert "Mont Blanc" in data["answer"] and data["citations"]
     citation = data["citations"][0]
@@ -192,6 +198,7 @@ def test_bad_input_is_a_tool_error_and_the_session_goes_on(secured: Secured) -> 
         ("fetch", {"id": f"{secured.document_id}:99999"}),
         ("ask", {"question": ""}),
         ("ask", {"question": "Mont Blanc?", "bot": "no-such-bot"}),
+        ("ask", {"question": "Mont Blanc?", "knowledge_base": "no-such-kb"}),
         ("no_such_tool", {}),
         ("search", {"query": "Mont Blanc highest mountain"}),
     )
@@ -212,6 +219,7 @@ def test_bad_input_is_a_tool_error_and_the_session_goes_on(secured: Secured) -> 
     assert errors[8]["code"] == "not_found" and "numbered 0 to" in errors[8]["message"]
     assert errors[9]["message"] == "The last user message is empty; ask a question."
     assert errors[10]["code"] == "model_not_found"
+    assert errors[11]["code"] == "not_found" and errors[11]["param"] == "knowledge_base"
     assert "query" in bad[5].content[0].text and "max_results" in bad[6].content[0].text
 
 

@@ -347,7 +347,7 @@ async def run_ask(caller: Caller, question: str, bot_id: str | None, knowledge_b
     scope = None
     if knowledge_base is not None:
         namespace = await asyncio.to_thread(_knowledge_base, caller, knowledge_base)
-        scope = RetrievalScope((namespace,), bot.document_ids, bot.passage_count)
+        scope = RetrievalScope((namespace,), None, bot.passage_count)  # the bot's documents are of its own
     request = ask_request(
         bot,
         [{"role": "user", "content": _check_text(question, "question")}],
