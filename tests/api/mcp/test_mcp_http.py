@@ -220,7 +220,16 @@ def test_bad_input_is_a_tool_error_and_the_session_goes_on(secured: Secured) -> 
     assert errors[9]["message"] == "The last user message is empty; ask a question."
     assert errors[10]["code"] == "model_not_found"
     assert errors[11]["code"] == "not_found" and errors[11]["param"] == "knowledge_base"
-    assert "query" in bad[5].content[0].text and "max_results" in bad[6].content[0].text
+    # Arguments the input schema refuses read as the HTTP API's validation errors.
+    assert errors[5] == {
+        "message": "Invalid type for 'query': expected a string, but got an integer instead.",
+        "type": "invalid_request_error",
+        "param": "query",
+        "code": "invalid_type",
+        "status": 400,
+    }
+    assert errors[6]["code"] == "integer_below_min_value" and errors[6]["param"] == "max_results"
+    assert errors[12]["code"] == "not_found" and errors[12]["param"] == "name" and "search" in errors[12]["message"]
 
 
 def test_host_and_origin_are_checked(secured: Secured) -> None:

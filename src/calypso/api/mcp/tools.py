@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
 
 from calypso import __version__
 from calypso.api.errors import internal_error
@@ -34,6 +34,7 @@ from calypso.models import Document, Passage
 from calypso.scope import MAX_PASSAGES, RetrievalScope
 from calypso.services import Services
 from calypso.services.bots import ask_request
+from calypso.validation import invalid_request_from
 
 log = logging.getLogger("calypso.mcp")
 
@@ -363,6 +364,23 @@ async def run_ask(caller: Caller, question: str, bot_id: str | None, knowledge_b
 # -- the server --------------------------------------------------------------------------------------
 
 
+class CalypsoMCP(MCPServer[Any]):
+    """The SDK's server, whose argument errors read like the HTTP API's: OpenAI's codes, the argument named."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):  # the arguments do not match the input schema
+                return _failure(invalid_request_from(exc.__cause__, arguments))
+            if self._tool_manager.get_tool(name) is None:
+                known = ", ".join(tool.name for tool in await self.list_tools())
+                return _failure(NotFound(f"No tool {name!r}; this server has {known}.", param="name"))
+            raise
+
+
 def build_server(resolve: Resolve) -> MCPServer[Any]:
     """An MCP server with Calypso's tools; ``resolve`` gives each call its caller."""
     # MCPServer configures logging (logging.basicConfig): a no-op while the root logger has a handler,
@@ -371,9 +389,7 @@ def build_server(resolve: Resolve) -> MCPServer[Any]:
     guard = logging.NullHandler()
     root.addHandler(guard)
     try:
-        server: MCPServer[Any] = MCPServer(
-            name="calypso", title="Calypso", version=__version__, instructions=INSTRUCTIONS
-        )
+        server = CalypsoMCP(name="calypso", title="Calypso", version=__version__, instructions=INSTRUCTIONS)
     finally:
         root.removeHandler(guard)
 
