@@ -43,6 +43,13 @@ def http_base_url(settings: Settings) -> str:
 
 async def serve_home(settings: Settings, workspace: str) -> None:
     """The tools on this data directory's services, until stdin closes."""
+    if not settings.database_url and not settings.database_path.exists():
+        log.warning(
+            "no knowledge base at %s yet: the tools will find nothing until documents are ingested there "
+            "(`calypso ingest --home %s PATH...`); is --home (CALYPSO_HOME) the directory you ingested into?",
+            settings.home,
+            settings.home,
+        )
     services = open_services(settings, exclusive=True)  # DataDirectoryInUse when a server holds it
     try:
         links = LinkSigner(services.signing_secret, http_base_url(settings), settings.source_link_ttl_seconds)
