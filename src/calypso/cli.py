@@ -383,7 +383,11 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from calypso.errors import DataDirectoryInUse
 
     if args.url:
-        anyio.run(stdio.serve_remote, args.url, args.api_key or os.environ.get("CALYPSO_API_KEY"))
+        try:
+            anyio.run(stdio.serve_remote, args.url, args.api_key or os.environ.get("CALYPSO_API_KEY"))
+        except CalypsoError as exc:  # unreachable, or the key refused: said before any MCP message
+            print(f"error: {exc.message}", file=sys.stderr)
+            return 1
         return 0
     try:
         anyio.run(stdio.serve_home, _settings(args), args.workspace)

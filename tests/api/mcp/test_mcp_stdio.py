@@ -123,3 +123,16 @@ def test_a_data_directory_a_server_holds_says_to_use_url(tmp_path: Path, databas
         holder.close()
     assert done.returncode == 1 and done.stdout == ""
     assert "calypso mcp --url" in done.stderr
+
+
+def test_the_relay_says_when_the_server_refuses_the_key(secured: Secured) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "calypso", "mcp", "--url", secured.url, "--api-key", "cal-wrong"],
+        env=_command().env,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert "refused the key: Invalid or revoked API key" in done.stderr
