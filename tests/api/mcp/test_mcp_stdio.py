@@ -15,8 +15,9 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.types import CallToolResult
 from mcp_support import Secured, ingest_alps
-from tests_support import REPO
+from tests_support import REPO, LiveServer, free_port
 
+from calypso.api.app import create_app
 from calypso.config import Settings
 from calypso.services import open_services
 
@@ -88,11 +89,18 @@ def test_stdio_on_a_data_directory(alps_home: AlpsHome) -> None:
 
 
 def test_stdio_relays_to_a_running_server_with_its_key(secured: Secured) -> None:
-    tools, (searched, listed) = _session(
-        _command("--url", secured.url, "--api-key", secured.key_a),
-        ("search", {"query": "Mont Blanc highest mountain"}),
-        ("list_knowledge_bases", {}),
-    )
+    async def run() -> tuple[list[str], list[CallToolResult], str]:
+        async with Client(_command("--url", secured.url, "--api-key", secured.key_a)) as client:
+            tools = [tool.name for tool in (await client.list_tools()).tools]
+            results = [
+                await client.call_tool("search", {"query": "Mont Blanc highest mountain"}),
+                await client.call_tool("list_knowledge_bases", {}),
+            ]
+            read = await client.read_resource(f"calypso://documents/{secured.document_id}")
+            return tools, results, read.contents[0].text
+
+    tools, (searched, listed), document = asyncio.run(run())
+    assert "alps_wiki.pdf" in document and "Mont Blanc" in document
     assert set(tools) == {"search", "ask", "fetch", "list_knowledge_bases", "verify"}
     hit = searched.structured_content["results"][0]
     assert hit["document_id"] == secured.document_id and hit["link"].startswith(secured.url)
@@ -136,3 +144,27 @@ def test_the_relay_says_when_the_server_refuses_the_key(secured: Secured) -> Non
     )
     assert done.returncode == 1 and done.stdout == ""
     assert "refused the key: Invalid or revoked API key" in done.stderr
+
+
+def test_the_relay_outlives_its_server(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home")
+    services = open_services(settings)
+    live = LiveServer(create_app(settings, services), free_port())
+    live.__enter__()
+    try:
+
+        async def run() -> tuple[CallToolResult, CallToolResult, CallToolResult]:
+            async with Client(_command("--url", live.url)) as client:
+                before = await client.call_tool("list_knowledge_bases", {})
+                live.__exit__(None, None, None)
+                gone = await client.call_tool("search", {"query": "Mont Blanc"})
+                again = await client.call_tool("search", {"query": "Mont Blanc"})
+                return before, gone, again
+
+        before, gone, again = asyncio.run(run())
+    finally:
+        live.__exit__(None, None, None)
+        services.close()
+    assert not before.is_error
+    for result in (gone, again):
+        assert result.is_error and "Cannot reach Calypso" in result.content[0].text

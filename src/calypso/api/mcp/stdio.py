@@ -16,18 +16,27 @@ import logging
 from typing import Any
 
 import httpx2
-from mcp.client import Client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INTERNAL_ERROR,
+    CallToolRequestParams,
+    CallToolResult,
+    ListResourceTemplatesResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    ReadResourceRequestParams,
+    ReadResourceResult,
+    TextContent,
+)
 
 from calypso import __version__
 from calypso.api.mcp.tools import Caller, build_server
 from calypso.citations.links import LinkSigner
 from calypso.config import Settings
-from calypso.errors import AuthenticationFailed, UpstreamError
+from calypso.errors import AuthenticationFailed, CalypsoError, UpstreamError
 from calypso.services import open_services
 
 log = logging.getLogger("calypso.mcp")
@@ -68,24 +77,54 @@ def endpoint_url(url: str) -> str:
     return url if url.endswith("/mcp") else url + "/mcp"
 
 
-async def _preflight(http: httpx2.AsyncClient, endpoint: str) -> None:
-    """Say plainly, before any MCP message, that the server is unreachable or refuses the key."""
-    ping = {"jsonrpc": "2.0", "id": 0, "method": "ping"}
-    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
-    try:
-        response = await http.post(endpoint, json=ping, headers=headers)
-    except httpx2.HTTPError as exc:
-        raise UpstreamError(
-            f"Cannot reach Calypso at {endpoint} ({type(exc).__name__}: {exc}); is `calypso serve` running there?"
-        ) from exc
-    if response.status_code == 401:
+class Remote:
+    """A running server's ``/mcp``, one JSON-RPC POST per message (it is stateless: nothing to keep open).
+
+    Posting each message itself, rather than through an SDK client session, means a server that went away
+    is a connection error on that call at once, and the next call finds it again once it is back.
+    """
+
+    HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+
+    def __init__(self, http: httpx2.AsyncClient, endpoint: str) -> None:
+        self.http = http
+        self.endpoint = endpoint
+        self._ids = 0
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The result of one request; AuthenticationFailed, UpstreamError, or MCPError (a JSON-RPC error)."""
+        self._ids += 1
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self._ids, "method": method}
+        if params is not None:
+            message["params"] = params
         try:
-            message = response.json()["error"]["message"]
-        except (ValueError, KeyError, TypeError):
-            message = response.text
-        raise AuthenticationFailed(f"Calypso at {endpoint} refused the key: {message} (--api-key, CALYPSO_API_KEY)")
-    if response.status_code >= 400:
-        raise UpstreamError(f"Calypso at {endpoint} answered {response.status_code}: {response.text[:300]}")
+            response = await self.http.post(self.endpoint, json=message, headers=self.HEADERS)
+        except httpx2.HTTPError as exc:
+            raise UpstreamError(
+                f"Cannot reach Calypso at {self.endpoint} ({type(exc).__name__}: {exc}); "
+                "is `calypso serve` running there?"
+            ) from exc
+        if response.status_code == 401:
+            raise AuthenticationFailed(
+                f"Calypso at {self.endpoint} refused the key: {_error_message(response)} (--api-key, CALYPSO_API_KEY)"
+            )
+        if response.status_code >= 400:
+            raise UpstreamError(
+                f"Calypso at {self.endpoint} answered {response.status_code}: {_error_message(response)}"
+            )
+        body = response.json()
+        if "error" in body:
+            error = body["error"]
+            raise MCPError(code=error.get("code", -32603), message=error.get("message", ""), data=error.get("data"))
+        result: dict[str, Any] = body["result"]
+        return result
+
+
+def _error_message(response: httpx2.Response) -> str:
+    try:
+        return str(response.json()["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return response.text[:300]
 
 
 async def serve_remote(url: str, api_key: str | None) -> None:
@@ -93,38 +132,54 @@ async def serve_remote(url: str, api_key: str | None) -> None:
 
     Raises AuthenticationFailed or UpstreamError, before serving, when the server refuses the key or
     cannot be reached."""
-    endpoint = endpoint_url(url)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
     async with create_mcp_http_client(headers=headers) as http:
-        await _preflight(http, endpoint)
-        async with Client(streamable_http_client(endpoint, http_client=http)) as remote:
-            await _relay(remote, endpoint)
+        remote = Remote(http, endpoint_url(url))
+        hello = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "calypso-mcp-relay", "version": __version__},
+        }
+        info = await remote.request("initialize", hello)  # checks the key before serving anything
+        await _relay(remote, info.get("instructions"))
 
 
-async def _relay(remote: Client, endpoint: str) -> None:
-    """Serve stdio with the remote's tools: each call forwarded, its result given back unchanged."""
+async def _relay(remote: Remote, instructions: str | None) -> None:
+    """Serve stdio with the remote's tools and document resources: each request forwarded, its result given
+    back unchanged."""
 
     async def list_tools(ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
-        return await remote.list_tools()
+        return ListToolsResult.model_validate(await remote.request("tools/list", {}))
 
     async def call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
         try:
-            result = await remote.call_tool(params.name, params.arguments or {})
-        except Exception as exc:  # the server went away mid-session: a tool error, not a dead session
-            log.warning("MCP relay to %s: %s", endpoint, exc)
-            text = f"Calypso at {endpoint} did not answer ({type(exc).__name__}: {exc}); is `calypso serve` running?"
-            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
-        if not isinstance(result, CallToolResult):
-            raise TypeError(f"unexpected result from {endpoint}: {type(result).__name__}")
-        return result
+            result = await remote.request("tools/call", {"name": params.name, "arguments": params.arguments or {}})
+        except CalypsoError as exc:  # the server went away, or the key was revoked: a tool error, the session goes on
+            log.warning("MCP relay: %s", exc.message)
+            return CallToolResult(content=[TextContent(type="text", text=exc.message)], is_error=True)
+        return CallToolResult.model_validate(result)
+
+    async def forward(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return await remote.request(method, params)
+        except CalypsoError as exc:  # a request that is not a tool call has only the protocol's error
+            raise MCPError(code=INTERNAL_ERROR, message=exc.message) from exc
+
+    async def list_templates(ctx: Any, params: PaginatedRequestParams | None) -> ListResourceTemplatesResult:
+        return ListResourceTemplatesResult.model_validate(await forward("resources/templates/list", {}))
+
+    async def read_resource(ctx: Any, params: ReadResourceRequestParams) -> ReadResourceResult:
+        return ReadResourceResult.model_validate(await forward("resources/read", {"uri": str(params.uri)}))
 
     relay: Server[Any] = Server(
         "calypso",
         version=__version__,
         title="Calypso",
-        instructions=remote.instructions,
+        instructions=instructions,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
     )
     async with stdio_server() as (read_stream, write_stream):
         await relay.run(read_stream, write_stream, relay.create_initialization_options())
