@@ -23,7 +23,8 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from calypso.api.deps import link_signer
-from calypso.api.mcp.tools import Caller, build_server
+from calypso.api.mcp.calls import Caller
+from calypso.api.mcp.tools import build_server
 from calypso.config import Settings
 from calypso.scope import DEFAULT_WORKSPACE
 

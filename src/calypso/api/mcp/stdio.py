@@ -33,7 +33,8 @@ from mcp.types import (
 )
 
 from calypso import __version__
-from calypso.api.mcp.tools import Caller, build_server
+from calypso.api.mcp.calls import Caller
+from calypso.api.mcp.tools import build_server
 from calypso.citations.links import LinkSigner
 from calypso.config import Settings
 from calypso.errors import AuthenticationFailed, CalypsoError, UpstreamError
