@@ -91,13 +91,14 @@ class MCPEndpoint:
 
     def __init__(self, app: FastAPI, settings: Settings) -> None:
         server = build_server(lambda ctx: _caller(app, ctx))
-        self.manager = StreamableHTTPSessionManager(
-            app=server._lowlevel_server,  # what MCPServer.streamable_http_app builds on, mounted here instead
-            stateless=True,
+        # The SDK's app is not mounted (its routes would skip ours); its session manager answers /mcp.
+        server.streamable_http_app(
+            stateless_http=True,
             json_response=True,  # one JSON reply per POST: nothing streams, so no SSE framing to pay for
-            security_settings=transport_security(settings),
+            transport_security=transport_security(settings),
             max_request_body_size=settings.max_request_bytes,
         )
+        self.manager: StreamableHTTPSessionManager = server.session_manager
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.manager.handle_request(scope, receive, send)
