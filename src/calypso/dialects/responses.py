@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 from calypso.citations.grounded import (
     GroundedAnswer,
     MarkerPlacement,
+    Quote,
     Segment,
     SegmentCitation,
     Source,
@@ -28,7 +29,7 @@ from calypso.citations.grounded import (
     quote_locator,
     utf16_len,
 )
-from calypso.citations.links import LinkSigner, source_url
+from calypso.citations.links import LinkSigner, quote_url, source_url
 from calypso.citations.offsets import OffsetMap
 from calypso.dialects.content import numbered_text, sources_appendix
 from calypso.models import Passage
@@ -53,8 +54,11 @@ class LinkSpan(NamedTuple):
     source: Source
 
 
-def _url(source: Source, options: RenderOptions, page: int | None = None, quote: str | None = None) -> str:
-    return source_url(source.passage, options.links, page, quote)
+def _url(source: Source, options: RenderOptions, quote: Quote | None = None) -> str:
+    """The source's link: its passage, or with ``quote`` the quote marked on its page."""
+    if quote is None:
+        return source_url(source.passage, options.links)
+    return quote_url(source.passage, options.links, quote)
 
 
 def page_attributes(passage: Passage) -> dict[str, Any]:
@@ -150,7 +154,7 @@ class InlineLinker:
             if citation is None:
                 continue
             source = self.sources[number - 1]
-            url = _url(source, self.options, citation.quote.page_number, citation.quote.text)
+            url = _url(source, self.options, citation.quote)
             link = f"[[{source.display_number}]]({url})"
             start = inline_text_len + len(piece)
             piece += link
