@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from html import escape
 
-from calypso.locators import heading_locator
+from calypso.locators import PDF_MEDIA_TYPE, heading_locator
 from calypso.viewer.passage import PageView, PassageView
 
 _STYLE = """
@@ -36,7 +37,9 @@ main { max-width: 980px; margin: 0 auto; padding: 1rem 1.5rem 3rem; }
 .actions .count { color: var(--muted); font-size: 0.9rem; margin-left: auto; }
 section { background: #fff; border: 1px solid var(--line); border-radius: 10px; padding: 1rem 1.1rem; margin-bottom: 1rem; }
 h2 { font-size: 0.85rem; text-transform: uppercase; letter-spacing: 0.06em; color: var(--muted); margin: 0 0 0.6rem; }
+h2 .locator { text-transform: none; letter-spacing: 0; color: var(--ink); padding-left: 0.3rem; }
 .page-image { display: block; width: 100%; height: auto; border: 1px solid var(--line); background: #fff; }
+.close-up { max-height: 70vh; }
 .quote-box { fill: rgba(255, 213, 0, 0.35); stroke: #d08700; stroke-width: 2; }
 .note { color: var(--muted); font-size: 0.9rem; margin: 0.5rem 0 0; }
 .breadcrumb { color: var(--muted); font-size: 0.9rem; margin: 0 0 0.6rem; overflow-wrap: anywhere; }
@@ -62,33 +65,60 @@ def _e(text: object) -> str:
     return escape(str(text), quote=True)
 
 
-def _page_figure(page: PageView) -> str:
-    rects = "".join(
+def _rects(page: PageView) -> str:
+    return "".join(
         f'<rect class="quote-box" x="{b.x0 * page.width:.1f}" y="{b.y0 * page.height:.1f}" '
         f'width="{(b.x1 - b.x0) * page.width:.1f}" height="{(b.y1 - b.y0) * page.height:.1f}" rx="3"></rect>'
         for b in page.boxes
     )
+
+
+def _close_up(page: PageView) -> str:
+    """The quote's region with a margin, drawn from the page image (``<use>``: not sent twice), so a
+    phone shows the marked quote legibly above the whole page."""
+    left = max(0.0, min(b.x0 for b in page.boxes) - 0.02) * page.width
+    right = min(1.0, max(b.x1 for b in page.boxes) + 0.02) * page.width
+    top = max(0.0, min(b.y0 for b in page.boxes) - 0.02) * page.height
+    bottom = min(1.0, max(b.y1 for b in page.boxes) + 0.02) * page.height
+    return (
+        f'<svg class="page-image close-up" viewBox="{left:.1f} {top:.1f} {right - left:.1f} {bottom - top:.1f}" '
+        f'role="img" aria-label="The quote on {_e(page.locator)}"><use href="#page-image"></use>{_rects(page)}</svg>'
+    )
+
+
+def _page_figure(page: PageView) -> str:
     label = f"{page.locator} with the quote marked" if page.boxes else page.locator
     svg = (
         f'<svg class="page-image" viewBox="0 0 {page.width} {page.height}" role="img" aria-label="{_e(label)}">'
-        f'<image href="{_e(page.image_uri)}" x="0" y="0" width="{page.width}" height="{page.height}"></image>'
-        f"{rects}</svg>"
+        f'<image id="page-image" href="{_e(page.image_uri)}" x="0" y="0" width="{page.width}" '
+        f'height="{page.height}"></image>{_rects(page)}</svg>'
     )
     if page.boxes:
         note = "The quote is marked on the page."
+        close_up = f'<section aria-label="Quote on the page"><h2>Quote on the page</h2>{_close_up(page)}</section>'
     elif page.quote_on_page:
         note = "The quote could not be placed on the page image; it is marked in the passage text below."
+        close_up = ""
     else:
         note = "The quote is not on this page; it is marked in the passage text below."
-    return f'<section aria-label="Page"><h2>{_e(page.locator)}</h2>{svg}<p class="note">{_e(note)}</p></section>'
+        close_up = ""
+    heading = f'<h2>Page <span class="locator">{_e(page.locator)}</span></h2>'
+    return f'{close_up}<section aria-label="Page">{heading}{svg}<p class="note">{_e(note)}</p></section>'
+
+
+def _reflow(text: str) -> str:
+    """PDF text breaks at the end of every printed line: those breaks become spaces, paragraphs stay."""
+    return re.sub(r"(?<!\n)\n(?!\n)", " ", text)
 
 
 def _passage_html(view: PassageView) -> str:
     text = view.chunk.text
+    flow = _reflow if view.document.media_type == PDF_MEDIA_TYPE else str
     if view.quote is None:
-        return _e(text)
+        return _e(flow(text))
     start, end = view.quote
-    return f'{_e(text[:start])}<mark id="quote">{_e(text[start:end])}</mark>{_e(text[end:])}'
+    before, quote, after = (_e(flow(part)) for part in (text[:start], text[start:end], text[end:]))
+    return f'{before}<mark id="quote">{quote}</mark>{after}'
 
 
 def render(view: PassageView, access: str) -> str:
@@ -96,17 +126,16 @@ def render(view: PassageView, access: str) -> str:
     neighbour links, relative to ``/v1/files/{file_id}/``)."""
     document, chunk = view.document, view.chunk
     download = f"content?{access}"
-    if view.page is not None and document.media_type == "application/pdf":
+    if view.page is not None and document.media_type == PDF_MEDIA_TYPE:
         download += f"#page={view.page.page.number}"
-    where = [_e(part) for part in (view.page.locator if view.page else "", heading_locator(view.heading_path))]
-    where_html = '<span class="sep">·</span>'.join(part for part in where if part)
+    where_html = _e(view.locator)
     ocr = '<span class="badge">read by OCR</span>' if chunk.modality == "ocr" else ""
 
     def neighbour(index: int, label: str) -> str:
         return f'<a href="view?{_e(access)}&amp;chunk={index}" rel="nofollow">{label}</a>'
 
     actions = [f'<a class="primary" href="{_e(download)}" download="{_e(document.filename)}">Download the original</a>']
-    if view.page is not None and document.media_type == "application/pdf":
+    if view.page is not None and document.media_type == PDF_MEDIA_TYPE:
         actions.append(f'<a href="{_e(download)}" target="_blank" rel="noopener">Open the PDF at this page</a>')
     if chunk.chunk_index > 0:
         actions.append(neighbour(chunk.chunk_index - 1, "← Previous passage"))
