@@ -216,8 +216,8 @@ def test_numeric_stream_matches_non_streaming_on_real_documents(client, http, qu
         check_numeric(message)
     check_previews(http, message["citations"])
     if "Fundamentalgruppe" in question:
-        # A PDF: the links open the cited page.
-        assert all(re.search(r"#page=\d+$", a["url_citation"]["url"]) for a in message["annotations"])
+        # A PDF: the links open the viewer at the cited page.
+        assert all(re.search(r"&page=\d+$", a["url_citation"]["url"]) for a in message["annotations"])
         assert message["citations"][0]["source_filename"] == "GeoTopo-komprimiert.pdf"
 
 

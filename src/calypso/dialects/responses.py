@@ -197,14 +197,21 @@ def file_search_results(sources: list[Source], options: RenderOptions) -> list[d
 
 
 def all_source_urls(answer: GroundedAnswer, options: RenderOptions) -> list[str]:
-    """Seed 003's ``citations``: every source URL retrieved, cited or not, without repeats."""
+    """Seed 003's ``citations``: every source URL retrieved, cited or not, without repeats.
+
+    A cited source is listed by the links the text gives it (its quotes in the viewer, in text order),
+    so every ``[[n]](url)`` of the answer is in the list; an uncited one by its passage's link.
+    """
     if options.hidden:
         return []
     urls: list[str] = []
     for source in answer.by_display_number:
-        url = _url(source, options)
-        if url not in urls:
-            urls.append(url)
+        quotes = [
+            c.quote for s in answer.segments for c in s.citations if c.retrieval_number == source.retrieval_number
+        ]
+        for url in [_url(source, options, q) for q in quotes] or [_url(source, options)]:
+            if url not in urls:
+                urls.append(url)
     return urls
 
 
