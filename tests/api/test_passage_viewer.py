@@ -210,3 +210,18 @@ def test_ocr_word_boxes_mark_the_quote_on_an_image_page() -> None:
     assert view.page.image_uri and view.page.image_uri.startswith("data:image/png;base64,")
     (box,) = view.page.boxes  # the two words of the quote, merged into one band
     assert (round(box.x0, 2), round(box.x1, 2)) == (0.4, 0.58)
+
+
+CHINESE = "# 退款政策\n\n## 资格\n\n客户可以在购买后三十天内申请全额退款。礼品卡一律不予退款。\n".encode()
+
+
+def test_a_chinese_quote_is_marked_as_written(api, kb: DocumentService) -> None:
+    kb.ingest(CHINESE, "退款.md")
+    annotation = _citations(api, "客户可以在多少天内申请全额退款？")[0]
+    page = api.get(annotation["url"])
+    assert page.headers["content-type"] == "text/html; charset=utf-8" and '<meta charset="utf-8">' in page.text
+    assert "退款" in _mark(page.text)
+    assert "退款政策 › 资格" in page.text
+    # UTF-16 offsets are the playground's; the viewer's are code points, as the annotation's quote_* are.
+    core = annotation["_aicore"]
+    assert len(_mark(page.text)) == core["quote_end"] - core["quote_start"]

@@ -39,7 +39,7 @@ section { background: #fff; border: 1px solid var(--line); border-radius: 10px; 
 h2 { font-size: 0.85rem; text-transform: uppercase; letter-spacing: 0.06em; color: var(--muted); margin: 0 0 0.6rem; }
 h2 .locator { text-transform: none; letter-spacing: 0; color: var(--ink); padding-left: 0.3rem; }
 .page-image { display: block; width: 100%; height: auto; border: 1px solid var(--line); background: #fff; }
-.close-up { max-height: 70vh; }
+.page-image.close-up { width: auto; max-width: 100%; max-height: 70vh; margin: 0 auto; }
 .quote-box { fill: rgba(255, 213, 0, 0.35); stroke: #d08700; stroke-width: 2; }
 .note { color: var(--muted); font-size: 0.9rem; margin: 0.5rem 0 0; }
 .breadcrumb { color: var(--muted); font-size: 0.9rem; margin: 0 0 0.6rem; overflow-wrap: anywhere; }
@@ -61,6 +61,9 @@ CSP = (
 )
 
 
+CLOSE_UP_ZOOM = 1.5
+
+
 def _e(text: object) -> str:
     return escape(str(text), quote=True)
 
@@ -68,7 +71,8 @@ def _e(text: object) -> str:
 def _rects(page: PageView) -> str:
     return "".join(
         f'<rect class="quote-box" x="{b.x0 * page.width:.1f}" y="{b.y0 * page.height:.1f}" '
-        f'width="{(b.x1 - b.x0) * page.width:.1f}" height="{(b.y1 - b.y0) * page.height:.1f}" rx="3"></rect>'
+        f'width="{(b.x1 - b.x0) * page.width:.1f}" height="{(b.y1 - b.y0) * page.height:.1f}" rx="3" '
+        'vector-effect="non-scaling-stroke"></rect>'
         for b in page.boxes
     )
 
@@ -80,8 +84,12 @@ def _close_up(page: PageView) -> str:
     right = min(1.0, max(b.x1 for b in page.boxes) + 0.02) * page.width
     top = max(0.0, min(b.y0 for b in page.boxes) - 0.02) * page.height
     bottom = min(1.0, max(b.y1 for b in page.boxes) + 0.02) * page.height
+    # At most CLOSE_UP_ZOOM times the page image's own pixels: larger only blurs (the phone's narrower
+    # screen shrinks it again through max-width).
+    width = (right - left) * CLOSE_UP_ZOOM
     return (
-        f'<svg class="page-image close-up" viewBox="{left:.1f} {top:.1f} {right - left:.1f} {bottom - top:.1f}" '
+        f'<svg class="page-image close-up" width="{width:.0f}" '
+        f'viewBox="{left:.1f} {top:.1f} {right - left:.1f} {bottom - top:.1f}" '
         f'role="img" aria-label="The quote on {_e(page.locator)}"><use href="#page-image"></use>{_rects(page)}</svg>'
     )
 
@@ -128,7 +136,7 @@ def render(view: PassageView, access: str) -> str:
     download = f"content?{access}"
     if view.page is not None and document.media_type == PDF_MEDIA_TYPE:
         download += f"#page={view.page.page.number}"
-    where_html = _e(view.locator)
+    where_html = _e(view.page.locator) if view.page else ""  # a heading path stands above the passage
     ocr = '<span class="badge">read by OCR</span>' if chunk.modality == "ocr" else ""
 
     def neighbour(index: int, label: str) -> str:
