@@ -27,7 +27,8 @@ _HEADERS = {
     "Cache-Control": "private, no-store",
 }
 
-Offset = Annotated[int | None, Query(ge=0)]
+_MAX = 2**62  # SQLite and PostgreSQL integers: a larger number would not be an error of ours but a 500
+Offset = Annotated[int | None, Query(ge=0, le=_MAX, description="Code-point offset of the quote in the passage.")]
 
 
 @router.get("/{file_id}/view", response_class=HTMLResponse)
@@ -35,10 +36,10 @@ def view_passage(
     file_id: str,
     request: Request,
     documents: Documents,
-    chunk: Annotated[int, Query(ge=0)] = 0,
+    chunk: Annotated[int, Query(ge=0, le=_MAX, description="The passage: its chunk_index.")] = 0,
     quote_start: Offset = None,
     quote_end: Offset = None,
-    page: Annotated[int | None, Query(ge=1)] = None,
+    page: Annotated[int | None, Query(ge=1, le=_MAX, description="The page shown (paged documents).")] = None,
     expires: int | None = None,
     signature: str | None = None,
 ) -> HTMLResponse:
