@@ -83,8 +83,9 @@ def test_metrics_time_the_first_token_and_count_upstream_failures(kb, settings, 
 
 
 def test_metrics_can_require_a_token_or_be_off(settings, services) -> None:
-    from calypso.api.app import create_app
     from tests_support import LiveServer, free_port
+
+    from calypso.api.app import create_app
 
     settings.metrics_token = SecretStr("scrape-me")
     with LiveServer(create_app(settings, services), free_port()) as live, httpx.Client(base_url=live.url) as http:
