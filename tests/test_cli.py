@@ -184,3 +184,35 @@ def test_serve_says_which_languages_the_vectors_cover(minilm) -> None:  # type: 
 
     assert "minilm-l6-v2-int8's vectors for en" in search_summary(minilm)
     assert "keywords" in search_summary(None)
+
+
+def test_serve_logs_json_lines_with_the_request_id(tmp_path: Path) -> None:
+    """``CALYPSO_LOG_FORMAT=json``: every line on stderr is a JSON object; a request's carry its x-request-id."""
+    import json
+    import time
+
+    import httpx
+    from tests_support import free_port
+
+    port = free_port()
+    env = {**os.environ, "CALYPSO_HOME": str(tmp_path / "home"), "CALYPSO_LOG_FORMAT": "json"}
+    command = [sys.executable, "-m", "calypso.cli", "serve", "--port", str(port), "--grpc-port", "0"]
+    server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                response = httpx.get(f"http://127.0.0.1:{port}/healthz", headers={"x-request-id": "req-logged-1"})
+                break
+            except httpx.TransportError:
+                assert server.poll() is None and time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.3)
+        assert response.headers["x-request-id"] == "req-logged-1"
+    finally:
+        server.terminate()
+        _, stderr = server.communicate(timeout=60)
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    records = [json.loads(line) for line in lines]  # every line parses
+    assert all({"time", "level", "logger", "message"} <= set(r) for r in records)
+    access = [r for r in records if "/healthz" in r["message"]]
+    assert access and access[0]["request_id"] == "req-logged-1", records

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 import threading
@@ -16,6 +15,7 @@ from pydantic import ValidationError
 
 from calypso.config import Settings, settings_problems, settings_table
 from calypso.errors import CalypsoError
+from calypso.logs import configure, log_format
 
 if TYPE_CHECKING:
     from calypso.embeddings import Embedder
@@ -99,6 +99,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             host=settings.host,
             port=settings.port,
             log_level=settings.log_level,
+            # JSON: uvicorn's records go through ours (calypso.logs), not its own text handlers.
+            log_config=None if log_format() == "json" else uvicorn.config.LOGGING_CONFIG,
         )
     finally:
         services.close()
@@ -504,9 +506,8 @@ def _survive_narrow_terminals() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(
-        level=os.environ.get("CALYPSO_LOG_LEVEL", "INFO").upper(), format="%(levelname)s %(name)s: %(message)s"
-    )
+    form = log_format()
+    configure(os.environ.get("CALYPSO_LOG_LEVEL", "INFO"), form)
     from calypso.bots import BotsFileError
     from calypso.errors import StorageError
 

@@ -244,6 +244,10 @@ class Settings(BaseSettings):
     signing_secret: SecretStr | None = Field(
         None, description="HMAC secret for signed source links; empty: a random one kept in the data directory."
     )
+    metrics_enabled: bool = Field(True, description="Serve Prometheus metrics at /metrics.")
+    metrics_token: SecretStr | None = Field(
+        None, description="Bearer token /metrics requires; empty: /metrics is open like /healthz (bind it privately)."
+    )
     source_link_ttl_seconds: int = Field(86400, ge=60, description="How long a signed source link stays valid.")
     bots_file: Path | None = Field(None, description="TOML file declaring bots, loaded at start.")
     public_base_url: str = Field(

@@ -15,6 +15,7 @@ from calypso.api.auth import AuthMiddleware, auth_enabled
 from calypso.api.body_guard import BodyLimitMiddleware
 from calypso.api.db_wait import DatabaseWaitMiddleware
 from calypso.api.errors import UnexpectedErrorMiddleware, install_error_handlers
+from calypso.api.metrics import Metrics, MetricsMiddleware
 from calypso.api.request_ids import RequestIdMiddleware
 from calypso.api.routes import (
     admin,
@@ -23,6 +24,7 @@ from calypso.api.routes import (
     conversations,
     documents,
     files,
+    health,
     models,
     playground,
     responses,
@@ -53,6 +55,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         workers.start()
         embedders = EmbedWorkers(app.state.services.documents, settings.embed_workers, role="serve")
         embedders.start()  # a document is searchable by keywords first; its vectors follow from here
+        app.state.ingest_workers, app.state.embed_workers = workers, embedders  # for /readyz
         grpc_server = None
         try:
             if grpc_port:
@@ -88,6 +91,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         BodyLimitMiddleware, json_limit=settings.max_request_bytes, upload_limit=settings.max_upload_bytes
     )
     app.add_middleware(UnexpectedErrorMiddleware)
+    app.state.metrics = Metrics()
+    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)  # outside the rest: 401s and 413s count too
     app.add_middleware(RequestIdMiddleware)
     for module in (
         documents,
@@ -101,12 +106,14 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         chat,
         conversations,
         admin,
+        health,
     ):
         app.include_router(module.router)
     playground.install(app)  # the web page at / (outside /v1: it loads without a key)
 
     @app.get("/health", tags=["meta"])
-    def health() -> dict[str, str]:
+    def process_health() -> dict[str, str]:
+        """The same as ``/healthz`` (kept for clients of earlier versions)."""
         return {"status": "ok", "version": __version__}
 
     return app
