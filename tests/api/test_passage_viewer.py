@@ -15,7 +15,6 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
-import pytest
 
 from calypso.citations.links import signature
 from calypso.models import Chunk, Document, Page, WordBox
@@ -133,8 +132,6 @@ def test_the_raw_file_keeps_head_and_range(api, kb: DocumentService) -> None:
 
 def test_a_pdf_citation_opens_its_page_rendered_with_the_quote_boxed(api, kb: DocumentService, data_dir: Path) -> None:
     pdf = data_dir / "ingestion-docs/pdf/federal-register-2020-17221.pdf"
-    if not pdf.exists():
-        pytest.skip(f"{pdf} is absent")
     kb.ingest(pdf.read_bytes(), pdf.name)
     annotation = _citations(api, "What does the Federal Register rule amend?")[0]
     query = _query(annotation["url"])
@@ -159,8 +156,6 @@ def test_a_pdf_citation_opens_its_page_rendered_with_the_quote_boxed(api, kb: Do
 
 def test_a_docx_citation_shows_the_heading_path_above_its_quote(api, kb: DocumentService, data_dir: Path) -> None:
     docx = data_dir / "ingestion-docs/docx/doj-ust-chapter13-trustee-handbook-872p.docx"
-    if not docx.exists():
-        pytest.skip(f"{docx} is absent")
     kb.ingest(docx.read_bytes(), docx.name)
     annotation = _citations(api, "What is the standing trustee compensation?")[0]
     body = api.get(annotation["url"]).text

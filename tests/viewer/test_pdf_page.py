@@ -20,8 +20,6 @@ QUOTE = "This section of the FEDERAL REGISTER"
 @pytest.fixture
 def register(data_dir: Path) -> bytes:
     path = data_dir / "ingestion-docs/pdf/federal-register-2020-17221.pdf"
-    if not path.exists():
-        pytest.skip(f"{path} is absent")
     return path.read_bytes()
 
 
