@@ -128,6 +128,16 @@ def test_partial_answer_marked_and_viewer_opened_for_md_pdf_and_docx(
     viewer.screenshot(path=str(tmp_path / "viewer-md.png"), full_page=True)
     viewer.close()
 
+    # Streamed: an invented first sentence is marked as soon as its status arrives, before the answer ends.
+    slow = f"{INVENTED} Customers may request a full refund within 30 days of purchase, as the policy says."
+    upstream.script(Script.from_text(slow, token_size=3, token_delay=0.04))
+    field = page.get_by_label("Question")
+    field.fill(DOCUMENTS["md"][1])
+    field.press("Enter")
+    page.wait_for_selector("#answer-card[aria-busy='true'] #answer-text .claim.unsupported", timeout=30_000)
+    page.wait_for_selector("#answer-card[aria-busy='false']", timeout=60_000)
+    assert _flat(page.locator("#answer-text .claim.unsupported").inner_text()) == INVENTED
+
     # A PDF: its page rendered with the quote boxed, and the quote marked in the passage text.
     upstream.script(Script.markerless(quote=(1,)))
     _ask(page, namespaces["pdf"], DOCUMENTS["pdf"][1])

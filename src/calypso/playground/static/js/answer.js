@@ -27,6 +27,7 @@ export class Answer {
     this.final = null; // the response.completed response object
     this.error = null;
     this.chatReply = null; // the Chat Completions dialect, fetched when first shown
+    this.sentences = []; // streamed output_text.sentence_status payloads, until the completed claims replace them
   }
 
   /** Feed one Responses SSE event; returns true once the stream is over. */
@@ -40,6 +41,9 @@ export class Answer {
         return false;
       case "response.output_text.annotation.added":
         this.annotations.push(data.annotation);
+        return false;
+      case "response.output_text.sentence_status":
+        if (data.sentence) this.sentences.push(data.sentence);
         return false;
       case "response.completed":
         this.adoptFinal(data.response);
@@ -85,9 +89,11 @@ export class Answer {
     return this.state;
   }
 
-  /** The sentences not to take as grounded, in text order, with UTF-16 offsets into ``text``. */
+  /** The sentences not to take as grounded, in text order, with UTF-16 offsets into ``text``: from the
+   * completed claims, or while streaming from each sentence's status as it ends. */
   flagged() {
-    const spans = (this.claims && this.claims.unsupported_spans) || [];
+    const streamed = this.sentences.filter((s) => s.status === "unsupported" || s.status === "weak");
+    const spans = this.final ? (this.claims && this.claims.unsupported_spans) || [] : streamed;
     const out = [];
     for (const span of [...spans].sort((a, b) => a.start_index_utf16 - b.start_index_utf16)) {
       const start = span.start_index_utf16;
@@ -202,7 +208,7 @@ export function renderAnswerText(container, answer, onBadge) {
     list.push(...segment.annotations);
     ends.set(segment.end, list);
   }
-  const flags = answer.final ? answer.flagged() : [];
+  const flags = answer.flagged();
   const stops = new Set([...ends.keys(), ...flags.flatMap((f) => [f.start, f.end]), text.length]);
   let at = 0;
   let current = container; // the open claim span, or the container
@@ -320,7 +326,7 @@ export function renderEvidence(container, legend, claimsList, answer) {
   legend.replaceChildren();
   claimsList.replaceChildren();
   const text = answer.text;
-  const flags = answer.final ? answer.flagged() : [];
+  const flags = answer.flagged();
   const used = new Map();
   let at = 0;
   for (const segment of answer.segments()) {
