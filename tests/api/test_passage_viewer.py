@@ -220,3 +220,20 @@ def test_a_chinese_quote_is_marked_as_written(api, kb: DocumentService) -> None:
     # UTF-16 offsets are the playground's; the viewer's are code points, as the annotation's quote_* are.
     core = annotation["_aicore"]
     assert len(_mark(page.text)) == core["quote_end"] - core["quote_start"]
+
+
+def test_a_slide_passage_is_located_by_its_slide_without_an_image() -> None:
+    from calypso.viewer.html_page import render
+
+    text = "Quarterly results\nRevenue grew by twelve percent in the third quarter.\n\nOutlook\nHiring continues."
+    split = text.index("Outlook")
+    pages = [Page(1, "1", 0, split), Page(2, "2", split, len(text))]
+    chunk = Chunk(0, text, 0, len(text), 1, 2, ("1", "2"))
+    pptx = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+    document = Document("doc-2", "file-2", "default", "general", "deck.pptx", pptx, 10, "", 0, 2, 1)
+    quote = (split, split + len("Outlook\nHiring continues."))
+    view = build_view(_Documents(chunk, pages, b""), document, 0, *quote)  # type: ignore[arg-type]
+    assert view.page is not None and view.page.locator == "slide 2" and view.page.image_uri is None
+    page = render(view, "expires=1&signature=ab")
+    assert '<p class="where">slide 2</p>' in page and "<svg" not in page
+    assert _mark(page) == "Outlook\nHiring continues."
