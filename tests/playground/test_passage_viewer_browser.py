@@ -80,8 +80,9 @@ def _open_first_citation(page: Any) -> Any:
 
 
 def _console_errors(page: Any) -> list[str]:
+    """Errors of the playground and of every viewer tab it opens (a CSP violation is one)."""
     errors: list[str] = []
-    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.context.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     return errors
 
