@@ -89,10 +89,6 @@ def view_path(file_id: str) -> str:
     return f"/v1/files/{file_id}/view"
 
 
-def content_path(file_id: str) -> str:
-    return f"/v1/files/{file_id}/content"
-
-
 def load_secret(configured: str | None, home: Path) -> bytes:
     """The configured secret, or a random one created once and kept in the data directory."""
     if configured:
@@ -138,10 +134,6 @@ class LinkSigner:
         document = passage.document
         access = self.access(document.file_id, document.workspace)
         return f"{self.base_url}{view_path(document.file_id)}?{access}&{view_query(passage, page, span)}"
-
-    def content_url(self, file_id: str, workspace: str) -> str:
-        """The signed link of the original bytes ("download the original")."""
-        return f"{self.base_url}{content_path(file_id)}?{self.access(file_id, workspace)}"
 
 
 def source_url(
