@@ -117,7 +117,13 @@ class Settings(BaseSettings):
     max_docx_elements: int = Field(
         1_000_000,
         ge=1,
-        description="Most XML elements (paragraphs, runs, cells...) a DOCX may hold; counted before parsing.",
+        description="Most XML elements (paragraphs, runs, cells...) a DOCX or PPTX may hold; counted before parsing.",
+    )
+    max_sheet_cells: int = Field(
+        1_000_000,
+        ge=1,
+        description="Most cells a spreadsheet (XLSX, CSV, TSV) may hold, empty formatted ones and merged spans "
+        "included; counted while reading, so a sheet whose stated size lies is stopped there.",
     )
     chunk_size: int = Field(
         1000, ge=100, description="Target chunk length in characters; chunks end on sentence boundaries."
