@@ -249,10 +249,8 @@ def chunk_document(
         )
         if j >= len(units):
             break
-        if page_of is not None and page_of[j] != page_of[j - 1]:
-            i = j
-        else:
-            i = _overlap_start(lengths, i, j, overlap)
+        new_page = page_of is not None and page_of[j] != page_of[j - 1]
+        i = j if new_page else _overlap_start(lengths, i, j, overlap)  # nothing carried over into a new page
     return chunks
 
 

@@ -31,6 +31,10 @@ HTML = "text/html"
 XHTML = "application/xhtml+xml"
 MARKDOWN = "text/markdown"
 TEXT = "text/plain"
+PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+CSV = "text/csv"
+TSV = "text/tab-separated-values"
 
 SUPPORTED_TYPES: dict[str, str] = {
     PDF: "pdf",
@@ -39,6 +43,10 @@ SUPPORTED_TYPES: dict[str, str] = {
     XHTML: "html",
     MARKDOWN: "markdown",
     TEXT: "text",
+    PPTX: "pptx",
+    XLSX: "xlsx",
+    CSV: "csv",
+    TSV: "tsv",
 }
 
 EXTENSIONS: dict[str, str] = {
@@ -52,8 +60,10 @@ EXTENSIONS: dict[str, str] = {
     ".txt": TEXT,
     ".text": TEXT,
     ".log": TEXT,
-    ".csv": TEXT,
-    ".tsv": TEXT,
+    ".pptx": PPTX,
+    ".xlsx": XLSX,
+    ".csv": CSV,
+    ".tsv": TSV,
     ".rst": TEXT,
 }
 
@@ -62,6 +72,10 @@ _ALIASES: dict[str, str] = {
     "application/x-pdf": PDF,
     "text/x-markdown": MARKDOWN,
     "text/md": MARKDOWN,
+    "application/csv": CSV,
+    "text/x-csv": CSV,
+    "text/comma-separated-values": CSV,
+    "text/tsv": TSV,
 }
 
 # Content types that say nothing about the format: fall through to extension / sniffing.
@@ -76,6 +90,7 @@ def describe_supported() -> str:
     for ext, media in EXTENSIONS.items():
         groups[SUPPORTED_TYPES[media]].append(ext)
     names = {"pdf": "PDF", "docx": "Word DOCX", "html": "HTML", "markdown": "Markdown", "text": "plain text"}
+    names |= {"pptx": "PowerPoint PPTX", "xlsx": "Excel XLSX", "csv": "CSV", "tsv": "TSV"}
     return "; ".join(f"{names[short]} ({', '.join(items)})" for short, items in groups.items())
 
 
@@ -94,8 +109,13 @@ def _sniff(data: bytes) -> str | None:
             return None
         try:
             with zipfile.ZipFile(io.BytesIO(data)) as zf:
-                if "word/document.xml" in zf.namelist():
+                names = set(zf.namelist())
+                if "word/document.xml" in names:
                     return DOCX
+                if "ppt/presentation.xml" in names:
+                    return PPTX
+                if "xl/workbook.xml" in names:
+                    return XLSX
         except zipfile.BadZipFile:
             return None
         return None
@@ -112,12 +132,12 @@ def detect_media_type(data: bytes, filename: str, media_type: str | None = None)
     declared = _normalise(media_type)
     ext_type = EXTENSIONS.get(os.path.splitext(filename or "")[1].lower())
     if declared in SUPPORTED_TYPES:
-        if declared in (TEXT, MARKDOWN, HTML, XHTML) and data[:4] in (b"%PDF", b"PK\x03\x04"):
-            sniffed = _sniff(data)  # PDF/DOCX magic is unambiguous; a text label on it is a client guess
-            if sniffed in (PDF, DOCX):
+        if declared in (TEXT, MARKDOWN, HTML, XHTML, CSV, TSV) and data[:4] in (b"%PDF", b"PK\x03\x04"):
+            sniffed = _sniff(data)  # PDF/Office magic is unambiguous; a text label on it is a client guess
+            if sniffed in (PDF, DOCX, PPTX, XLSX):
                 return sniffed
-        # Many clients label every text file text/plain; a .md/.html name is more specific.
-        if declared == TEXT and ext_type in (MARKDOWN, HTML, XHTML):
+        # Many clients label every text file text/plain; a .md/.html/.csv name is more specific.
+        if declared == TEXT and ext_type in (MARKDOWN, HTML, XHTML, CSV, TSV):
             return ext_type
         return declared
     if declared.startswith("text/") and declared not in _GENERIC and ext_type is None:
@@ -156,6 +176,14 @@ def _parser_for(media_type: str) -> Callable[[bytes, str, ParseLimits], ParsedDo
         from calypso.ingest.parsers import html as module
     elif short == "markdown":
         from calypso.ingest.parsers import markdown as module
+    elif short == "pptx":
+        from calypso.ingest.parsers import pptx as module
+    elif short == "xlsx":
+        from calypso.ingest.parsers import xlsx as module
+    elif short in ("csv", "tsv"):
+        from calypso.ingest.parsers import delimited
+
+        return delimited.parse_tsv if short == "tsv" else delimited.parse
     else:
         from calypso.ingest.parsers import text as module
     return module.parse

@@ -166,7 +166,9 @@ def _table(grid: Grid, box: Box) -> _Table:
             table.captions.append(_Line(text, rows[start][0]))
         start += 1
     notes: list[_Line] = []
-    while wide and end > start and (text := _single_text(rows[end - 1][1], rows[end - 1][1][0] is not None)) is not None:
+    while (
+        wide and end > start and (text := _single_text(rows[end - 1][1], rows[end - 1][1][0] is not None)) is not None
+    ):
         if text:
             notes.insert(0, _Line(text, rows[end - 1][0]))
         end -= 1
@@ -253,7 +255,11 @@ class SheetWriter:
         if heading is not None:
             self.headings.append(Heading(level=1, title=heading, start=self.pos + (2 if self.parts else 0)))
             first.insert(0, heading)
-        groups = _groups(table.body, self.block_size - content_length("\n".join(first)), self.block_size - content_length("\n".join(r.text for r in repeated)))
+        groups = _groups(
+            table.body,
+            self.block_size - content_length("\n".join(first)),
+            self.block_size - content_length("\n".join(r.text for r in repeated)),
+        )
         for index, group in enumerate(groups):
             if index == 0:
                 rows = [line.row for line in head + group]
