@@ -19,7 +19,12 @@ def office_store(openai_client, data_dir: Path):
     """A vector store holding the Nestlé workbook, the chart deck, the sample deck and the CSV file."""
     store = openai_client.vector_stores.create(name="Office files")
     files = {}
-    for name in (NESTLE, f"{MORE}/pptx/pptx_chart.pptx", f"{MORE}/pptx/powerpoint_sample.pptx", f"{MORE}/csv/csv-comma.csv"):
+    for name in (
+        NESTLE,
+        f"{MORE}/pptx/pptx_chart.pptx",
+        f"{MORE}/pptx/powerpoint_sample.pptx",
+        f"{MORE}/csv/csv-comma.csv",
+    ):
         path = data_dir / name
         with path.open("rb") as handle:
             file = openai_client.vector_stores.files.upload_and_poll(vector_store_id=store.id, file=handle)

@@ -11,6 +11,7 @@ are dropped.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import re
 
@@ -19,6 +20,7 @@ _CURRENCY = re.compile(r"\[\$([^\]-]*)(?:-[^\]]*)?\]")
 _DIGITS = re.compile(r"[0#?][0#?,.]*(?:[eE][+-][0#?]+)?|\.[0#?]+(?:[eE][+-][0#?]+)?")
 
 
+@functools.lru_cache(maxsize=256)
 def _sections(number_format: str) -> list[str]:
     """The ";"-separated sections of a format (positive; negative; zero; text), quotes and escapes respected."""
     sections, current, quoted, index = [], [], False, 0

@@ -72,24 +72,55 @@ def column_letters(column: int) -> str:
 
 
 def _components(grid: Grid) -> list[Box]:
-    """Bounding boxes of the groups of non-empty cells that touch (8 neighbours)."""
-    unseen = set(grid)
-    boxes = []
-    while unseen:
-        seed = unseen.pop()
-        stack = [seed]
-        top, left = bottom, right = seed
-        while stack:
-            row, col = stack.pop()
-            top, bottom, left, right = min(top, row), max(bottom, row), min(left, col), max(right, col)
-            for dr in (-1, 0, 1):
-                for dc in (-1, 0, 1):
-                    neighbour = (row + dr, col + dc)
-                    if neighbour in unseen:
-                        unseen.remove(neighbour)
-                        stack.append(neighbour)
-        boxes.append(Box(top, left, bottom, right))
-    return boxes
+    """Bounding boxes of the groups of non-empty cells that touch (8 neighbours).
+
+    Each row's cells are cut into runs of adjacent columns, and runs of neighbouring rows that touch
+    (diagonals too) are joined: a dense table is one run per row, so this costs a sort per row, not
+    nine look-ups per cell.
+    """
+    columns_by_row: dict[int, list[int]] = {}
+    for row, column in grid:
+        columns_by_row.setdefault(row, []).append(column)
+    runs: list[tuple[int, int, int]] = []  # (row, first column, last column)
+    row_runs: dict[int, range] = {}  # row -> indices of its runs
+    for row in sorted(columns_by_row):
+        columns = sorted(columns_by_row[row])
+        first = len(runs)
+        start = previous = columns[0]
+        for column in columns[1:]:
+            if column != previous + 1:
+                runs.append((row, start, previous))
+                start = column
+            previous = column
+        runs.append((row, start, previous))
+        row_runs[row] = range(first, len(runs))
+    parent = list(range(len(runs)))
+
+    def root(index: int) -> int:
+        while parent[index] != index:
+            parent[index] = parent[parent[index]]
+            index = parent[index]
+        return index
+
+    for row, indices in row_runs.items():
+        above = row_runs.get(row - 1)
+        if above is None:
+            continue
+        k = above.start
+        for index in indices:
+            _, left, right = runs[index]
+            while k < above.stop and runs[k][2] < left - 1:
+                k += 1
+            j = k
+            while j < above.stop and runs[j][1] <= right + 1:
+                parent[root(j)] = root(index)
+                j += 1
+    boxes: dict[int, Box] = {}
+    for index, (row, left, right) in enumerate(runs):
+        key = root(index)
+        box = boxes.get(key)
+        boxes[key] = Box(row, left, row, right) if box is None else box.union(Box(row, left, row, right))
+    return list(boxes.values())
 
 
 def _overlap(a0: int, a1: int, b0: int, b1: int) -> int:

@@ -1,10 +1,10 @@
-"""XLSX via openpyxl, streamed: every sheet's tables as Markdown rows, one page per block of rows.
+"""XLSX: every sheet's tables as Markdown rows, one page per block of rows.
 
-openpyxl reads in ``read_only`` mode (each sheet's XML is parsed as a stream, a row at a time, so
-memory follows the cells kept, not the file) with ``data_only`` (a formula gives the value Excel
-cached when it last saved the file). A sheet's stated size (its ``<dimension>``) is ignored: rows are
-read as they are, and every cell read counts against ``max_sheet_cells`` (empty formatted cells
-too), so a sheet that claims or holds millions of cells is stopped with a 413 while reading.
+The sheets are streamed a row at a time (``xlsx_stream``: memory follows the cells kept, not the
+file), each formula giving the value Excel cached when it last saved the file. A sheet's stated size
+(its ``<dimension>``) is ignored: rows are read as they are, and every cell read counts against
+``max_sheet_cells`` (empty formatted cells too), so a sheet that claims or holds millions of cells
+is stopped with a 413 while reading.
 Merged cells take their value over their whole span (``sheets.Cell.origin`` marks the copies).
 Numbers read as their cells show them (``number_format``). What the tables become, and the page
 labels ("Segments!A4:F19"), is ``sheets``'s part. Charts and images are left out: a chart's numbers
@@ -13,16 +13,14 @@ are cells of the workbook already.
 
 from __future__ import annotations
 
-import io
 import re
-from collections.abc import Iterator
-from typing import Any
 
 from calypso.errors import CalypsoError
 from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits, too_large
 from calypso.ingest.parsers.number_format import format_value
 from calypso.ingest.parsers.office import check_package, unreadable
 from calypso.ingest.parsers.sheets import Cell, Grid, SheetWriter, cell_text
+from calypso.ingest.parsers.xlsx_stream import SheetPart, Workbook
 from calypso.ingest.titles import plausible_title
 from calypso.models import ParsedDocument
 
@@ -62,47 +60,6 @@ class _CellBudget:
             )
 
 
-class _NumberFormats:
-    """Number format by style id, looked up once per style (openpyxl's cell objects would do it per cell)."""
-
-    def __init__(self, workbook: Any) -> None:
-        from openpyxl.styles.numbers import BUILTIN_FORMATS, BUILTIN_FORMATS_MAX_SIZE
-
-        self.workbook, self.builtin, self.builtin_max = workbook, BUILTIN_FORMATS, BUILTIN_FORMATS_MAX_SIZE
-        self.cache: dict[int, str] = {}
-
-    def __call__(self, style_id: int) -> str:
-        found = self.cache.get(style_id)
-        if found is None:
-            try:
-                format_id = self.workbook._cell_styles[style_id].numFmtId
-                if format_id < self.builtin_max:
-                    found = str(self.builtin.get(format_id, "General"))
-                else:
-                    found = str(self.workbook._number_formats[format_id - self.builtin_max])
-            except (IndexError, KeyError, AttributeError):
-                found = "General"
-            self.cache[style_id] = found
-        return found
-
-
-def _rows(workbook: Any, sheet: Any) -> Iterator[tuple[int, list[dict[str, Any]]]]:
-    """(row number, cells) of a sheet as openpyxl's streaming parser reads them; its merges after the last row."""
-    from openpyxl.worksheet._reader import WorkSheetParser
-
-    with sheet._get_source() as source:
-        parser = WorkSheetParser(
-            source,
-            sheet._shared_strings,
-            data_only=True,
-            epoch=workbook.epoch,
-            date_formats=workbook._date_formats,
-            timedelta_formats=workbook._timedelta_formats,
-        )
-        yield from parser.parse()
-        sheet._merges = [str(merge.ref) for merge in parser.merged_cells.mergeCell] if parser.merged_cells else []
-
-
 def _apply_merges(grid: Grid, merges: list[str], budget: _CellBudget) -> None:
     """Give each merged span its top-left cell's value (marked as copies)."""
     for ref in merges:
@@ -122,46 +79,47 @@ def _apply_merges(grid: Grid, merges: list[str], budget: _CellBudget) -> None:
                     grid[(row, col)] = copy
 
 
-def _read_sheet(workbook: Any, sheet: Any, formats: _NumberFormats, budget: _CellBudget) -> Grid:
+def _read_sheet(workbook: Workbook, sheet: SheetPart, budget: _CellBudget) -> Grid:
     grid: Grid = {}
-    for row, cells in _rows(workbook, sheet):
-        budget.spend(len(cells))
-        for cell in cells:
-            value = cell["value"]
-            if value is None:
-                continue
-            text, numeric = format_value(value, formats(cell.get("style_id") or 0))
-            text = cell_text(text)
+    formats: dict[int, str] = {}  # number format by style id, looked up once per style
+    for row, stored, cells in workbook.rows(sheet):
+        budget.spend(stored)
+        for column, value, style in cells:
+            if isinstance(value, str):
+                text, numeric = cell_text(value), False
+            else:
+                number_format = formats.get(style)
+                if number_format is None:
+                    number_format = formats[style] = workbook.number_format(style)
+                text, numeric = format_value(value, number_format)
+                text = text.strip() if "|" not in text and "\n" not in text else cell_text(text)
             if text:
-                grid[(row, cell["column"])] = Cell(text, numeric)
-    _apply_merges(grid, getattr(sheet, "_merges", []), budget)
+                grid[(row, column)] = Cell(text, numeric)
+    _apply_merges(grid, sheet.merges, budget)
     return grid
 
 
 def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocument:
     check_package(data, filename, limits, "XLSX")
-    import openpyxl  # imported here: only spreadsheets need it
-
     try:
-        workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
+        workbook = Workbook(data)
     except MemoryError:
         raise  # the parse child turns it into a 413
-    except Exception as exc:  # zip, XML (lxml's XMLSyntaxError), key and value errors of a broken package
+    except Exception as exc:  # zip, XML, key and value errors of a broken package
         raise unreadable(filename, "XLSX") from exc
     try:
-        formats = _NumberFormats(workbook)
         budget = _CellBudget(filename, limits)
         writer = SheetWriter(limits.chunk_size)
-        for sheet in workbook.worksheets:
+        for sheet in workbook.sheets:
             try:
-                grid = _read_sheet(workbook, sheet, formats, budget)
+                grid = _read_sheet(workbook, sheet, budget)
             except (CalypsoError, MemoryError):
                 raise
             except Exception as exc:  # a truncated or corrupt sheet: XML, zlib, zip and value errors
                 raise unreadable(filename, "XLSX") from exc
-            writer.sheet(grid, sheet.title, sheet_reference(sheet.title))
+            writer.sheet(grid, sheet.name, sheet_reference(sheet.name))
             limits.check_chars(writer.pos, filename)
-        title = plausible_title(workbook.properties.title) if workbook.properties else None
+        title = plausible_title(workbook.title)
     finally:
         workbook.close()
     return writer.document(title)
