@@ -114,3 +114,13 @@ def test_a_small_workbook_through_the_documents_api(api: httpx.Client) -> None:
     hits = api.post("/v1/search", json={"query": "audit fee"}).json()["data"]
     assert hits and hits[0]["attributes"]["locator_label"] == "Fees!A1:B3"
     assert hits[0]["content"][0]["text"] == "Sheet: Fees\n| Service | Fee (CHF) |\n| Audit | 1200 |\n| Review | 450.5 |"
+
+
+def test_a_password_protected_workbook_attached_to_a_store_fails_with_its_reason(openai_client) -> None:
+    store = openai_client.vector_stores.create(name="Locked")
+    file = openai_client.vector_stores.files.upload_and_poll(
+        vector_store_id=store.id, file=("budget.xlsx", office_files.encrypted_office_file())
+    )
+    assert file.status == "failed" and file.last_error is not None
+    assert file.last_error.code == "invalid_file" and "password-protected" in file.last_error.message
+    assert openai_client.vector_stores.search(vector_store_id=store.id, query="budget").data == []

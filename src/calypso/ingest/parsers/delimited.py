@@ -16,7 +16,7 @@ import re
 
 from calypso.errors import UnprocessableDocument
 from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits, too_large
-from calypso.ingest.parsers.sheets import Cell, Grid, SheetWriter, cell_text
+from calypso.ingest.parsers.sheets import Cell, Grid, SheetWriter, cell_text, gc_paused
 from calypso.ingest.parsers.text import decode_text
 from calypso.models import ParsedDocument
 
@@ -43,6 +43,14 @@ def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS, tab:
     if tab is None:
         tab = os.path.splitext(filename or "")[1].lower() in (".tsv", ".tab")
     csv.field_size_limit(max(limits.max_document_chars, 1))
+    with gc_paused():
+        grid = _grid(text, filename, limits, tab)
+        writer = SheetWriter(limits.chunk_size)
+        writer.sheet(grid, None, None)
+    return writer.document()
+
+
+def _grid(text: str, filename: str, limits: ParseLimits, tab: bool) -> Grid:
     grid: Grid = {}
     cells = 0
     try:
@@ -65,9 +73,7 @@ def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS, tab:
             "plain text.",
             param="file",
         ) from exc
-    writer = SheetWriter(limits.chunk_size)
-    writer.sheet(grid, None, None)
-    return writer.document()
+    return grid
 
 
 def parse_tsv(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocument:

@@ -20,8 +20,10 @@ table and how it reads.
 
 from __future__ import annotations
 
+import gc
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from calypso.models import Heading, Page, ParsedDocument
@@ -32,7 +34,7 @@ _HEADER_ROWS = 3  # most header rows before the first row with a number
 _SPACE = re.compile(r"\s+")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Cell:
     text: str  # as shown: one line, "|" escaped
     numeric: bool = False  # a number or date (what tells a header from the rows below it)
@@ -42,12 +44,28 @@ class Cell:
 Grid = dict[tuple[int, int], Cell]  # (row, column), both 1-based
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Hold off the cyclic garbage collector while a sheet's cells pile up.
+
+    A million cells are millions of objects, none in a cycle; every full collection walks all of them,
+    which made reading 750,000 cells take half again as long.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def cell_text(value: str) -> str:
     """A cell's text on one line (line breaks inside a header become spaces), "|" escaped for the row."""
     return _SPACE.sub(" ", value).strip().replace("|", "\\|")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Box:
     top: int
     left: int

@@ -19,7 +19,7 @@ from calypso.errors import CalypsoError
 from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits, too_large
 from calypso.ingest.parsers.number_format import format_value
 from calypso.ingest.parsers.office import check_package, unreadable
-from calypso.ingest.parsers.sheets import Cell, Grid, SheetWriter, cell_text
+from calypso.ingest.parsers.sheets import Cell, Grid, SheetWriter, cell_text, gc_paused
 from calypso.ingest.parsers.xlsx_stream import SheetPart, Workbook
 from calypso.ingest.titles import plausible_title
 from calypso.models import ParsedDocument
@@ -108,18 +108,24 @@ def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS) -> P
     except Exception as exc:  # zip, XML, key and value errors of a broken package
         raise unreadable(filename, "XLSX") from exc
     try:
-        budget = _CellBudget(filename, limits)
-        writer = SheetWriter(limits.chunk_size)
-        for sheet in workbook.sheets:
-            try:
-                grid = _read_sheet(workbook, sheet, budget)
-            except (CalypsoError, MemoryError):
-                raise
-            except Exception as exc:  # a truncated or corrupt sheet: XML, zlib, zip and value errors
-                raise unreadable(filename, "XLSX") from exc
-            writer.sheet(grid, sheet.name, sheet_reference(sheet.name))
-            limits.check_chars(writer.pos, filename)
+        with gc_paused():
+            writer = _read_workbook(workbook, filename, limits)
         title = plausible_title(workbook.title)
     finally:
         workbook.close()
     return writer.document(title)
+
+
+def _read_workbook(workbook: Workbook, filename: str, limits: ParseLimits) -> SheetWriter:
+    budget = _CellBudget(filename, limits)
+    writer = SheetWriter(limits.chunk_size)
+    for sheet in workbook.sheets:
+        try:
+            grid = _read_sheet(workbook, sheet, budget)
+        except (CalypsoError, MemoryError):
+            raise
+        except Exception as exc:  # a truncated or corrupt sheet: XML, zlib, zip and value errors
+            raise unreadable(filename, "XLSX") from exc
+        writer.sheet(grid, sheet.name, sheet_reference(sheet.name))
+        limits.check_chars(writer.pos, filename)
+    return writer
