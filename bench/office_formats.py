@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -31,7 +32,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from _common import REPO, data_dir
+from _common import REPO, data_dir, peak_rss_mb
 
 from calypso.errors import CalypsoError
 from calypso.ingest.chunking import chunk_document
@@ -192,15 +193,14 @@ def _formatted_cells(rows: int, columns: int = 100) -> bytes:
 
 
 def _child(path: str) -> None:
-    """Parse one file and print its figures as JSON (run in a fresh process: ru_maxrss is this parse's)."""
-    import resource
-
+    """Parse one file and print its figures as JSON (run in a fresh process: its VmHWM is this parse's; ru_maxrss
+    would not be, Linux keeps it across exec from the parent's)."""
     data = Path(path).read_bytes()
     started, cpu = time.perf_counter(), time.process_time()
     try:
         parsed, _ = parse_document(data, Path(path).name)
     except CalypsoError as exc:
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        rss = peak_rss_mb(os.getpid())
         seconds, cpu = round(time.perf_counter() - started, 2), round(time.process_time() - cpu, 2)
         print(
             json.dumps({"seconds": seconds, "cpu": cpu, "error": f"{exc.status} {exc.code}", "peak_rss_mb": round(rss)})
@@ -208,11 +208,12 @@ def _child(path: str) -> None:
         return
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     chunks = chunk_document(parsed, 1000, 150)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rss = peak_rss_mb(os.getpid())
     print(
         json.dumps(
             {
                 "seconds": round(seconds, 2),
+                "cpu": round(cpu, 2),
                 "pages": len(parsed.pages),
                 "passages": len(chunks),
                 "peak_rss_mb": round(rss),
