@@ -178,6 +178,14 @@ def test_spacer_columns_and_rows_keep_one_table() -> None:
     assert find_regions(grid) == [Box(1, 1, 5, 4), Box(1, 8, 1, 8), Box(10, 1, 10, 1)]
 
 
+@pytest.mark.parametrize("count", [900, 5000])
+def test_scattered_cells_cost_bounded_time(count: int) -> None:
+    grid = {(3 * (i // 60) + 1, 3 * (i % 60) + 1): Cell(str(i), numeric=True) for i in range(count)}
+    started = time.monotonic()
+    assert len(find_regions(grid)) == count  # two empty rows and columns apart: each cell its own region
+    assert time.monotonic() - started < 5
+
+
 def test_tsv_and_semicolons() -> None:
     tsv, media_type = parse_document(b"name\tvalue\nalpha\t1,5\nbeta\t2\n", "table.tsv")
     assert media_type == "text/tab-separated-values" and "| alpha | 1,5 |" in tsv.text

@@ -29,7 +29,10 @@ from dataclasses import dataclass, field
 from calypso.models import Heading, Page, ParsedDocument
 from calypso.text.cjk import content_length
 
-_MAX_BOXES_TO_JOIN = 3000  # joining neighbours compares boxes pairwise: past this many, components stay as found
+# Joining neighbours compares boxes pairwise: past this many boxes (or passes) they stay as found, which
+# bounds a hostile sheet of scattered cells to about 5 million comparisons.
+_MAX_BOXES_TO_JOIN = 1000
+_JOIN_PASSES = 10
 _HEADER_ROWS = 3  # most header rows before the first row with a number
 _SPACE = re.compile(r"\s+")
 
@@ -161,14 +164,15 @@ def find_regions(grid: Grid) -> list[Box]:
     """The table regions of a sheet, top to bottom then left to right."""
     boxes = _components(grid)
     if len(boxes) <= _MAX_BOXES_TO_JOIN:
-        joined = True
-        while joined:
+        for _ in range(_JOIN_PASSES):  # a joined box may reach another: again, until nothing joins (or the cap)
             joined = False
             for i in range(len(boxes)):
                 for j in range(len(boxes) - 1, i, -1):
                     if _belong_together(boxes[i], boxes[j]):
                         boxes[i] = boxes[i].union(boxes.pop(j))
                         joined = True
+            if not joined:
+                break
     return sorted(boxes, key=lambda box: (box.top, box.left))
 
 
