@@ -27,7 +27,7 @@ from typing import Any
 from lxml import etree
 
 from calypso.errors import CalypsoError
-from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits
+from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits, too_large
 from calypso.ingest.parsers.number_format import general
 from calypso.ingest.parsers.office import check_package, unreadable
 from calypso.ingest.parsers.sheets import cell_text
@@ -212,8 +212,6 @@ def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS) -> P
     except Exception as exc:  # zip, XML, KeyError of a missing part, python-pptx's own errors
         raise unreadable(filename, "PPTX") from exc
     if len(slides) > limits.max_document_pages:
-        from calypso.ingest.limits import too_large
-
         raise too_large(f"{filename!r} has {len(slides):,} slides", limits, "max_document_pages", "too_many_pages")
     slide_height = int(presentation.slide_height or 6858000)
     parts: list[str] = []
