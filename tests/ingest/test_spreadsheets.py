@@ -88,6 +88,17 @@ def test_a_block_is_one_passage_and_rows_stay_whole(data_dir: Path) -> None:
         assert len(chunk.page_labels) == 1
 
 
+def test_titles_far_above_a_table_head_it_and_notes_alone_carry_no_header(data_dir: Path) -> None:
+    parsed, _ = _parse(data_dir, NESTLE)
+    other = next(p for p in parsed.pages if p.label.startswith("'OS-Other information"))
+    assert other.label == "'OS-Other information 30 06 2023'!A1:F23"  # the title two empty rows above, joined
+    assert _page_text(parsed, other).startswith(
+        "Sheet: OS-Other information 30 06 2023\n3. Analyses by segment\nOther information\n| In millions of CHF |"
+    )
+    notes = next(p for p in parsed.pages if p.label == f"{SEGMENTS}!A35:J39")
+    assert _page_text(parsed, notes).startswith("(a) Inter-segment sales are not significant.")
+
+
 def test_xlsx_01_finds_every_table_of_every_sheet(data_dir: Path) -> None:
     parsed, _ = _parse(data_dir, "ingestion-docs-more/xlsx/xlsx_01.xlsx")
     assert [p.label for p in parsed.pages] == [

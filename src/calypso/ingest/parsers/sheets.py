@@ -212,7 +212,7 @@ def _table(grid: Grid, box: Box) -> _Table:
         if any(cell is not None for cell in cells):
             rows.append((r, cells))
     table = _Table()
-    wide = box.right > box.left
+    wide = box.right > box.left or len(rows) == 1  # one text alone is a title too
     start, end = 0, len(rows)
     while wide and start < end and (text := _single_text(rows[start][1], rows[start][1][0] is not None)) is not None:
         if text:
@@ -291,8 +291,16 @@ class SheetWriter:
         """Write one sheet's regions; ``name`` is its heading line (None: no heading), ``reference`` the
         sheet as a range names it ("Segments", "'Sales 2023'"; None: ranges alone, as for a CSV file)."""
         heading = f"Sheet: {name}" if name is not None else None
-        for box in find_regions(grid):
+        regions = find_regions(grid)
+        titles: tuple[_Table, Box] | None = None  # a region of titles only, waiting to head the next region
+        for index, box in enumerate(regions):
             table = _table(grid, box)
+            if titles is not None:
+                table.captions[:0] = titles[0].captions
+                box, titles = titles[1].union(box), None
+            if not table.header and not table.body and index + 1 < len(regions):
+                titles = table, box
+                continue
             self._region(table, box, reference, heading)
             heading = None
 
@@ -321,9 +329,11 @@ class SheetWriter:
                 self._block(first + [line.text for line in group], f"{span}{left}{min(rows)}:{right}{max(rows)}")
             else:
                 label = f"{span}{left}{group[0].row}:{right}{group[-1].row}"
-                if repeated:
-                    label += f" ({_rows_label(repeated)})"
-                self._block([r.text for r in repeated] + [line.text for line in group], label)
+                # Notes alone (no table row) read without the header: it would only outweigh them in search.
+                prefix = repeated if any(line.text.startswith("|") for line in group) else []
+                if prefix:
+                    label += f" ({_rows_label(prefix)})"
+                self._block([r.text for r in prefix] + [line.text for line in group], label)
 
     def document(self, title: str | None = None) -> ParsedDocument:
         return ParsedDocument(
