@@ -187,16 +187,22 @@ def test_serve_says_which_languages_the_vectors_cover(minilm) -> None:  # type: 
 
 
 def test_serve_logs_json_lines_with_the_request_id(tmp_path: Path) -> None:
-    """``CALYPSO_LOG_FORMAT=json``: every line on stderr is a JSON object; a request's carry its x-request-id."""
+    """``CALYPSO_LOG_FORMAT=json``: every line on stderr is a JSON object; a request's carry its x-request-id.
+    The banner says what answers and where; a gRPC port another process holds is said to be, not reused."""
     import json
+    import socket
     import time
 
     import httpx
     from tests_support import free_port
 
     port = free_port()
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    grpc_port = taken.getsockname()[1]
     env = {**os.environ, "CALYPSO_HOME": str(tmp_path / "home"), "CALYPSO_LOG_FORMAT": "json"}
-    command = [sys.executable, "-m", "calypso.cli", "serve", "--port", str(port), "--grpc-port", "0"]
+    command = [sys.executable, "-m", "calypso.cli", "serve", "--port", str(port), "--grpc-port", str(grpc_port)]
     server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
@@ -210,9 +216,55 @@ def test_serve_logs_json_lines_with_the_request_id(tmp_path: Path) -> None:
         assert response.headers["x-request-id"] == "req-logged-1"
     finally:
         server.terminate()
-        _, stderr = server.communicate(timeout=60)
+        stdout, stderr = server.communicate(timeout=60)
+        taken.close()
+    assert "Answers: the built-in extractive answerer" in stdout
+    assert f"HTTP API on http://127.0.0.1:{port}/v1" in stdout and "Auth: OFF" in stdout
+    assert f"xAI gRPC API: OFF, port {grpc_port} is in use by another process" in stdout
     lines = [line for line in stderr.splitlines() if line.strip()]
     records = [json.loads(line) for line in lines]  # every line parses
     assert all({"time", "level", "logger", "message"} <= set(r) for r in records)
     access = [r for r in records if "/healthz" in r["message"]]
     assert access and access[0]["request_id"] == "req-logged-1", records
+
+
+def test_dev_upstream_answers_like_a_model_and_the_banner_says_so(tmp_path: Path) -> None:
+    """`calypso dev-upstream` is the scripted model server; the start-up banner probes it and says it answers."""
+    import socket
+    import time
+
+    import httpx
+    from tests_support import free_port
+
+    from calypso.banner import generator_line, port_in_use, storage_line
+    from calypso.config import Settings
+
+    port = free_port()
+    command = [sys.executable, "-m", "calypso.cli", "dev-upstream", "--port", str(port)]
+    upstream = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                assert httpx.get(f"{base}/models").status_code == 200
+                break
+            except httpx.TransportError:
+                assert upstream.poll() is None and time.monotonic() < deadline, upstream.stderr
+                time.sleep(0.2)
+        settings = Settings(home=tmp_path, llm_base_url=base, llm_model="fake-model")
+        assert generator_line(settings) == f"Answers: fake-model at {base} (answering)."
+    finally:
+        upstream.terminate()
+        out, _ = upstream.communicate(timeout=30)
+    assert f"CALYPSO_LLM_BASE_URL={base}" in out
+    stopped = generator_line(Settings(home=tmp_path, llm_base_url=base, llm_model="fake-model"))
+    assert "not answering" in stopped
+    assert generator_line(Settings(home=tmp_path)).startswith("Answers: the built-in extractive answerer")
+    shown = storage_line(Settings(home=tmp_path, database_url="postgresql://kb:s3cret@db.internal:5433/calypso"))
+    assert "s3cret" not in shown and "postgresql://kb@db.internal:5433/calypso" in shown
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        assert port_in_use("127.0.0.1", taken.getsockname()[1])
+    assert not port_in_use("127.0.0.1", free_port())

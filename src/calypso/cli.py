@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, TypedDict
 
 from pydantic import ValidationError
 
+from calypso.banner import generator_line, port_in_use, search_summary, storage_line
 from calypso.config import Settings, settings_problems, settings_table
 from calypso.errors import CalypsoError
 from calypso.logs import configure, log_format
 
 if TYPE_CHECKING:
-    from calypso.embeddings import Embedder
     from calypso.models import Passage
     from calypso.services import Services
     from calypso.services.documents import DocumentService
@@ -75,24 +75,30 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # Indexes build in the background so the port opens at once; a query that comes first waits for its namespace.
     threading.Thread(target=services.search.warm_up, name="index-warm-up", daemon=True).start()
 
-    if auth_enabled(settings):
-        print("API keys required (create one with `calypso keys create --workspace NAME`).")
-    else:
-        print(
-            f"Auth is OFF: every request uses the 'default' workspace (CALYPSO_AUTH={settings.auth}, host {settings.host})."
-        )
-    print(
-        f"Calypso serving {settings.home.resolve()} on http://{settings.host}:{settings.port} (OpenAPI: /openapi.json)"
-    )
+    print(generator_line(settings))
     print(search_summary(services.search.embedder))
+    print(storage_line(settings))
+    print(f"HTTP API on http://{settings.host}:{settings.port}/v1 (OpenAPI: /openapi.json; playground: /)")
     grpc_port = settings.grpc_port
     if grpc_port:
         notice = missing_dependency()
         if notice:
             print(notice)
             grpc_port = 0
+        elif port_in_use(settings.host, grpc_port):
+            print(
+                f"xAI gRPC API: OFF, port {grpc_port} is in use by another process "
+                "(another `calypso serve`?); pick one with --grpc-port (0: off)."
+            )
+            grpc_port = 0
         else:
             print(f"xAI gRPC API (xai-sdk) on {settings.host}:{grpc_port} (--grpc-port 0 turns it off)")
+    if auth_enabled(settings):
+        print("Auth: ON, API keys required (create one with `calypso keys create --workspace NAME`).")
+    else:
+        print(
+            f"Auth: OFF, every request uses the 'default' workspace (CALYPSO_AUTH={settings.auth}, host {settings.host})."
+        )
     try:
         uvicorn.run(
             create_app(settings, services, grpc_port=grpc_port),
@@ -107,15 +113,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def search_summary(embedder: Embedder | None) -> str:
-    """How search works here: keywords in every language, the embedding model's vectors in those it covers."""
-    if embedder is None:
-        return "Search: keywords, every language analysed by its own (CALYPSO_EMBEDDING_MODEL=none)."
-    covered = "any language" if embedder.languages is None else ", ".join(sorted(embedder.languages))
-    return (
-        f"Search: keywords in every language, with {embedder.name}'s vectors for {covered} "
-        "(other languages by keywords alone: docs/languages.md)."
-    )
+def cmd_dev_upstream(args: argparse.Namespace) -> int:
+    """The test suite's scripted upstream on a port: it answers like a model that writes no markers (a
+    sentence of each of the first two passages, streamed), so Calypso's inferred citations show."""
+    import time
+
+    from calypso.generation.fake_upstream import FAKE_MODEL, FakeUpstream, Script
+
+    with FakeUpstream(default=Script.markerless(quote=(1, 2)), port=args.port) as fake:
+        print(f"Scripted upstream (not a model) on {fake.base_url}; in another terminal:")
+        print(f"  CALYPSO_LLM_BASE_URL={fake.base_url} CALYPSO_LLM_MODEL={FAKE_MODEL} calypso serve --demo")
+        try:
+            while True:
+                time.sleep(60)
+                fake.requests.clear()  # it keeps what it was sent, for tests; a long run need not
+                fake.headers.clear()
+        except KeyboardInterrupt:
+            return 0
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -438,6 +452,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--demo", action="store_true", help="ingest the bundled demo documents if missing")
     serve.set_defaults(func=cmd_serve)
+
+    dev = sub.add_parser(
+        "dev-upstream", help="a scripted OpenAI-compatible model server, to try the model path without a model"
+    )
+    dev.add_argument("--port", type=int, default=8089, help="port (default 8089)")
+    dev.set_defaults(func=cmd_dev_upstream)
 
     ingest = with_home(sub.add_parser("ingest", help="ingest files and folders"))
     ingest.add_argument("paths", nargs="+")
