@@ -268,3 +268,64 @@ def test_dev_upstream_answers_like_a_model_and_the_banner_says_so(tmp_path: Path
         taken.listen()
         assert port_in_use("127.0.0.1", taken.getsockname()[1])
     assert not port_in_use("127.0.0.1", free_port())
+
+
+def test_cli_commands_use_the_running_servers_knowledge_base(tmp_path: Path) -> None:
+    """With `calypso serve` holding the data directory, `ingest` and `search` go through its API (not a
+    refusal, not a second index), `settings` says who serves it, and ./.calypso is found from its folder."""
+    import time
+
+    import httpx
+    from tests_support import free_port
+
+    project = tmp_path / "project"
+    project.mkdir()
+    home = project / ".calypso"
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "CALYPSO_HOME"}
+    env["PYTHONPATH"] = str(Path(calypso.__file__).resolve().parents[1])
+    command = [
+        sys.executable,
+        "-m",
+        "calypso.cli",
+        "serve",
+        "--home",
+        str(home),
+        "--port",
+        str(port),
+        "--grpc-port",
+        "0",
+    ]
+    server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=project)
+    run = functools.partial(subprocess.run, capture_output=True, text=True, env=env, timeout=300, cwd=project)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert server.poll() is None and time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.3)
+        note = tmp_path / "ferry.md"
+        note.write_text("# Ferry\n\nThe harbour ferry leaves for the island at noon every Sunday.\n")
+        # No --home: ./.calypso in this folder is the knowledge base, and its server takes the upload.
+        ingested = run([sys.executable, "-m", "calypso.cli", "ingest", str(note)])
+        assert ingested.returncode == 0, ingested.stderr
+        assert f"served by http://127.0.0.1:{port}: sending the files there" in ingested.stderr
+        assert "ingested  " in ingested.stdout and "(1 page, 1 passage, namespace general)" in ingested.stdout
+        again = run([sys.executable, "-m", "calypso.cli", "ingest", str(note)])
+        assert "duplicate" in again.stdout and again.returncode == 0
+        hits = httpx.post(f"http://127.0.0.1:{port}/v1/search", json={"query": "harbour ferry island"}).json()
+        assert hits["data"][0]["filename"] == "ferry.md"  # the server's own index has it
+        searched = run([sys.executable, "-m", "calypso.cli", "search", "harbour ferry island"])
+        assert searched.returncode == 0, searched.stderr
+        assert f"served by http://127.0.0.1:{port}" in searched.stderr and "ferry.md" in searched.stdout
+        settings = run([sys.executable, "-m", "calypso.cli", "settings"])
+        assert "(found ./.calypso in this folder)" in settings.stdout.splitlines()[0]
+        assert f"served by: http://127.0.0.1:{port}" in settings.stdout
+    finally:
+        server.terminate()
+        server.communicate(timeout=60)
+    assert not (home / "server.json").exists()  # the record goes with the server

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TypedDict
 from pydantic import ValidationError
 
 from calypso.banner import generator_line, port_in_use, search_summary, storage_line
+from calypso.cli_remote import RunningServer, ServerClient, discovered_home, remove_record, running_server, write_record
 from calypso.config import Settings, settings_problems, settings_table
 from calypso.errors import CalypsoError
 from calypso.logs import configure, log_format
@@ -34,10 +35,22 @@ class _Overrides(TypedDict, total=False):
     demo: bool
 
 
+def _home_source(args: argparse.Namespace) -> str:
+    """Why this data directory: the flag, the environment, ./.calypso found here, or the default."""
+    if getattr(args, "home", None):
+        return "--home"
+    if os.environ.get("CALYPSO_HOME"):
+        return "CALYPSO_HOME"
+    found = discovered_home()
+    return found[1] if found is not None else "default"
+
+
 def _settings(args: argparse.Namespace) -> Settings:
     overrides: _Overrides = {}
     if getattr(args, "home", None):
         overrides["home"] = Path(args.home)
+    elif not os.environ.get("CALYPSO_HOME") and (found := discovered_home()) is not None:
+        overrides["home"] = found[0]  # `make serve`'s ./.calypso: the knowledge base the user just served
     if getattr(args, "host", None) is not None:
         overrides["host"] = args.host
     if getattr(args, "port", None) is not None:
@@ -99,9 +112,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(
             f"Auth: OFF, every request uses the 'default' workspace (CALYPSO_AUTH={settings.auth}, host {settings.host})."
         )
+    shown_host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    write_record(settings.home, f"http://{shown_host}:{settings.port}", auth_enabled(settings))
+    closed = threading.Event()
+
+    def close() -> None:  # at the app's shutdown (SIGTERM included), or below when uvicorn returns
+        if not closed.is_set():
+            closed.set()
+            remove_record(settings.home)
+            services.close()
+
     try:
         uvicorn.run(
-            create_app(settings, services, grpc_port=grpc_port),
+            create_app(settings, services, grpc_port=grpc_port, on_shutdown=close),
             host=settings.host,
             port=settings.port,
             log_level=settings.log_level,
@@ -109,7 +132,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             log_config=None if log_format() == "json" else uvicorn.config.LOGGING_CONFIG,
         )
     finally:
-        services.close()
+        close()  # the port was taken, or startup failed: the app never shut down
     return 0
 
 
@@ -138,7 +161,12 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from calypso.cli_progress import FileProgress, IngestSummary, count
     from calypso.services import open_services
 
-    services = open_services(_settings(args), exclusive=True)
+    settings = _settings(args)
+    server = running_server(settings.home) if not settings.database_url else None
+    if server is not None:
+        return _ingest_through(server, args, settings)
+    print(f"knowledge base: {_where(settings)} ({_home_source(args)})", file=sys.stderr)
+    services = open_services(settings, exclusive=True)
     documents = services.documents
     files = list(_files(args.paths))
     summary = IngestSummary()
@@ -321,7 +349,82 @@ def _open_knowledge_base(args: argparse.Namespace) -> tuple[Services, str] | int
     return services, namespace
 
 
+def _ingest_through(server: RunningServer, args: argparse.Namespace, settings: Settings) -> int:
+    """``calypso ingest`` into a served data directory: each file goes to the server's upload API."""
+    import mimetypes
+
+    from calypso.cli_progress import IngestSummary, count
+
+    print(f"knowledge base: {_where(settings)}, served by {server.url}: sending the files there", file=sys.stderr)
+    summary = IngestSummary()
+    try:
+        client = ServerClient(server)
+    except CalypsoError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 2
+    try:
+        for path in _files(args.paths):
+            try:
+                doc, created = client.upload(
+                    path, args.namespace, mimetypes.guess_type(path.name)[0], wait=not args.no_wait
+                )
+            except (CalypsoError, OSError) as exc:
+                summary.failed += 1
+                print(f"refused   {path}: {getattr(exc, 'message', exc)}")
+                continue
+            if doc["status"] == "failed":
+                summary.failed += 1
+                print(f"refused   {path}: {(doc.get('last_error') or {}).get('message', 'ingestion failed')}")
+                continue
+            if doc["status"] == "in_progress":
+                summary.submitted += 1
+                print(f"submitted {path} -> {doc['id']} (namespace {doc['namespace']})")
+                continue
+            if created:
+                summary.completed += 1
+                summary.pages += doc["page_count"]
+                summary.passages += doc["chunk_count"]
+            else:
+                summary.duplicates += 1
+            state = "ingested " if created else "duplicate"
+            print(
+                f"{state} {path} -> {doc['id']} ({count(doc['page_count'], 'page')}, "
+                f"{count(doc['chunk_count'], 'passage')}, namespace {doc['namespace']})",
+                flush=True,
+            )
+    finally:
+        client.close()
+    print(summary.line())
+    return 1 if summary.failed else 0
+
+
+def _search_through(server: RunningServer, args: argparse.Namespace, settings: Settings) -> int:
+    namespace = args.namespace or settings.default_namespace
+    print(f"knowledge base: {_where(settings)}, served by {server.url}", file=sys.stderr)
+    try:
+        client = ServerClient(server)
+        try:
+            hits = client.search(args.query, namespace, args.k)
+        finally:
+            client.close()
+    except CalypsoError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 2
+    if not hits:
+        print("no passages found")
+    for rank, hit in enumerate(hits, start=1):
+        attributes = hit["attributes"]
+        preview = " ".join(hit["content"][0]["text"].split())[:240]
+        print(f"{rank:2d}. {hit['score']:7.3f}  {attributes['label']}  [chunk {attributes['chunk_index']}]")
+        print(f"    {preview}")
+    return 0
+
+
 def cmd_search(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    server = running_server(settings.home) if not settings.database_url else None
+    if server is not None:
+        return _search_through(server, args, settings)
     opened = _open_knowledge_base(args)
     if isinstance(opened, int):
         return opened
@@ -393,7 +496,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
 def cmd_keys(args: argparse.Namespace) -> int:
     from calypso.services import open_services
 
-    services = open_services(_settings(args))
+    settings = _settings(args)
+    services = open_services(settings)
     keys = services.keys
     try:
         if args.keys_command == "create":
@@ -401,6 +505,9 @@ def cmd_keys(args: argparse.Namespace) -> int:
             print(f"{record.id}  workspace {record.workspace}")
             print(f"key: {plaintext}")
             print("Store it now: only its hash is kept.")
+            server = running_server(settings.home) if not settings.database_url else None
+            served = f"; the server at {server.url} accepts it now" if server else ""
+            print(f"Kept in the knowledge base at {_where(settings)} ({_home_source(args)}){served}.")
         elif args.keys_command == "list":
             for key in keys.list_keys(args.workspace):
                 state = "revoked" if key.revoked_at else "active"
@@ -418,10 +525,10 @@ def cmd_keys(args: argparse.Namespace) -> int:
 
 def cmd_settings(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    source = (
-        "--home" if getattr(args, "home", None) else "CALYPSO_HOME" if os.environ.get("CALYPSO_HOME") else "default"
-    )
-    print(f"data directory: {_where(settings)} ({source})")
+    print(f"data directory: {_where(settings)} ({_home_source(args)})")
+    server = running_server(settings.home)
+    if server is not None:
+        print(f"served by: {server.url} (PID {server.pid}; CLI commands send their work there)")
     if not settings.database_url:
         print(
             f"knowledge base: {settings.database_path.resolve()}"
