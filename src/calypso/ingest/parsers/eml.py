@@ -1,0 +1,140 @@
+"""EML (RFC 822 / MIME messages) via the standard library's ``email`` package, ``policy.default``.
+
+Headers are decoded (RFC 2047 words, RFC 2231 file names); the body is the text/plain part, else the
+HTML part; every other part is an attachment, a message/rfc822 part a nested message. The document is
+built by ``parsers/message.py`` (its docstring has the layout, the locators and the bounds).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from email import policy
+from email.message import EmailMessage
+from email.parser import BytesParser
+from typing import Any
+
+from calypso.errors import UnprocessableDocument
+from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits
+from calypso.ingest.parsers.message import MAX_NESTING, Attachment, Message, attachment_name, clip, to_document
+from calypso.models import ParsedDocument
+
+logger = logging.getLogger(__name__)
+
+_IDENTIFYING = ("from", "to", "subject", "date", "message-id")
+_MAX_PART_DEPTH = 20  # multiparts inside multiparts inside one message, walked for attachments
+
+
+def _header(msg: EmailMessage, name: str) -> str:
+    """A header as display text (decoded), or its raw text when it does not parse; "" when absent."""
+    try:
+        value = msg.get(name)
+        return clip(str(value)) if value is not None else ""
+    except Exception:  # noqa: BLE001 - a malformed header is shown as written, not fatal
+        raw = next((v for k, v in msg.raw_items() if k.lower() == name.lower()), "")
+        return clip(str(raw))
+
+
+def _sent(msg: EmailMessage) -> Any:
+    try:
+        header = msg.get("date")
+        return getattr(header, "datetime", None)
+    except Exception:  # noqa: BLE001 - an unparseable date stays as text
+        return None
+
+
+def _text_content(part: EmailMessage) -> str | None:
+    try:
+        content = part.get_content()
+    except (LookupError, ValueError, AssertionError):  # an unknown charset: read it as UTF-8, replacing
+        payload = part.get_payload(decode=True)
+        return payload.decode("utf-8", "replace") if isinstance(payload, bytes) else None
+    return content if isinstance(content, str) else None
+
+
+def _leaves(part: EmailMessage, depth: int = 0) -> Iterator[EmailMessage]:
+    """The non-multipart parts under ``part`` (an attachment may be a multipart of its own)."""
+    if part.get_content_maintype() != "multipart":
+        yield part
+    elif depth < _MAX_PART_DEPTH:
+        for sub in part.iter_parts():
+            if isinstance(sub, EmailMessage):
+                yield from _leaves(sub, depth + 1)
+
+
+def _attachment_parts(msg: EmailMessage) -> Iterator[EmailMessage]:
+    if msg.get_content_maintype() != "multipart":
+        if msg.get_content_maintype() not in ("text", "multipart"):
+            yield msg  # a message whose whole content is one file
+        return
+    for part in msg.iter_attachments():
+        if isinstance(part, EmailMessage):
+            yield from _leaves(part)
+
+
+def read(msg: EmailMessage, limit: int, depth: int = 0) -> Message:
+    """``msg`` as a ``Message``: at most ``limit`` attachments collected, nested messages down to ``MAX_NESTING``."""
+    message = Message(
+        subject=_header(msg, "subject"),
+        sender=_header(msg, "from"),
+        to=_header(msg, "to"),
+        cc=_header(msg, "cc"),
+        date=_header(msg, "date"),
+        sent=_sent(msg),
+    )
+    plain = msg.get_body(preferencelist=("plain",))
+    if isinstance(plain, EmailMessage):
+        message.text_body = _text_content(plain)
+    if not (message.text_body or "").strip():
+        html = msg.get_body(preferencelist=("html",))
+        if isinstance(html, EmailMessage):
+            message.html_body = _text_content(html)
+    for part in _attachment_parts(msg):
+        if len(message.attachments) >= limit:
+            message.unlisted += 1
+            continue
+        media_type = part.get_content_type()
+        try:
+            given = part.get_filename()
+        except Exception:  # noqa: BLE001 - an undecodable file name gets a made-up one
+            given = None
+        if media_type == "message/rfc822":
+            inner = part.get_payload(0) if part.is_multipart() else None
+            if not isinstance(inner, EmailMessage):
+                continue
+            name = attachment_name(given or (_header(inner, "subject")[:150] or "message") + ".eml", media_type, 0)
+            if depth >= MAX_NESTING:
+                message.not_read.append(f"{name} (a message nested more than {MAX_NESTING} deep)")
+            else:
+                message.attachments.append(Attachment(name, media_type, message=read(inner, limit, depth + 1)))
+            continue
+        name = attachment_name(given, media_type, len(message.attachments) + 1)
+        if part.get_content_maintype() == "text" and media_type == "text/plain":
+            text = _text_content(part)
+            data = text.encode("utf-8") if text is not None else None  # its declared charset applied
+        else:
+            payload = part.get_payload(decode=True)
+            data = payload if isinstance(payload, bytes) else None
+        message.attachments.append(Attachment(name, media_type, data=data))
+    return message
+
+
+def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocument:
+    try:
+        msg = BytesParser(policy=policy.default).parsebytes(data)
+    except RecursionError as exc:
+        raise UnprocessableDocument(
+            f"{filename!r} nests MIME parts too deeply to read; forward the message again from your mail "
+            "program, or save its attachments separately.",
+            param="file",
+        ) from exc
+    assert isinstance(msg, EmailMessage)  # policy.default builds EmailMessage objects
+    if not any(name in (key.lower() for key in msg) for name in _IDENTIFYING):
+        raise UnprocessableDocument(
+            f"{filename!r} is not an e-mail message: it has none of the From, To, Subject, Date or Message-ID "
+            "headers. Save the message from your mail program (as .eml or Outlook .msg) and upload that file.",
+            param="file",
+        )
+    for defect in msg.defects[:5]:
+        logger.info("%r: %s", filename, defect.__class__.__name__)
+    return to_document(read(msg, limits.max_email_attachments), filename, limits)
