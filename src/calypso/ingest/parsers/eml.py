@@ -89,6 +89,10 @@ def read(msg: EmailMessage, limit: int, depth: int = 0) -> Message:
         html = msg.get_body(preferencelist=("html",))
         if isinstance(html, EmailMessage):
             message.html_body = _text_content(html)
+    if not message.text_body and not message.html_body and msg.get_content_maintype() == "multipart":
+        raw = msg.get_payload()
+        if isinstance(raw, str):  # a multipart without a boundary: its content is the text after the headers
+            message.text_body = raw
     for part in _attachment_parts(msg):
         if len(message.attachments) >= limit:
             message.unlisted += 1

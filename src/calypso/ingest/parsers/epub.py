@@ -271,6 +271,8 @@ def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS) -> P
         raise _unreadable(filename, f"its zip structure is damaged ({exc})") from exc
     with zf:
         package = _package(zf, filename)
+        if not package.spine:
+            raise _unreadable(filename, "its package document lists no XHTML chapters in its spine")
         _check_not_encrypted(zf, package.spine, filename)
         toc = _toc(zf, package, filename)
         by_member: dict[str, list[_TocEntry]] = {}
@@ -286,7 +288,7 @@ def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS) -> P
                 continue  # listed but absent: the rest of the book still reads
             except (zipfile.BadZipFile, OSError, EOFError) as exc:
                 raise _unreadable(filename, f"{member} is corrupt ({exc})") from exc
-            body = html.parse(_readable_markup(raw), member, limits)
+            body = html.parse(_readable_markup(raw), member, limits, whole=True)
             if not body.text.strip():
                 continue  # a cover or an image page: nothing to read
             own_title = body.title if body.title != package.title else None  # often the book's title on every chapter

@@ -1,6 +1,6 @@
 """An e-mail message (read from EML or MSG) as one document: header block, body, then its attachments.
 
-The text a model sees starts with the header block ("From: … / To: … / Cc: … / Date: … / Subject: …"),
+The text a model sees starts with the header block ("Subject: … / From: … / To: … / Cc: … / Date: …"),
 then the body (text/plain, else the HTML body cleaned by the HTML parser), then each attachment under
 an "Attachment: name" line. Attachments are parsed by the ordinary dispatch (``parse_document``): a PDF
 attachment by the PDF parser, a .txt as text, a nested message as a message, recursively.
@@ -106,11 +106,11 @@ def _header_block(message: Message, names: list[str]) -> str:
     lines = [
         f"{label}: {value}"
         for label, value in (
+            ("Subject", message.subject),  # first: its line is where the subject heading starts
             ("From", message.sender),
             ("To", message.to),
             ("Cc", message.cc),
             ("Date", message.date),
-            ("Subject", message.subject),
         )
         if value
     ]
