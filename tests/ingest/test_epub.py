@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import re
 import zipfile
-import zlib
 from difflib import SequenceMatcher
 from io import BytesIO
 from pathlib import Path
 
 import pytest
-from hostile_files import _repeated_deflate, _zip
+from hostile_files import epub_zip_bomb
 from tests_support import eval_data_dir
 
 from calypso.errors import PayloadTooLarge, UnprocessableDocument
@@ -232,32 +231,15 @@ def test_entities_are_not_resolved() -> None:
 # --- bad input -----------------------------------------------------------------------------------
 
 
-def _bomb(megabytes: int) -> bytes:
-    """A valid little EPUB whose one chapter is padded with ``megabytes`` MB of spaces (about 1 KB per MB)."""
-    head = chapter("<h1>Boom</h1><p>Tiny text.</p>")
-    deflate, _crc, _adler, size = _repeated_deflate(head, b" " * (1 << 20), megabytes)
-    crc = zlib.crc32(head)
-    for _ in range(megabytes):
-        crc = zlib.crc32(b" " * (1 << 20), crc)
-    stored = [
-        ("mimetype", b"application/epub+zip"),
-        ("META-INF/container.xml", CONTAINER),
-        ("OEBPS/content.opf", opf(["c1"])),
-    ]
-    members = [(n, d, zipfile.ZIP_STORED, zlib.crc32(d), len(d)) for n, d in stored]
-    members.append(("OEBPS/c1.xhtml", deflate, zipfile.ZIP_DEFLATED, crc, size))
-    return _zip(members)
-
-
 def test_zip_bomb_named_epub_is_refused_before_inflating() -> None:
-    bomb = _bomb(300)
+    bomb = epub_zip_bomb(300)
     assert len(bomb) < 1_000_000
     assert detect_media_type(bomb, "book.epub") == EPUB
     with pytest.raises(PayloadTooLarge) as info:
         parse_document(bomb, "book.epub")
     assert info.value.code == "uncompressed_too_large" and "CALYPSO_MAX_UNCOMPRESSED_BYTES" in info.value.message
     with pytest.raises(UnprocessableDocument) as ratio:
-        parse_document(_bomb(50), "book.epub")
+        parse_document(epub_zip_bomb(50), "book.epub")
     assert ratio.value.code == "compression_ratio"
 
 
