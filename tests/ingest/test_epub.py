@@ -278,4 +278,4 @@ def test_drm_protected_book_is_refused() -> None:
     )
     with pytest.raises(UnprocessableDocument) as info:
         parse_document(book, "book.epub")
-    assert info.value.code == "encrypted_document" and "DRM" in info.value.message
+    assert info.value.code == "unprocessable_document" and "DRM" in info.value.message

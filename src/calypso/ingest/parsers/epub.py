@@ -196,7 +196,6 @@ def _check_not_encrypted(zf: zipfile.ZipFile, spine: list[str], filename: str) -
             f"{filename!r} is a DRM-protected e-book: its chapters are encrypted and cannot be read. Upload a "
             "DRM-free copy (the publisher's or the library's DRM-free download).",
             param="file",
-            code="encrypted_document",
         )
 
 
