@@ -15,6 +15,7 @@ from __future__ import annotations
 import posixpath
 import re
 import zipfile
+import zlib
 from dataclasses import dataclass
 from io import BytesIO
 from urllib.parse import unquote, urldefrag
@@ -61,11 +62,19 @@ def _unreadable(filename: str, why: str) -> UnprocessableDocument:
     )
 
 
-def _xml(zf: zipfile.ZipFile, member: str, filename: str) -> etree._Element:
+def _read(zf: zipfile.ZipFile, member: str, filename: str) -> bytes:
     try:
-        root = etree.fromstring(zf.read(member), _XML)
+        return zf.read(member)
     except KeyError as exc:
         raise _unreadable(filename, f"it has no {member}") from exc
+    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError) as exc:
+        raise _unreadable(filename, f"{member} is corrupt ({exc})") from exc
+
+
+def _xml(zf: zipfile.ZipFile, member: str, filename: str) -> etree._Element:
+    data = _read(zf, member, filename)
+    try:
+        root = etree.fromstring(data, _XML)
     except (etree.XMLSyntaxError, ValueError) as exc:
         raise _unreadable(filename, f"{member} is not XML ({exc})") from exc
     if root is None:
@@ -280,13 +289,11 @@ def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS) -> P
         parts: list[str] = []
         headings: list[Heading] = []
         offset = 0
+        names = set(zf.namelist())
         for member in package.spine:
-            try:
-                raw = zf.read(member)
-            except KeyError:
+            if member not in names:
                 continue  # listed but absent: the rest of the book still reads
-            except (zipfile.BadZipFile, OSError, EOFError) as exc:
-                raise _unreadable(filename, f"{member} is corrupt ({exc})") from exc
+            raw = _read(zf, member, filename)
             body = html.parse(_readable_markup(raw), member, limits, whole=True)
             if not body.text.strip():
                 continue  # a cover or an image page: nothing to read
