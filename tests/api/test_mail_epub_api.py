@@ -12,7 +12,7 @@ from pathlib import Path
 import hostile_files
 import httpx
 import pytest
-from tests_support import WAIT
+from tests_support import WAIT, wait_for_document
 
 MORE = "ingestion-docs-more"
 
@@ -130,3 +130,15 @@ def test_five_hundred_attachments_are_bounded_and_said(api: httpx.Client) -> Non
     assert document["status"] == "completed" and document["page_count"] == 101
     chunks = api.get(f"/v1/documents/{document['id']}/chunks", params={"limit": 100}).json()["data"]
     assert any("400 more attachments" in c["text"] and "CALYPSO_MAX_EMAIL_ATTACHMENTS" in c["text"] for c in chunks)
+
+
+def test_a_corrupt_message_uploaded_without_waiting_fails_with_last_error(api: httpx.Client) -> None:
+    broken = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 4000
+    queued = api.post("/v1/documents", files={"file": ("broken.msg", broken)})
+    assert queued.status_code == 201 and queued.json()["status"] == "in_progress", queued.text
+    document = wait_for_document(api, queued.json()["id"])
+    assert document["status"] == "failed" and document["chunk_count"] == 0
+    assert document["last_error"]["code"] == "invalid_file"
+    assert "not a readable Outlook message" in document["last_error"]["message"]
+    chunks = api.get(f"/v1/documents/{document['id']}/chunks").json()["data"]
+    assert chunks == []

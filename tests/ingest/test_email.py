@@ -3,6 +3,8 @@ located "attachment name, p. N", and bad input (hundreds of attachments, nesting
 
 from __future__ import annotations
 
+import contextlib
+import random
 import time
 from email.message import EmailMessage
 from email.policy import default as default_policy
@@ -10,7 +12,7 @@ from email.policy import default as default_policy
 import pytest
 from tests_support import eval_data_dir
 
-from calypso.errors import PayloadTooLarge, UnprocessableDocument
+from calypso.errors import CalypsoError, PayloadTooLarge, UnprocessableDocument
 from calypso.ingest.chunking import chunk_document
 from calypso.ingest.limits import ParseLimits
 from calypso.ingest.parsers import EML, MSG, detect_media_type, parse_document
@@ -361,3 +363,16 @@ def test_msg_is_parsed_in_the_isolated_child() -> None:
     data = email_file("fake-email-attachment.msg")
     parsed, media_type = parse_isolated(data, "m.msg", None, timeout=30, memory_bytes=1 << 30, processes=1)
     assert media_type == MSG and ATTACHMENT_TEXT in parsed.text
+
+
+@pytest.mark.parametrize("name", ["fake-email-attachment.eml", "fake-email-attachment.msg"])
+def test_random_damage_never_escapes_as_a_server_error(name: str) -> None:
+    """Bytes flipped and tails cut at random in the real messages: a parse or a CalypsoError, nothing else."""
+    real = email_file(name)
+    rng = random.Random(23)
+    for _ in range(300):
+        damaged = bytearray(real)
+        for _ in range(rng.choice((1, 2, 5, 20))):
+            damaged[rng.randrange(len(damaged))] = rng.randrange(256)
+        with contextlib.suppress(CalypsoError):
+            parse_document(bytes(damaged[: rng.randrange(len(real) // 2, len(real) + 1)]), name)

@@ -3,6 +3,8 @@ is located by its chapter; the real Standard Ebooks file against its ground trut
 
 from __future__ import annotations
 
+import contextlib
+import random
 import re
 import zipfile
 from difflib import SequenceMatcher
@@ -13,7 +15,7 @@ import pytest
 from hostile_files import epub_zip_bomb
 from tests_support import eval_data_dir
 
-from calypso.errors import PayloadTooLarge, UnprocessableDocument
+from calypso.errors import CalypsoError, PayloadTooLarge, UnprocessableDocument
 from calypso.ingest.chunking import chunk_document
 from calypso.ingest.parsers import EPUB, detect_media_type, parse_document
 from calypso.locators import STYLES
@@ -279,3 +281,26 @@ def test_drm_protected_book_is_refused() -> None:
     with pytest.raises(UnprocessableDocument) as info:
         parse_document(book, "book.epub")
     assert info.value.code == "unprocessable_document" and "DRM" in info.value.message
+
+
+def test_corrupt_member_is_a_clear_error() -> None:
+    book = bytearray(
+        epub({"OEBPS/content.opf": opf(["c1"]), "OEBPS/c1.xhtml": chapter("<p>" + "words " * 200 + "</p>")})
+    )
+    at = bytes(book).index(b"OEBPS/c1.xhtml") + len(b"OEBPS/c1.xhtml") + 20  # inside the chapter's deflate data
+    book[at] ^= 0xFF
+    with pytest.raises(UnprocessableDocument) as info:
+        parse_document(bytes(book), "book.epub")
+    assert "not a readable EPUB file" in info.value.message
+
+
+def test_random_damage_never_escapes_as_a_server_error() -> None:
+    """Bytes flipped and tails cut at random in the real book: a parse or a CalypsoError, nothing else."""
+    real = (more() / "epub" / "epub_purvis_poetry.epub").read_bytes()
+    rng = random.Random(23)
+    for _ in range(40):
+        damaged = bytearray(real)
+        for _ in range(rng.choice((1, 5, 20))):
+            damaged[rng.randrange(len(damaged))] = rng.randrange(256)
+        with contextlib.suppress(CalypsoError):
+            parse_document(bytes(damaged[: rng.randrange(len(real) // 2, len(real) + 1)]), "book.epub")
