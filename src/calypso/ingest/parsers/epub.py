@@ -32,6 +32,7 @@ MEDIA_TYPE = "application/epub+zip"
 _CONTAINER = "META-INF/container.xml"
 _ENCRYPTION = "META-INF/encryption.xml"
 _CHAPTER_TYPES = frozenset(("application/xhtml+xml", "text/html"))
+_METADATA = frozenset(("title", "creator", "language", "publisher", "date"))  # Dublin Core elements kept
 # Font obfuscation (IDPF, Adobe) is the one encryption that leaves the text readable.
 _FONT_OBFUSCATION = frozenset(("http://www.idpf.org/2008/embedding", "http://ns.adobe.com/pdf/enc#RC"))
 _SEPARATOR = "\n\n"
@@ -122,7 +123,7 @@ def _package(zf: zipfile.ZipFile, filename: str) -> _Package:
             ncx_id = el.get("toc")
         elif name == "itemref" and el.get("idref"):
             spine_ids.append(el.get("idref", ""))
-        elif name in ("title", "creator", "language", "publisher", "date") and _local(el.getparent().tag) == "metadata":
+        elif name in _METADATA and _local(getattr(el.getparent(), "tag", None)) == "metadata":
             value = _text(el)
             key = "author" if name == "creator" else name
             if value and key not in meta:
@@ -131,8 +132,13 @@ def _package(zf: zipfile.ZipFile, filename: str) -> _Package:
     ncx = manifest[ncx_id][0] if ncx_id in manifest else None
     if ncx is None:
         ncx = next((m for m, t, _p in manifest.values() if t == "application/x-dtbncx+xml"), None)
-    spine = [manifest[i][0] for i in spine_ids if i in manifest and manifest[i][1] in _CHAPTER_TYPES]
-    spine = [member for member in spine if member != nav]  # the table of contents is no chapter
+    spine: list[str] = []
+    seen = {nav}  # the table of contents is no chapter; a chapter listed twice is read once
+    for item in spine_ids:
+        member, media_type, _props = manifest.get(item, ("", "", ""))
+        if media_type in _CHAPTER_TYPES and member not in seen:
+            seen.add(member)
+            spine.append(member)
     title = meta.pop("title", None)
     return _Package(spine=spine, nav=nav, ncx=ncx, title=title, metadata=meta)
 
