@@ -87,7 +87,7 @@ def describe_supported() -> str:
     for ext, media in EXTENSIONS.items():
         groups[SUPPORTED_TYPES[media]].append(ext)
     names = {"pdf": "PDF", "docx": "Word DOCX", "html": "HTML", "markdown": "Markdown", "text": "plain text"}
-    names.update(epub="EPUB e-book", eml="e-mail (EML)", msg="Outlook e-mail (MSG)")
+    names.update(epub="EPUB e-book", eml="EML e-mail", msg="Outlook MSG e-mail")
     return "; ".join(f"{names[short]} ({', '.join(items)})" for short, items in groups.items())
 
 
