@@ -3,6 +3,7 @@ located "attachment name, p. N", and bad input (hundreds of attachments, nesting
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import random
 import time
@@ -376,3 +377,17 @@ def test_random_damage_never_escapes_as_a_server_error(name: str) -> None:
             damaged[rng.randrange(len(damaged))] = rng.randrange(256)
         with contextlib.suppress(CalypsoError):
             parse_document(bytes(damaged[: rng.randrange(len(real) // 2, len(real) + 1)]), name)
+
+
+def test_base64_encoded_message_part_is_decoded() -> None:
+    inner = message(subject="Inner b64", body="Secret inner words.").as_bytes()
+    data = (
+        b'From: a@example.org\nSubject: outer\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="X"\n\n'
+        b"--X\nContent-Type: text/plain\n\nOuter body.\n--X\nContent-Type: message/rfc822\n"
+        b'Content-Transfer-Encoding: base64\nContent-Disposition: attachment; filename="fwd.eml"\n\n'
+        + base64.encodebytes(inner)
+        + b"--X--\n"
+    )
+    parsed = parse(data)
+    assert page_of(parsed, "Secret inner words.") == "attachment fwd.eml"
+    assert "Subject: Inner b64" in parsed.text

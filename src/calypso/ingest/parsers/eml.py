@@ -7,7 +7,10 @@ built by ``parsers/message.py`` (its docstring has the layout, the locators and 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
+import quopri
 from collections.abc import Iterator
 from email import policy
 from email.message import EmailMessage
@@ -50,6 +53,19 @@ def _text_content(part: EmailMessage) -> str | None:
         payload = part.get_payload(decode=True)
         return payload.decode("utf-8", "replace") if isinstance(payload, bytes) else None
     return content if isinstance(content, str) else None
+
+
+def _encoded_message(part: EmailMessage, inner: object) -> bytes | None:
+    """The bytes of a message/rfc822 part sent base64 or quoted-printable (RFC 2046 forbids it, some
+    mailers do it): the parser took the encoded text for a message, so it is decoded here instead."""
+    encoding = str(part.get("content-transfer-encoding", "")).strip().lower()
+    if not isinstance(inner, EmailMessage) or encoding not in ("base64", "quoted-printable"):
+        return None
+    raw = inner.as_bytes()
+    try:
+        return base64.b64decode(raw) if encoding == "base64" else quopri.decodestring(raw)
+    except (binascii.Error, ValueError):
+        return b""  # undecodable: named as not read (empty)
 
 
 def _leaves(part: EmailMessage, depth: int = 0) -> Iterator[EmailMessage]:
@@ -102,10 +118,13 @@ def read(msg: EmailMessage, limit: int, depth: int = 0) -> Message:
             given = part.get_filename()
         except Exception:  # noqa: BLE001 - an undecodable file name gets a made-up one
             given = None
-        if media_type == "message/rfc822":
-            inner = part.get_payload(0) if part.is_multipart() else None
-            if not isinstance(inner, EmailMessage):
-                continue
+        inner = part.get_payload(0) if media_type == "message/rfc822" and part.is_multipart() else None
+        encoded = _encoded_message(part, inner)
+        if encoded is not None:  # read from its bytes, as an attached .eml file is
+            name = attachment_name(given or "message.eml", media_type, 0)
+            message.attachments.append(Attachment(name, media_type, data=encoded))
+            continue
+        if isinstance(inner, EmailMessage):
             name = attachment_name(given or (_header(inner, "subject")[:150] or "message") + ".eml", media_type, 0)
             if depth >= MAX_NESTING:
                 message.not_read.append(f"{name} (a message nested more than {MAX_NESTING} deep)")
