@@ -304,3 +304,10 @@ def test_random_damage_never_escapes_as_a_server_error() -> None:
             damaged[rng.randrange(len(damaged))] = rng.randrange(256)
         with contextlib.suppress(CalypsoError):
             parse_document(bytes(damaged[: rng.randrange(len(real) // 2, len(real) + 1)]), "book.epub")
+
+
+def test_tag_soup_chapter_keeps_its_text() -> None:
+    """A chapter that is not well-formed XML (unclosed <p> and <br>) is read as HTML, nothing dropped."""
+    soup = b"<html><body><h1>Soup</h1><p>First paragraph<br>still first<p>Second paragraph & more</body></html>"
+    parsed = parse(epub({"OEBPS/content.opf": opf(["c1"]), "OEBPS/c1.xhtml": soup}))
+    assert "First paragraph" in parsed.text and "Second paragraph & more" in parsed.text

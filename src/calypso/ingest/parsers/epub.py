@@ -28,7 +28,6 @@ from calypso.ingest.parsers import html
 from calypso.ingest.parsers.bombs import check_zip_package
 from calypso.models import Heading, Page, ParsedDocument
 
-MEDIA_TYPE = "application/epub+zip"
 _CONTAINER = "META-INF/container.xml"
 _ENCRYPTION = "META-INF/encryption.xml"
 _CHAPTER_TYPES = frozenset(("application/xhtml+xml", "text/html"))
@@ -38,6 +37,9 @@ _FONT_OBFUSCATION = frozenset(("http://www.idpf.org/2008/embedding", "http://ns.
 _SEPARATOR = "\n\n"
 # No entities resolved, no network, no huge trees: OPF, NCX and nav files are small and trusted by no one.
 _XML = etree.XMLParser(resolve_entities=False, no_network=True, recover=True)
+# Chapters are rewritten only when they are well-formed: recovering from broken XML can drop text, which
+# the HTML parser, reading the original as tag soup, keeps.
+_STRICT = etree.XMLParser(resolve_entities=False, no_network=True)
 # Markup that web-page extraction takes for page furniture but that e-books use for their own titles
 # and text (the imprint's <header> holds its heading, the colophon's <time> its years).
 _FURNITURE = {"header": "div", "footer": "div", "nav": "div", "hgroup": "div", "time": "span"}
@@ -217,7 +219,7 @@ def _check_not_encrypted(zf: zipfile.ZipFile, spine: list[str], filename: str) -
 def _readable_markup(data: bytes) -> bytes:
     """The chapter with e-book markup that web-page extraction would drop renamed to plain blocks."""
     try:
-        root = etree.fromstring(data, _XML)
+        root = etree.fromstring(data, _STRICT)
     except (etree.XMLSyntaxError, ValueError):
         return data  # the HTML parser reads tag soup itself
     if root is None:
@@ -257,9 +259,8 @@ def _chapter(body: ParsedDocument, entries: list[_TocEntry], fallback_title: str
     if whole is not None or not any(_key(h.title) in listed for h in parsed):
         depth = whole.depth if whole is not None else 1
         title = whole.title if whole is not None else (first.title if first is not None else fallback_title)
-        leads = first is not None and _key(first.title) == _key(title or "")
-        if leads and (whole is None or not text[: first.start if first else 0].strip()):
-            listed[_key(title or "")] = (depth, title or "")  # the first heading is the chapter's title
+        if first is not None and _key(first.title) == _key(title or "") and not (whole and text[: first.start].strip()):
+            listed[_key(first.title)] = (depth, title or first.title)  # the first heading is the chapter's title
         elif title is not None:
             line = title + _SEPARATOR
             text = line + text
