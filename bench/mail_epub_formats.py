@@ -60,12 +60,19 @@ def timed(data: bytes, name: str, repeat: int) -> tuple[float, object]:
     return statistics.median(times) * 1000, outcome
 
 
-def message_with(attachments: int) -> bytes:
+def message_with(attachments: int, words: int = 0) -> bytes:
+    """A message of ``attachments`` text attachments, each a sentence or ``words`` random words."""
+    import random
+    import string
+
+    rng = random.Random(23)
+    vocabulary = ["".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(2, 9))) for _ in range(5000)]
     msg = EmailMessage(policy=default_policy)
     msg["From"], msg["To"], msg["Subject"] = "a@example.org", "b@example.org", f"{attachments} files"
     msg.set_content("Files follow.")
     for i in range(attachments):
-        msg.add_attachment(f"File {i} body.".encode(), "text", "plain", filename=f"f{i}.txt")
+        body = " ".join(rng.choices(vocabulary, k=words)) if words else f"File {i} body."
+        msg.add_attachment(body.encode(), "application", "octet-stream", filename=f"f{i}.txt")
     return msg.as_bytes()
 
 
@@ -164,7 +171,10 @@ def main() -> None:
     hostile("epub zip bomb (50 MB, ratio)", hostile_files.epub_zip_bomb(50), "bomb.epub")
     hostile("garbage named .eml", bytes(range(1, 256)) * 50, "junk.eml")
     hostile("truncated msg", (root / "email/fake-email-attachment.msg").read_bytes()[:3000], "cut.msg")
-    print(f"\npeak RSS of this process: {peak_rss_mb():.0f} MB")
+    big = message_with(500, words=13_000)
+    before = peak_rss_mb()
+    hostile("eml, 500 attachments of 75 KB", big, "big.eml")
+    print(f"\npeak RSS of this process: {before:.0f} MB before the last case, {peak_rss_mb():.0f} MB after it")
 
 
 if __name__ == "__main__":
