@@ -391,3 +391,10 @@ def test_base64_encoded_message_part_is_decoded() -> None:
     parsed = parse(data)
     assert page_of(parsed, "Secret inner words.") == "attachment fwd.eml"
     assert "Subject: Inner b64" in parsed.text
+
+
+def test_malformed_address_headers_are_shown_as_written() -> None:
+    data = b"From: =?utf-8?q?broken <<<@@@>>>\nTo: ,,,;;;<\nSubject: =?bogus-charset?q?Hi?=\nDate: not a date\n\nBody here.\n"
+    parsed = parse(data)
+    assert "Body here." in parsed.text and "Date: not a date" in parsed.text
+    assert parsed.metadata["date"] == "not a date"

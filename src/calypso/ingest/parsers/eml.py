@@ -15,35 +15,24 @@ from collections.abc import Iterator
 from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
-from typing import Any
 
 from calypso.errors import UnprocessableDocument
 from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits
-from calypso.ingest.parsers.message import MAX_NESTING, Attachment, Message, attachment_name, clip, to_document
+from calypso.ingest.parsers.message import (
+    MAX_NESTING,
+    Attachment,
+    Message,
+    attachment_name,
+    header_text,
+    sent_at,
+    to_document,
+)
 from calypso.models import ParsedDocument
 
 logger = logging.getLogger(__name__)
 
 _IDENTIFYING = ("from", "to", "subject", "date", "message-id")
 _MAX_PART_DEPTH = 20  # multiparts inside multiparts inside one message, walked for attachments
-
-
-def _header(msg: EmailMessage, name: str) -> str:
-    """A header as display text (decoded), or its raw text when it does not parse; "" when absent."""
-    try:
-        value = msg.get(name)
-        return clip(str(value)) if value is not None else ""
-    except Exception:  # noqa: BLE001 - a malformed header is shown as written, not fatal
-        raw = next((v for k, v in msg.raw_items() if k.lower() == name.lower()), "")
-        return clip(str(raw))
-
-
-def _sent(msg: EmailMessage) -> Any:
-    try:
-        header = msg.get("date")
-        return getattr(header, "datetime", None)
-    except Exception:  # noqa: BLE001 - an unparseable date stays as text
-        return None
 
 
 def _text_content(part: EmailMessage) -> str | None:
@@ -91,12 +80,12 @@ def _attachment_parts(msg: EmailMessage) -> Iterator[EmailMessage]:
 def read(msg: EmailMessage, limit: int, depth: int = 0) -> Message:
     """``msg`` as a ``Message``: at most ``limit`` attachments collected, nested messages down to ``MAX_NESTING``."""
     message = Message(
-        subject=_header(msg, "subject"),
-        sender=_header(msg, "from"),
-        to=_header(msg, "to"),
-        cc=_header(msg, "cc"),
-        date=_header(msg, "date"),
-        sent=_sent(msg),
+        subject=header_text(msg, "subject"),
+        sender=header_text(msg, "from"),
+        to=header_text(msg, "to"),
+        cc=header_text(msg, "cc"),
+        date=header_text(msg, "date"),
+        sent=sent_at(msg),
     )
     plain = msg.get_body(preferencelist=("plain",))
     if isinstance(plain, EmailMessage):
@@ -125,7 +114,7 @@ def read(msg: EmailMessage, limit: int, depth: int = 0) -> Message:
             message.attachments.append(Attachment(name, media_type, data=encoded))
             continue
         if isinstance(inner, EmailMessage):
-            name = attachment_name(given or (_header(inner, "subject")[:150] or "message") + ".eml", media_type, 0)
+            name = attachment_name(given or (header_text(inner, "subject")[:150] or "message") + ".eml", media_type, 0)
             if depth >= MAX_NESTING:
                 message.not_read.append(f"{name} (a message nested more than {MAX_NESTING} deep)")
             else:

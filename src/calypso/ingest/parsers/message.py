@@ -24,6 +24,7 @@ import mimetypes
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from email.message import EmailMessage
 
 from calypso.errors import EmptyDocument, PayloadTooLarge, UnprocessableDocument, UnsupportedMediaType
 from calypso.ingest.limits import ParseLimits, too_large
@@ -92,6 +93,25 @@ def attachment_name(name: str | None, media_type: str | None, number: int) -> st
         return shown
     extension = mimetypes.guess_extension(media_type or "") or ""
     return f"attachment-{number}{extension}"
+
+
+def header_text(msg: EmailMessage, name: str) -> str:
+    """A header as display text (decoded), or its raw text when it does not parse; "" when absent."""
+    try:
+        value = msg.get(name)
+        return clip(str(value)) if value is not None else ""
+    except Exception:  # noqa: BLE001 - a malformed header is shown as written, not fatal
+        raw = next((v for k, v in msg.raw_items() if k.lower() == name.lower()), "")
+        return clip(str(raw))
+
+
+def sent_at(msg: EmailMessage) -> datetime | None:
+    """The Date header as a datetime, or None when it is absent or does not parse."""
+    try:
+        value = getattr(msg.get("date"), "datetime", None)
+        return value if isinstance(value, datetime) else None
+    except Exception:  # noqa: BLE001 - an unparseable date stays as text
+        return None
 
 
 def nesting_too_deep(filename: str) -> UnprocessableDocument:

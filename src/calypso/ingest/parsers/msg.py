@@ -21,7 +21,16 @@ import olefile
 
 from calypso.errors import UnprocessableDocument
 from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits
-from calypso.ingest.parsers.message import MAX_NESTING, Attachment, Message, attachment_name, clip, to_document
+from calypso.ingest.parsers.message import (
+    MAX_NESTING,
+    Attachment,
+    Message,
+    attachment_name,
+    clip,
+    header_text,
+    sent_at,
+    to_document,
+)
 from calypso.models import ParsedDocument
 
 _UNICODE, _STRING8, _BINARY, _LONG, _SYSTIME, _OBJECT = 0x001F, 0x001E, 0x0102, 0x0003, 0x0040, 0x000D
@@ -141,18 +150,17 @@ def _read(ole: olefile.OleFileIO, path: list[str], header: int, limit: int, dept
     headers = HeaderParser(policy=default_policy).parsestr(storage.string(_HEADERS) or "\n")
     recipients = _recipients(storage)
     # The internet Date header where the message came by mail; else when Outlook sent or received it.
-    header_date = headers.get("date")
-    sent = getattr(header_date, "datetime", None) or storage.time(_SUBMIT_TIME) or storage.time(_DELIVERY_TIME)
-    date = str(header_date or "") or (format_datetime(sent) if sent else "")
+    sent = sent_at(headers) or storage.time(_SUBMIT_TIME) or storage.time(_DELIVERY_TIME)
+    date = header_text(headers, "date") or (format_datetime(sent) if sent else "")
     sender = _address(
         storage.string(_SENDER_NAME) or storage.string(_REPRESENTING_NAME),
         storage.string(_SENDER_SMTP) or storage.string(_SENDER_EMAIL) or storage.string(_REPRESENTING_EMAIL),
     )
     message = Message(
-        subject=clip(storage.string(_SUBJECT) or str(headers.get("subject") or "")),
-        sender=clip(sender or str(headers.get("from") or "")),
-        to=clip(", ".join(recipients.get(_TO, [])) or storage.string(_DISPLAY_TO) or str(headers.get("to") or "")),
-        cc=clip(", ".join(recipients.get(_CC, [])) or storage.string(_DISPLAY_CC) or str(headers.get("cc") or "")),
+        subject=clip(storage.string(_SUBJECT) or header_text(headers, "subject")),
+        sender=clip(sender or header_text(headers, "from")),
+        to=clip(", ".join(recipients.get(_TO, [])) or storage.string(_DISPLAY_TO) or header_text(headers, "to")),
+        cc=clip(", ".join(recipients.get(_CC, [])) or storage.string(_DISPLAY_CC) or header_text(headers, "cc")),
         date=clip(date),
         sent=sent,
         text_body=storage.string(_BODY) or None,
