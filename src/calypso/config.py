@@ -119,6 +119,12 @@ class Settings(BaseSettings):
         ge=1,
         description="Most XML elements (paragraphs, runs, cells...) a DOCX may hold; counted before parsing.",
     )
+    max_email_attachments: int = Field(
+        100,
+        ge=0,
+        description="Most attachments read from one e-mail (EML, MSG), those of messages inside it included; "
+        "the others are named in its text as not read.",
+    )
     chunk_size: int = Field(
         1000, ge=100, description="Target chunk length in characters; chunks end on sentence boundaries."
     )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import os
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
@@ -31,6 +32,9 @@ HTML = "text/html"
 XHTML = "application/xhtml+xml"
 MARKDOWN = "text/markdown"
 TEXT = "text/plain"
+EPUB = "application/epub+zip"
+EML = "message/rfc822"
+MSG = "application/vnd.ms-outlook"
 
 SUPPORTED_TYPES: dict[str, str] = {
     PDF: "pdf",
@@ -39,6 +43,9 @@ SUPPORTED_TYPES: dict[str, str] = {
     XHTML: "html",
     MARKDOWN: "markdown",
     TEXT: "text",
+    EPUB: "epub",
+    EML: "eml",
+    MSG: "msg",
 }
 
 EXTENSIONS: dict[str, str] = {
@@ -55,6 +62,9 @@ EXTENSIONS: dict[str, str] = {
     ".csv": TEXT,
     ".tsv": TEXT,
     ".rst": TEXT,
+    ".epub": EPUB,
+    ".eml": EML,
+    ".msg": MSG,
 }
 
 # Other names clients send for the same formats.
@@ -62,6 +72,7 @@ _ALIASES: dict[str, str] = {
     "application/x-pdf": PDF,
     "text/x-markdown": MARKDOWN,
     "text/md": MARKDOWN,
+    "application/x-outlook-msg": MSG,
 }
 
 # Content types that say nothing about the format: fall through to extension / sniffing.
@@ -76,12 +87,16 @@ def describe_supported() -> str:
     for ext, media in EXTENSIONS.items():
         groups[SUPPORTED_TYPES[media]].append(ext)
     names = {"pdf": "PDF", "docx": "Word DOCX", "html": "HTML", "markdown": "Markdown", "text": "plain text"}
+    names.update(epub="EPUB e-book", eml="EML e-mail", msg="Outlook MSG e-mail")
     return "; ".join(f"{names[short]} ({', '.join(items)})" for short, items in groups.items())
 
 
 def _normalise(media_type: str | None) -> str:
     base = (media_type or "").split(";", 1)[0].strip().lower()
     return _ALIASES.get(base, base)
+
+
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
 
 def _sniff(data: bytes) -> str | None:
@@ -96,9 +111,15 @@ def _sniff(data: bytes) -> str | None:
             with zipfile.ZipFile(io.BytesIO(data)) as zf:
                 if "word/document.xml" in zf.namelist():
                     return DOCX
-        except zipfile.BadZipFile:
+                if "mimetype" in zf.namelist():  # an EPUB says so in its first member (read 64 bytes at most)
+                    with zf.open("mimetype") as member:
+                        if member.read(64).strip() == EPUB.encode():
+                            return EPUB
+        except (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError):
             return None
         return None
+    if head.startswith(_OLE_MAGIC):  # Outlook MSG among OLE files (old .doc and .xls too): its stream names
+        return MSG if "__properties_version1.0".encode("utf-16-le") in data else None
     lowered = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
     if lowered.startswith((b"<!doctype html", b"<html")) or b"<html" in lowered[:512]:
         return HTML
@@ -156,6 +177,12 @@ def _parser_for(media_type: str) -> Callable[[bytes, str, ParseLimits], ParsedDo
         from calypso.ingest.parsers import html as module
     elif short == "markdown":
         from calypso.ingest.parsers import markdown as module
+    elif short == "epub":
+        from calypso.ingest.parsers import epub as module
+    elif short == "eml":
+        from calypso.ingest.parsers import eml as module
+    elif short == "msg":
+        from calypso.ingest.parsers import msg as module
     else:
         from calypso.ingest.parsers import text as module
     return module.parse
