@@ -17,6 +17,7 @@ from calypso.banner import generator_line, port_in_use, search_summary, storage_
 from calypso.cli_remote import RunningServer, ServerClient, discovered_home, remove_record, running_server, write_record
 from calypso.config import Settings, settings_problems, settings_table
 from calypso.errors import CalypsoError
+from calypso.locators import locator_style
 from calypso.logs import configure, log_format
 
 if TYPE_CHECKING:
@@ -158,7 +159,7 @@ def cmd_dev_upstream(args: argparse.Namespace) -> int:
 def cmd_ingest(args: argparse.Namespace) -> int:
     import mimetypes
 
-    from calypso.cli_progress import FileProgress, IngestSummary, count
+    from calypso.cli_progress import FileProgress, IngestSummary, extent
     from calypso.services import open_services
 
     settings = _settings(args)
@@ -202,12 +203,12 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 continue
             else:
                 summary.completed += 1
-                summary.pages += doc.page_count
+                summary.pages += doc.page_count if locator_style(doc.media_type, doc.page_count) != "heading" else 0
                 summary.passages += doc.chunk_count
                 state = "ingested "
             print(
-                f"{state} {path} -> {doc.id} ({count(doc.page_count, 'page')}, "
-                f"{count(doc.chunk_count, 'passage')}, namespace {doc.namespace})",
+                f"{state} {path} -> {doc.id} ({extent(doc.media_type, doc.page_count, doc.chunk_count)}, "
+                f"namespace {doc.namespace})",
                 flush=True,
             )
         if summary.completed and not documents.settings.database_url:
@@ -353,7 +354,7 @@ def _ingest_through(server: RunningServer, args: argparse.Namespace, settings: S
     """``calypso ingest`` into a served data directory: each file goes to the server's upload API."""
     import mimetypes
 
-    from calypso.cli_progress import IngestSummary, count
+    from calypso.cli_progress import IngestSummary, extent
 
     print(f"knowledge base: {_where(settings)}, served by {server.url}: sending the files there", file=sys.stderr)
     summary = IngestSummary()
@@ -382,14 +383,15 @@ def _ingest_through(server: RunningServer, args: argparse.Namespace, settings: S
                 continue
             if created:
                 summary.completed += 1
-                summary.pages += doc["page_count"]
+                pages = doc["page_count"]
+                summary.pages += pages if locator_style(doc["media_type"], pages) != "heading" else 0
                 summary.passages += doc["chunk_count"]
             else:
                 summary.duplicates += 1
             state = "ingested " if created else "duplicate"
             print(
-                f"{state} {path} -> {doc['id']} ({count(doc['page_count'], 'page')}, "
-                f"{count(doc['chunk_count'], 'passage')}, namespace {doc['namespace']})",
+                f"{state} {path} -> {doc['id']} "
+                f"({extent(doc['media_type'], doc['page_count'], doc['chunk_count'])}, namespace {doc['namespace']})",
                 flush=True,
             )
     finally:
@@ -535,8 +537,11 @@ def cmd_settings(args: argparse.Namespace) -> int:
             + ("" if settings.database_path.exists() else " (not created yet)")
         )
     print()
-    for name, default, help_ in settings_table():
-        print(f"{name:32} {default:24} {help_}")
+    rows = settings_table()
+    name_width = max(len(name) for name, _, _ in rows)
+    default_width = min(max(len(default) for _, default, _ in rows), 32)
+    for name, default, help_ in rows:
+        print(f"{name:{name_width}}  {default:{default_width}}  {help_}")
     return 0
 
 
@@ -633,13 +638,14 @@ def _survive_narrow_terminals() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    form = log_format()
-    configure(os.environ.get("CALYPSO_LOG_LEVEL", "INFO"), form)
     from calypso.bots import BotsFileError
     from calypso.errors import StorageError
 
     _survive_narrow_terminals()
     args = build_parser().parse_args(argv)
+    # A server logs what it does; a one-shot command prints its result, with warnings only unless asked.
+    quiet = "INFO" if args.command in ("serve", "worker", "dev-upstream", "mcp") else "WARNING"
+    configure(os.environ.get("CALYPSO_LOG_LEVEL", quiet), log_format())
     try:
         command: Callable[[argparse.Namespace], int] = args.func  # set by each subparser's set_defaults
         return command(args)

@@ -316,8 +316,17 @@ def settings_table() -> list[tuple[str, str, str]]:
     rows = []
     for name, field in Settings.model_fields.items():
         default = field.default_factory() if field.default_factory is not None else field.default  # type: ignore[call-arg]
-        rows.append((f"CALYPSO_{name.upper()}", repr(default), field.description or ""))
+        rows.append((f"CALYPSO_{name.upper()}", _shown(default), field.description or ""))
     return rows
+
+
+def _shown(default: object) -> str:
+    """A default as it would be written in the environment: ``(empty)`` for none, booleans as true/false."""
+    if default is None or default == "":
+        return "(empty)"
+    if isinstance(default, bool):
+        return "true" if default else "false"
+    return str(default)
 
 
 def settings_problems(exc: ValidationError) -> list[str]:
