@@ -79,8 +79,8 @@ class Settings(BaseSettings):
     ingest_workers: int = Field(
         1,
         ge=0,
-        description="Ingestion worker threads inside `calypso serve` (0: only separate `calypso worker` processes, "
-        "PostgreSQL only).",
+        description="Ingestion worker threads inside `calypso serve` (0: none in the background, for separate "
+        "`calypso worker` processes on PostgreSQL; an upload with ?wait=true is still parsed by the request waiting).",
     )
     job_lease_seconds: float = Field(
         30.0,
