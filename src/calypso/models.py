@@ -358,3 +358,12 @@ class ApiKey:
     prefix: str  # the first characters, to recognise a key in listings
     created_at: int
     revoked_at: int | None
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    """The ingestion queue now: jobs waiting or running, and when the oldest of them was submitted."""
+
+    queued: int
+    running: int
+    oldest_created_at: int | None  # epoch seconds; None when the queue is empty

@@ -111,3 +111,48 @@ def test_text_fragment_encoding_per_spec() -> None:
     assert text_fragment(long) == ":~:text=The%20overall%20body%20plan,are%20also%20relatively%20long%2Dnecked."
     assert text_fragment("## Feeding\n\n**Ducks** eat | grass") == ":~:text=Feeding%20Ducks%20eat%20grass"
     assert text_fragment("  ") == ""
+
+
+SECTIONED = """# Store guide
+
+## Returns
+
+Items may be returned within 30 days of delivery when unused.
+
+## Shipping costs
+
+Standard shipping costs 4.90 euros per order and takes three days.
+
+## Premium members
+
+Premium members get free express delivery on every order.
+"""
+
+
+def test_a_quote_is_located_by_the_heading_above_it_not_the_passage_end(kb, searcher, openai_client) -> None:
+    """Three sections in one passage: a quote of each is located by its own heading, not by the section most
+    of the passage is in (issue 24)."""
+    kb.ingest(SECTIONED.encode(), "store_guide.md")
+    (passage,) = searcher.search("shipping costs euros per order", max_results=1)
+    assert passage.locator_label == "Store guide › Shipping costs"  # the middle section
+    assert [s.heading_path[-1] for s in passage.chunk.sections] == [
+        "Store guide",
+        "Returns",
+        "Shipping costs",
+        "Premium members",
+    ], "all three sections are in the one passage"
+    for question, quoted, heading in [
+        ("Within how many days may unused items be returned?", "30 days", "Returns"),
+        ("Who gets free express delivery on every order?", "free express", "Premium members"),
+    ]:
+        response = openai_client.responses.create(model="calypso-rag-agent", input=question)
+        annotations = _message(response).content[0].annotations
+        assert annotations
+        for annotation in annotations:
+            fields = annotation.model_extra["_aicore"]
+            assert quoted in annotation.model_extra["quote"]
+            assert fields["locator_label"] == f"Store guide › {heading}"
+            assert fields["page_number"] is None
+    # The source list keeps the passage's own range (the section most of it is in).
+    results = next(item for item in response.output if item.type == "file_search_call").results
+    assert results[0].attributes["locator_label"] == passage.locator_label

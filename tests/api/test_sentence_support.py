@@ -104,3 +104,90 @@ def test_inline_links_keep_the_spans_on_the_text_sent(fake, http) -> None:
     text = next(o for o in response["output"] if o["type"] == "message")["content"][0]["text"]
     assert "[[1]](" in text
     _check(response["metadata"]["_aicore"]["claims"], text)
+
+
+def _streamed_statuses(events: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
+    """The sentence statuses a stream gave, each checked against the text it was sent with."""
+    statuses = []
+    for event in events:
+        sentence = event.get("sentence") or event.get("choices", [{}])[0].get("delta", {}).get("_aicore", {}).get(
+            "sentence"
+        )
+        if sentence is None:
+            continue
+        assert text[sentence["start_index"] : sentence["end_index"]] == sentence["text"]
+        utf16 = text.encode("utf-16-le")[2 * sentence["start_index_utf16"] : 2 * sentence["end_index_utf16"]]
+        assert utf16.decode("utf-16-le") == sentence["text"]
+        statuses.append(sentence)
+    assert [s["index"] for s in statuses] == list(range(len(statuses)))
+    return statuses
+
+
+@pytest.mark.parametrize("include", [[], ["inline_citations"]])
+def test_responses_stream_each_sentence_status_as_it_ends(fake, http, include) -> None:
+    body = {"model": "calypso-rag-agent", "input": QUESTION, "include": include}
+    events = _sse(http, "/v1/responses", body)
+    completed = events[-1]["response"]
+    text = next(o for o in completed["output"] if o["type"] == "message")["content"][0]["text"]
+    statuses = _streamed_statuses([e for e in events if e["type"] == "response.output_text.sentence_status"], text)
+    flagged = [s for s in statuses if s["status"] in ("unsupported", "weak")]
+    claims = completed["metadata"]["_aicore"]["claims"]
+    # The stream says what the completed response says, span for span.
+    keys = ("text", "status", "start_index", "end_index", "start_index_utf16", "end_index_utf16", "support_score")
+    assert [{k: s[k] for k in keys} for s in flagged] == [{k: s[k] for k in keys} for s in claims["unsupported_spans"]]
+    assert [s["text"] for s in flagged] == [INVENTED]
+    assert claims["supported"] == sum(s["status"] == "supported" for s in statuses) >= 1
+    # The invented sentence's status arrives before the text is complete when more follows it.
+    first = next(i for i, e in enumerate(events) if e["type"] == "response.output_text.sentence_status")
+    assert first < next(i for i, e in enumerate(events) if e["type"] == "response.output_text.done")
+
+
+def test_chat_stream_gives_each_sentence_status_beside_the_content(fake, http) -> None:
+    body = {"model": "calypso-rag-agent", "messages": [{"role": "user", "content": QUESTION}]}
+    chunks = _sse(http, "/v1/chat/completions", body)
+    content = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+    statuses = _streamed_statuses([c for c in chunks if c["choices"]], content)
+    finish = [c for c in chunks if c["choices"] and c["choices"][0].get("finish_reason")][-1]
+    spans = finish["choices"][0]["delta"]["_aicore"]["claims"]["unsupported_spans"]
+    assert [(s["start_index"], s["end_index"]) for s in statuses if s["status"] == "unsupported"] == [
+        (s["start_index"], s["end_index"]) for s in spans
+    ]
+
+
+def test_the_openai_sdk_streams_through_the_status_events(fake, openai_client) -> None:
+    """Official clients skip event types they do not know: the SDK's stream helper still completes."""
+    with openai_client.responses.stream(model="calypso-rag-agent", input=QUESTION) as stream:
+        kinds = [event.type for event in stream]
+        final = stream.get_final_response()
+    assert "response.output_text.sentence_status" in kinds
+    assert INVENTED in final.output_text
+    chat = openai_client.chat.completions.create(
+        model="calypso-rag-agent", messages=[{"role": "user", "content": QUESTION}], stream=True
+    )
+    assert INVENTED in "".join(c.choices[0].delta.content or "" for c in chat if c.choices)
+
+
+DECLINE = "The provided documents do not say whether refunds are also paid in cash at the stores."
+
+
+def test_a_models_own_decline_is_not_cited_and_claims_nothing(kb, settings, http) -> None:
+    """An upstream's "the sources do not say" gets no inferred citation (the nearest refund passage would
+    fit its words) and is not a claim; an answer made only of it is seed 000's ``missing``."""
+    ingest_demo(kb)
+    settings.llm_model, settings.generator = "fake-model", "upstream"
+    body = {"model": "calypso-rag-agent", "input": QUESTION}
+    with FakeUpstream(default=Script.from_text(DECLINE)) as upstream:
+        settings.llm_base_url = upstream.base_url
+        response = http.post("/v1/responses", json=body).json()
+        message = next(o for o in response["output"] if o["type"] == "message")["content"][0]
+        aicore = response["metadata"]["_aicore"]
+        assert message["text"] == DECLINE and message["annotations"] == []
+        assert aicore["grounded_sources_state"] == "missing"
+        assert aicore["claims"]["support"] == "no_claims" and aicore["claims"]["not_a_claim"] == 1
+
+        upstream.default = Script.markerless(quote=(1,), unsupported=DECLINE)
+        response = http.post("/v1/responses", json=body).json()
+    message = next(o for o in response["output"] if o["type"] == "message")["content"][0]
+    claims = response["metadata"]["_aicore"]["claims"]
+    assert message["annotations"] and all(DECLINE not in a["text"] for a in message["annotations"])
+    assert claims["support"] == "supported" and claims["unsupported_spans"] == []

@@ -17,7 +17,7 @@ from starlette.types import Receive, Scope, Send
 
 from calypso.api.errors import internal_error, log_server_error, log_unexpected
 from calypso.api.sse import sse_data
-from calypso.citations.events import AnswerEvent, Done, MarkerEvent, Retrieved, TextEvent, ToolCallsEvent
+from calypso.citations.events import AnswerEvent, Done, MarkerEvent, Retrieved, SentenceEvent, TextEvent, ToolCallsEvent
 from calypso.citations.grounded import GroundedAnswer
 from calypso.citations.links import LinkSigner
 from calypso.dialects.chat import ChatStreamRenderer, RenderedChat
@@ -141,6 +141,9 @@ async def chat_chunks(
             return [writer.chunk({"content": delta})] if delta else []
         if isinstance(event, ToolCallsEvent):
             return [writer.chunk({"tool_calls": [{"index": i, **call} for i, call in enumerate(event.calls)]})]
+        if isinstance(event, SentenceEvent):
+            # Beside the content, as the finish chunk's ``_aicore`` is: clients read unknown delta fields or skip them.
+            return [writer.chunk({"_aicore": {"sentence": renderer.sentence(event)}})]
         if not isinstance(event, Done):
             return []
         answer = event.answer

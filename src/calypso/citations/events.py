@@ -1,5 +1,7 @@
 """What answering yields, in order: ``Retrieved``, then text and marker events (and tool calls), then ``Done``.
 
+A ``SentenceEvent`` follows the text that made a sentence's status final (``citations.claims``).
+
 The renderers of every dialect consume these; the answering service produces them while the answer is
 written (``composer.AnswerComposer``), and ``answer_events`` replays them from a finished answer, so a
 renderer fed the replay gives the non-streamed reply with the same code (and the same offsets).
@@ -11,7 +13,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from calypso.citations.grounded import GroundedAnswer, MarkerPlacement, Segment, SegmentCitation, Source
+from calypso.citations.grounded import (
+    GroundedAnswer,
+    MarkerPlacement,
+    Segment,
+    SegmentCitation,
+    SentenceSupport,
+    Source,
+)
 
 
 @dataclass
@@ -41,11 +50,18 @@ class ToolCallsEvent:
 
 
 @dataclass
+class SentenceEvent:
+    sentence: SentenceSupport  # offsets into the plain answer
+    index: int  # the sentence's position in the answer, from 0
+    text: str  # the sentence, as in the plain answer
+
+
+@dataclass
 class Done:
     answer: GroundedAnswer
 
 
-AnswerEvent = Retrieved | TextEvent | MarkerEvent | ToolCallsEvent | Done
+AnswerEvent = Retrieved | TextEvent | MarkerEvent | SentenceEvent | ToolCallsEvent | Done
 
 
 def answer_events(answer: GroundedAnswer) -> Iterator[TextEvent | MarkerEvent]:
@@ -82,4 +98,13 @@ def answer_events(answer: GroundedAnswer) -> Iterator[TextEvent | MarkerEvent]:
         yield TextEvent(answer.text[last:])
 
 
-__all__ = ["AnswerEvent", "Done", "MarkerEvent", "Retrieved", "TextEvent", "ToolCallsEvent", "answer_events"]
+__all__ = [
+    "AnswerEvent",
+    "Done",
+    "MarkerEvent",
+    "Retrieved",
+    "SentenceEvent",
+    "TextEvent",
+    "ToolCallsEvent",
+    "answer_events",
+]

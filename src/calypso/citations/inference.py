@@ -30,6 +30,7 @@ import re
 from collections.abc import Callable
 from typing import Final, Literal
 
+from calypso.citations.declines import is_decline
 from calypso.citations.grounded import Quote, Source
 from calypso.retrieval.tokenize import STOPWORDS_EN_EXTENDED, Analyzer
 from calypso.text.cjk import CJK_CHARS
@@ -92,8 +93,8 @@ class Attributor:
 
         Ties go to the earlier retrieved passage (the better ranked one).
         """
-        if not self.sources or content_terms(sentence) < MIN_CONTENT_TERMS:
-            return None
+        if not self.sources or content_terms(sentence) < MIN_CONTENT_TERMS or is_decline(sentence):
+            return None  # a decline is about the sources: citing one for it would say it is in them
         best: tuple[Source, Quote] | None = None
         for source in self.sources:
             quote = self.find_quote(sentence, source)

@@ -23,10 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from calypso.citations.events import MarkerEvent, TextEvent
+from calypso.citations.events import MarkerEvent, SentenceEvent, TextEvent
 from calypso.citations.grounded import GroundedAnswer, Source, grounding_status, quote_locator, utf16_len
 from calypso.citations.links import LinkSigner, source_url
-from calypso.dialects.content import ContentBuilder, finished_content, place_claims
+from calypso.dialects.content import ContentBuilder, finished_content, place_claims, sentence_status
 from calypso.dialects.styles import HIDDEN, NUMERIC, SOURCE, RenderStyle, style_for
 
 if TYPE_CHECKING:
@@ -182,6 +182,10 @@ class ChatStreamRenderer:
         out = self.builder.feed(event)
         self._parts.append(out)
         return out
+
+    def sentence(self, event: SentenceEvent) -> dict[str, Any]:
+        """A sentence's status, on the content streamed so far."""
+        return sentence_status(event, self.builder.offsets, "".join(self._parts))
 
     def finish(self, answer: GroundedAnswer) -> tuple[str, RenderedChat]:
         tail = self.builder.appendix(answer)

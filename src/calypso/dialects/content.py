@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from calypso.citations.events import MarkerEvent, TextEvent, answer_events
+from calypso.citations.events import MarkerEvent, SentenceEvent, TextEvent, answer_events
 from calypso.citations.grounded import GroundedAnswer, MarkerPlacement, Source, utf16_len
 from calypso.citations.offsets import OffsetMap
 from calypso.dialects.styles import HIDDEN, NUMERIC, SOURCE, RenderStyle
@@ -95,6 +95,23 @@ def numbered_text(answer: GroundedAnswer) -> str:
     """The plain answer with ``[n]`` display numbers where the model cited (no appendix)."""
     builder = ContentBuilder(answer.sources, NUMERIC, citing=True)
     return "".join(builder.feed(event) for event in answer_events(answer))
+
+
+def sentence_status(event: SentenceEvent, offsets: OffsetMap, text: str) -> dict[str, Any]:
+    """A streamed sentence's status with its span on ``text`` as the client has it so far (markers or links
+    inserted), code points and UTF-16; the fields of ``_aicore.claims.unsupported_spans`` plus its index."""
+    sentence = event.sentence
+    start, end = offsets.start(sentence.start), offsets.end(sentence.end)
+    return {
+        "index": event.index,
+        "status": sentence.status,
+        "support_score": sentence.support,
+        "text": event.text,
+        "start_index": start,
+        "end_index": end,
+        "start_index_utf16": utf16_len(text[:start]),
+        "end_index_utf16": utf16_len(text[:end]),
+    }
 
 
 def place_claims(status: dict[str, Any], offsets: OffsetMap, text: str) -> dict[str, Any]:

@@ -9,7 +9,8 @@ file-search answer::
     [output_item.added (file_search_call), file_search_call.in_progress/.searching/.completed]
                                                         -- when retrieval ran
     output_item.added (message), content_part.added
-    output_text.delta … with output_text.annotation.added after the delta that closes its segment
+    output_text.delta … with output_text.annotation.added after the delta that closes its segment,
+                       and output_text.sentence_status (Calypso's) once a sentence's status is final
     output_text.done, content_part.done, output_item.done (message),
     [output_item.done (file_search_call)], response.completed
     -- or, on failure at any point: error, response.failed
@@ -27,10 +28,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from calypso.citations.events import AnswerEvent, Done, MarkerEvent, Retrieved, TextEvent, answer_events
+from calypso.citations.events import AnswerEvent, Done, MarkerEvent, Retrieved, SentenceEvent, TextEvent, answer_events
 from calypso.citations.grounded import GroundedAnswer, Source
 from calypso.citations.offsets import OffsetMap
-from calypso.dialects.content import place_claims
+from calypso.dialects.content import place_claims, sentence_status
 from calypso.dialects.responses import (
     InlineLinker,
     RenderOptions,
@@ -77,6 +78,8 @@ class ResponsesStreamRenderer:
             return [self._delta(event.text)]
         if isinstance(event, MarkerEvent):
             return self._marker(event)
+        if isinstance(event, SentenceEvent):
+            return self._sentence(event)
         if isinstance(event, Done):
             return self._done(event.answer)
         return []  # tool calls: the Responses surface takes no client tools
@@ -154,6 +157,13 @@ class ResponsesStreamRenderer:
         start, end = offsets.start(segment.start), offsets.end(segment.end)
         out += [self._annotation(url_citation(link, segment, start, end, text)) for link in links]
         return out
+
+    def _sentence(self, event: SentenceEvent) -> list[dict[str, Any]]:
+        """A sentence's status, on the text as the client has it (links inserted). Not an OpenAI event: its
+        clients skip event types they do not know, and the completed response carries the same status."""
+        offsets = self._linker.offsets if self._linker is not None else OffsetMap()
+        status = sentence_status(event, offsets, self._text())
+        return [self._item_event("response.output_text.sentence_status", content_index=0, sentence=status)]
 
     def _done(self, answer: GroundedAnswer) -> list[dict[str, Any]]:
         wire, options = self.wire, self.options

@@ -27,6 +27,7 @@ class ParseLimits:
     max_docx_elements: int = _default("max_docx_elements")
     max_sheet_cells: int = _default("max_sheet_cells")
     chunk_size: int = _default("chunk_size")  # not a limit: spreadsheet blocks are cut to fit one passage
+    max_email_attachments: int = _default("max_email_attachments")
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ParseLimits:

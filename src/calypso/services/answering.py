@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from calypso.citations.claims import sentence_support
+from calypso.citations.claims import SentenceTracker
 from calypso.citations.composer import AnswerComposer
-from calypso.citations.events import AnswerEvent, Done, Retrieved, ToolCallsEvent
+from calypso.citations.events import AnswerEvent, Done, MarkerEvent, Retrieved, SentenceEvent, TextEvent, ToolCallsEvent
 from calypso.citations.grounded import GroundedAnswer, Quote, Source
 from calypso.citations.inference import AttributionMode, Attributor
 from calypso.citations.support import SUPPORT_THRESHOLD, best_evidence
@@ -96,6 +96,18 @@ def validate_messages(messages: list[dict[str, Any]]) -> None:
 
 # The extractive answerer's own sentences claim nothing about the documents: "not a claim", never "unsupported".
 OWN_SENTENCES = frozenset((*phrases.NOT_FOUND.values(), *phrases.NO_KNOWLEDGE_BASE.values()))
+
+
+def _track(tracker: SentenceTracker, event: TextEvent | MarkerEvent) -> list[SentenceEvent]:
+    """Feed ``event`` to ``tracker``; the sentences whose status it made final."""
+    if isinstance(event, MarkerEvent):
+        if event.segment is not None:
+            tracker.cited(event.segment)
+        return []
+    tracker.text(event.text)
+    before = len(tracker.sentences)
+    settled = tracker.settled()
+    return [SentenceEvent(s, number, tracker.sentence_text(s)) for number, s in enumerate(settled, start=before)]
 
 
 class Answerer:
@@ -253,6 +265,7 @@ class Answerer:
         composer = AnswerComposer(
             sources, self.find_quote, self.settings.unsupported_citations == "drop", attributor=attributor
         )
+        tracker = SentenceTracker(fixed=OWN_SENTENCES)
         finish: Finish | None = None
         tool_calls: list[dict[str, Any]] | None = None
         events = generator.stream(generation)
@@ -261,6 +274,8 @@ class Answerer:
                 if isinstance(event, TextDelta):
                     for produced in composer.feed(event.text):
                         yield produced
+                        for sentence in _track(tracker, produced):
+                            yield sentence
                 elif isinstance(event, ToolCalls):
                     tool_calls = event.calls
                     yield ToolCallsEvent(event.calls)
@@ -270,6 +285,8 @@ class Answerer:
             await events.aclose()  # stops the upstream request if our consumer went away
         for produced in composer.flush():
             yield produced
+            for sentence in _track(tracker, produced):
+                yield sentence
         finish = finish or Finish("stop")
         answer = composer.finish(
             generator=generator.name,
@@ -283,7 +300,10 @@ class Answerer:
             completion_tokens=finish.usage.completion_tokens,
             attribution=mode,
         )
-        answer.sentences = sentence_support(answer, fixed=OWN_SENTENCES)
+        before = len(tracker.sentences)
+        for number, status in enumerate(tracker.finish(answer), start=before):
+            yield SentenceEvent(status, number, answer.text[status.start : status.end])
+        answer.sentences = tracker.sentences
         yield Done(answer)
 
     async def answer(self, request: AskRequest) -> GroundedAnswer:

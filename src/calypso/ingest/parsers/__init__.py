@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import os
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
@@ -35,6 +36,9 @@ PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentatio
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 CSV = "text/csv"
 TSV = "text/tab-separated-values"
+EPUB = "application/epub+zip"
+EML = "message/rfc822"
+MSG = "application/vnd.ms-outlook"
 
 SUPPORTED_TYPES: dict[str, str] = {
     PDF: "pdf",
@@ -47,6 +51,9 @@ SUPPORTED_TYPES: dict[str, str] = {
     XLSX: "xlsx",
     CSV: "csv",
     TSV: "tsv",
+    EPUB: "epub",
+    EML: "eml",
+    MSG: "msg",
 }
 
 EXTENSIONS: dict[str, str] = {
@@ -65,6 +72,9 @@ EXTENSIONS: dict[str, str] = {
     ".csv": CSV,
     ".tsv": TSV,
     ".rst": TEXT,
+    ".epub": EPUB,
+    ".eml": EML,
+    ".msg": MSG,
 }
 
 # Other names clients send for the same formats.
@@ -76,6 +86,7 @@ _ALIASES: dict[str, str] = {
     "text/x-csv": CSV,
     "text/comma-separated-values": CSV,
     "text/tsv": TSV,
+    "application/x-outlook-msg": MSG,
 }
 
 # Content types that say nothing about the format: fall through to extension / sniffing.
@@ -91,12 +102,16 @@ def describe_supported() -> str:
         groups[SUPPORTED_TYPES[media]].append(ext)
     names = {"pdf": "PDF", "docx": "Word DOCX", "html": "HTML", "markdown": "Markdown", "text": "plain text"}
     names |= {"pptx": "PowerPoint PPTX", "xlsx": "Excel XLSX", "csv": "CSV", "tsv": "TSV"}
+    names.update(epub="EPUB e-book", eml="EML e-mail", msg="Outlook MSG e-mail")
     return "; ".join(f"{names[short]} ({', '.join(items)})" for short, items in groups.items())
 
 
 def _normalise(media_type: str | None) -> str:
     base = (media_type or "").split(";", 1)[0].strip().lower()
     return _ALIASES.get(base, base)
+
+
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
 
 def _sniff(data: bytes) -> str | None:
@@ -116,9 +131,15 @@ def _sniff(data: bytes) -> str | None:
                     return PPTX
                 if "xl/workbook.xml" in names:
                     return XLSX
-        except zipfile.BadZipFile:
+                if "mimetype" in names:  # an EPUB says so in its first member (read 64 bytes at most)
+                    with zf.open("mimetype") as member:
+                        if member.read(64).strip() == EPUB.encode():
+                            return EPUB
+        except (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError):
             return None
         return None
+    if head.startswith(_OLE_MAGIC):  # Outlook MSG among OLE files (old .doc and .xls too): its stream names
+        return MSG if "__properties_version1.0".encode("utf-16-le") in data else None
     lowered = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
     if lowered.startswith((b"<!doctype html", b"<html")) or b"<html" in lowered[:512]:
         return HTML
@@ -184,6 +205,12 @@ def _parser_for(media_type: str) -> Callable[[bytes, str, ParseLimits], ParsedDo
         from calypso.ingest.parsers import delimited
 
         return delimited.parse_tsv if short == "tsv" else delimited.parse
+    elif short == "epub":
+        from calypso.ingest.parsers import epub as module
+    elif short == "eml":
+        from calypso.ingest.parsers import eml as module
+    elif short == "msg":
+        from calypso.ingest.parsers import msg as module
     else:
         from calypso.ingest.parsers import text as module
     return module.parse

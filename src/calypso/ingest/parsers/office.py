@@ -8,18 +8,23 @@ that says what to do, instead of a library's "not a zip file".
 
 from __future__ import annotations
 
+from typing import Literal
+
 from calypso.errors import UnprocessableDocument
 from calypso.ingest.limits import ParseLimits
-from calypso.ingest.parsers.bombs import Package, check_zip_package
+from calypso.ingest.parsers.bombs import check_zip_package
+
+Package = Literal["PPTX", "XLSX"]
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _ENCRYPTED_STREAM = "EncryptedPackage".encode("utf-16-le")  # directory entry names are UTF-16
-_OLD_FORMAT = {"PPTX": "PowerPoint 97–2003 (.ppt)", "XLSX": "Excel 97–2003 (.xls)", "DOCX": "Word 97–2003 (.doc)"}
-_EDITOR = {"PPTX": "PowerPoint", "XLSX": "Excel", "DOCX": "Word"}
+_OLD_FORMAT = {"PPTX": "PowerPoint 97–2003 (.ppt)", "XLSX": "Excel 97–2003 (.xls)"}
+_EDITOR = {"PPTX": "PowerPoint", "XLSX": "Excel"}
 
 
 def check_package(data: bytes, filename: str, limits: ParseLimits, kind: Package) -> None:
-    """Refuse encrypted and legacy binary Office files, then decompression bombs (``bombs.check_zip_package``)."""
+    """Refuse encrypted and legacy binary Office files, then decompression bombs (``bombs.check_zip_package``;
+    for XLSX without its element count: cells are counted as the sheets are read, against ``max_sheet_cells``)."""
     if data.startswith(OLE_MAGIC):
         if _ENCRYPTED_STREAM in data:
             raise UnprocessableDocument(

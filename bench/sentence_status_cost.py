@@ -1,0 +1,114 @@
+"""What the per-sentence status costs per answer (issue 24), beside ``bench/inference_cost.py``.
+
+Same setup as inference_cost.py: the Alps PDF, the 39 questions, the fake upstream in markerless mode
+(a sentence copied from each of the five retrieved passages, then an unsupported one) streamed in
+4-character tokens, ``attribution`` fill. Each answer's composer events are recorded from
+``Answerer.stream``; then, in the same process, they are fed again to
+
+- a fresh ``SentenceTracker`` (what streaming statuses cost: the text after each event, cuts settled), and
+- ``sentence_support`` over the finished answer (the one-pass status, the reference),
+
+and the wall time of each is the cost per answer. The whole answer's p50 is printed beside them.
+
+    PYTHONPATH=src .venv/bin/python bench/sentence_status_cost.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+try:
+    import calypso  # noqa: F401
+except ImportError:  # running from a checkout without an install
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from _common import data_dir  # bench/ is sys.path[0] when run as a script
+
+from calypso.citations.claims import SentenceTracker, sentence_support
+from calypso.citations.events import AnswerEvent, Done, MarkerEvent, TextEvent
+from calypso.citations.grounded import GroundedAnswer
+from calypso.config import Settings
+from calypso.generation.fake_upstream import FakeUpstream, Script
+from calypso.scope import RetrievalScope
+from calypso.services import open_services
+from calypso.services.answering import OWN_SENTENCES, Answerer, AskRequest
+
+UNSUPPORTED = "My neighbour's grey cat prefers warm sofas to cold mountain passes."
+
+
+async def record(answerer: Answerer, question: str) -> tuple[list[AnswerEvent], GroundedAnswer, float]:
+    request = AskRequest(
+        [{"role": "user", "content": question}], RetrievalScope(namespaces=("alps",)), generator="upstream"
+    )
+    events: list[AnswerEvent] = []
+    started = time.perf_counter()
+    answer = None
+    async for event in answerer.stream(request):
+        events.append(event)
+        if isinstance(event, Done):
+            answer = event.answer
+    assert answer is not None
+    return events, answer, (time.perf_counter() - started) * 1000
+
+
+def tracked(events: list[AnswerEvent], answer: GroundedAnswer) -> float:
+    started = time.perf_counter()
+    tracker = SentenceTracker(fixed=OWN_SENTENCES)
+    for event in events:
+        if isinstance(event, MarkerEvent) and event.segment is not None:
+            tracker.cited(event.segment)
+        elif isinstance(event, TextEvent):
+            tracker.text(event.text)
+            tracker.settled()
+    tracker.finish(answer)
+    elapsed = (time.perf_counter() - started) * 1000
+    assert tracker.sentences == answer.sentences
+    return elapsed
+
+
+def one_pass(answer: GroundedAnswer) -> float:
+    started = time.perf_counter()
+    sentence_support(answer, fixed=OWN_SENTENCES)
+    return (time.perf_counter() - started) * 1000
+
+
+def main() -> None:
+    path = data_dir() / "alps-wiki-qa" / "alps_qa_with_pdf_pages.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    pdf = data_dir() / "alps-wiki-qa" / "alps_wiki.pdf"
+    with (
+        tempfile.TemporaryDirectory() as home,
+        FakeUpstream(default=Script.markerless(quote=(1, 2, 3, 4, 5), unsupported=UNSUPPORTED)) as fake,
+    ):
+        settings = Settings(home=Path(home), generator="upstream", llm_base_url=fake.base_url, llm_model="fake")
+        services = open_services(settings)
+        try:
+            services.documents.ingest(pdf.read_bytes(), pdf.name, "alps")
+            answerer = Answerer(services.documents, services.search)
+            asyncio.run(record(answerer, rows[0]["question"]))  # warm up
+            recorded = [asyncio.run(record(answerer, row["question"].strip())) for row in rows]
+        finally:
+            services.close()
+    whole = [ms for _, _, ms in recorded]
+    streaming = [tracked(events, answer) for events, answer, _ in recorded]
+    reference = [one_pass(answer) for _, answer, _ in recorded]
+    sentences = statistics.mean(len(answer.sentences) for _, answer, _ in recorded)
+    texts = statistics.mean(sum(isinstance(e, TextEvent) for e in events) for events, _, _ in recorded)
+    print(f"{'what':<38} {'p50 ms':>8} {'p90 ms':>8}")
+    for name, times in [
+        ("whole answer (stream, attribution fill)", whole),
+        ("streamed statuses (SentenceTracker)", streaming),
+        ("one-pass statuses (sentence_support)", reference),
+    ]:
+        p90 = sorted(times)[int(0.9 * (len(times) - 1))]
+        print(f"{name:<38} {statistics.median(times):>8.2f} {p90:>8.2f}")
+    print(f"({len(rows)} questions; {sentences:.1f} sentences and {texts:.0f} text events per answer)")
+
+
+if __name__ == "__main__":
+    main()
