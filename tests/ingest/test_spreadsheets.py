@@ -252,3 +252,17 @@ def test_millions_of_empty_formatted_cells_are_stopped_while_reading() -> None:
     assert parsed.text == "Sheet: Sheet1\n| Total 42 |" or "Total 42" in parsed.text
     with pytest.raises(PayloadTooLarge):
         parse_document(b"a,b\n" * 20_000, "big.csv", limits=ParseLimits(max_sheet_cells=30_000))
+
+
+def test_a_workbook_attached_to_an_email_keeps_one_passage_per_block() -> None:
+    from email.message import EmailMessage
+
+    message = EmailMessage()
+    message["From"], message["To"], message["Subject"] = "a@example.com", "b@example.com", "Fees"
+    message.set_content("The fees are attached.")
+    data = office_files.workbook({"Fees": [["Service", "Fee"], ["Audit", 1200]], "Rates": [["Hour", "Rate"], [1, 90]]})
+    message.add_attachment(data, maintype="application", subtype="octet-stream", filename="fees.xlsx")
+    parsed, _ = parse_document(message.as_bytes(), "fees.eml")
+    labels = [p.label for p in parsed.pages]
+    assert labels == ["message", "attachment fees.xlsx, Fees!A1:B2", "attachment fees.xlsx, Rates!A1:B2"]
+    assert [c.page_labels for c in chunk_document(parsed, 1000, 150)] == [(label,) for label in labels]

@@ -335,4 +335,12 @@ def _assemble(message: Message, filename: str, limits: ParseLimits, reading: _Re
         )
         if value
     }
-    return ParsedDocument(text=text, pages=pages, headings=out.headings, title=subject or None, metadata=metadata)
+    return ParsedDocument(
+        text=text,
+        pages=pages,
+        headings=out.headings,
+        title=subject or None,
+        metadata=metadata,
+        # An attached workbook's blocks or deck's slides stay one passage each (and so every page of the message).
+        break_at_pages=any(part.parsed.break_at_pages for part in parts),
+    )
