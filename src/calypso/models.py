@@ -76,6 +76,9 @@ class ParsedDocument:
     headings: list[Heading] = field(default_factory=list)
     title: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    # Every page starts a passage and no passage spans two (spreadsheet blocks, slides: each page is a unit
+    # a reader is sent to, and a block repeats its table's header so that its passage reads on its own).
+    break_at_pages: bool = False
 
 
 @dataclass(frozen=True)

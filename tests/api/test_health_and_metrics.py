@@ -100,3 +100,22 @@ def test_metrics_can_require_a_token_or_be_off(settings, services) -> None:
 @pytest.mark.parametrize("path", ["/healthz", "/readyz", "/metrics"])
 def test_probes_are_in_the_openapi_document(api, path) -> None:
     assert path in api.get("/openapi.json").json()["paths"]
+
+
+def test_readyz_says_when_uploads_wait_for_a_worker_that_never_comes(settings, services) -> None:
+    from tests_support import LiveServer, free_port
+
+    from calypso.api.app import create_app
+
+    if settings.database_url:
+        pytest.skip("on PostgreSQL separate `calypso worker` processes may take the job")
+    settings.ingest_workers = 0
+    with LiveServer(create_app(settings, services), free_port()) as live, httpx.Client(base_url=live.url) as http:
+        assert http.get("/readyz").status_code == 200  # nothing waits: nothing is wrong
+        files = {"file": ("note.md", b"# Note\n\nThe ferry leaves at noon.\n", "text/markdown")}
+        uploaded = http.post("/v1/documents", files=files, params={"wait": "false"})
+        assert uploaded.json()["status"] == "in_progress"
+        ready = http.get("/readyz")
+        assert ready.status_code == 503
+        check = ready.json()["checks"]["ingest_workers"]
+        assert check["ok"] is False and "CALYPSO_INGEST_WORKERS=0" in check["error"]

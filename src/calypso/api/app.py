@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -38,11 +38,18 @@ from calypso.services.embed_worker import EmbedWorkers
 from calypso.services.ingest_worker import IngestWorkers
 
 
-def create_app(settings: Settings | None = None, services: Services | None = None, *, grpc_port: int = 0) -> FastAPI:
+def create_app(
+    settings: Settings | None = None,
+    services: Services | None = None,
+    *,
+    grpc_port: int = 0,
+    on_shutdown: Callable[[], None] | None = None,
+) -> FastAPI:
     """The HTTP API over ``services``; without them it opens its own at start and closes them at shutdown.
 
     ``grpc_port``: also serve xAI's gRPC API there, on this app's event loop and services, for the
-    app's lifetime (``calypso.grpc_api``; needs the ``xai`` extra). 0: HTTP only.
+    app's lifetime (``calypso.grpc_api``; needs the ``xai`` extra). 0: HTTP only. ``on_shutdown`` runs
+    last at shutdown: after SIGTERM uvicorn re-raises the signal, so code after ``uvicorn.run`` never runs.
     """
     settings = settings or (services.settings if services is not None else Settings())
 
@@ -76,6 +83,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
             await app.state.services.answering.aclose()
             if owned:
                 app.state.services.close()
+            if on_shutdown is not None:
+                on_shutdown()
 
     app = FastAPI(title="Calypso", version=__version__, lifespan=lifespan)
     app.state.services = services

@@ -37,23 +37,37 @@ def _workers(request: Request, name: str) -> dict[str, Any]:
     return {"ok": running == started, "running": running, "started": started}
 
 
+def _ingestion(request: Request, services: Services, queued: int | None) -> dict[str, Any]:
+    """The ingestion workers; not ok when uploads wait and nothing can take them. On SQLite only this
+    process can (it holds the data directory); on PostgreSQL `calypso worker` processes may."""
+    check = _workers(request, "ingest_workers")
+    if check["started"] == 0 and queued and not services.settings.database_url:
+        check.update(
+            ok=False,
+            error=f"{queued} upload(s) wait and no ingestion worker runs (CALYPSO_INGEST_WORKERS=0 on SQLite).",
+        )
+    return check
+
+
 @router.get("/readyz", responses={503: {"description": "Not ready: the failing checks say why."}})
 async def readyz(request: Request) -> JSONResponse:
     """Ready to serve: the database answers, the index follower runs, the ingestion and embedding workers live."""
     services: Services = request.app.state.services
     checks: dict[str, dict[str, Any]] = {}
+    queued: int | None = None
     try:
         queue = await asyncio.wait_for(
             asyncio.to_thread(services.documents.jobs.queue_stats), timeout=READY_TIMEOUT_SECONDS
         )
         checks["database"] = {"ok": True, "backend": "postgresql" if services.settings.database_url else "sqlite"}
         checks["ingest_queue"] = {"ok": True, "queued": queue.queued, "running": queue.running}
+        queued = queue.queued
     except Exception as exc:  # noqa: BLE001 - any failure to reach the database is "not ready"
         reason = "timed out" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
         checks["database"] = {"ok": False, "error": reason}
     indexes = services.search.indexes
     checks["indexes"] = {"ok": indexes.following, "namespaces_loaded": len(indexes.sizes())}
-    checks["ingest_workers"] = _workers(request, "ingest_workers")
+    checks["ingest_workers"] = _ingestion(request, services, queued)
     checks["embed_workers"] = _workers(request, "embed_workers")
     ready = all(check["ok"] for check in checks.values())
     body = {"status": "ready" if ready else "not_ready", "checks": checks}
