@@ -61,4 +61,4 @@ def test_an_agents_sdk_agent_searches_calypso_and_answers(secured: Secured) -> N
     hits = data["results"]
     assert hits and hits[0]["filename"] == "alps_wiki.pdf" and hits[0]["document_id"] == secured.document_id
     assert any("Mont Blanc" in hit["text"] and hit["page_number"] == 1 for hit in hits)
-    assert all("/content?expires=" in hit["link"] for hit in hits)
+    assert all("/view?expires=" in hit["link"] for hit in hits)

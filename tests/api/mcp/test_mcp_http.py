@@ -74,7 +74,8 @@ def test_search_finds_the_alps_passage_on_its_gold_page(secured: Secured) -> Non
         assert top["id"] == f"{secured.document_id}:{top['chunk_index']}"
         assert top["page_label"] and top["locator_label"].startswith(("p. ", "pp. "))
         assert 0 < top["score"] <= 1
-        assert "/content?expires=" in top["link"] and f"#page={top['page_number']}" in top["link"]
+        assert "/view?expires=" in top["link"] and f"&page={top['page_number']}" in top["link"]
+        assert f"chunk={top['chunk_index']}" in top["link"]
         # The text a model reads numbers the passages with their document, locator and link.
         text = result.content[0].text
         assert f"[1] alps_wiki.pdf ({top['locator_label']})" in text and top["link"] in text
@@ -311,6 +312,6 @@ def test_documents_are_resources_of_their_workspace_only(secured: Secured) -> No
     assert [t.uri_template for t in templates] == ["calypso://documents/{document_id}"]
     text = read_a.contents[0].text
     assert text.startswith("# ") and "alps_wiki.pdf" in text and "25 page(s)" in text
-    assert "/content?expires=" in text and "Mont Blanc" in text
+    assert "/view?expires=" in text and "Mont Blanc" in text
     _, read_b = asyncio.run(read(secured.key_b))
     assert isinstance(read_b, Exception) and "not_found" in str(read_b)

@@ -18,7 +18,7 @@ from mcp.types import CallToolResult, TextContent
 from calypso.api.mcp import render
 from calypso.bots import bot_scope
 from calypso.citations.grounded import Source, quote_locator
-from calypso.citations.links import LinkSigner, source_url
+from calypso.citations.links import LinkSigner, quote_url
 from calypso.citations.support import SUPPORT_THRESHOLD
 from calypso.errors import CalypsoError, InvalidRequest, NotFound
 from calypso.models import Document, Passage
@@ -204,7 +204,7 @@ def run_verify(
                 "locator_label": locator,
                 "support_score": quote.support,
                 "supported": quote.supported,
-                "link": source_url(passage, caller.links, quote.page_number, quote.text),
+                "link": quote_url(passage, caller.links, quote),
             }
         )
     evidence.sort(key=lambda e: -float(e["support_score"]))

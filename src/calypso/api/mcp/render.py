@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from calypso.citations.grounded import GroundedAnswer, quote_locator
-from calypso.citations.links import LinkSigner, source_url
+from calypso.citations.links import LinkSigner, quote_url, source_url, view_path
 from calypso.dialects.content import numbered_text
 from calypso.errors import CalypsoError
 from calypso.models import Document, Passage
@@ -106,7 +106,7 @@ def answer_result(
                         "support_score": quote.support,
                         "supported": quote.supported,
                         "attribution": citation.attribution,
-                        "link": source_url(passage, links, quote.page_number, quote.text),
+                        "link": quote_url(passage, links, quote),
                     }
                 )
         sources = [
@@ -163,7 +163,7 @@ def answer_text(result: dict[str, Any]) -> str:
 
 
 def document_result(document: Document, links: LinkSigner | None, first: Passage | None) -> dict[str, Any]:
-    link = source_url(first, links) if first is not None else f"/v1/files/{document.file_id}/content"
+    link = source_url(first, links) if first is not None else view_path(document.file_id)
     return {
         "document_id": document.id,
         "file_id": document.file_id,
