@@ -497,21 +497,30 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    """MCP over stdio: on the data directory, or relayed to a running server (--url)."""
+    """MCP over stdio: on the data directory, or relayed to a running server (--url, or the one that holds it)."""
     import anyio
 
     from calypso.api.mcp import stdio
     from calypso.errors import DataDirectoryInUse
 
-    if args.url:
+    settings = _settings(args)
+    url = args.url
+    if url is None and not settings.database_url:
+        server = running_server(settings.home)
+        if server is not None:  # `calypso serve` holds the directory: share its knowledge base through its /mcp
+            print(
+                f"{settings.home} is served by PID {server.pid} at {server.url}: relaying to its /mcp", file=sys.stderr
+            )
+            url = server.url
+    if url:
         try:
-            anyio.run(stdio.serve_remote, args.url, args.api_key or os.environ.get("CALYPSO_API_KEY"))
+            anyio.run(stdio.serve_remote, url, args.api_key or os.environ.get("CALYPSO_API_KEY"))
         except CalypsoError as exc:  # unreachable, or the key refused: said before any MCP message
             print(f"error: {exc.message}", file=sys.stderr)
             return 1
         return 0
     try:
-        anyio.run(stdio.serve_home, _settings(args), args.workspace)
+        anyio.run(stdio.serve_home, settings, args.workspace)
     except DataDirectoryInUse as exc:
         print(
             f"error: {exc.message} To share the running server's knowledge base, use "

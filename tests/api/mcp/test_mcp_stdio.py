@@ -18,6 +18,7 @@ from mcp_support import Secured, ingest_alps
 from tests_support import REPO, LiveServer, free_port
 
 from calypso.api.app import create_app
+from calypso.cli_remote import write_record
 from calypso.config import Settings
 from calypso.services import open_services
 
@@ -168,3 +169,21 @@ def test_the_relay_outlives_its_server(tmp_path: Path) -> None:
     assert not before.is_error
     for result in (gone, again):
         assert result.is_error and "Cannot reach Calypso" in result.content[0].text
+
+
+def test_a_served_data_directory_is_reached_through_its_server(tmp_path: Path, database_url: str) -> None:
+    if database_url:
+        pytest.skip("PostgreSQL is shared by many processes: nothing holds it")
+    settings = Settings(home=tmp_path / "home")
+    services = open_services(settings, exclusive=True)  # as `calypso serve` holds it, and says where it listens
+    ingest_alps(services)
+    try:
+        with LiveServer(create_app(settings, services), free_port()) as live:
+            write_record(settings.home, live.url, auth=False)
+            _, (searched,) = _session(
+                _command("--home", str(settings.home)), ("search", {"query": "Mont Blanc highest mountain"})
+            )
+    finally:
+        services.close()
+    hit = searched.structured_content["results"][0]
+    assert hit["filename"] == "alps_wiki.pdf" and hit["link"].startswith(live.url)
