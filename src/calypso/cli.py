@@ -115,7 +115,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"Auth: OFF, every request uses the 'default' workspace (CALYPSO_AUTH={settings.auth}, host {settings.host})."
         )
     shown_host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
-    write_record(settings.home, f"http://{shown_host}:{settings.port}", auth_enabled(settings))
+    if not write_record(settings.home, f"http://{shown_host}:{settings.port}", auth_enabled(settings)):
+        print(f"Could not write {settings.home / 'server.json'}: CLI commands will not find this server.")
     closed = threading.Event()
 
     def close() -> None:  # at the app's shutdown (SIGTERM included), or below when uvicorn returns

@@ -44,12 +44,18 @@ class RunningServer:
     auth: bool
 
 
-def write_record(home: Path, url: str, auth: bool) -> None:
-    home.mkdir(parents=True, exist_ok=True)
+def write_record(home: Path, url: str, auth: bool) -> bool:
+    """Leave where this server listens; False when it cannot (a full disk: it serves all the same)."""
     path = home / RECORD
     temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps({"url": url, "pid": os.getpid(), "auth": auth}))
-    temporary.replace(path)
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        temporary.write_text(json.dumps({"url": url, "pid": os.getpid(), "auth": auth}))
+        temporary.replace(path)
+    except OSError:
+        temporary.unlink(missing_ok=True)
+        return False
+    return True
 
 
 def remove_record(home: Path) -> None:

@@ -57,6 +57,7 @@ class Database:
         self._pool_lock = threading.Lock()
         self._idle: list[sqlite3.Connection] = []
         self._closed = False
+        self._kept_open: list[sqlite3.Connection] = []  # closed without checkpointing: see close()
         self._write_lock = threading.Lock()
         self.reserve = SpaceReserve(self.path.with_name(self.path.name + ".reserve"))
         self._writer = self._open()
@@ -198,6 +199,14 @@ class Database:
         with self._pool_lock, self._write_lock:
             self._closed = True
             idle, self._idle = self._idle, []
-            for db in [*idle, self._writer]:
+            connections = [*idle, self._writer]
+            if self._disk_free() < HEADROOM_BYTES:
+                # The last close checkpoints the log and deletes -wal and -shm; a restart on this full disk
+                # could not create them again, and would not even serve reads. Left open, they stay (the
+                # process exits soon: a server's shutdown), as when it is killed.
+                log.warning("The disk holding %s is full: its write-ahead log is kept for the next start.", self.path)
+                self._kept_open = connections
+                return
+            for db in connections:
                 with contextlib.suppress(sqlite3.Error):
                     db.close()

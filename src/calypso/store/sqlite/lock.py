@@ -38,8 +38,11 @@ class ProcessLock:
             ) from None
         left = os.pread(fd, 32, 0).decode(errors="replace").strip()
         self.previous_owner = int(left) if left.isdigit() and int(left) != os.getpid() else None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+        except OSError:
+            pass  # a full disk: the lock holds without it; the PID only names us in another process's refusal
         self._fd = fd
 
     def release(self) -> None:
