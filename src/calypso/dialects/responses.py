@@ -41,6 +41,7 @@ class RenderOptions:
     legacy: bool = True  # citation_compat "legacy": duplicate the citation data under metadata._aicore
     sources_appendix: bool = True  # "Sources:" list in _aicore.display_text (legacy)
     hidden: bool = False  # a sources policy hides them: no quotes, filenames or URLs anywhere
+    annotate: bool = True  # False for a JSON reply: its text is the client's data, sources are beside it
 
 
 class LinkSpan(NamedTuple):

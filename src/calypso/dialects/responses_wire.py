@@ -33,6 +33,14 @@ class ResponseEcho:
     truncation: str = "disabled"
     user: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)  # the request's, without the _aicore controls
+    text: dict[str, Any] = field(default_factory=lambda: {"format": {"type": "text"}, "verbosity": "medium"})
+    parallel_tool_calls: bool = True
+    max_tool_calls: int | None = None
+    reasoning: dict[str, Any] | None = None
+    service_tier: str = "default"
+    top_logprobs: int | None = None
+    prompt_cache_key: str | None = None
+    safety_identifier: str | None = None
 
 
 class ResponseWire:
@@ -60,17 +68,24 @@ class ResponseWire:
             "max_output_tokens": echo.max_output_tokens,
             "model": self.model,
             "output": output,
-            "parallel_tool_calls": True,
+            "parallel_tool_calls": echo.parallel_tool_calls,
+            "max_tool_calls": echo.max_tool_calls,
             "previous_response_id": echo.previous_response_id,
             "store": echo.store,
             "temperature": echo.temperature,
-            "text": {"format": {"type": "text"}},
+            "text": echo.text,
             "tool_choice": echo.tool_choice,
             "tools": echo.tools,
             "top_p": echo.top_p,
             "truncation": echo.truncation,
             "usage": None,
             "user": echo.user,
+            "reasoning": echo.reasoning,
+            "service_tier": echo.service_tier,
+            "top_logprobs": echo.top_logprobs,
+            "prompt_cache_key": echo.prompt_cache_key,
+            "safety_identifier": echo.safety_identifier,
+            "background": False,
             "metadata": dict(echo.metadata),
             **extra,
         }
@@ -92,6 +107,20 @@ class ResponseWire:
             "status": status,
             "content": [output_text(text, annotations)],
         }
+
+
+def function_call_item(call: dict[str, Any], status: str, arguments: str | None = None) -> dict[str, Any]:
+    """A Chat Completions tool call as a Responses ``function_call`` item (``arguments`` overrides, for
+    the item as first announced)."""
+    function = call.get("function") or {}
+    return {
+        "id": "fc_" + str(call["id"]).removeprefix("call_"),
+        "type": "function_call",
+        "status": status,
+        "call_id": call["id"],
+        "name": function.get("name", ""),
+        "arguments": function.get("arguments", "") if arguments is None else arguments,
+    }
 
 
 def output_text(text: str, annotations: list[dict[str, Any]]) -> dict[str, Any]:
