@@ -29,6 +29,16 @@ def _type_of(known: tuple[str, ...], default: str | None) -> Any:
     return tag
 
 
+def _matches_nothing(schema: dict[str, Any]) -> None:
+    """The JSON schema of a fail-only model: it admits no value, so ``oneOf`` keeps only the real types."""
+    schema.clear()
+    schema["not"] = {}
+
+
+# The models that only fail: each names the supported types in its 400, and none is in the OpenAPI document.
+_FAIL_ONLY = ConfigDict(extra="allow", json_schema_extra=_matches_nothing)
+
+
 # -- input items --------------------------------------------------------------------------------
 
 
@@ -97,7 +107,7 @@ ITEM_TYPES = ("message", "file_search_call", "function_call", "function_call_out
 class UnknownInputItem(BaseModel):
     """Any other ``type``: only fails, with a literal error listing the supported types."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = _FAIL_ONLY
     type: Literal["message", "file_search_call", "function_call", "function_call_output", "item_reference", "reasoning"]
 
 
@@ -154,7 +164,7 @@ class FunctionTool(BaseModel):
 class UnknownTool(BaseModel):
     """Any other tool ``type`` (web_search, mcp…): only fails, listing the supported types."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = _FAIL_ONLY
     type: Literal["file_search", "function"]
 
 
