@@ -32,10 +32,19 @@ CASES = [
         {"model": "calypso-rag-agent", "messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]},
         "messages[0].content[0].text",
     ),
-    ("/v1/responses", {"input": "refund", "tools": [{"type": "file_search", "vector_store_ids": ["general"], "filters": "x"}]}, "tools[0].filters"),
     (
         "/v1/responses",
-        {"input": "refund", "tools": [{"type": "file_search", "vector_store_ids": ["general"], "filters": {"type": "or", "filters": [5]}}]},
+        {"input": "refund", "tools": [{"type": "file_search", "vector_store_ids": ["general"], "filters": "x"}]},
+        "tools[0].filters",
+    ),
+    (
+        "/v1/responses",
+        {
+            "input": "refund",
+            "tools": [
+                {"type": "file_search", "vector_store_ids": ["general"], "filters": {"type": "or", "filters": [5]}}
+            ],
+        },
         "tools[0].filters.filters[0]",
     ),
     ("/v1/search", {"query": "refund", "document_ids": ["x"] * 5000}, "document_ids"),

@@ -5,7 +5,9 @@ The rule is deliberately small: a last user message of at most ``FOLLOW_UP_WORDS
 spaces, such as Chinese or Japanese: at most ``FOLLOW_UP_CHARS`` characters) is searched together with
 the previous user message. A conversation of one question, and every question that stands alone
 (SciFact's claims have 6 to 40 words), is searched exactly as written, so single-question retrieval
-and its measured quality are unchanged.
+and its measured quality are unchanged. ``bench/follow_up_queries.py`` measures the gain (Alps:
+follow-ups find the question's gold page 166/195 times, 11/195 alone) and the reach (as second turns,
+12/1,109 SciFact queries would be combined).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 FOLLOW_UP_WORDS = 4
-FOLLOW_UP_CHARS = 8
+FOLLOW_UP_CHARS = 6
 
 
 def is_follow_up(text: str) -> bool:
