@@ -39,6 +39,7 @@ from calypso.dialects.styles import NUMERIC, SOURCE
 from calypso.errors import InvalidRequest
 from calypso.services.answering import Answerer
 from calypso.services.bots import ask_request
+from calypso.validation import WHOLE
 
 router = APIRouter(prefix="/v1", tags=["chat"])
 
@@ -138,7 +139,7 @@ class ChatCompletionRequest(BaseModel):
     # Passed to the upstream (``UPSTREAM_OPTIONS``); with the extractive answerer they change nothing.
     top_p: float | None = Field(None, ge=0, le=1)
     stop: StopSequences | Annotated[list[StopSequences], Field(max_length=4)] | None = None
-    seed: StrictInt | None = None
+    seed: Annotated[StrictInt, WHOLE] | None = None
     presence_penalty: float | None = Field(None, ge=-2, le=2)
     frequency_penalty: float | None = Field(None, ge=-2, le=2)
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
@@ -146,7 +147,7 @@ class ChatCompletionRequest(BaseModel):
     # Accepted and ignored: the answer's text is rewritten around its citations, so token logprobs of the
     # model's own text would not match it (choices[0].logprobs stays null), and the rest change nothing.
     logprobs: StrictBool | None = None
-    top_logprobs: Annotated[StrictInt, Field(ge=0, le=20)] | None = None
+    top_logprobs: Annotated[StrictInt, Field(ge=0, le=20), WHOLE] | None = None
     logit_bias: dict[str, int] | None = None
     user: Name | None = None
     store: StrictBool | None = None

@@ -25,6 +25,7 @@ from calypso.api.schemas.responses import InputTokensRequest, ResponsesRequest
 from calypso.api.sse import sse_event, sse_response
 from calypso.api.streaming import failure
 from calypso.api.translate.input_items import input_token_count, item_page
+from calypso.api.translate.items import items_by_id
 from calypso.api.translate.responses import ResponsesTurn, input_messages, stored_response, translate
 from calypso.citations.events import AnswerEvent, Done, Retrieved
 from calypso.citations.grounded import GroundedAnswer
@@ -131,12 +132,14 @@ def cancel_response(response_id: str, responses: Responses, workspace: Workspace
 def count_input_tokens(body: InputTokensRequest, workspace: Workspace, responses: Responses) -> dict[str, Any]:
     """OpenAI's input token count, by Calypso's estimate (``ingest/tokens.py``) of what the client sends."""
     messages: list[dict[str, Any]] = []
+    known: dict[str, dict[str, Any]] = {}
     if body.previous_response_id:
-        messages = list(responses.get(body.previous_response_id, workspace, "previous_response_id").history)
+        previous = responses.get(body.previous_response_id, workspace, "previous_response_id")
+        messages, known = list(previous.history), items_by_id(previous.body, previous.input_items)
     if body.instructions:
         messages.insert(0, {"role": "system", "content": body.instructions})
     if body.input is not None:
-        messages += input_messages(body.input)
+        messages += input_messages(body.input, known)
     tools = [tool.model_dump(exclude_none=True) for tool in body.tools or []]
     return {"object": "response.input_tokens", "input_tokens": input_token_count(messages, tools)}
 

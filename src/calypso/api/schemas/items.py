@@ -174,3 +174,38 @@ Tool = Annotated[
     | Annotated[UnknownTool, Tag(_UNKNOWN)],
     Discriminator(_type_of(("file_search", "function"), None)),
 ]
+
+
+# -- tool_choice --------------------------------------------------------------------------------
+
+
+class FileSearchChoice(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["file_search"]
+
+
+class FunctionChoice(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["function"]
+    name: StrictStr
+
+
+class AllowedTool(BaseModel):
+    """One entry of ``allowed_tools.tools``: a tool type, and a function's name."""
+
+    model_config = ConfigDict(extra="allow")
+    type: StrictStr
+    name: StrictStr | None = None
+
+
+class AllowedToolsChoice(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["allowed_tools"]
+    mode: Literal["auto", "required"]
+    tools: list[AllowedTool]
+
+
+ToolChoice = (
+    Literal["auto", "none", "required"]
+    | Annotated[FileSearchChoice | FunctionChoice | AllowedToolsChoice, Field(discriminator="type")]
+)

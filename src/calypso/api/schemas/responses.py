@@ -9,9 +9,9 @@ from pydantic_core import PydanticCustomError
 
 from calypso.api.schemas.bounds import BOUNDED_OBJECT_SCHEMA, MAX_VALUE_CHARS, BoundedObject, Key, MetadataValue, Name
 from calypso.api.schemas.content import MAX_OUTPUT_TOKENS
-from calypso.api.schemas.items import InputItem, Tool
+from calypso.api.schemas.items import InputItem, Tool, ToolChoice
 from calypso.bots import DEFAULT_BOT_ID
-from calypso.validation import NON_BLANK
+from calypso.validation import NON_BLANK, WHOLE
 
 KNOWN_INCLUDES = frozenset(
     {"file_search_call.results", "inline_citations", "no_inline_citations", "message.output_text.logprobs"}
@@ -124,7 +124,7 @@ class ResponsesRequest(BaseModel):
     input: Input
     instructions: str | None = None
     tools: list[Tool] | None = None
-    tool_choice: Literal["auto", "none", "required"] | dict[str, Any] | None = None  # forms: translate/tools.py
+    tool_choice: ToolChoice | None = None  # what each form does: translate/tools.py
     include: list[str] | None = Field(None, json_schema_extra=_INCLUDE_SCHEMA)
     metadata: ResponsesMetadata | None = None
     citation_compat: Literal["legacy", "native"] | None = None  # also read from metadata (and metadata._aicore)
@@ -136,7 +136,7 @@ class ResponsesRequest(BaseModel):
     top_p: float | None = Field(None, ge=0, le=1)
     max_output_tokens: int | None = Field(None, ge=1, le=MAX_OUTPUT_TOKENS)
     parallel_tool_calls: StrictBool | None = None
-    max_tool_calls: Annotated[StrictInt, Field(ge=0)] | None = None
+    max_tool_calls: Annotated[StrictInt, Field(ge=0), WHOLE] | None = None
     user: Name | None = None
     truncation: Literal["auto", "disabled"] | None = None
     text: TextOptions | None = None
@@ -147,9 +147,10 @@ class ResponsesRequest(BaseModel):
     prompt_cache_key: Annotated[StrictStr, Field(max_length=1024)] | None = None
     prompt_cache_retention: Literal["in-memory", "24h"] | None = None
     service_tier: Literal["auto", "default", "flex", "scale", "priority"] | None = None
-    top_logprobs: Annotated[StrictInt, Field(ge=0, le=20)] | None = None
+    top_logprobs: Annotated[StrictInt, Field(ge=0, le=20), WHOLE] | None = None
     safety_identifier: Annotated[StrictStr, Field(max_length=64)] | None = None
-    background: StrictBool | None = None  # true: a 400 (no background mode)
+    # true: a 400 (no background mode), which the schema says
+    background: StrictBool | None = Field(None, json_schema_extra={"anyOf": [{"const": False}, {"type": "null"}]})
 
 
 class InputTokensRequest(BaseModel):
@@ -160,7 +161,7 @@ class InputTokensRequest(BaseModel):
     input: Input | None = None
     instructions: str | None = None
     tools: list[Tool] | None = None
-    tool_choice: Literal["auto", "none", "required"] | dict[str, Any] | None = None
+    tool_choice: ToolChoice | None = None
     previous_response_id: str | None = None
     parallel_tool_calls: StrictBool | None = None
     reasoning: Reasoning | None = None

@@ -72,13 +72,16 @@ def _tool_calls_message(messages: list[dict[str, Any]]) -> dict[str, Any]:
     return message
 
 
-def chat_messages(items: list[dict[str, Any]], lookup: ItemLookup) -> list[dict[str, Any]]:
-    """``items`` (validated ``input`` items, as dicts) as chat messages, in order."""
+def chat_messages(items: list[dict[str, Any]], lookup: ItemLookup, *, strict: bool = True) -> list[dict[str, Any]]:
+    """``items`` (validated ``input`` items, as dicts) as chat messages, in order; ``strict`` False drops a
+    reference that resolves nowhere instead of the 400 (for counting tokens)."""
     messages: list[dict[str, Any]] = []
     for i, item in enumerate(items):
         kind = item.get("type", "message")
         if kind == "item_reference":
             found = lookup(str(item.get("id")))
+            if (found is None or found.get("type") == "item_reference") and not strict:
+                continue
             if found is None or found.get("type") == "item_reference":
                 raise InvalidRequest(
                     f"input[{i}] references item {item.get('id')!r}, which is not in the previous_response_id "

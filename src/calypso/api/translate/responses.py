@@ -84,6 +84,13 @@ def translate(
         known = items_by_id(previous.body, previous.input_items)
     items = input_items(body.input)
     messages = history + chat_messages(items, known.get)
+    if not messages:
+        raise InvalidRequest(
+            "The last item of input must be a user message (or a function_call_output); this input holds only "
+            "items the model does not read (file_search_call, reasoning).",
+            param="input",
+            code="invalid_value",
+        )
     if body.instructions:
         messages = [{"role": "system", "content": body.instructions}, *messages]
     messages = fit_history(messages, max_history_chars, truncate=body.truncation == "auto")
@@ -170,9 +177,9 @@ def input_items(raw: str | list[Any]) -> list[dict[str, Any]]:
     return item_dicts(raw)
 
 
-def input_messages(raw: str | list[Any]) -> list[dict[str, Any]]:
-    """``input`` as chat messages, items without earlier context (no ``item_reference`` resolves)."""
-    return chat_messages(input_items(raw), lambda _id: None)
+def input_messages(raw: str | list[Any], known: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """``input`` as chat messages, references resolved from ``known`` (the others dropped)."""
+    return chat_messages(input_items(raw), (known or {}).get, strict=False)
 
 
 def _scope(body: ResponsesRequest, bot: Bot, workspace: str, stores: StoreResolver) -> RetrievalScope:
@@ -255,7 +262,7 @@ def echo(body: ResponsesRequest) -> ResponseEcho:
         previous_response_id=body.previous_response_id,
         store=body.store,
         temperature=body.temperature,
-        tool_choice=body.tool_choice or "auto",
+        tool_choice=_choice_echo(body.tool_choice),
         tools=[_tool_echo(tool.model_dump(exclude_unset=True)) for tool in body.tools or []],
         top_p=body.top_p,
         text=body.text.echo() if body.text else {"format": {"type": "text"}, "verbosity": "medium"},
@@ -270,6 +277,12 @@ def echo(body: ResponsesRequest) -> ResponseEcho:
         user=body.user,
         metadata={k: v for k, v in (body.metadata or {}).items() if k != "_aicore"},
     )
+
+
+def _choice_echo(choice: Any) -> str | dict[str, Any]:
+    if choice is None:
+        return "auto"
+    return choice if isinstance(choice, str) else dict(choice.model_dump(exclude_none=True))
 
 
 def _tool_echo(tool: dict[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from calypso.api.schemas.items import FunctionTool
+from calypso.api.schemas.items import FileSearchChoice, FunctionChoice, FunctionTool, ToolChoice
 from calypso.errors import InvalidRequest
 
 
@@ -35,54 +35,30 @@ class ToolPlan:
     tool_choice: str | dict[str, Any] | None  # the upstream's
 
 
-def _bad(message: str, param: str = "tool_choice") -> InvalidRequest:
-    return InvalidRequest(message, param=param, code="invalid_value")
-
-
-def _allowed_names(tools: Any) -> tuple[bool, set[str]]:
-    """(whether file_search is allowed, the allowed function names) of an ``allowed_tools`` list."""
-    if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
-        raise _bad("tool_choice.tools must be a list of tools, e.g. [{'type': 'function', 'name': 'f'}].")
-    search = any(t.get("type") == "file_search" for t in tools)
-    names = {str(t.get("name")) for t in tools if t.get("type") == "function"}
-    return search, names
-
-
-def plan(
-    tools: list[Any], choice: str | dict[str, Any] | None, max_tool_calls: int | None, searching: bool
-) -> ToolPlan:
+def plan(tools: list[Any], choice: ToolChoice | None, max_tool_calls: int | None, searching: bool) -> ToolPlan:
     """What to do for these tools; ``searching``: the request's scope has a knowledge base to search."""
     functions = [t for t in tools if isinstance(t, FunctionTool)]
-    names = {f.name for f in functions}
     retrieve = searching and max_tool_calls != 0
     upstream: str | dict[str, Any] | None = None
     offered = functions
     if isinstance(choice, str) or choice is None:
-        mode = choice or "auto"
-        if mode == "none":
+        if choice == "none":
             retrieve = False
-        upstream = mode if functions and choice is not None else None
-    else:
-        kind = choice.get("type")
-        if kind == "file_search":
-            upstream = "none" if functions else None
-        elif kind == "function":
-            name = choice.get("name")
-            if name not in names:
-                raise _bad(f"tool_choice names the function {name!r}, which is not among tools.")
-            retrieve = False
-            upstream = {"type": "function", "function": {"name": name}}
-        elif kind == "allowed_tools":
-            mode = choice.get("mode", "auto")
-            if mode not in ("auto", "required"):
-                raise _bad("tool_choice.mode must be 'auto' or 'required'.", "tool_choice.mode")
-            search, allowed = _allowed_names(choice.get("tools"))
-            retrieve = retrieve and search
-            offered = [f for f in functions if f.name in allowed]
-            upstream = mode if offered else None
-        else:
-            raise _bad(
-                f"Unsupported tool_choice type {kind!r}; supported: 'auto', 'none', 'required', "
-                "{'type': 'file_search'}, {'type': 'function', 'name': ...}, {'type': 'allowed_tools', ...}."
+        upstream = choice if functions and choice is not None else None
+    elif isinstance(choice, FileSearchChoice):
+        upstream = "none" if functions else None
+    elif isinstance(choice, FunctionChoice):
+        if choice.name not in {f.name for f in functions}:
+            raise InvalidRequest(
+                f"tool_choice names the function {choice.name!r}, which is not among tools.",
+                param="tool_choice",
+                code="invalid_value",
             )
+        retrieve = False
+        upstream = {"type": "function", "function": {"name": choice.name}}
+    else:  # allowed_tools
+        retrieve = retrieve and any(t.type == "file_search" for t in choice.tools)
+        allowed = {t.name for t in choice.tools if t.type == "function"}
+        offered = [f for f in functions if f.name in allowed]
+        upstream = choice.mode if offered else None
     return ToolPlan(retrieve, [f.chat_tool() for f in offered] or None, upstream)
