@@ -59,6 +59,9 @@ class AskRequest:
     # Seed 004 (chat, conversations): no retrieval after a tool result. Responses searches the last user
     # turn again, so the text that follows a function call cites, as OpenAI's file_search would.
     search_after_tool: bool = False
+    # Seed 004 searches the last user message as written. Responses searches the conversation: a short
+    # follow-up with the user turn before it (``retrieval/conversation_query.py``).
+    search_conversation: bool = False
     # The request's names for tools and response_format, for the 400 a generator without them gives.
     params: tuple[str, str] = ("tools", "response_format")
 
@@ -262,7 +265,10 @@ class Answerer:
         scope = request.scope
         if not self._searches(request):
             return None, None  # seed 004: no retrieval on a tool-result turn (nor when tools are forbidden)
-        query = search_query(request.messages, message_text)
+        if request.search_conversation:
+            query = search_query(request.messages, message_text)
+        else:
+            query = next((message_text(m) for m in reversed(request.messages) if m.get("role") == "user"), "")
         k = scope.passage_count or self.settings.passage_count
 
         def search() -> list[Passage]:

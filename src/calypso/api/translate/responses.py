@@ -108,6 +108,7 @@ def translate(
     )
     ask.retrieve = tools.retrieve
     ask.search_after_tool = True
+    ask.search_conversation = True
     ask.response_format = body.text.response_format() if body.text else None
     ask.upstream_options = upstream_options(body, tools.functions is not None)
     ask.params = ("tools", "text.format")
