@@ -20,6 +20,7 @@ from calypso.api.routes import (
     admin,
     bots,
     chat,
+    conversation_items,
     conversations,
     documents,
     files,
@@ -88,7 +89,19 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     )
     app.add_middleware(UnexpectedErrorMiddleware)
     app.add_middleware(RequestIdMiddleware)
-    for module in (documents, files, search, vector_stores, models, bots, responses, chat, conversations, admin):
+    for module in (
+        documents,
+        files,
+        search,
+        vector_stores,
+        models,
+        bots,
+        responses,
+        chat,
+        conversations,
+        conversation_items,
+        admin,
+    ):
         app.include_router(module.router)
     playground.install(app)  # the web page at / (outside /v1: it loads without a key)
 

@@ -52,7 +52,7 @@ from calypso.dialects.responses import (
     file_search_results,
     url_citation,
 )
-from calypso.dialects.responses_wire import ResponseWire, function_call_item, output_text, usage
+from calypso.dialects.responses_wire import ResponseWire, function_call_item, new_id, output_text, usage
 
 
 class ResponsesStreamRenderer:
@@ -198,9 +198,10 @@ class ResponsesStreamRenderer:
         """(items, streamed events) of the model's function calls, at output indexes from ``first_index``."""
         items, events = [], []
         for index, call in enumerate(self._tool_calls, start=first_index):
-            item = function_call_item(call, "completed")
+            item_id = new_id("fc")
+            item = function_call_item(call, item_id, "completed")
             items.append(item)
-            opened = function_call_item(call, "in_progress", arguments="")
+            opened = function_call_item(call, item_id, "in_progress", arguments="")
             ids = {"item_id": item["id"], "output_index": index}
             events += [
                 {"type": "response.output_item.added", "output_index": index, "item": opened},

@@ -41,6 +41,7 @@ class ResponseEcho:
     top_logprobs: int | None = None
     prompt_cache_key: str | None = None
     safety_identifier: str | None = None
+    conversation: str | None = None  # the Conversations API conversation this turn is appended to
 
 
 class ResponseWire:
@@ -86,6 +87,7 @@ class ResponseWire:
             "prompt_cache_key": echo.prompt_cache_key,
             "safety_identifier": echo.safety_identifier,
             "background": False,
+            "conversation": {"id": echo.conversation} if echo.conversation else None,
             "metadata": dict(echo.metadata),
             **extra,
         }
@@ -109,12 +111,12 @@ class ResponseWire:
         }
 
 
-def function_call_item(call: dict[str, Any], status: str, arguments: str | None = None) -> dict[str, Any]:
+def function_call_item(call: dict[str, Any], item_id: str, status: str, arguments: str | None = None) -> dict[str, Any]:
     """A Chat Completions tool call as a Responses ``function_call`` item (``arguments`` overrides, for
-    the item as first announced)."""
+    the item as first announced). ``item_id`` is the reply's own: upstreams reuse call ids (``call_0``)."""
     function = call.get("function") or {}
     return {
-        "id": "fc_" + str(call["id"]).removeprefix("call_"),
+        "id": item_id,
         "type": "function_call",
         "status": status,
         "call_id": call["id"],

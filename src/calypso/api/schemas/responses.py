@@ -116,6 +116,11 @@ class Reasoning(BaseModel):
     generate_summary: Literal["auto", "concise", "detailed"] | None = None
 
 
+class ConversationRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: StrictStr
+
+
 class ResponsesRequest(BaseModel):
     """Unknown fields are a 400 naming them; the semantic checks are in ``api.translate.responses``."""
 
@@ -132,6 +137,8 @@ class ResponsesRequest(BaseModel):
     stream: StrictBool = False
     store: StrictBool = True
     previous_response_id: str | None = None
+    # OpenAI's Conversations API: the stored conversation this turn reads and is appended to.
+    conversation: StrictStr | ConversationRef | None = None
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, ge=0, le=1)
     max_output_tokens: int | None = Field(None, ge=1, le=MAX_OUTPUT_TOKENS)

@@ -16,7 +16,7 @@ item_reference           the item it names, from the ``previous_response_id`` ch
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -52,7 +52,7 @@ def listed(item: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def item_dicts(raw: list[BaseModel]) -> list[dict[str, Any]]:
+def item_dicts(raw: Sequence[BaseModel]) -> list[dict[str, Any]]:
     """The items as sent (aliases, no defaults filled in but ``type``), each with an id, as they are stored."""
     out = []
     for item in raw:

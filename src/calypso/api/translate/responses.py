@@ -64,8 +64,11 @@ def translate(
     stores: StoreResolver,
     load_response: ResponseLoader,
     max_history_chars: int,
+    conversation: list[dict[str, Any]] | None = None,
 ) -> ResponsesTurn:
-    """Validate ``body`` for ``bot`` and map it; raises ``InvalidRequest``/``NotFound`` naming the field."""
+    """Validate ``body`` for ``bot`` and map it; raises ``InvalidRequest``/``NotFound`` naming the field.
+
+    ``conversation``: the chat messages of the stored conversation named by ``body.conversation``."""
     if body.background:
         raise InvalidRequest(
             "Background responses are not supported: Calypso answers while the request is open "
@@ -77,6 +80,14 @@ def translate(
     scope = _scope(body, bot, workspace, stores)
     history: list[dict[str, Any]] = []
     known: dict[str, dict[str, Any]] = {}
+    if body.previous_response_id and body.conversation is not None:
+        raise InvalidRequest(
+            "previous_response_id and conversation cannot be used together; continue with one of them.",
+            param="conversation",
+            code="invalid_value",
+        )
+    if conversation is not None:
+        history = list(conversation)
     if body.previous_response_id:
         previous = load_response(body.previous_response_id)
         # OpenAI: the earlier turn's instructions do not carry over (they are not stored in the history).
@@ -274,10 +285,17 @@ def echo(body: ResponsesRequest) -> ResponseEcho:
         top_logprobs=body.top_logprobs,
         prompt_cache_key=body.prompt_cache_key,
         safety_identifier=body.safety_identifier,
+        conversation=conversation_id(body),
         truncation=body.truncation or "disabled",
         user=body.user,
         metadata={k: v for k, v in (body.metadata or {}).items() if k != "_aicore"},
     )
+
+
+def conversation_id(body: ResponsesRequest) -> str | None:
+    """The id ``conversation`` names (a string or ``{"id": …}``)."""
+    ref = body.conversation
+    return ref if isinstance(ref, str) or ref is None else ref.id
 
 
 def _choice_echo(choice: Any) -> str | dict[str, Any]:
