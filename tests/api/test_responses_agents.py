@@ -298,3 +298,33 @@ def test_the_extractive_answerer_refuses_what_it_cannot_do(kb, http, path: str, 
         assert response.status_code == 400, response.text
         error = response.json()["error"]
         assert error["param"] == param and error["code"] == "unsupported_parameter"
+
+
+def test_text_before_a_function_call_is_a_message_then_the_call(fake, http) -> None:
+    fake.script(
+        Script(tokens=["Let me ", "check."], tool_calls=[{"name": "order_status", "arguments": {"order": "A1"}}])
+    )
+    events = _sse(http, {"input": QUESTION, "tools": [WEATHER]})
+    completed = events[-1]["response"]
+    assert [o["type"] for o in completed["output"]] == ["file_search_call", "message", "function_call"]
+    assert _message(completed)["text"] == "Let me check." and _message(completed)["annotations"] == []
+    kinds = [e["type"] for e in events]
+    assert kinds.index("response.output_text.done") < kinds.index("response.function_call_arguments.done")
+    indexes = {e["item"]["type"]: e["output_index"] for e in events if e["type"] == "response.output_item.done"}
+    assert indexes == {"message": 1, "function_call": 2, "file_search_call": 0}
+    fake.script(
+        Script(tokens=["Let me ", "check."], tool_calls=[{"name": "order_status", "arguments": {"order": "A1"}}])
+    )
+    whole = _post(http, {"input": QUESTION, "tools": [WEATHER]})
+    assert [o["type"] for o in whole["output"]] == ["file_search_call", "message", "function_call"]
+
+
+def test_a_response_stored_before_input_items_were_kept_still_continues() -> None:
+    from calypso.models import StoredResponse
+
+    assert StoredResponse.split_history([{"role": "user", "content": "hi"}]) == (
+        [{"role": "user", "content": "hi"}],
+        [],
+    )
+    record = StoredResponse("r", "b", {}, [{"role": "user"}], [{"id": "msg_1"}]).history_record()
+    assert StoredResponse.split_history(record) == ([{"role": "user"}], [{"id": "msg_1"}])
