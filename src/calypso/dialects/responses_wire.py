@@ -56,9 +56,10 @@ class ResponseWire:
         self.created_at = int(time.time())
 
     def skeleton(self, status: str, output: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-        """The response object with ``usage`` null; ``extra`` keys (``error``, ``citations``) go last or replace."""
+        """The response object without ``usage`` (a finished answer adds it: OpenAI's schema has no null
+        there); ``extra`` keys (``error``, ``citations``) go last or replace."""
         echo = self.echo
-        return {
+        body = {
             "id": self.id,
             "object": "response",
             "created_at": self.created_at,
@@ -79,7 +80,6 @@ class ResponseWire:
             "tools": echo.tools,
             "top_p": echo.top_p,
             "truncation": echo.truncation,
-            "usage": None,
             "user": echo.user,
             "reasoning": echo.reasoning,
             "service_tier": echo.service_tier,
@@ -91,6 +91,9 @@ class ResponseWire:
             "metadata": dict(echo.metadata),
             **extra,
         }
+        if echo.user is None:
+            del body["user"]  # OpenAI's schema: a string when present (null is not one)
+        return body
 
     def search_item(self, query: str | None, status: str, results: list[dict[str, Any]] | None) -> dict[str, Any]:
         return {
@@ -133,7 +136,7 @@ def output_text(text: str, annotations: list[dict[str, Any]]) -> dict[str, Any]:
 def usage(answer: GroundedAnswer) -> dict[str, Any]:
     return {
         "input_tokens": answer.prompt_tokens,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
         "output_tokens": answer.completion_tokens,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": answer.prompt_tokens + answer.completion_tokens,

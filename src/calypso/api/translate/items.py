@@ -48,7 +48,8 @@ def listed(item: dict[str, Any]) -> dict[str, Any]:
         if isinstance(out.get("content"), str):
             part = "output_text" if out.get("role") == "assistant" else "input_text"
             out["content"] = [{"type": part, "text": out["content"]}]
-        out.setdefault("status", "completed")
+    if kind in ("message", "function_call", "function_call_output"):
+        out.setdefault("status", "completed")  # OpenAI's listed items always carry one
     return out
 
 
