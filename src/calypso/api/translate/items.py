@@ -44,10 +44,9 @@ def listed(item: dict[str, Any]) -> dict[str, Any]:
     kind = out.setdefault("type", "message")
     if not isinstance(out.get("id"), str):
         out["id"] = new_id(_ID_PREFIXES.get(kind, "item"))
-    if kind == "message":
-        if isinstance(out.get("content"), str):
-            part = "output_text" if out.get("role") == "assistant" else "input_text"
-            out["content"] = [{"type": part, "text": out["content"]}]
+    if kind == "message" and isinstance(out.get("content"), str):
+        part = "output_text" if out.get("role") == "assistant" else "input_text"
+        out["content"] = [{"type": part, "text": out["content"]}]
     if kind in ("message", "function_call", "function_call_output"):
         out.setdefault("status", "completed")  # OpenAI's listed items always carry one
     return out
