@@ -14,7 +14,20 @@ from calypso.bots import DEFAULT_BOT_ID
 from calypso.validation import NON_BLANK, WHOLE
 
 KNOWN_INCLUDES = frozenset(
-    {"file_search_call.results", "inline_citations", "no_inline_citations", "message.output_text.logprobs"}
+    {
+        "file_search_call.results",
+        "inline_citations",
+        "no_inline_citations",
+        "message.output_text.logprobs",
+        # OpenAI's other includables: accepted, with nothing to add (no such tools or reasoning items here;
+        # agent frameworks send reasoning.encrypted_content by default with store=false).
+        "reasoning.encrypted_content",
+        "message.input_image.image_url",
+        "computer_call_output.output.image_url",
+        "web_search_call.results",
+        "web_search_call.action.sources",
+        "code_interpreter_call.outputs",
+    }
 )
 
 

@@ -38,6 +38,10 @@ class StoreResolver(Protocol):
         """Ids of the documents of ``namespaces`` whose file attributes (and file_id, document_id) match."""
         ...
 
+    def file_attributes(self, workspace: str, document_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Each document's file attributes, by document id (documents without a store file: absent)."""
+        ...
+
 
 # previous_response_id -> the stored response; raises NotFound naming previous_response_id.
 ResponseLoader = Callable[[str], StoredResponse]
@@ -77,6 +81,7 @@ def translate(
             code="unsupported_parameter",
         )
     options = render_options(body, bot, links, sources_hidden)
+    options.file_attributes = lambda document_ids: stores.file_attributes(workspace, document_ids)
     scope = _scope(body, bot, workspace, stores)
     history: list[dict[str, Any]] = []
     known: dict[str, dict[str, Any]] = {}
