@@ -142,7 +142,7 @@ def test_missing_malformed_and_unknown_keys_get_401(two_workspaces, headers: dic
     ]:
         response = httpx.request(method, base + path, headers=headers, json={})
         assert response.status_code == 401, (method, path, response.text)
-        assert response.json()["error"]["type"] == "authentication_error"
+        assert response.json()["error"]["type"] == "invalid_request_error"
 
 
 def test_revoked_key_fails_at_once(two_workspaces) -> None:

@@ -128,7 +128,7 @@ def test_non_ascii_authorization_header_is_401(tmp_path: Path) -> None:
         conn.endheaders()
         response = conn.getresponse()
         body = json.loads(response.read())
-        assert response.status == 401 and body["error"]["type"] == "authentication_error"
+        assert response.status == 401 and body["error"]["type"] == "invalid_request_error"
 
 
 def test_history_has_a_limit_and_auto_truncation_drops_the_oldest_turns(tmp_path: Path) -> None:
