@@ -184,7 +184,8 @@ def test_structured_output_is_json_with_its_grounding_beside_it(fake, http) -> N
     assert set(data) == {"answer", "days"} and isinstance(data["days"], int)
     assert text["annotations"] == []  # the JSON is the client's data: sources stand beside it
     assert _types(response)[0] == "file_search_call" and response["output"][0]["results"]
-    assert response["metadata"]["_aicore"]["grounded_sources"]
+    aicore = response["metadata"]["_aicore"]
+    assert aicore["grounded_sources"] and aicore["grounded_sources_state"] == "available"  # inferred, not inline
     streamed = _sse(http, {"input": QUESTION, "text": {"format": fmt}})[-1]["response"]
     assert json.loads(_message(streamed)["text"]) == data
     plain = _post(http, {"input": QUESTION, "text": {"format": {"type": "json_object"}}})
@@ -274,7 +275,15 @@ def test_chat_completions_parameters_and_response_format(fake, http) -> None:
         assert sent[key] == body[key]
     assert sent["max_tokens"] == 200 and sent["response_format"]["json_schema"]["name"] == "refund"
     message = response.json()["choices"][0]["message"]
-    assert set(json.loads(message["content"])) == {"answer", "days"}  # no "Sources:" appendix in the JSON
+    assert set(json.loads(message["content"])) == {"answer", "days"}  # no markers, no "Sources:" appendix
+    assert message["annotations"] == [] and message["citations"]  # the sources beside the JSON
+    assert message["_aicore"]["grounded_sources_state"] == "available"
+    streamed = []
+    with http.stream("POST", "/v1/chat/completions", json={**body, "stream": True}) as chunks:
+        for line in chunks.iter_lines():
+            if line.startswith("data: {"):
+                streamed += [c["delta"].get("content") or "" for c in json.loads(line[6:])["choices"]]
+    assert json.loads("".join(streamed)) == json.loads(message["content"])
     n = http.post("/v1/chat/completions", json={**body, "n": 2})
     assert n.status_code == 400 and n.json()["error"]["param"] == "n"
 

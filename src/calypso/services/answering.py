@@ -255,7 +255,7 @@ class Answerer:
     def attribution_mode(self, request: AskRequest) -> AttributionMode:
         """The request's (its bot's) mode, else the server's; off where citations cannot exist (and for JSON,
         whose text is the client's data: nothing is inferred into it)."""
-        if not request.citing or not self._searches(request) or request.response_format is not None:
+        if not request.citing or not self._searches(request):
             return "off"
         mode = request.attribution or self.settings.attribution
         return mode

@@ -35,7 +35,7 @@ from calypso.api.validation import parse_body
 from calypso.bots import DEFAULT_BOT_ID
 from calypso.citations.grounded import GroundedAnswer
 from calypso.dialects.chat import RenderedChat, render_chat, style_for
-from calypso.dialects.styles import NUMERIC, SOURCE
+from calypso.dialects.styles import HIDDEN, PLAIN
 from calypso.errors import InvalidRequest
 from calypso.services.answering import Answerer
 from calypso.services.bots import ask_request
@@ -246,8 +246,8 @@ async def create_chat_completion(request: Request) -> Any:
     answerer.check_supported(ask)
     links = link_signer(request)
     style = style_for(bot.marker_style, found.policies.sources_hidden(workspace, bot.sources_policy))
-    if ask.response_format is not None and style == NUMERIC:
-        style = SOURCE  # JSON content stays as the model wrote it: no [n] renumbering, no "Sources:" appendix
+    if ask.response_format is not None and style != HIDDEN:
+        style = PLAIN  # JSON content as the model wrote it: no markers, no "Sources:" appendix
     completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
     if not body.stream:
         answer = await answerer.answer(ask)
