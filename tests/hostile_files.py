@@ -280,3 +280,22 @@ def run_isolated(code: str, *, memory_bytes: int | None = None, cpu_seconds: int
             f"stdout: {result.stdout[-2000:]}\nstderr: {result.stderr[-4000:]}"
         )
     return result.stdout
+
+
+def epub_zip_bomb(megabytes: int) -> bytes:
+    """A valid little EPUB whose one chapter is padded with ``megabytes`` MB of spaces (about 1 KB per MB)."""
+    container = (
+        b'<?xml version="1.0"?><container xmlns="urn:oasis:names:tc:opendocument:xmlns:container" version="1.0">'
+        b'<rootfiles><rootfile full-path="c.opf" media-type="application/oebps-package+xml"/></rootfiles></container>'
+    )
+    opf = (
+        b'<package xmlns="http://www.idpf.org/2007/opf" version="3.0"><manifest>'
+        b'<item id="c1" href="c1.xhtml" media-type="application/xhtml+xml"/></manifest>'
+        b'<spine><itemref idref="c1"/></spine></package>'
+    )
+    head = b'<html xmlns="http://www.w3.org/1999/xhtml"><body><h1>Boom</h1><p>Tiny text.</p></body></html>'
+    deflate, crc, _adler, size = _repeated_deflate(head, b" " * _CHUNK, megabytes)
+    stored = [("mimetype", b"application/epub+zip"), ("META-INF/container.xml", container), ("c.opf", opf)]
+    members = [(name, data, zipfile.ZIP_STORED, zlib.crc32(data), len(data)) for name, data in stored]
+    members.append(("c1.xhtml", deflate, zipfile.ZIP_DEFLATED, crc, size))
+    return _zip(members)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 import threading
@@ -14,11 +13,14 @@ from typing import TYPE_CHECKING, TypedDict
 
 from pydantic import ValidationError
 
+from calypso.banner import generator_line, port_in_use, search_summary, storage_line
+from calypso.cli_remote import RunningServer, ServerClient, discovered_home, remove_record, running_server, write_record
 from calypso.config import Settings, settings_problems, settings_table
 from calypso.errors import CalypsoError
+from calypso.locators import locator_style
+from calypso.logs import configure, log_format
 
 if TYPE_CHECKING:
-    from calypso.embeddings import Embedder
     from calypso.models import Passage
     from calypso.services import Services
     from calypso.services.documents import DocumentService
@@ -34,10 +36,22 @@ class _Overrides(TypedDict, total=False):
     demo: bool
 
 
+def _home_source(args: argparse.Namespace) -> str:
+    """Why this data directory: the flag, the environment, ./.calypso found here, or the default."""
+    if getattr(args, "home", None):
+        return "--home"
+    if os.environ.get("CALYPSO_HOME"):
+        return "CALYPSO_HOME"
+    found = discovered_home()
+    return found[1] if found is not None else "default"
+
+
 def _settings(args: argparse.Namespace) -> Settings:
     overrides: _Overrides = {}
     if getattr(args, "home", None):
         overrides["home"] = Path(args.home)
+    elif not os.environ.get("CALYPSO_HOME") and (found := discovered_home()) is not None:
+        overrides["home"] = found[0]  # `make serve`'s ./.calypso: the knowledge base the user just served
     if getattr(args, "host", None) is not None:
         overrides["host"] = args.host
     if getattr(args, "port", None) is not None:
@@ -75,54 +89,85 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # Indexes build in the background so the port opens at once; a query that comes first waits for its namespace.
     threading.Thread(target=services.search.warm_up, name="index-warm-up", daemon=True).start()
 
-    if auth_enabled(settings):
-        print("API keys required (create one with `calypso keys create --workspace NAME`).")
-    else:
-        print(
-            f"Auth is OFF: every request uses the 'default' workspace (CALYPSO_AUTH={settings.auth}, host {settings.host})."
-        )
-    print(
-        f"Calypso serving {settings.home.resolve()} on http://{settings.host}:{settings.port} (OpenAPI: /openapi.json)"
-    )
+    print(generator_line(settings))
     print(search_summary(services.search.embedder))
+    print(storage_line(settings))
+    print(f"HTTP API on http://{settings.host}:{settings.port}/v1 (OpenAPI: /openapi.json; playground: /)")
     grpc_port = settings.grpc_port
     if grpc_port:
         notice = missing_dependency()
         if notice:
             print(notice)
             grpc_port = 0
+        elif port_in_use(settings.host, grpc_port):
+            print(
+                f"xAI gRPC API: OFF, port {grpc_port} is in use by another process "
+                "(another `calypso serve`?); pick one with --grpc-port (0: off)."
+            )
+            grpc_port = 0
         else:
             print(f"xAI gRPC API (xai-sdk) on {settings.host}:{grpc_port} (--grpc-port 0 turns it off)")
+    if auth_enabled(settings):
+        print("Auth: ON, API keys required (create one with `calypso keys create --workspace NAME`).")
+    else:
+        print(
+            f"Auth: OFF, every request uses the 'default' workspace (CALYPSO_AUTH={settings.auth}, host {settings.host})."
+        )
+    shown_host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    write_record(settings.home, f"http://{shown_host}:{settings.port}", auth_enabled(settings))
+    closed = threading.Event()
+
+    def close() -> None:  # at the app's shutdown (SIGTERM included), or below when uvicorn returns
+        if not closed.is_set():
+            closed.set()
+            remove_record(settings.home)
+            services.close()
+
     try:
         uvicorn.run(
-            create_app(settings, services, grpc_port=grpc_port),
+            create_app(settings, services, grpc_port=grpc_port, on_shutdown=close),
             host=settings.host,
             port=settings.port,
             log_level=settings.log_level,
+            # JSON: uvicorn's records go through ours (calypso.logs), not its own text handlers.
+            log_config=None if log_format() == "json" else uvicorn.config.LOGGING_CONFIG,
         )
     finally:
-        services.close()
+        close()  # the port was taken, or startup failed: the app never shut down
     return 0
 
 
-def search_summary(embedder: Embedder | None) -> str:
-    """How search works here: keywords in every language, the embedding model's vectors in those it covers."""
-    if embedder is None:
-        return "Search: keywords, every language analysed by its own (CALYPSO_EMBEDDING_MODEL=none)."
-    covered = "any language" if embedder.languages is None else ", ".join(sorted(embedder.languages))
-    return (
-        f"Search: keywords in every language, with {embedder.name}'s vectors for {covered} "
-        "(other languages by keywords alone: docs/languages.md)."
-    )
+def cmd_dev_upstream(args: argparse.Namespace) -> int:
+    """The test suite's scripted upstream on a port: it answers like a model that writes no markers (a
+    sentence of each of the first two passages, streamed), so Calypso's inferred citations show."""
+    import time
+
+    from calypso.generation.fake_upstream import FAKE_MODEL, FakeUpstream, Script
+
+    with FakeUpstream(default=Script.markerless(quote=(1, 2)), port=args.port) as fake:
+        print(f"Scripted upstream (not a model) on {fake.base_url}; in another terminal:")
+        print(f"  CALYPSO_LLM_BASE_URL={fake.base_url} CALYPSO_LLM_MODEL={FAKE_MODEL} calypso serve --demo")
+        try:
+            while True:
+                time.sleep(60)
+                fake.requests.clear()  # it keeps what it was sent, for tests; a long run need not
+                fake.headers.clear()
+        except KeyboardInterrupt:
+            return 0
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     import mimetypes
 
-    from calypso.cli_progress import FileProgress, IngestSummary, count
+    from calypso.cli_progress import FileProgress, IngestSummary, extent
     from calypso.services import open_services
 
-    services = open_services(_settings(args), exclusive=True)
+    settings = _settings(args)
+    server = running_server(settings.home) if not settings.database_url else None
+    if server is not None:
+        return _ingest_through(server, args, settings)
+    print(f"knowledge base: {_where(settings)} ({_home_source(args)})", file=sys.stderr)
+    services = open_services(settings, exclusive=True)
     documents = services.documents
     files = list(_files(args.paths))
     summary = IngestSummary()
@@ -158,12 +203,12 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 continue
             else:
                 summary.completed += 1
-                summary.pages += doc.page_count
+                summary.pages += doc.page_count if locator_style(doc.media_type, doc.page_count) != "heading" else 0
                 summary.passages += doc.chunk_count
                 state = "ingested "
             print(
-                f"{state} {path} -> {doc.id} ({count(doc.page_count, 'page')}, "
-                f"{count(doc.chunk_count, 'passage')}, namespace {doc.namespace})",
+                f"{state} {path} -> {doc.id} ({extent(doc.media_type, doc.page_count, doc.chunk_count)}, "
+                f"namespace {doc.namespace})",
                 flush=True,
             )
         if summary.completed and not documents.settings.database_url:
@@ -305,7 +350,83 @@ def _open_knowledge_base(args: argparse.Namespace) -> tuple[Services, str] | int
     return services, namespace
 
 
+def _ingest_through(server: RunningServer, args: argparse.Namespace, settings: Settings) -> int:
+    """``calypso ingest`` into a served data directory: each file goes to the server's upload API."""
+    import mimetypes
+
+    from calypso.cli_progress import IngestSummary, extent
+
+    print(f"knowledge base: {_where(settings)}, served by {server.url}: sending the files there", file=sys.stderr)
+    summary = IngestSummary()
+    try:
+        client = ServerClient(server)
+    except CalypsoError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 2
+    try:
+        for path in _files(args.paths):
+            try:
+                doc, created = client.upload(
+                    path, args.namespace, mimetypes.guess_type(path.name)[0], wait=not args.no_wait
+                )
+            except (CalypsoError, OSError) as exc:
+                summary.failed += 1
+                print(f"refused   {path}: {getattr(exc, 'message', exc)}")
+                continue
+            if doc["status"] == "failed":
+                summary.failed += 1
+                print(f"refused   {path}: {(doc.get('last_error') or {}).get('message', 'ingestion failed')}")
+                continue
+            if doc["status"] == "in_progress":
+                summary.submitted += 1
+                print(f"submitted {path} -> {doc['id']} (namespace {doc['namespace']})")
+                continue
+            if created:
+                summary.completed += 1
+                pages = doc["page_count"]
+                summary.pages += pages if locator_style(doc["media_type"], pages) != "heading" else 0
+                summary.passages += doc["chunk_count"]
+            else:
+                summary.duplicates += 1
+            state = "ingested " if created else "duplicate"
+            print(
+                f"{state} {path} -> {doc['id']} "
+                f"({extent(doc['media_type'], doc['page_count'], doc['chunk_count'])}, namespace {doc['namespace']})",
+                flush=True,
+            )
+    finally:
+        client.close()
+    print(summary.line())
+    return 1 if summary.failed else 0
+
+
+def _search_through(server: RunningServer, args: argparse.Namespace, settings: Settings) -> int:
+    namespace = args.namespace or settings.default_namespace
+    print(f"knowledge base: {_where(settings)}, served by {server.url}", file=sys.stderr)
+    try:
+        client = ServerClient(server)
+        try:
+            hits = client.search(args.query, namespace, args.k)
+        finally:
+            client.close()
+    except CalypsoError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 2
+    if not hits:
+        print("no passages found")
+    for rank, hit in enumerate(hits, start=1):
+        attributes = hit["attributes"]
+        preview = " ".join(hit["content"][0]["text"].split())[:240]
+        print(f"{rank:2d}. {hit['score']:7.3f}  {attributes['label']}  [chunk {attributes['chunk_index']}]")
+        print(f"    {preview}")
+    return 0
+
+
 def cmd_search(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    server = running_server(settings.home) if not settings.database_url else None
+    if server is not None:
+        return _search_through(server, args, settings)
     opened = _open_knowledge_base(args)
     if isinstance(opened, int):
         return opened
@@ -377,7 +498,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
 def cmd_keys(args: argparse.Namespace) -> int:
     from calypso.services import open_services
 
-    services = open_services(_settings(args))
+    settings = _settings(args)
+    services = open_services(settings)
     keys = services.keys
     try:
         if args.keys_command == "create":
@@ -385,6 +507,9 @@ def cmd_keys(args: argparse.Namespace) -> int:
             print(f"{record.id}  workspace {record.workspace}")
             print(f"key: {plaintext}")
             print("Store it now: only its hash is kept.")
+            server = running_server(settings.home) if not settings.database_url else None
+            served = f"; the server at {server.url} accepts it now" if server else ""
+            print(f"Kept in the knowledge base at {_where(settings)} ({_home_source(args)}){served}.")
         elif args.keys_command == "list":
             for key in keys.list_keys(args.workspace):
                 state = "revoked" if key.revoked_at else "active"
@@ -402,18 +527,21 @@ def cmd_keys(args: argparse.Namespace) -> int:
 
 def cmd_settings(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    source = (
-        "--home" if getattr(args, "home", None) else "CALYPSO_HOME" if os.environ.get("CALYPSO_HOME") else "default"
-    )
-    print(f"data directory: {_where(settings)} ({source})")
+    print(f"data directory: {_where(settings)} ({_home_source(args)})")
+    server = running_server(settings.home)
+    if server is not None:
+        print(f"served by: {server.url} (PID {server.pid}; CLI commands send their work there)")
     if not settings.database_url:
         print(
             f"knowledge base: {settings.database_path.resolve()}"
             + ("" if settings.database_path.exists() else " (not created yet)")
         )
     print()
-    for name, default, help_ in settings_table():
-        print(f"{name:32} {default:24} {help_}")
+    rows = settings_table()
+    name_width = max(len(name) for name, _, _ in rows)
+    default_width = min(max(len(default) for _, default, _ in rows), 32)
+    for name, default, help_ in rows:
+        print(f"{name:{name_width}}  {default:{default_width}}  {help_}")
     return 0
 
 
@@ -436,6 +564,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--demo", action="store_true", help="ingest the bundled demo documents if missing")
     serve.set_defaults(func=cmd_serve)
+
+    dev = sub.add_parser(
+        "dev-upstream", help="a scripted OpenAI-compatible model server, to try the model path without a model"
+    )
+    dev.add_argument("--port", type=int, default=8089, help="port (default 8089)")
+    dev.set_defaults(func=cmd_dev_upstream)
 
     ingest = with_home(sub.add_parser("ingest", help="ingest files and folders"))
     ingest.add_argument("paths", nargs="+")
@@ -504,14 +638,14 @@ def _survive_narrow_terminals() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(
-        level=os.environ.get("CALYPSO_LOG_LEVEL", "INFO").upper(), format="%(levelname)s %(name)s: %(message)s"
-    )
     from calypso.bots import BotsFileError
     from calypso.errors import StorageError
 
     _survive_narrow_terminals()
     args = build_parser().parse_args(argv)
+    # A server logs what it does; a one-shot command prints its result, with warnings only unless asked.
+    quiet = "INFO" if args.command in ("serve", "worker", "dev-upstream", "mcp") else "WARNING"
+    configure(os.environ.get("CALYPSO_LOG_LEVEL", quiet), log_format())
     try:
         command: Callable[[argparse.Namespace], int] = args.func  # set by each subparser's set_defaults
         return command(args)

@@ -10,6 +10,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from calypso.locators import locator_style
+
 BAR_WIDTH = 24
 
 
@@ -65,3 +67,13 @@ class IngestSummary:
             f"{self.completed} completed, {count(self.duplicates, 'duplicate')}, {self.failed} failed{queued}; "
             f"{count(self.pages, 'page')}, {count(self.passages, 'passage')} in {seconds:.1f} s"
         )
+
+
+def extent(media_type: str, pages: int, passages: int) -> str:
+    """ "15 pages, 40 passages", "3 slides, 5 passages", or "12 passages" for a document without pages
+    a reader could find (DOCX, HTML, Markdown: located by headings, so "1 page" would mislead)."""
+    style = locator_style(media_type, pages)
+    if style == "heading":
+        return count(passages, "passage")
+    unit = {"page": "page", "slide": "slide", "label": "part"}[style]
+    return f"{count(pages, unit)}, {count(passages, 'passage')}"

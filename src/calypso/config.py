@@ -79,8 +79,8 @@ class Settings(BaseSettings):
     ingest_workers: int = Field(
         1,
         ge=0,
-        description="Ingestion worker threads inside `calypso serve` (0: only separate `calypso worker` processes, "
-        "PostgreSQL only).",
+        description="Ingestion worker threads inside `calypso serve` (0: none in the background, for separate "
+        "`calypso worker` processes on PostgreSQL; an upload with ?wait=true is still parsed by the request waiting).",
     )
     job_lease_seconds: float = Field(
         30.0,
@@ -117,7 +117,19 @@ class Settings(BaseSettings):
     max_docx_elements: int = Field(
         1_000_000,
         ge=1,
-        description="Most XML elements (paragraphs, runs, cells...) a DOCX may hold; counted before parsing.",
+        description="Most XML elements (paragraphs, runs, cells...) a DOCX or PPTX may hold; counted before parsing.",
+    )
+    max_sheet_cells: int = Field(
+        1_000_000,
+        ge=1,
+        description="Most cells a spreadsheet (XLSX, CSV, TSV) may hold, empty formatted ones and merged spans "
+        "included; counted while reading, so a sheet whose stated size lies is stopped there.",
+    )
+    max_email_attachments: int = Field(
+        100,
+        ge=0,
+        description="Most attachments read from one e-mail (EML, MSG), those of messages inside it included; "
+        "the others are named in its text as not read.",
     )
     chunk_size: int = Field(
         1000, ge=100, description="Target chunk length in characters; chunks end on sentence boundaries."
@@ -244,6 +256,10 @@ class Settings(BaseSettings):
     signing_secret: SecretStr | None = Field(
         None, description="HMAC secret for signed source links; empty: a random one kept in the data directory."
     )
+    metrics_enabled: bool = Field(True, description="Serve Prometheus metrics at /metrics.")
+    metrics_token: SecretStr | None = Field(
+        None, description="Bearer token /metrics requires; empty: /metrics is open like /healthz (bind it privately)."
+    )
     source_link_ttl_seconds: int = Field(86400, ge=60, description="How long a signed source link stays valid.")
     bots_file: Path | None = Field(None, description="TOML file declaring bots, loaded at start.")
     public_base_url: str = Field(
@@ -306,8 +322,17 @@ def settings_table() -> list[tuple[str, str, str]]:
     rows = []
     for name, field in Settings.model_fields.items():
         default = field.default_factory() if field.default_factory is not None else field.default  # type: ignore[call-arg]
-        rows.append((f"CALYPSO_{name.upper()}", repr(default), field.description or ""))
+        rows.append((f"CALYPSO_{name.upper()}", _shown(default), field.description or ""))
     return rows
+
+
+def _shown(default: object) -> str:
+    """A default as it would be written in the environment: ``(empty)`` for none, booleans as true/false."""
+    if default is None or default == "":
+        return "(empty)"
+    if isinstance(default, bool):
+        return "true" if default else "false"
+    return str(default)
 
 
 def settings_problems(exc: ValidationError) -> list[str]:

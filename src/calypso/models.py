@@ -76,6 +76,9 @@ class ParsedDocument:
     headings: list[Heading] = field(default_factory=list)
     title: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    # Every page starts a passage and no passage spans two (spreadsheet blocks, slides: each page is a unit
+    # a reader is sent to, and a block repeats its table's header so that its passage reads on its own).
+    break_at_pages: bool = False
 
 
 @dataclass(frozen=True)
@@ -367,3 +370,12 @@ class ApiKey:
     prefix: str  # the first characters, to recognise a key in listings
     created_at: int
     revoked_at: int | None
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    """The ingestion queue now: jobs waiting or running, and when the oldest of them was submitted."""
+
+    queued: int
+    running: int
+    oldest_created_at: int | None  # epoch seconds; None when the queue is empty

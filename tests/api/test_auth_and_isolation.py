@@ -180,14 +180,22 @@ def test_signed_link_opens_without_a_key_and_rejects_tampering(two_workspaces) -
     w = two_workspaces
     annotations = w["response"]["output"][-1]["content"][0]["annotations"]
     url = annotations[0]["url"]
-    assert "signature=" in url and "expires=" in url
-    opened = httpx.get(url)  # no Authorization header
-    assert opened.status_code == 200 and opened.content == w["refund_bytes"]
+    assert "signature=" in url and "expires=" in url and "/view?" in url
+    opened = httpx.get(url)  # no Authorization header: the passage viewer
+    assert opened.status_code == 200 and '<mark id="quote">' in opened.text
 
     parts = urlsplit(url)
     query = parse_qs(parts.query)
-    base = f"{parts.scheme}://{parts.netloc}{parts.path}"
     expires, sig = int(query["expires"][0]), query["signature"][0]
+    # The same access opens the original bytes ("download the original").
+    content = f"{parts.scheme}://{parts.netloc}{parts.path.replace('/view', '/content')}"
+    original = httpx.get(content, params={"expires": expires, "signature": sig})
+    assert original.status_code == 200 and original.content == w["refund_bytes"]
+    for base in (f"{parts.scheme}://{parts.netloc}{parts.path}", content):
+        _refuses_tampering(w, base, expires, sig)
+
+
+def _refuses_tampering(w, base: str, expires: int, sig: str) -> None:
     tampered_sig = sig[:-1] + ("0" if sig[-1] != "0" else "1")
     for params in (
         {"expires": expires, "signature": tampered_sig},
@@ -233,8 +241,14 @@ def test_pdf_link_points_at_the_cited_page(two_workspaces) -> None:
     annotations = response["output"][-1]["content"][0]["annotations"]
     assert annotations, response["output"][-1]["content"][0]["text"]
     url = annotations[0]["url"]
-    assert url.endswith(f"#page={annotations[0]['_aicore']['page_number']}")
-    assert httpx.get(url.split("#")[0]).headers["content-type"] == "application/pdf"
+    assert url.endswith(f"&page={annotations[0]['_aicore']['page_number']}")
+    viewer = httpx.get(url)
+    assert viewer.headers["content-type"].startswith("text/html") and "data:image/png;base64," in viewer.text
+    assert f"#page={annotations[0]['_aicore']['page_number']}" in viewer.text  # its "download" / "open" links
+    content = url.split("?")[0].replace("/view", "/content")
+    query = parse_qs(urlsplit(url).query)
+    opened = httpx.get(content, params={"expires": query["expires"][0], "signature": query["signature"][0]})
+    assert opened.headers["content-type"] == "application/pdf"
 
 
 def test_public_base_url_is_used_for_links(tmp_path: Path) -> None:

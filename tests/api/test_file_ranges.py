@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
@@ -15,8 +16,11 @@ def signed_pdf(kb, data_dir: Path, http: httpx.Client) -> tuple[str, bytes]:
     path = data_dir / PDF
     kb.ingest(path.read_bytes(), path.name)
     response = http.post("/v1/responses", json={"input": "Knowles v. Mirzayance", "include": ["inline_citations"]})
-    (url,) = [u for u in response.json()["citations"] if "#page=" in u]
-    return url.split("#")[0], path.read_bytes()
+    # A citation opens the passage viewer; its "download the original" is the same access on /content.
+    viewer = next(u for u in response.json()["citations"] if "&page=" in u)
+    query = parse_qs(urlsplit(viewer).query)
+    content = viewer.split("?")[0].removesuffix("/view") + "/content"
+    return f"{content}?expires={query['expires'][0]}&signature={query['signature'][0]}", path.read_bytes()
 
 
 def test_head_on_a_signed_link(signed_pdf) -> None:

@@ -61,6 +61,7 @@ def test_hand_read_bodies_carry_their_models() -> None:
         ("post", "/v1/bots", {"201", "400", "409", "413", "500", "503", "507"}),
         ("delete", "/v1/bots/{bot_id}", {"200", "404", "409", "500", "503", "507"}),
         ("get", "/v1/files/{file_id}/content", {"200", "206", "400", "403", "404", "416", "500", "503"}),
+        ("get", "/v1/files/{file_id}/view", {"200", "400", "403", "404", "500", "503"}),
         ("get", "/v1/admin/workspaces/{workspace}/policy", {"200", "400", "500", "503"}),
         ("get", "/v1/models", {"200", "500", "503"}),
         ("post", "/v1/admin/keys", {"201", "400", "413", "500", "503", "507"}),
@@ -101,6 +102,7 @@ def test_streams_and_file_content_declare_their_media_types() -> None:
         assert set(paths[path]["post"]["responses"]["200"]["content"]) == {"application/json", "text/event-stream"}
         assert "streamed" in paths[path]["post"]["requestBody"]["content"]["application/json"]["examples"]
     assert set(paths["/v1/files/{file_id}/content"]["get"]["responses"]["200"]["content"]) == {"*/*"}
+    assert set(paths["/v1/files/{file_id}/view"]["get"]["responses"]["200"]["content"]) == {"text/html"}
 
 
 def test_the_document_states_the_rules_the_server_enforces() -> None:

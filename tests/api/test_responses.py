@@ -135,12 +135,12 @@ def test_inline_citations_links_span_exactly(demo_kb, openai_client) -> None:
         assert annotation.type == "url_citation"
         link = content.text[annotation.start_index : annotation.end_index]
         assert link == f"[[{annotation.title}]]({annotation.url})"
-        assert f"/v1/files/{results[int(annotation.title)].file_id}/content?expires=" in annotation.url
+        assert f"/v1/files/{results[int(annotation.title)].file_id}/view?expires=" in annotation.url
         aicore = annotation.model_extra["_aicore"]
         assert content.text[aicore["segment_start"] : aicore["segment_end"]] == aicore["segment_text"]
-    # The link opens the original file.
-    url = content.annotations[0].url
-    assert httpx.get(url).status_code == 200
+    # The link opens the passage viewer, the quote marked.
+    opened = httpx.get(content.annotations[0].url)
+    assert opened.status_code == 200 and '<mark id="quote">' in opened.text
 
     plain = openai_client.responses.create(
         model="calypso-rag-agent", input=QUESTION, include=["inline_citations", "no_inline_citations"]
@@ -157,8 +157,8 @@ def test_pdf_sources_link_to_the_page(demo_kb, openai_client) -> None:
     )
     annotation = _message(response).content[0].annotations[0]
     page = annotation.model_extra["_aicore"]["page_number"]
-    assert annotation.url.endswith(f"#page={page}")
-    assert any(url.endswith("#page=" + url.rsplit("=", 1)[-1]) for url in response.model_extra["citations"])
+    assert annotation.url.endswith(f"&page={page}")
+    assert all(re.search(r"&page=\d+$", url) for url in response.model_extra["citations"])
     assert len(_search(response).results) == 3
 
 

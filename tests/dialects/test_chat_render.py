@@ -90,8 +90,9 @@ def test_numeric_content_offsets_and_appendix(tokens: list[str]) -> None:
         following = re.match(r"\s*((?:\[\d+\])+)", rendered.content[end:]).group(1)
         assert f"[{annotation['_aicore']['source_index']}]" in following
     first = rendered.annotations[0]["url_citation"]
-    assert first["url"].startswith("https://kb.example/v1/files/file-1/content?expires=")
-    assert first["url"].endswith("#page=4")
+    # The passage viewer, at the quote (its offsets in the passage) on its page.
+    assert first["url"].startswith("https://kb.example/v1/files/file-1/view?expires=")
+    assert re.search(r"&chunk=\d+&quote_start=\d+&quote_end=\d+&page=4$", first["url"])
     assert first["title"] == "Refund Policy 2026"
     assert rendered.annotations[1]["url_citation"]["title"] == "gift_cards.md"  # no title: the filename
     assert [c["source_index"] for c in rendered.citations] == [1, 2, 3]

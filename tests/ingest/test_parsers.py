@@ -388,7 +388,8 @@ def test_media_type_detection() -> None:
     assert detect_media_type(b"<p>x</p>", "page.htm") == HTML
     assert detect_media_type(b"<p>x</p>", "page", "application/xhtml+xml; charset=utf-8") == XHTML
     assert detect_media_type(b"# x", "notes.md", "text/plain") == MARKDOWN
-    assert detect_media_type(b"a,b", "table.csv", "text/csv") == TEXT
+    assert detect_media_type(b"a,b", "table.csv", "text/csv") == "text/csv"  # a table, read as one
+    assert detect_media_type(b"a\tb", "table.tsv", "text/plain") == "text/tab-separated-values"
     assert detect_media_type(b"<!DOCTYPE html><html></html>", "page") == HTML
     assert detect_media_type(b"just words", "README") == TEXT
 

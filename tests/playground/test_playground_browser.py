@@ -112,7 +112,13 @@ def test_upload_ask_check_citations_and_keyboard(
 
     gold, other = _script_answer(playground, upstream, qa["question"], qa["facts"][0])
     _ask(page, qa["question"])
-    assert page.locator("#state-badge").inner_text() == "Grounded"
+    # The third sentence cites source 1 below the support threshold: the answer is partly grounded, not green.
+    assert page.locator("#state-badge").inner_text() == "Partly grounded"
+    assert page.locator("#state-badge").get_attribute("data-tone") == "partial"
+    assert "1 of 3 is only weakly supported" in page.locator("#state-hint").inner_text()
+    weak = page.locator("#answer-text .claim.weak")
+    assert weak.count() == 1 and _flat(weak.inner_text()) == UNSUPPORTED
+    assert page.locator("#answer-text .claim-tag.weak").inner_text() == "weak support"
     answer = page.locator("#answer-text").inner_text()
     assert "Seven bear skulls" in answer and "[Source" not in answer
     # The prompt the fake model got numbers the gold passage as scripted.
@@ -148,21 +154,31 @@ def test_upload_ask_check_citations_and_keyboard(
     badges.nth(2).hover()
     assert "below threshold" in popover.inner_text()
 
-    # Sources: a region whose links are the signed URLs at the cited page.
+    # Sources: a region whose links are the signed viewer links of the passages, at the cited page.
     sources = page.get_by_role("region", name="Sources")
     assert sources.is_visible()
     links = sources.locator("a[href]")
     hrefs = [links.nth(i).get_attribute("href") for i in range(links.count())]
-    assert hrefs and all("signature=" in h and "expires=" in h for h in hrefs)
-    assert hrefs[0].endswith("#page=15")
-    assert badges.nth(0).get_attribute("href") == hrefs[0]
+    assert hrefs and all("/view?" in h and "signature=" in h and "expires=" in h for h in hrefs)
+    assert "page=15" in hrefs[0]
+    # A badge opens the same passage with its quote: the quote's offsets added (they are not signed).
+    badge_href = badges.nth(0).get_attribute("href")
+    assert badge_href.startswith(hrefs[0].split("&page=")[0]) and "quote_start=" in badge_href
+    assert "page=15" in badge_href
 
-    # Opening a source: Enter on the badge opens its link in a new tab; the link serves the PDF's bytes.
+    # Opening a source: Enter on the badge opens the viewer in a new tab, the quote marked on page 15.
     badges.nth(0).focus()
     with page.context.expect_page() as opened:
         page.keyboard.press("Enter")
-    assert opened.value.url.split("#")[0] == hrefs[0].split("#")[0]
-    opened.value.close()
+    viewer = opened.value
+    viewer.wait_for_load_state()
+    assert viewer.url == badge_href
+    assert _flat(viewer.locator("mark#quote").inner_text()).startswith("Seven bear skulls")
+    assert viewer.locator("svg .quote-box").count() >= 2  # on the page image and in its close-up
+    download = viewer.get_by_role("link", name="Download the original").get_attribute("href")
+    viewer.close()
+    # "Download the original" serves the PDF's bytes (the same signature on /content).
+    original = badge_href.split("/view?")[0] + "/" + download.split("#")[0]
     digest = page.evaluate(
         """async (url) => {
             const response = await fetch(url);
@@ -171,7 +187,7 @@ def test_upload_ask_check_citations_and_keyboard(
             return [response.status, response.headers.get("content-type"),
                     [...new Uint8Array(hash)].map((b) => b.toString(16).padStart(2, "0")).join("")];
         }""",
-        hrefs[0],
+        original,
     )
     assert digest == [200, "application/pdf", hashlib.sha256(pdf.read_bytes()).hexdigest()]
 
@@ -182,6 +198,8 @@ def test_upload_ask_check_citations_and_keyboard(
     assert [segments.nth(i).get_attribute("data-source") for i in range(3)] == ["1", "2", "1"]
     assert page.locator("#evidence-text .segment.low").count() == 1
     assert UNSUPPORTED in page.locator("#evidence-text .segment.low").inner_text()
+    listed = page.get_by_role("region", name="Unsupported sentences")
+    assert "Only weakly supported (1)" in listed.inner_text() and UNSUPPORTED in listed.inner_text()
     _screenshot(page, tmp_path, "evidence")
 
     # Dialects: Responses JSON, Chat Completions JSON (fetched), [Source N] text (retrieval numbers).

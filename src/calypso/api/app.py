@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -15,6 +15,7 @@ from calypso.api.auth import AuthMiddleware, auth_enabled
 from calypso.api.body_guard import BodyLimitMiddleware
 from calypso.api.db_wait import DatabaseWaitMiddleware
 from calypso.api.errors import UnexpectedErrorMiddleware, install_error_handlers
+from calypso.api.metrics import Metrics, MetricsMiddleware
 from calypso.api.request_ids import RequestIdMiddleware
 from calypso.api.routes import (
     admin,
@@ -24,11 +25,13 @@ from calypso.api.routes import (
     conversations,
     documents,
     files,
+    health,
     models,
     playground,
     responses,
     search,
     vector_stores,
+    viewer,
 )
 from calypso.config import Settings
 from calypso.services import Services, open_services
@@ -36,11 +39,18 @@ from calypso.services.embed_worker import EmbedWorkers
 from calypso.services.ingest_worker import IngestWorkers
 
 
-def create_app(settings: Settings | None = None, services: Services | None = None, *, grpc_port: int = 0) -> FastAPI:
+def create_app(
+    settings: Settings | None = None,
+    services: Services | None = None,
+    *,
+    grpc_port: int = 0,
+    on_shutdown: Callable[[], None] | None = None,
+) -> FastAPI:
     """The HTTP API over ``services``; without them it opens its own at start and closes them at shutdown.
 
     ``grpc_port``: also serve xAI's gRPC API there, on this app's event loop and services, for the
-    app's lifetime (``calypso.grpc_api``; needs the ``xai`` extra). 0: HTTP only.
+    app's lifetime (``calypso.grpc_api``; needs the ``xai`` extra). 0: HTTP only. ``on_shutdown`` runs
+    last at shutdown: after SIGTERM uvicorn re-raises the signal, so code after ``uvicorn.run`` never runs.
     """
     settings = settings or (services.settings if services is not None else Settings())
 
@@ -53,6 +63,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         workers.start()
         embedders = EmbedWorkers(app.state.services.documents, settings.embed_workers, role="serve")
         embedders.start()  # a document is searchable by keywords first; its vectors follow from here
+        app.state.ingest_workers, app.state.embed_workers = workers, embedders  # for /readyz
         grpc_server = None
         try:
             if grpc_port:
@@ -73,6 +84,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
             await app.state.services.answering.aclose()
             if owned:
                 app.state.services.close()
+            if on_shutdown is not None:
+                on_shutdown()
 
     app = FastAPI(title="Calypso", version=__version__, lifespan=lifespan)
     app.state.services = services
@@ -88,10 +101,13 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         BodyLimitMiddleware, json_limit=settings.max_request_bytes, upload_limit=settings.max_upload_bytes
     )
     app.add_middleware(UnexpectedErrorMiddleware)
+    app.state.metrics = Metrics()
+    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)  # outside the rest: 401s and 413s count too
     app.add_middleware(RequestIdMiddleware)
     for module in (
         documents,
         files,
+        viewer,
         search,
         vector_stores,
         models,
@@ -101,12 +117,14 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         conversations,
         conversation_items,
         admin,
+        health,
     ):
         app.include_router(module.router)
     playground.install(app)  # the web page at / (outside /v1: it loads without a key)
 
     @app.get("/health", tags=["meta"])
-    def health() -> dict[str, str]:
+    def process_health() -> dict[str, str]:
+        """The same as ``/healthz`` (kept for clients of earlier versions)."""
         return {"status": "ok", "version": __version__}
 
     return app

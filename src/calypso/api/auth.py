@@ -77,7 +77,7 @@ def _is_signed_content(scope: Scope) -> bool:
     # A signed source link carries its own proof; the route checks the signature.
     query: bytes = scope.get("query_string", b"")
     path: str = scope["path"]
-    return path.endswith("/content") and (b"signature=" in query or b"expires=" in query)
+    return path.endswith(("/content", "/view")) and (b"signature=" in query or b"expires=" in query)
 
 
 class AuthMiddleware:

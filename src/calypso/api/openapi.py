@@ -81,6 +81,7 @@ _EXTRA: dict[tuple[str, str], set[int]] = {
     ("post", "/v1/files"): {415, 422},
     ("post", "/v1/documents/crawl"): {201, 415, 422, *_ANSWERING},
     ("get", "/v1/files/{file_id}/content"): {403, 416},  # a signed link that does not verify; a Range past the end
+    ("get", "/v1/files/{file_id}/view"): {403},  # a signed link that does not verify
     ("get", "/v1/admin/workspaces/{workspace}/policy"): {400},  # an invalid workspace name
     ("post", "/v1/bots"): {409},
     ("patch", "/v1/bots/{bot_id}"): {409},

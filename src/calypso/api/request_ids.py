@@ -15,6 +15,8 @@ from typing import Any
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from calypso.logs import REQUEST_ID
+
 HEADER = "x-request-id"
 _SANE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+=/-]{0,127}")
 
@@ -55,6 +57,7 @@ class RequestIdMiddleware:
         incoming = HTTPConnection(scope).headers.get(HEADER)
         rid = incoming if incoming is not None and sane(incoming) else new_request_id()
         scope.setdefault("state", {})["request_id"] = rid
+        token = REQUEST_ID.set(rid)  # log records of this request carry it (``calypso.logs``)
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -62,4 +65,7 @@ class RequestIdMiddleware:
                 message = {**message, "headers": [*headers, (HEADER.encode(), rid.encode())]}
             await send(message)
 
-        await self.app(scope, receive, send_with_id)
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            REQUEST_ID.reset(token)

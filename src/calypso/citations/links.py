@@ -1,13 +1,20 @@
 """Links a client can open to see a cited source, signed so no API key travels with them.
 
-A link is ``{base}/v1/files/{file_id}/content?expires=E&signature=S`` plus
-``#page=N`` for PDFs, where S is an HMAC-SHA256 over the file id, its
-workspace and E under the server's secret. It works without an API key until
-E; a tampered or expired link answers 403.
+A citation of an uploaded file links to the passage viewer (``api/routes/viewer.py``)::
 
-A crawled page links to its original URL instead, and a web page (crawled or
-uploaded HTML) carries a text fragment (``#:~:text=``, the URL Fragment Text
-Directives spec) for the quote, so a browser scrolls to it and highlights it.
+    {base}/v1/files/{file_id}/view?expires=E&signature=S&chunk=N[&quote_start=a&quote_end=b][&page=P]
+
+where S is an HMAC-SHA256 over the file id, its workspace and E under the server's secret. The viewer
+shows passage N with the quote (code-point offsets a..b into the passage) marked, on page P of a PDF;
+its "download the original" link is the same E and S on ``/v1/files/{file_id}/content``. Both work
+without an API key until E; a tampered or expired link answers 403.
+
+The signature covers what grants access (which file, whose, until when), not what to show: the same
+E and S already open the whole file, so ``chunk``, ``quote_*`` and ``page`` may be changed by a client
+(the playground moves ``page`` to the quote's page) without opening anything more.
+
+A crawled page links to its original URL instead, with a text fragment (``#:~:text=``, the URL Fragment
+Text Directives spec) for the quote, so a browser scrolls to it and highlights it.
 """
 
 from __future__ import annotations
@@ -19,12 +26,12 @@ import time
 from pathlib import Path
 from urllib.parse import quote as percent_encode
 
+from calypso.citations.grounded import Quote
 from calypso.locators import PDF_MEDIA_TYPE
 from calypso.models import Passage
 from calypso.text.cjk import has_cjk
 
 _ROUND_SECONDS = 3600  # expiry rounded up to the hour, so one answer's links are stable
-_WEB_TYPES = {"text/html", "application/xhtml+xml"}
 # A quote longer than this is given as textStart,textEnd: browsers match each end, and a long exact
 # text breaks on any difference between our extracted text and the rendered page.
 _EXACT_WORDS = 8
@@ -57,18 +64,29 @@ def text_fragment(quote: str) -> str:
     return f":~:text={_encode_term(start)},{_encode_term(end)}"
 
 
-def _fragment(passage: Passage, page: int | None, quote: str | None) -> str:
-    """What follows ``#`` for this passage: the page of a PDF, the quote's text fragment on a web page."""
-    media_type = passage.document.media_type
-    if media_type == PDF_MEDIA_TYPE:
+def _original_fragment(passage: Passage, page: int | None, quote: str | None) -> str:
+    """What follows ``#`` on a crawled document's original URL: its page if a PDF, else the quote's text."""
+    if passage.document.media_type == PDF_MEDIA_TYPE:
         return f"page={page or passage.chunk.page_start}"
-    if media_type in _WEB_TYPES or passage.document.source_url:
-        return text_fragment(quote if quote is not None else passage.chunk.text)
-    return ""
+    return text_fragment(quote if quote is not None else passage.chunk.text)
 
 
 def _with_fragment(url: str, fragment: str) -> str:
     return f"{url}#{fragment}" if fragment else url
+
+
+def view_query(passage: Passage, page: int | None = None, span: tuple[int, int] | None = None) -> str:
+    """The viewer's own parameters: the passage, the quote's offsets in it, and the page of a paged document."""
+    query = f"chunk={passage.chunk.chunk_index}"
+    if span is not None:
+        query += f"&quote_start={span[0]}&quote_end={span[1]}"
+    if passage.has_pages:
+        query += f"&page={page or passage.chunk.page_start}"
+    return query
+
+
+def view_path(file_id: str) -> str:
+    return f"/v1/files/{file_id}/view"
 
 
 def load_secret(configured: str | None, home: Path) -> bytes:
@@ -106,24 +124,38 @@ class LinkSigner:
         at = int(now if now is not None else time.time()) + self.ttl_seconds
         return -(-at // _ROUND_SECONDS) * _ROUND_SECONDS
 
-    def url(self, passage: Passage, page: int | None = None, quote: str | None = None) -> str:
-        document = passage.document
+    def access(self, file_id: str, workspace: str) -> str:
+        """``expires=E&signature=S`` for one file: what opens its viewer and its content without a key."""
         expires = self.expires()
-        sig = signature(self.secret, document.file_id, document.workspace, expires)
-        url = f"{self.base_url}/v1/files/{document.file_id}/content?expires={expires}&signature={sig}"
-        return _with_fragment(url, _fragment(passage, page, quote))
+        return f"expires={expires}&signature={signature(self.secret, file_id, workspace, expires)}"
+
+    def url(self, passage: Passage, page: int | None = None, span: tuple[int, int] | None = None) -> str:
+        """The signed viewer link of ``passage``, its quote at ``span`` (offsets into the passage) marked."""
+        document = passage.document
+        access = self.access(document.file_id, document.workspace)
+        return f"{self.base_url}{view_path(document.file_id)}?{access}&{view_query(passage, page, span)}"
 
 
-def source_url(passage: Passage, links: LinkSigner | None, page: int | None = None, quote: str | None = None) -> str:
-    """Where a reader sees the passage (``quote``, when given, highlighted on web pages).
+def source_url(
+    passage: Passage,
+    links: LinkSigner | None,
+    page: int | None = None,
+    quote: str | None = None,
+    span: tuple[int, int] | None = None,
+) -> str:
+    """Where a reader sees the passage, its quote (``quote`` the text, ``span`` its offsets) highlighted.
 
-    A crawled page: its original URL. Otherwise a signed link when a signer is given, else the bare
-    content path (tests, offline rendering).
+    A crawled page: its original URL with the quote's text fragment. Otherwise the passage viewer: a
+    signed link when a signer is given, else the bare viewer path (tests, offline rendering).
     """
     original = passage.document.source_url
     if original and original.startswith(("http://", "https://")):
-        return _with_fragment(original.split("#", 1)[0], _fragment(passage, page, quote))
+        return _with_fragment(original.split("#", 1)[0], _original_fragment(passage, page, quote))
     if links is not None:
-        return links.url(passage, page, quote)
-    url = f"/v1/files/{passage.document.file_id}/content"
-    return _with_fragment(url, _fragment(passage, page, quote))
+        return links.url(passage, page, span)
+    return f"{view_path(passage.document.file_id)}?{view_query(passage, page, span)}"
+
+
+def quote_url(passage: Passage, links: LinkSigner | None, quote: Quote) -> str:
+    """``source_url`` of one citation: its quote marked, on the quote's page."""
+    return source_url(passage, links, quote.page_number, quote.text, (quote.passage_start, quote.passage_end))

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from calypso.citations.events import MarkerEvent, SentenceEvent, TextEvent
 from calypso.citations.grounded import GroundedAnswer, Source, grounding_status, quote_locator, utf16_len
-from calypso.citations.links import LinkSigner, source_url
+from calypso.citations.links import LinkSigner, quote_url
 from calypso.dialects.content import ContentBuilder, finished_content, place_claims, sentence_status
 from calypso.dialects.styles import HIDDEN, NUMERIC, PLAIN, SOURCE, RenderStyle, style_for
 
@@ -74,7 +74,7 @@ def chat_annotations(
                 {
                     "type": "url_citation",
                     "url_citation": {
-                        "url": source_url(passage, links, citation.quote.page_number, citation.quote.text),
+                        "url": quote_url(passage, links, citation.quote),
                         "title": passage.document.title or passage.document.filename,
                         "start_index": start,
                         "end_index": end,
@@ -118,7 +118,7 @@ def citations(
                 "text_preview": passage.chunk.text[:PREVIEW_CHARS],
                 "score": round(passage.score, 4),
                 "label": passage.display_label,
-                "url": source_url(passage, links, quote.page_number, quote.text),
+                "url": quote_url(passage, links, quote),
                 "page_number": page_number,
                 "page_label": page_label,
                 "quote": quote.text,

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 from calypso.citations.grounded import (
     GroundedAnswer,
     MarkerPlacement,
+    Quote,
     Segment,
     SegmentCitation,
     Source,
@@ -29,7 +30,7 @@ from calypso.citations.grounded import (
     quote_locator,
     utf16_len,
 )
-from calypso.citations.links import LinkSigner, source_url
+from calypso.citations.links import LinkSigner, quote_url, source_url
 from calypso.citations.offsets import OffsetMap
 from calypso.dialects.content import numbered_text, sources_appendix
 from calypso.models import Passage
@@ -57,8 +58,11 @@ class LinkSpan(NamedTuple):
     source: Source
 
 
-def _url(source: Source, options: RenderOptions, page: int | None = None, quote: str | None = None) -> str:
-    return source_url(source.passage, options.links, page, quote)
+def _url(source: Source, options: RenderOptions, quote: Quote | None = None) -> str:
+    """The source's link: its passage, or with ``quote`` the quote marked on its page."""
+    if quote is None:
+        return source_url(source.passage, options.links)
+    return quote_url(source.passage, options.links, quote)
 
 
 def page_attributes(passage: Passage) -> dict[str, Any]:
@@ -154,7 +158,7 @@ class InlineLinker:
             if citation is None:
                 continue
             source = self.sources[number - 1]
-            url = _url(source, self.options, citation.quote.page_number, citation.quote.text)
+            url = _url(source, self.options, citation.quote)
             link = f"[[{source.display_number}]]({url})"
             start = inline_text_len + len(piece)
             piece += link
@@ -201,14 +205,21 @@ def file_search_results(sources: list[Source], options: RenderOptions) -> list[d
 
 
 def all_source_urls(answer: GroundedAnswer, options: RenderOptions) -> list[str]:
-    """Seed 003's ``citations``: every source URL retrieved, cited or not, without repeats."""
+    """Seed 003's ``citations``: every source URL retrieved, cited or not, without repeats.
+
+    A cited source is listed by the links the text gives it (its quotes in the viewer, in text order),
+    so every ``[[n]](url)`` of the answer is in the list; an uncited one by its passage's link.
+    """
     if options.hidden:
         return []
     urls: list[str] = []
     for source in answer.by_display_number:
-        url = _url(source, options)
-        if url not in urls:
-            urls.append(url)
+        quotes = [
+            c.quote for s in answer.segments for c in s.citations if c.retrieval_number == source.retrieval_number
+        ]
+        for url in [_url(source, options, q) for q in quotes] or [_url(source, options)]:
+            if url not in urls:
+                urls.append(url)
     return urls
 
 

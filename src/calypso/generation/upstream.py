@@ -18,6 +18,7 @@ cancellation and retries are under our control:
 from __future__ import annotations
 
 import asyncio
+import collections
 import email.utils
 import json
 import time
@@ -64,6 +65,10 @@ class _Transient(Exception):
     def __init__(self, error: UpstreamError, delay: float | None = None) -> None:
         super().__init__(error.message)
         self.error, self.delay = error, delay
+
+
+# Failures this process met, by error code: ``/metrics`` reports them (``api/metrics.py``).
+FAILURES: collections.Counter[str] = collections.Counter()
 
 
 class UpstreamGenerator(Generator):
@@ -127,6 +132,15 @@ class UpstreamGenerator(Generator):
         return min(self.config.backoff_base_seconds * 2.0**attempt, self.config.backoff_max_seconds)
 
     async def stream(self, request: GenerationRequest) -> AsyncGenerator[GenerationEvent, None]:
+        try:
+            async with aclosing(self._stream(request)) as events:
+                async for event in events:
+                    yield event
+        except UpstreamError as exc:
+            FAILURES[exc.code or "upstream_error"] += 1
+            raise
+
+    async def _stream(self, request: GenerationRequest) -> AsyncGenerator[GenerationEvent, None]:
         payload = self._payload(request)
         attempt = 0
         while True:

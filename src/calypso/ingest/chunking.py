@@ -12,6 +12,7 @@ strategy, counted by ``ingest/tokens.py``). English text has as many units as ch
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Iterator
 from itertools import accumulate
 from typing import Literal
@@ -70,11 +71,40 @@ def _split_tokens(start: int, end: int, text: str, size: int) -> Iterator[tuple[
     yield _strip(text, start, end)
 
 
+# A Markdown table row on a line of its own ("| Zone NA | 12,553 | 2,713 |"): one unit, never cut between sentences.
+_TABLE_ROW = re.compile(r"^[ \t]*\|[^\n]*\|[ \t]*$", re.M)
+
+
+def _rows_whole(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` with the sentences of each table row joined into one span of the whole row.
+
+    A full stop inside a cell ("Dr. Smith | 3.5 ml. Total") would otherwise let a chunk end mid-row,
+    parting a number from its row. Linear: rows and spans are both in text order.
+    """
+    if "|" not in text:
+        return spans
+    joined: list[tuple[int, int]] = []
+    index = 0
+    for row in _TABLE_ROW.finditer(text):
+        row_start, row_end = _strip(text, row.start(), row.end())
+        while index < len(spans) and spans[index][1] <= row_start:
+            joined.append(spans[index])
+            index += 1
+        start, end = row_start, row_end
+        while index < len(spans) and spans[index][0] < row_end:
+            start, end = min(start, spans[index][0]), max(end, spans[index][1])
+            index += 1
+        joined.append((start, end))
+    joined.extend(spans[index:])
+    return joined
+
+
 def _units(text: str, size: int, measure: Measure = "chars") -> list[tuple[int, int]]:
-    """The sentences of ``text`` (whitespace-stripped spans), over-long ones cut to at most ``size``."""
+    """The sentences of ``text`` (whitespace-stripped spans; a table row is one), over-long ones cut to at
+    most ``size``."""
     split = _split_tokens if measure == "tokens" else _split_long
     units: list[tuple[int, int]] = []
-    for start, end in sentence_spans(text):
+    for start, end in _rows_whole(text, sentence_spans(text)):
         units.extend(unit for unit in split(start, end, text, size) if unit[1] > unit[0])
     return units
 
@@ -113,6 +143,10 @@ class _PageLocator:
     def __init__(self, pages: list[Page]) -> None:
         self.pages = pages
         self.starts = [page.start for page in pages]
+
+    def index(self, offset: int) -> int:
+        """The index of the page ``offset`` is on."""
+        return max(bisect.bisect_right(self.starts, offset) - 1, 0)
 
     def span(self, start: int, end: int) -> list[Page]:
         first = max(bisect.bisect_right(self.starts, start) - 1, 0)
@@ -181,11 +215,16 @@ def chunk_document(
     pages = _PageLocator(doc.pages or [Page(1, "1", 0, len(text))])
     headings = _HeadingLocator(doc.headings, text)
 
+    # With ``break_at_pages`` a chunk ends where a page ends, and the next one carries nothing over from it.
+    page_of = [pages.index(start) for start, _ in units] if doc.break_at_pages else None
+
     chunks: list[Chunk] = []
     i = 0
     while i < len(units):
         j = i + 1
         while j < len(units):
+            if page_of is not None and page_of[j] != page_of[i]:
+                break
             length = lengths.span(i, j)
             # A heading starts a new chunk once this one has some body.
             starts_heading = headings.starts_heading(units[j][0])
@@ -210,7 +249,8 @@ def chunk_document(
         )
         if j >= len(units):
             break
-        i = _overlap_start(lengths, i, j, overlap)
+        new_page = page_of is not None and page_of[j] != page_of[j - 1]
+        i = j if new_page else _overlap_start(lengths, i, j, overlap)  # nothing carried over into a new page
     return chunks
 
 

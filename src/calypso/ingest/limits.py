@@ -25,6 +25,9 @@ class ParseLimits:
     max_uncompressed_bytes: int = _default("max_uncompressed_bytes")
     max_compression_ratio: int = _default("max_compression_ratio")
     max_docx_elements: int = _default("max_docx_elements")
+    max_sheet_cells: int = _default("max_sheet_cells")
+    chunk_size: int = _default("chunk_size")  # not a limit: spreadsheet blocks are cut to fit one passage
+    max_email_attachments: int = _default("max_email_attachments")
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ParseLimits:

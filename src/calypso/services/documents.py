@@ -397,9 +397,17 @@ class DocumentService:
     def content(self, document: Document) -> bytes:
         return self.store.read_content(document.workspace, document.id)
 
-    def signed_file(self, file_id: str, expires: int | None, signature: str | None) -> Document:
-        """The file a signed source link names, in whatever workspace signed it; 403 when invalid or expired."""
+    def signed_file(
+        self, file_id: str, expires: int | None, signature: str | None, missing_is_404: bool = False
+    ) -> Document:
+        """The file a signed source link names, in whatever workspace signed it; 403 when invalid or expired.
+
+        ``missing_is_404``: a file that does not exist (deleted since the link was made) is NotFound
+        rather than 403, so the passage viewer can say so.
+        """
         document = self.store.find_file(file_id)
+        if document is None and missing_is_404:
+            raise NotFound(f"No file {file_id!r}: it was deleted, or the link is mistyped.", param="file_id")
         if (
             document is None
             or expires is None

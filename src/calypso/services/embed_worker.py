@@ -78,6 +78,10 @@ class EmbedWorkers:
             thread.start()
             self._threads.append(thread)
 
+    def alive(self) -> tuple[int, int]:
+        """(threads running, threads started): a thread that died of a bug shows here before users notice."""
+        return sum(thread.is_alive() for thread in self._threads), len(self._threads)
+
     def stop(self) -> None:
         """Stop at the next batch. Joined without a timeout: a thread left inside onnxruntime when the
         interpreter exits aborts the process ("terminate called without an active exception")."""

@@ -173,6 +173,19 @@ class NamespaceIndexes:
     def position(self) -> int:
         return self._position
 
+    def sizes(self) -> dict[Key, tuple[int, int]]:
+        """(passages in the keyword index, vectors held) of every namespace this process has loaded."""
+        with self._lock:
+            return {
+                key: (len(index), len(self._vectors[key]) if key in self._vectors else 0)
+                for key, index in self._indexes.items()
+            }
+
+    @property
+    def following(self) -> bool:
+        """Whether the follower thread runs (or was never needed yet: no index loaded, or following is off)."""
+        return self._follower is None or self._follower.is_alive()
+
     def replay_from(self, position: int) -> None:
         """Read the feed again from ``position`` at the next ``catch_up``: a change read twice applies once."""
         with self._lock:

@@ -233,6 +233,10 @@ class IngestWorkers:
             thread.start()
             self._threads.append(thread)
 
+    def alive(self) -> tuple[int, int]:
+        """(threads running, threads started): a thread that died of a bug shows here before users notice."""
+        return sum(thread.is_alive() for thread in self._threads), len(self._threads)
+
     def stop(self, timeout: float | None = None) -> None:
         """Stop claiming; a running job finishes, or is released at its next batch, within ``timeout``."""
         self.stopping.set()

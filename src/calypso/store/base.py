@@ -31,6 +31,7 @@ from calypso.models import (
     Listing,
     Order,
     Page,
+    QueueStats,
     SourcesPolicy,
     StaticChunking,
     StoredBot,
@@ -79,6 +80,10 @@ class DocumentStore(Protocol):
         afterwards or nothing is (StorageError). Raises DuplicateContent when
         the namespace already holds a document with the same ``sha256``.
         """
+        ...
+
+    def status_counts(self) -> dict[str, int]:
+        """How many documents there are of each status, over every workspace (for metrics)."""
         ...
 
     def find_duplicate(self, workspace: str, namespace: str, sha256: str) -> Document | None:
@@ -216,6 +221,10 @@ class JobStore(Protocol):
         in_progress or completed; a failed or cancelled copy is deleted in the same transaction and replaced.
         Returns the document as stored.
         """
+        ...
+
+    def queue_stats(self) -> QueueStats:
+        """Jobs waiting and running, and the oldest one's submission time (for metrics and readiness)."""
         ...
 
     def claim(self, worker_id: str, lease_seconds: float) -> IngestJob | None:

@@ -124,6 +124,11 @@ class DocumentsSQL(StoredTermsSQL[D]):
         row = self.database.row(self._sql(f"SELECT {DOC_COLUMNS} FROM documents WHERE {where}"), args)
         return self._document(row) if row else None
 
+    def status_counts(self) -> dict[str, int]:
+        return {
+            status: int(n) for status, n in self.database.rows("SELECT status, COUNT(*) FROM documents GROUP BY status")
+        }
+
     def find_duplicate(self, workspace: str, namespace: str, sha256: str) -> Document | None:
         return self._one_document("workspace = ? AND namespace = ? AND sha256 = ?", (workspace, namespace, sha256))
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from calypso.models import Chunk, Document, IngestJob, Page
+from calypso.models import Chunk, Document, IngestJob, Page, QueueStats
 from calypso.store.base import MAX_JOB_ATTEMPTS
 from calypso.store.shared_sql import D, SharedSQL
 
@@ -49,6 +49,14 @@ class JobsSQL(SharedSQL[D]):
         # Every statement ends "WHERE document_key = ? AND lease_owner = ?": a lost lease matches no row.
         statement = self._sql(sql)
         return bool(self.database.write(lambda db: db.execute(statement, args).rowcount == 1))
+
+    def queue_stats(self) -> QueueStats:
+        row = self.database.row(
+            "SELECT COUNT(*), COALESCE(SUM(CASE WHEN lease_owner IS NULL THEN 0 ELSE 1 END), 0), MIN(created_at) "
+            "FROM ingest_jobs"
+        )
+        total, running, oldest = row if row is not None else (0, 0, None)
+        return QueueStats(queued=int(total) - int(running), running=int(running), oldest_created_at=oldest)
 
     def release(self, document_key: int, worker_id: str) -> None:
         self._update_owned(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import os
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
@@ -31,6 +32,13 @@ HTML = "text/html"
 XHTML = "application/xhtml+xml"
 MARKDOWN = "text/markdown"
 TEXT = "text/plain"
+PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+CSV = "text/csv"
+TSV = "text/tab-separated-values"
+EPUB = "application/epub+zip"
+EML = "message/rfc822"
+MSG = "application/vnd.ms-outlook"
 
 SUPPORTED_TYPES: dict[str, str] = {
     PDF: "pdf",
@@ -39,6 +47,13 @@ SUPPORTED_TYPES: dict[str, str] = {
     XHTML: "html",
     MARKDOWN: "markdown",
     TEXT: "text",
+    PPTX: "pptx",
+    XLSX: "xlsx",
+    CSV: "csv",
+    TSV: "tsv",
+    EPUB: "epub",
+    EML: "eml",
+    MSG: "msg",
 }
 
 EXTENSIONS: dict[str, str] = {
@@ -52,9 +67,14 @@ EXTENSIONS: dict[str, str] = {
     ".txt": TEXT,
     ".text": TEXT,
     ".log": TEXT,
-    ".csv": TEXT,
-    ".tsv": TEXT,
+    ".pptx": PPTX,
+    ".xlsx": XLSX,
+    ".csv": CSV,
+    ".tsv": TSV,
     ".rst": TEXT,
+    ".epub": EPUB,
+    ".eml": EML,
+    ".msg": MSG,
 }
 
 # Other names clients send for the same formats.
@@ -62,6 +82,11 @@ _ALIASES: dict[str, str] = {
     "application/x-pdf": PDF,
     "text/x-markdown": MARKDOWN,
     "text/md": MARKDOWN,
+    "application/csv": CSV,
+    "text/x-csv": CSV,
+    "text/comma-separated-values": CSV,
+    "text/tsv": TSV,
+    "application/x-outlook-msg": MSG,
 }
 
 # Content types that say nothing about the format: fall through to extension / sniffing.
@@ -76,12 +101,17 @@ def describe_supported() -> str:
     for ext, media in EXTENSIONS.items():
         groups[SUPPORTED_TYPES[media]].append(ext)
     names = {"pdf": "PDF", "docx": "Word DOCX", "html": "HTML", "markdown": "Markdown", "text": "plain text"}
+    names |= {"pptx": "PowerPoint PPTX", "xlsx": "Excel XLSX", "csv": "CSV", "tsv": "TSV"}
+    names.update(epub="EPUB e-book", eml="EML e-mail", msg="Outlook MSG e-mail")
     return "; ".join(f"{names[short]} ({', '.join(items)})" for short, items in groups.items())
 
 
 def _normalise(media_type: str | None) -> str:
     base = (media_type or "").split(";", 1)[0].strip().lower()
     return _ALIASES.get(base, base)
+
+
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
 
 def _sniff(data: bytes) -> str | None:
@@ -94,11 +124,22 @@ def _sniff(data: bytes) -> str | None:
             return None
         try:
             with zipfile.ZipFile(io.BytesIO(data)) as zf:
-                if "word/document.xml" in zf.namelist():
+                names = set(zf.namelist())
+                if "word/document.xml" in names:
                     return DOCX
-        except zipfile.BadZipFile:
+                if "ppt/presentation.xml" in names:
+                    return PPTX
+                if "xl/workbook.xml" in names:
+                    return XLSX
+                if "mimetype" in names:  # an EPUB says so in its first member (read 64 bytes at most)
+                    with zf.open("mimetype") as member:
+                        if member.read(64).strip() == EPUB.encode():
+                            return EPUB
+        except (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError):
             return None
         return None
+    if head.startswith(_OLE_MAGIC):  # Outlook MSG among OLE files (old .doc and .xls too): its stream names
+        return MSG if "__properties_version1.0".encode("utf-16-le") in data else None
     lowered = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
     if lowered.startswith((b"<!doctype html", b"<html")) or b"<html" in lowered[:512]:
         return HTML
@@ -112,12 +153,12 @@ def detect_media_type(data: bytes, filename: str, media_type: str | None = None)
     declared = _normalise(media_type)
     ext_type = EXTENSIONS.get(os.path.splitext(filename or "")[1].lower())
     if declared in SUPPORTED_TYPES:
-        if declared in (TEXT, MARKDOWN, HTML, XHTML) and data[:4] in (b"%PDF", b"PK\x03\x04"):
-            sniffed = _sniff(data)  # PDF/DOCX magic is unambiguous; a text label on it is a client guess
-            if sniffed in (PDF, DOCX):
+        if declared in (TEXT, MARKDOWN, HTML, XHTML, CSV, TSV) and data[:4] in (b"%PDF", b"PK\x03\x04"):
+            sniffed = _sniff(data)  # PDF/Office magic is unambiguous; a text label on it is a client guess
+            if sniffed in (PDF, DOCX, PPTX, XLSX):
                 return sniffed
-        # Many clients label every text file text/plain; a .md/.html name is more specific.
-        if declared == TEXT and ext_type in (MARKDOWN, HTML, XHTML):
+        # Many clients label every text file text/plain; a .md/.html/.csv name is more specific.
+        if declared == TEXT and ext_type in (MARKDOWN, HTML, XHTML, CSV, TSV):
             return ext_type
         return declared
     if declared.startswith("text/") and declared not in _GENERIC and ext_type is None:
@@ -156,6 +197,20 @@ def _parser_for(media_type: str) -> Callable[[bytes, str, ParseLimits], ParsedDo
         from calypso.ingest.parsers import html as module
     elif short == "markdown":
         from calypso.ingest.parsers import markdown as module
+    elif short == "pptx":
+        from calypso.ingest.parsers import pptx as module
+    elif short == "xlsx":
+        from calypso.ingest.parsers import xlsx as module
+    elif short in ("csv", "tsv"):
+        from calypso.ingest.parsers import delimited
+
+        return delimited.parse_tsv if short == "tsv" else delimited.parse
+    elif short == "epub":
+        from calypso.ingest.parsers import epub as module
+    elif short == "eml":
+        from calypso.ingest.parsers import eml as module
+    elif short == "msg":
+        from calypso.ingest.parsers import msg as module
     else:
         from calypso.ingest.parsers import text as module
     return module.parse

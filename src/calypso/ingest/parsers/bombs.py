@@ -20,7 +20,7 @@ from calypso.ingest.limits import MAX_ZIP_MEMBERS, RATIO_FLOOR_BYTES, ParseLimit
 
 _PIECE = 1 << 20  # most output bytes per inflate call
 _FEED = 1 << 16  # input bytes per inflate call
-_XML_PARTS = (".xml", ".rels")
+_XML_PARTS = (".xml", ".rels", ".xhtml", ".html", ".htm", ".opf", ".ncx")  # DOCX parts, EPUB chapters
 _STREAM = re.compile(rb"stream\r?\n")  # the keyword that opens a PDF stream's data (also ends "endstream")
 
 
@@ -48,20 +48,26 @@ def _start_tags(piece: bytes, after_lt: bool) -> int:
     return count
 
 
-def _member_data_offset(data: bytes, info: zipfile.ZipInfo, filename: str) -> int:
+def _member_data_offset(data: bytes, info: zipfile.ZipInfo, filename: str, kind: str) -> int:
     header = data[info.header_offset : info.header_offset + 30]
     if len(header) < 30 or header[:4] != b"PK\x03\x04":
         raise UnprocessableDocument(
-            f"{filename!r} is not a readable DOCX file: its zip structure is damaged ({info.filename}). "
-            "Open it in Word or LibreOffice, save it again and upload the new file.",
+            f"{filename!r} is not a readable {kind} file: its zip structure is damaged ({info.filename}). "
+            "Open it in its application, save it again and upload the new file.",
             param="file",
         )
     name_length, extra_length = struct.unpack("<HH", header[26:30])
     return int(info.header_offset) + 30 + int(name_length) + int(extra_length)
 
 
-def check_zip_package(data: bytes, filename: str, limits: ParseLimits) -> None:
-    """Refuse a DOCX whose members would expand past the limits, before python-docx reads them.
+def _article(name: str) -> str:
+    """ "an" before a name read letter by letter from a vowel sound (an EPUB, an XLSX), else "a" (a PPTX)."""
+    return "an" if name[:1].upper() in "AEFHILMNORSX" else "a"
+
+
+def check_zip_package(data: bytes, filename: str, limits: ParseLimits, kind: str = "DOCX") -> None:
+    """Refuse a DOCX (or another zip package: ``kind`` names it, e.g. "EPUB") whose members would expand
+    past the limits, before its parser reads them.
 
     Declared sizes and ratios are checked first (free); then every member is inflated once to
     confirm it expands to no more than it declares (zipfile trusts the declaration and may inflate up
@@ -70,8 +76,13 @@ def check_zip_package(data: bytes, filename: str, limits: ParseLimits) -> None:
     members = data.count(b"PK\x01\x02")  # central directory entries (an upper bound): before zipfile lists them
     if members > MAX_ZIP_MEMBERS:
         raise UnprocessableDocument(
-            f"{filename!r} is a zip of about {members:,} files; a Word document has a few dozen "
-            f"(at most {MAX_ZIP_MEMBERS:,} are read). Upload the .docx file Word saves.",
+            f"{filename!r} is a zip of about {members:,} files; "
+            + (
+                "a Word document has a few dozen"
+                if kind == "DOCX"
+                else f"{_article(kind)} {kind} file has a few hundred"
+            )
+            + f" (at most {MAX_ZIP_MEMBERS:,} are read). Upload the {kind.lower()} file as its application saves it.",
             param="file",
         )
     try:
@@ -93,8 +104,8 @@ def check_zip_package(data: bytes, filename: str, limits: ParseLimits) -> None:
             )
         if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
             raise UnprocessableDocument(
-                f"{filename!r} uses zip compression method {info.compress_type} for {info.filename}, which Word "
-                "never writes. Open it in Word or LibreOffice, save it as .docx and upload it again.",
+                f"{filename!r} uses zip compression method {info.compress_type} for {info.filename}, which no {kind} "
+                "writer uses. Open it in its application, save it again and upload the new file.",
                 param="file",
             )
         if info.file_size > RATIO_FLOOR_BYTES and info.file_size > limits.max_compression_ratio * info.compress_size:
@@ -105,9 +116,9 @@ def check_zip_package(data: bytes, filename: str, limits: ParseLimits) -> None:
     view = memoryview(data)
     elements = 0
     for info in infos:
-        start = _member_data_offset(data, info, filename)
+        start = _member_data_offset(data, info, filename, kind)
         end = start + info.compress_size
-        xml = info.filename.lower().endswith(_XML_PARTS)
+        xml = kind != "XLSX" and info.filename.lower().endswith(_XML_PARTS)  # XLSX cells: counted as read
         if info.compress_type == zipfile.ZIP_STORED:
             pieces: Iterator[tuple[bytes, int]] = iter([(bytes(view[start:end]), end - start)])
         else:
@@ -118,8 +129,8 @@ def check_zip_package(data: bytes, filename: str, limits: ParseLimits) -> None:
                 produced += len(piece)
                 if produced > info.file_size:
                     raise UnprocessableDocument(
-                        f"{filename!r} is not a readable DOCX file: {info.filename} expands to more than the "
-                        f"{info.file_size:,} bytes it declares. Re-save it in Word or LibreOffice and upload it again.",
+                        f"{filename!r} is not a readable {kind} file: {info.filename} expands to more than the "
+                        f"{info.file_size:,} bytes it declares. Re-save it in its application and upload it again.",
                         param="file",
                     )
                 if xml and piece:
@@ -127,8 +138,8 @@ def check_zip_package(data: bytes, filename: str, limits: ParseLimits) -> None:
                     after_lt = piece.endswith(b"<")
         except zlib.error as exc:
             raise UnprocessableDocument(
-                f"{filename!r} is not a readable DOCX file: {info.filename} is corrupt ({exc}). "
-                "Check that the whole file was uploaded, or re-save it in Word or LibreOffice.",
+                f"{filename!r} is not a readable {kind} file: {info.filename} is corrupt ({exc}). "
+                "Check that the whole file was uploaded, or re-save it in its application.",
                 param="file",
             ) from exc
         if elements > limits.max_docx_elements:

@@ -109,7 +109,9 @@ def _body_text(tree: etree._Element) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocument:
+def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS, *, whole: bool = False) -> ParsedDocument:
+    """``whole``: the page is all content (an e-book chapter), so extraction favours recall over
+    leaving out furniture: a short chapter keeps its headings."""
     # Text size is bounded by the upload size; parse_document checks max_document_chars.
     data, dropped = strip_crowded_tags(data)  # before lxml: its attribute check is quadratic per tag
     if dropped:
@@ -128,6 +130,7 @@ def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS) -> P
             include_images=False,
             include_comments=False,
             with_metadata=False,
+            favor_recall=whole,
         )
     except Exception:  # a heuristic extractor failing on odd markup should not lose the page
         logger.warning("trafilatura failed on %r; using the plain <body> text", filename, exc_info=True)

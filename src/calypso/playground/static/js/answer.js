@@ -1,7 +1,8 @@
 // One answer as the Responses stream delivers it, and its renderings: badges, evidence colours, sources.
 // It reads only the wire: file_search_call results, file_citation annotations with their _aicore
 // segment fields (UTF-16 offsets, so JavaScript slices never split a character), and the legacy
-// metadata._aicore.grounded_sources for the signed links.
+// metadata._aicore.grounded_sources for the signed links, and metadata._aicore.claims for what each
+// sentence rests on (the sentences nothing supports are marked in the text and listed in the evidence).
 
 import { el } from "./dom.js";
 
@@ -9,6 +10,7 @@ export const PALETTE_SIZE = 8;
 
 export const STATES = {
   available: { label: "Grounded", tone: "ok" },
+  partial: { label: "Partly grounded", tone: "partial" }, // available, but some claim is unsupported or weak
   hidden: { label: "Sources hidden", tone: "muted" },
   missing: { label: "No sources found", tone: "warn" },
   none: { label: "Not grounded", tone: "muted" },
@@ -25,6 +27,7 @@ export class Answer {
     this.final = null; // the response.completed response object
     this.error = null;
     this.chatReply = null; // the Chat Completions dialect, fetched when first shown
+    this.sentences = []; // streamed output_text.sentence_status payloads, until the completed claims replace them
   }
 
   /** Feed one Responses SSE event; returns true once the stream is over. */
@@ -38,6 +41,9 @@ export class Answer {
         return false;
       case "response.output_text.annotation.added":
         this.annotations.push(data.annotation);
+        return false;
+      case "response.output_text.sentence_status":
+        if (data.sentence) this.sentences.push(data.sentence);
         return false;
       case "response.completed":
         this.adoptFinal(data.response);
@@ -71,6 +77,34 @@ export class Answer {
     return this.aicore.grounded_sources_state || null;
   }
 
+  /** metadata._aicore.claims: support ("supported" | "partial" | "unsupported" | "no_claims"), counts, spans. */
+  get claims() {
+    return this.aicore.claims || null;
+  }
+
+  /** Seed 000's state, except that an available answer with an unsupported or weak claim is "partial". */
+  get displayState() {
+    const support = this.claims && this.claims.support;
+    if (this.state === "available" && (support === "partial" || support === "unsupported")) return "partial";
+    return this.state;
+  }
+
+  /** The sentences not to take as grounded, in text order, with UTF-16 offsets into ``text``: from the
+   * completed claims, or while streaming from each sentence's status as it ends. */
+  flagged() {
+    const streamed = this.sentences.filter((s) => s.status === "unsupported" || s.status === "weak");
+    const spans = this.final ? (this.claims && this.claims.unsupported_spans) || [] : streamed;
+    const out = [];
+    for (const span of [...spans].sort((a, b) => a.start_index_utf16 - b.start_index_utf16)) {
+      const start = span.start_index_utf16;
+      const end = Math.min(span.end_index_utf16, this.text.length);
+      if (!Number.isInteger(start) || end <= start) continue;
+      if (out.length && start < out[out.length - 1].end) continue; // overlapping: the first one wins
+      out.push({ start, end, status: span.status, support: span.support_score, text: this.text.slice(start, end) });
+    }
+    return out;
+  }
+
   /** Results in display order (source_index), as the finished response lists them. */
   get results() {
     const search = this.final && (this.final.output || []).find((item) => item.type === "file_search_call");
@@ -94,7 +128,7 @@ export class Answer {
       locator: core.locator_label || "",
       support: core.support_score,
       supported: core.supported,
-      url: grounded && grounded.url ? pageLink(grounded.url, core.page_number) : null,
+      url: grounded && grounded.url ? quoteLink(grounded.url, core) : null,
     };
   }
 
@@ -128,38 +162,85 @@ export class Answer {
   }
 }
 
-/** The signed link opened at ``page`` (the fragment is not signed, so it may change). */
-export function pageLink(url, page) {
-  if (!url.includes("#page=") || !page) return url;
-  return url.replace(/#page=\d+$/, `#page=${page}`);
+/** A passage link of the viewer (``…/view?…&chunk=N``) turned into its quote's: ``quote_start``,
+ * ``quote_end`` and ``page`` set from the annotation. Only expires and signature are signed, so these
+ * may change; any other link (a crawled page's own URL) is left as it is. */
+export function quoteLink(url, core) {
+  let parsed;
+  try {
+    parsed = new URL(url, document.baseURI);
+  } catch {
+    return url;
+  }
+  if (!/\/v1\/files\/[^/]+\/view$/.test(parsed.pathname)) return url;
+  if (Number.isInteger(core.quote_start) && Number.isInteger(core.quote_end) && core.quote_end > core.quote_start) {
+    parsed.searchParams.set("quote_start", String(core.quote_start));
+    parsed.searchParams.set("quote_end", String(core.quote_end));
+  }
+  if (Number.isInteger(core.page_number)) parsed.searchParams.set("page", String(core.page_number));
+  return parsed.href;
 }
 
-/** The answer text with a badge after each cited segment. ``onBadge(badge, source)`` wires each one. */
+const CLAIM_WORDS = {
+  unsupported: { tag: "unsupported", title: "Unsupported: no retrieved passage supports this sentence." },
+  weak: { tag: "weak support", title: "Weakly supported: its sources score below the server's support threshold." },
+};
+
+function claimTag(flag) {
+  const words = CLAIM_WORDS[flag.status] || CLAIM_WORDS.unsupported;
+  return el("span", { class: `claim-tag ${flag.status}`, title: words.title }, words.tag);
+}
+
+function claimSpan(flag) {
+  const words = CLAIM_WORDS[flag.status] || CLAIM_WORDS.unsupported;
+  return el("span", { class: `claim ${flag.status}`, "data-claim": flag.status, title: words.title });
+}
+
+/** The answer text with a badge after each cited segment, and each sentence nothing supports (or only
+ * weakly) marked with its tag. ``onBadge(badge, source)`` wires each badge. */
 export function renderAnswerText(container, answer, onBadge) {
   container.replaceChildren();
   const text = answer.text;
   const ends = new Map();
   for (const segment of answer.segments()) {
+    if (segment.end > text.length) continue;
     const list = ends.get(segment.end) || [];
     list.push(...segment.annotations);
     ends.set(segment.end, list);
   }
+  const flags = answer.flagged();
+  const stops = new Set([...ends.keys(), ...flags.flatMap((f) => [f.start, f.end]), text.length]);
   let at = 0;
-  for (const end of [...ends.keys()].sort((a, b) => a - b)) {
-    if (end < at || end > text.length) continue;
-    container.append(text.slice(at, end));
-    const seen = new Set();
-    const group = el("span", { class: "badges" });
-    for (const annotation of ends.get(end)) {
-      const source = answer.sourceOf(annotation);
-      if (seen.has(source.index)) continue;
-      seen.add(source.index);
-      group.append(badge(source, onBadge));
+  let current = container; // the open claim span, or the container
+  let flag = 0;
+  for (const stop of [...stops].sort((a, b) => a - b)) {
+    current.append(text.slice(at, stop));
+    at = stop;
+    let closed = null;
+    if (current !== container && flags[flag - 1].end === stop) {
+      closed = flags[flag - 1];
+      current = container;
     }
-    container.append(group);
-    at = end;
+    if (ends.has(stop)) current.append(badgeGroup(ends.get(stop), answer, onBadge));
+    if (closed) container.append(claimTag(closed));
+    if (current === container && flag < flags.length && flags[flag].start === stop) {
+      current = claimSpan(flags[flag]);
+      container.append(current);
+      flag += 1;
+    }
   }
-  container.append(text.slice(at));
+}
+
+function badgeGroup(annotations, answer, onBadge) {
+  const seen = new Set();
+  const group = el("span", { class: "badges" });
+  for (const annotation of annotations) {
+    const source = answer.sourceOf(annotation);
+    if (seen.has(source.index)) continue;
+    seen.add(source.index);
+    group.append(badge(source, onBadge));
+  }
+  return group;
 }
 
 function badge(source, onBadge) {
@@ -188,7 +269,7 @@ export function popoverContent(source) {
       `Support ${source.support.toFixed(2)}${source.supported === false ? " · below threshold" : ""}`));
   }
   const passage = el("blockquote", { class: "popover-passage" }, ...quotedPassage(source));
-  const hint = el("div", { class: "popover-hint" }, source.url ? "Click or press Enter to open the source at this page." : "The link appears when the answer is complete.");
+  const hint = el("div", { class: "popover-hint" }, source.url ? "Click or press Enter to open the passage with this quote highlighted." : "The link appears when the answer is complete.");
   return [head, meta, passage, hint];
 }
 
@@ -224,16 +305,33 @@ function quotedPassage(source) {
   ];
 }
 
-/** The evidence view: each cited segment coloured by its first source; low support outlined. */
-export function renderEvidence(container, legend, answer) {
+/** ``text[from:to]`` into ``container``, the unsupported sentences in it marked (weak ones are segments). */
+function appendMarked(container, text, from, to, flags) {
+  let at = from;
+  for (const flag of flags) {
+    if (flag.status !== "unsupported" || flag.end <= at || flag.start >= to) continue;
+    const start = Math.max(flag.start, at);
+    const end = Math.min(flag.end, to);
+    container.append(text.slice(at, start));
+    container.append(el("span", { class: "segment unsupported", "data-claim": "unsupported", title: CLAIM_WORDS.unsupported.title }, text.slice(start, end)));
+    at = end;
+  }
+  container.append(text.slice(at, to));
+}
+
+/** The evidence view: each cited segment coloured by its first source; low support outlined; the
+ * sentences no source supports marked, and listed under the legend. */
+export function renderEvidence(container, legend, claimsList, answer) {
   container.replaceChildren();
   legend.replaceChildren();
+  claimsList.replaceChildren();
   const text = answer.text;
+  const flags = answer.flagged();
   const used = new Map();
   let at = 0;
   for (const segment of answer.segments()) {
     if (segment.start < at) continue; // overlapping segments: the first one wins
-    container.append(text.slice(at, segment.start));
+    appendMarked(container, text, at, segment.start, flags);
     const sources = segment.annotations.map((a) => answer.sourceOf(a));
     const first = sources[0];
     const low = sources.some((s) => s.supported === false);
@@ -248,7 +346,7 @@ export function renderEvidence(container, legend, answer) {
     for (const s of sources) if (!used.has(s.index)) used.set(s.index, s);
     at = segment.end;
   }
-  container.append(text.slice(at));
+  appendMarked(container, text, at, text.length, flags);
   for (const s of [...used.values()].sort((a, b) => a.index - b.index)) {
     const where = s.pageLabel ? `p. ${s.pageLabel}` : s.locator;
     legend.append(el("li", {},
@@ -256,6 +354,22 @@ export function renderEvidence(container, legend, answer) {
       `[${s.index}] ${s.filename}${where ? ` — ${where}` : ""}`));
   }
   if (text && !answer.segments().length) legend.append(el("li", { class: "subtle" }, "No sentence of this answer cites a source."));
+  renderClaimsList(claimsList, flags);
+}
+
+function renderClaimsList(list, flags) {
+  const groups = [
+    ["unsupported", "Not supported by any source"],
+    ["weak", "Only weakly supported"],
+  ];
+  for (const [status, heading] of groups) {
+    const items = flags.filter((f) => f.status === status);
+    if (!items.length) continue;
+    list.append(el("div", { class: `claims-group ${status}` },
+      el("strong", {}, `${heading} (${items.length}):`),
+      el("ul", {}, ...items.map((f) => el("li", { "data-claim": status }, f.text)))));
+  }
+  list.hidden = !list.childElementCount;
 }
 
 /** The sources panel's list: cited sources, then the other retrieved passages folded away. */

@@ -172,7 +172,7 @@ async function ask(question) {
   card.setAttribute("aria-busy", "true");
   // Nothing of the previous answer stays in the page (a hidden-sources answer must not sit beside old sources).
   $("sources").hidden = true;
-  for (const id of ["source-list", "evidence-text", "evidence-legend", "dialect-output"]) $(id).replaceChildren();
+  for (const id of ["source-list", "evidence-text", "evidence-legend", "evidence-claims", "dialect-output"]) $(id).replaceChildren();
   setState(null, "Searching and writing…");
   renderAll(answer);
   const button = $("ask-button");
@@ -212,6 +212,25 @@ function setState(grounding, hint) {
   $("state-hint").textContent = hint || "";
 }
 
+/** The server's hint, and for a partly grounded answer what is not supported and how much is. */
+function stateHint(answer) {
+  let hint = answer.aicore.grounded_sources_hint || "";
+  const claims = answer.claims;
+  const weakCitation = answer.annotations.some((a) => a._aicore.supported === false);
+  if (answer.displayState === "partial" && claims) {
+    const total = claims.supported + claims.weak + claims.unsupported;
+    const parts = [];
+    if (claims.unsupported) parts.push(`${claims.unsupported} of ${total} claims ${claims.unsupported === 1 ? "is" : "are"} not supported by any source`);
+    if (claims.weak) parts.push(`${claims.weak} of ${total} ${claims.weak === 1 ? "is" : "are"} only weakly supported`);
+    const coverage = typeof claims.coverage === "number" ? `; ${Math.round(claims.coverage * 100)}% of the claim text is supported` : "";
+    hint = `${parts.join(", ")}${coverage}. The sentences are marked; see Evidence for the list.`;
+    hint = hint.charAt(0).toUpperCase() + hint.slice(1);
+  } else if (answer.state === "available" && weakCitation) {
+    hint += " Some sentences are only weakly supported by their source: see Evidence.";
+  }
+  return hint;
+}
+
 function renderAll(answer) {
   renderAnswerText($("answer-text"), answer, wireBadge);
   if (!answer.final) {
@@ -219,10 +238,7 @@ function renderAll(answer) {
     return;
   }
   const grounding = answer.state;
-  const weak = answer.annotations.some((a) => a._aicore.supported === false);
-  let hint = answer.aicore.grounded_sources_hint || "";
-  if (grounding === "available" && weak) hint += " Some sentences are only weakly supported by their source: see Evidence.";
-  setState(grounding, hint);
+  setState(answer.displayState, stateHint(answer));
   // Seed 000: a sources panel only when the state is available; otherwise nothing of the sources is kept.
   const sources = $("sources");
   if (grounding === "available") {
@@ -233,7 +249,7 @@ function renderAll(answer) {
     sources.hidden = true;
   }
   if (grounding === "hidden") documents.setHidden(true);
-  renderEvidence($("evidence-text"), $("evidence-legend"), answer);
+  renderEvidence($("evidence-text"), $("evidence-legend"), $("evidence-claims"), answer);
   renderDialect();
 }
 
