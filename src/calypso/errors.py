@@ -10,7 +10,7 @@ class's ``grpc_status`` (a ``grpc.StatusCode`` name) with the same message.
     │   ├── EmptyDocument              400 (code: empty_file)
     │   ├── InvalidNamespace           400 (code: invalid_namespace)
     │   └── UnknownGenerator           400 (code: unknown_generator; also a LookupError)
-    ├── AuthenticationFailed           401 authentication_error
+    ├── AuthenticationFailed           401 invalid_request_error (code: invalid_api_key, as OpenAI)
     ├── PermissionDenied               403 permission_error
     ├── NotFound                       404 invalid_request_error (code: not_found)
     ├── Conflict                       409 invalid_request_error (code: conflict)
@@ -81,7 +81,7 @@ class UnknownGenerator(InvalidRequest, LookupError):
 
 class AuthenticationFailed(CalypsoError):
     status = 401
-    type = "authentication_error"
+    type = "invalid_request_error"  # what OpenAI answers a missing or wrong key with (issue 25)
     default_code = "invalid_api_key"
     grpc_status = "UNAUTHENTICATED"
 

@@ -348,6 +348,18 @@ class StoredResponse:
     bot_id: str
     body: dict[str, Any]
     history: list[dict[str, Any]]  # chat messages up to and including this reply, for previous_response_id
+    input_items: list[dict[str, Any]] = field(default_factory=list)  # the request's ``input``, as items
+
+    def history_record(self) -> dict[str, Any]:
+        """What the ``history`` column stores: the messages and the input items."""
+        return {"messages": self.history, "input_items": self.input_items}
+
+    @staticmethod
+    def split_history(record: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """(history, input_items) from the column; a row written before input items were kept is a list."""
+        if isinstance(record, list):
+            return record, []
+        return list(record.get("messages") or []), list(record.get("input_items") or [])
 
 
 @dataclass

@@ -88,7 +88,6 @@ def test_foreign_ids_answer_404_never_data(two_workspaces) -> None:
         ("DELETE", f"/v1/files/{doc['file_id']}", None),
         ("GET", f"/v1/responses/{resp['id']}", None),
         ("DELETE", f"/v1/responses/{resp['id']}", None),
-        ("POST", "/v1/responses", {"input": "and then?", "previous_response_id": resp["id"]}),
         ("GET", f"/v1/conversations/{conv['id']}", None),
         ("POST", f"/v1/conversations/{conv['id']}/messages", {"content": QUESTION}),
         ("DELETE", f"/v1/conversations/{conv['id']}", None),
@@ -101,6 +100,9 @@ def test_foreign_ids_answer_404_never_data(two_workspaces) -> None:
         response = b.request(method, path, json=body)
         assert response.status_code == 404, (method, path, response.status_code, response.text)
         assert set(response.json()) == {"error"}
+    # OpenAI answers an unknown previous_response_id with a 400: another workspace's is unknown.
+    follow_up = b.post("/v1/responses", json={"input": "and then?", "previous_response_id": resp["id"]})
+    assert follow_up.status_code == 400 and follow_up.json()["error"]["code"] == "previous_response_not_found"
     # Lists and searches show nothing of the other workspace.
     assert b.get("/v1/documents").json()["data"] == []
     assert b.get("/v1/files").json()["data"] == []
@@ -140,7 +142,7 @@ def test_missing_malformed_and_unknown_keys_get_401(two_workspaces, headers: dic
     ]:
         response = httpx.request(method, base + path, headers=headers, json={})
         assert response.status_code == 401, (method, path, response.text)
-        assert response.json()["error"]["type"] == "authentication_error"
+        assert response.json()["error"]["type"] == "invalid_request_error"
 
 
 def test_revoked_key_fails_at_once(two_workspaces) -> None:
@@ -226,7 +228,11 @@ def test_pdf_link_points_at_the_cited_page(two_workspaces) -> None:
                 "input": "What does the Federal Register rule amend?",
                 "include": ["inline_citations"],
                 "tools": [
-                    {"type": "file_search", "filters": {"type": "eq", "key": "document_id", "value": w["pdf"]["id"]}}
+                    {
+                        "type": "file_search",
+                        "vector_store_ids": ["general"],
+                        "filters": {"type": "eq", "key": "document_id", "value": w["pdf"]["id"]},
+                    }
                 ],
             },
         )

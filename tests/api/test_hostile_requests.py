@@ -32,10 +32,19 @@ CASES = [
         {"model": "calypso-rag-agent", "messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]},
         "messages[0].content[0].text",
     ),
-    ("/v1/responses", {"input": "refund", "tools": [{"type": "file_search", "filters": "x"}]}, "tools[0].filters"),
     (
         "/v1/responses",
-        {"input": "refund", "tools": [{"type": "file_search", "filters": {"type": "or", "filters": [5]}}]},
+        {"input": "refund", "tools": [{"type": "file_search", "vector_store_ids": ["general"], "filters": "x"}]},
+        "tools[0].filters",
+    ),
+    (
+        "/v1/responses",
+        {
+            "input": "refund",
+            "tools": [
+                {"type": "file_search", "vector_store_ids": ["general"], "filters": {"type": "or", "filters": [5]}}
+            ],
+        },
         "tools[0].filters.filters[0]",
     ),
     ("/v1/search", {"query": "refund", "document_ids": ["x"] * 5000}, "document_ids"),
@@ -119,7 +128,7 @@ def test_non_ascii_authorization_header_is_401(tmp_path: Path) -> None:
         conn.endheaders()
         response = conn.getresponse()
         body = json.loads(response.read())
-        assert response.status == 401 and body["error"]["type"] == "authentication_error"
+        assert response.status == 401 and body["error"]["type"] == "invalid_request_error"
 
 
 def test_history_has_a_limit_and_auto_truncation_drops_the_oldest_turns(tmp_path: Path) -> None:

@@ -134,7 +134,11 @@ def test_filters_and_the_file_search_tool_are_typed() -> None:
     assert schemas["SearchStore"]["properties"]["filters"]["anyOf"][0]["oneOf"] == either
     assert schemas["FileSearchTool"]["properties"]["filters"]["anyOf"][0]["oneOf"] == either
     tools = schemas["ResponsesRequest"]["properties"]["tools"]["anyOf"][0]
-    assert tools["items"] == {"$ref": "#/components/schemas/FileSearchTool"}
+    assert tools["items"]["oneOf"][:2] == [
+        {"$ref": "#/components/schemas/FileSearchTool"},
+        {"$ref": "#/components/schemas/FunctionTool"},
+    ]
+    assert schemas["UnknownTool"] == {"not": {}}  # an unknown type is a 400 naming the supported ones
     comparison, compound = schemas["ComparisonFilter"], schemas["CompoundFilter"]
     assert comparison["properties"]["type"]["enum"] == ["eq", "ne", "gt", "gte", "lt", "lte", "in", "nin"]
     assert comparison["additionalProperties"] is False and comparison["required"] == ["type", "key", "value"]

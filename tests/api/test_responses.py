@@ -396,7 +396,13 @@ def test_ungrounded_and_no_retrieval_states(demo_kb, openai_client) -> None:
         (
             {
                 "input": QUESTION,
-                "tools": [{"type": "file_search", "filters": {"type": "gt", "key": "x", "value": [1]}}],
+                "tools": [
+                    {
+                        "type": "file_search",
+                        "vector_store_ids": ["general"],
+                        "filters": {"type": "gt", "key": "x", "value": [1]},
+                    }
+                ],
             },
             400,
             "invalid_type",
@@ -404,7 +410,21 @@ def test_ungrounded_and_no_retrieval_states(demo_kb, openai_client) -> None:
         ),
         ({"input": QUESTION, "temperature": 7}, 400, "decimal_above_max_value", "temperature"),
         ({"input": QUESTION, "model": "no-such-bot"}, 404, "model_not_found", "model"),
-        ({"input": QUESTION, "previous_response_id": "resp_missing"}, 404, "not_found", "previous_response_id"),
+        # OpenAI: a 400, not a 404, for an unknown response to continue from (issue 25).
+        (
+            {"input": QUESTION, "previous_response_id": "resp_missing"},
+            400,
+            "previous_response_not_found",
+            "previous_response_id",
+        ),
+        # OpenAI requires vector_store_ids on a file_search tool (issue 25).
+        (
+            {"input": QUESTION, "tools": [{"type": "file_search"}]},
+            400,
+            "missing_required_parameter",
+            "tools[0].vector_store_ids",
+        ),
+        ({"input": QUESTION, "background": True}, 400, "unsupported_parameter", "background"),
     ],
 )
 def test_bad_requests(demo_kb, api, payload: dict, status: int, code: str | None, param: str) -> None:
@@ -437,7 +457,9 @@ def test_document_filter_restricts_citations(demo_kb, openai_client, http, kind:
         },
     }[kind]
     response = openai_client.responses.create(
-        model="calypso-rag-agent", input=MIXED_QUESTION, tools=[{"type": "file_search", "filters": filters}]
+        model="calypso-rag-agent",
+        input=MIXED_QUESTION,
+        tools=[{"type": "file_search", "vector_store_ids": ["general"], "filters": filters}],
     )
     results = _search(response).results
     annotations = _message(response).content[0].annotations

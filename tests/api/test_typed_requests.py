@@ -82,12 +82,24 @@ def test_nesting_is_bounded_as_in_retrieval() -> None:
     ("tool", "param", "code"),
     [
         ({"type": "web_search"}, "tools[0].type", "invalid_value"),
-        ({"type": "file_search", "bogus": 1}, "tools[0].bogus", "unknown_parameter"),
+        ({"type": "file_search", "vector_store_ids": ["general"], "bogus": 1}, "tools[0].bogus", "unknown_parameter"),
         ({"type": "file_search", "vector_store_ids": []}, "tools[0].vector_store_ids", "array_below_min_length"),
-        ({"type": "file_search", "max_num_results": 51}, "tools[0].max_num_results", "integer_above_max_value"),
-        ({"type": "file_search", "max_num_results": True}, "tools[0].max_num_results", "invalid_type"),
         (
-            {"type": "file_search", "filters": {"type": "gt", "key": "x", "value": [1]}},
+            {"type": "file_search", "vector_store_ids": ["general"], "max_num_results": 51},
+            "tools[0].max_num_results",
+            "integer_above_max_value",
+        ),
+        (
+            {"type": "file_search", "vector_store_ids": ["general"], "max_num_results": True},
+            "tools[0].max_num_results",
+            "invalid_type",
+        ),
+        (
+            {
+                "type": "file_search",
+                "vector_store_ids": ["general"],
+                "filters": {"type": "gt", "key": "x", "value": [1]},
+            },
             "tools[0].filters.value",
             "invalid_type",
         ),
@@ -101,7 +113,9 @@ def test_the_file_search_tool_is_typed(tool: dict[str, Any], param: str, code: s
     ("item", "param", "code"),
     [
         ({"role": "wizard", "content": "x"}, "input[0].role", "invalid_value"),
-        ({"type": "function_call_output", "role": "user", "content": "x"}, "input[0].type", "invalid_value"),
+        ({"type": "computer_call", "role": "user", "content": "x"}, "input[0].type", "invalid_value"),
+        ({"type": "function_call_output", "output": "x"}, "input[0].call_id", "missing_required_parameter"),
+        ({"type": "function_call", "call_id": "c", "name": "f", "arguments": {}}, "input[0].arguments", "invalid_type"),
         ({"role": "user", "content": 5}, "input[0].content", "invalid_type"),
         ({"role": "user"}, "input[0].content", "missing_required_parameter"),
         # A union inside a union: the fault deepest down is named, not the sibling branch.

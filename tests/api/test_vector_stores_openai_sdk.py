@@ -135,6 +135,11 @@ def test_responses_file_search_cites_files_of_the_store(openai_client, store) ->
     message = next(item for item in response.output if item.type == "message")
     annotations = [a for part in message.content for a in part.annotations]
     assert annotations and {a.file_id for a in annotations} == {files["refunds-2026.md"].id}
+    # The file's own attributes reach its file_search results, beside seed 000's (issue 25).
+    search = next(item for item in response.output if item.type == "file_search_call")
+    for result in search.results:
+        assert result.attributes["topic"] == "refunds" and result.attributes["year"] == 2026
+        assert result.attributes["source_index"] >= 1 and result.attributes["label"]
     assert all(a.type == "file_citation" and a.filename == "refunds-2026.md" for a in annotations)
 
 

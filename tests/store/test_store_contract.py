@@ -539,6 +539,13 @@ def test_conversations(storage: Storage) -> None:
     assert [m.id for m in stored] == ["m1", "m2"] and stored[1] == answer
     assert stored[0].content in ("Where?\x00", "Where?\ufffd")  # PostgreSQL text holds no NUL
     assert conversations.messages("w2", "c0") == []
+    # OpenAI's Conversations API: metadata replaced, one item (message) deleted; never another workspace's.
+    assert not conversations.update_metadata("w2", "c0", {"x": "y"})
+    assert conversations.update_metadata("w1", "c0", {"topic": "refunds"})
+    assert conversations.get("w1", "c0").metadata == {"topic": "refunds"}  # type: ignore[union-attr]
+    assert not conversations.delete_message("w2", "c0", "m1") and not conversations.delete_message("w1", "c1", "m1")
+    assert conversations.delete_message("w1", "c0", "m1") and not conversations.delete_message("w1", "c0", "m1")
+    assert [m.id for m in conversations.messages("w1", "c0")] == ["m2"]
     assert not conversations.delete("w2", "c0")
     assert conversations.delete("w1", "c0") and conversations.get("w1", "c0") is None
     assert conversations.messages("w1", "c0") == []
@@ -547,7 +554,8 @@ def test_conversations(storage: Storage) -> None:
 
 def test_responses_keys_and_policies(storage: Storage) -> None:
     responses = storage.responses
-    first = StoredResponse("resp_1", "bot", {"id": "resp_1", "created_at": 5, "output": []}, [{"role": "user"}])
+    items = [{"type": "message", "id": "msg_1", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}]
+    first = StoredResponse("resp_1", "bot", {"id": "resp_1", "created_at": 5, "output": []}, [{"role": "user"}], items)
     responses.save("w1", first, None)
     assert responses.get("w1", "resp_1") == first and responses.get("w2", "resp_1") is None
     second = replace(first, body={"id": "resp_1", "created_at": 6})

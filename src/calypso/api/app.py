@@ -22,6 +22,7 @@ from calypso.api.routes import (
     admin,
     bots,
     chat,
+    conversation_items,
     conversations,
     documents,
     files,
@@ -116,6 +117,7 @@ def create_app(
         responses,
         chat,
         conversations,
+        conversation_items,
         admin,
         health,
     ):

@@ -38,7 +38,8 @@ from pydantic import BaseModel, TypeAdapter
 
 from calypso.api.auth import auth_enabled
 from calypso.api.routes.chat import ChatCompletionRequest
-from calypso.api.routes.conversations import CreateConversation, PostMessage
+from calypso.api.routes.conversation_items import AddItems
+from calypso.api.routes.conversations import CreateConversation, PostMessage, UpdateConversation
 from calypso.api.schemas.bounds import Attributes
 from calypso.bots import _ID as BOT_ID
 from calypso.bots import CONFIG_FIELDS, DEFAULT_BOT_ID, Bot
@@ -126,6 +127,8 @@ _HAND_READ: dict[tuple[str, str], tuple[str, type[BaseModel] | dict[str, Any]]] 
     ("post", "/v1/chat/completions"): ("ChatCompletionRequest", ChatCompletionRequest),
     ("post", "/v1/conversations"): ("CreateConversation", CreateConversation),
     ("post", "/v1/conversations/{conversation_id}/messages"): ("PostMessage", PostMessage),
+    ("post", "/v1/conversations/{conversation_id}"): ("UpdateConversation", UpdateConversation),
+    ("post", "/v1/conversations/{conversation_id}/items"): ("AddItems", AddItems),
     ("post", "/v1/bots"): ("CreateBot", _bot_fields(["id"])),
     ("patch", "/v1/bots/{bot_id}"): ("UpdateBot", _bot_fields([])),
 }

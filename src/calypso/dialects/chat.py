@@ -27,7 +27,7 @@ from calypso.citations.events import MarkerEvent, SentenceEvent, TextEvent
 from calypso.citations.grounded import GroundedAnswer, Source, grounding_status, quote_locator, utf16_len
 from calypso.citations.links import LinkSigner, quote_url
 from calypso.dialects.content import ContentBuilder, finished_content, place_claims, sentence_status
-from calypso.dialects.styles import HIDDEN, NUMERIC, SOURCE, RenderStyle, style_for
+from calypso.dialects.styles import HIDDEN, NUMERIC, PLAIN, SOURCE, RenderStyle, style_for
 
 if TYPE_CHECKING:
     from calypso.citations.events import Retrieved
@@ -62,8 +62,8 @@ def chat_annotations(
     answer: GroundedAnswer, builder: ContentBuilder, content: str, links: LinkSigner | None = None
 ) -> list[dict[str, Any]]:
     """One nested ``url_citation`` per (segment, cited source), spanning the segment in ``content``."""
-    if answer.citations_are_null or builder.style == HIDDEN:
-        return []
+    if answer.citations_are_null or builder.style in (HIDDEN, PLAIN):
+        return []  # a JSON reply (plain) is the client's data: its sources are in ``citations``
     out = []
     for segment in answer.segments:
         start, end = builder.offsets.start(segment.start), builder.offsets.end(segment.end)

@@ -14,7 +14,7 @@ from typing import Any
 from calypso.citations.events import MarkerEvent, SentenceEvent, TextEvent, answer_events
 from calypso.citations.grounded import GroundedAnswer, MarkerPlacement, Source, utf16_len
 from calypso.citations.offsets import OffsetMap
-from calypso.dialects.styles import HIDDEN, NUMERIC, SOURCE, RenderStyle
+from calypso.dialects.styles import HIDDEN, NUMERIC, PLAIN, SOURCE, RenderStyle
 
 
 def sources_appendix(answer: GroundedAnswer) -> str:
@@ -66,7 +66,7 @@ class ContentBuilder:
                 shown = (n for n in placement.numbers if n not in placement.unsupported)
                 return placement.leading_space + "".join(f"[Source {n}]" for n in shown)
             return placement.leading_space + placement.raw  # seed 004: markers stay in place
-        if self.style == HIDDEN or not self.citing or not placement.valid_numbers:
+        if self.style in (HIDDEN, PLAIN) or not self.citing or not placement.valid_numbers:
             # Removed; "days [Source 9][Source 1]" keeps its space for the "[1]" that follows.
             self._carry = self._carry or placement.leading_space
             return ""

@@ -15,6 +15,7 @@ answer through it, so ``response.completed`` equals the non-streamed reply.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -42,6 +43,9 @@ class RenderOptions:
     legacy: bool = True  # citation_compat "legacy": duplicate the citation data under metadata._aicore
     sources_appendix: bool = True  # "Sources:" list in _aicore.display_text (legacy)
     hidden: bool = False  # a sources policy hides them: no quotes, filenames or URLs anywhere
+    annotate: bool = True  # False for a JSON reply: its text is the client's data, sources are beside it
+    # document ids -> each one's file attributes (a vector store file's, as the client set them)
+    file_attributes: Callable[[list[str]], dict[str, dict[str, Any]]] | None = None
 
 
 class LinkSpan(NamedTuple):
@@ -171,10 +175,14 @@ def file_search_results(sources: list[Source], options: RenderOptions) -> list[d
     and ``cited``: the streamed ``output_item.done`` and the completed response carry the same results."""
     if options.hidden:
         return []
+    lookup = options.file_attributes
+    own = lookup([s.passage.document.id for s in sources]) if lookup is not None and sources else {}
     results = []
     for source in sources:
         passage = source.passage
         attributes: dict[str, Any] = {
+            # The file's own attributes first (an app keeps a URL or a title there); seed 000's keys win.
+            **own.get(passage.document.id, {}),
             "label": passage.display_label,
             **page_attributes(passage),
             "locator_label": passage.locator_label,

@@ -8,10 +8,12 @@ file-search answer::
     response.created, response.in_progress
     [output_item.added (file_search_call), file_search_call.in_progress/.searching/.completed]
                                                         -- when retrieval ran
-    output_item.added (message), content_part.added
+    output_item.added (message), content_part.added      -- with the first text (always, but for a
+                                                            turn that only calls functions)
     output_text.delta … with output_text.annotation.added after the delta that closes its segment,
                        and output_text.sentence_status (Calypso's) once a sentence's status is final
     output_text.done, content_part.done, output_item.done (message),
+    [output_item.added (function_call), function_call_arguments.delta/.done, output_item.done] per call
     [output_item.done (file_search_call)], response.completed
     -- or, on failure at any point: error, response.failed
 
@@ -28,7 +30,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from calypso.citations.events import AnswerEvent, Done, MarkerEvent, Retrieved, SentenceEvent, TextEvent, answer_events
+from calypso.citations.events import (
+    AnswerEvent,
+    Done,
+    MarkerEvent,
+    Retrieved,
+    SentenceEvent,
+    TextEvent,
+    ToolCallsEvent,
+    answer_events,
+)
 from calypso.citations.grounded import GroundedAnswer, Source
 from calypso.citations.offsets import OffsetMap
 from calypso.dialects.content import place_claims, sentence_status
@@ -41,7 +52,7 @@ from calypso.dialects.responses import (
     file_search_results,
     url_citation,
 )
-from calypso.dialects.responses_wire import ResponseWire, output_text, usage
+from calypso.dialects.responses_wire import ResponseWire, function_call_item, new_id, output_text, usage
 
 
 class ResponsesStreamRenderer:
@@ -61,6 +72,8 @@ class ResponsesStreamRenderer:
         self._sources: list[Source] = []
         self._linker: InlineLinker | None = None
         self._output_index = 0  # the message's index in ``output``: 1 after a file_search_call
+        self._message_open = False  # its output_item.added was sent (with the first text)
+        self._tool_calls: list[dict[str, Any]] = []  # the model's function calls, announced after the text
         self._parts: list[str] = []
         self._length = 0
         self._annotations: list[dict[str, Any]] = []
@@ -75,14 +88,17 @@ class ResponsesStreamRenderer:
         if isinstance(event, Retrieved):
             return self._retrieved(event.sources, event.query)
         if isinstance(event, TextEvent):
-            return [self._delta(event.text)]
+            return self._delta(event.text)
         if isinstance(event, MarkerEvent):
             return self._marker(event)
         if isinstance(event, SentenceEvent):
             return self._sentence(event)
+        if isinstance(event, ToolCallsEvent):
+            self._tool_calls = list(event.calls)
+            return []  # announced once the text is complete: see _function_calls
         if isinstance(event, Done):
             return self._done(event.answer)
-        return []  # tool calls: the Responses surface takes no client tools
+        return []
 
     def failed(self, code: str | None, message: str, param: str | None = None) -> list[dict[str, Any]]:
         """OpenAI's ``error`` event, then ``response.failed`` carrying the error."""
@@ -115,47 +131,59 @@ class ResponsesStreamRenderer:
             for phase in ("in_progress", "searching", "completed"):
                 out.append({"type": f"response.file_search_call.{phase}", "output_index": 0, "item_id": wire.search_id})
             self._output_index = 1  # the item itself is done with the answer: see the module docstring
-        out.append(
+        return out
+
+    def _open(self) -> list[dict[str, Any]]:
+        """The message's opening events, the first time it has something to show."""
+        if self._message_open:
+            return []
+        self._message_open = True
+        return [
             {
                 "type": "response.output_item.added",
                 "output_index": self._output_index,
                 "item": self.wire.message_item("", [], "in_progress"),
-            }
-        )
-        out.append(self._item_event("response.content_part.added", content_index=0, part=output_text("", [])))
-        return out
+            },
+            self._item_event("response.content_part.added", content_index=0, part=output_text("", [])),
+        ]
 
-    def _delta(self, text: str) -> dict[str, Any]:
+    def _delta(self, text: str) -> list[dict[str, Any]]:
+        opening = self._open()
         self._parts.append(text)
         self._length += len(text)
-        return self._item_event("response.output_text.delta", content_index=0, delta=text, logprobs=[])
+        return [*opening, self._item_event("response.output_text.delta", content_index=0, delta=text, logprobs=[])]
 
-    def _annotation(self, annotation: dict[str, Any]) -> dict[str, Any]:
+    def _annotation(self, annotation: dict[str, Any]) -> list[dict[str, Any]]:
+        opening = self._open()
         self._annotations.append(annotation)
         index = len(self._annotations) - 1
-        return self._item_event(
-            "response.output_text.annotation.added", content_index=0, annotation_index=index, annotation=annotation
-        )
+        return [
+            *opening,
+            self._item_event(
+                "response.output_text.annotation.added", content_index=0, annotation_index=index, annotation=annotation
+            ),
+        ]
 
     def _text(self) -> str:
         return "".join(self._parts)
 
     def _marker(self, event: MarkerEvent) -> list[dict[str, Any]]:
         segment = event.segment
-        if segment is None or self.options.hidden:
-            return []  # a marker that cites nothing, or sources hidden: nothing to show
+        if segment is None or self.options.hidden or not self.options.annotate:
+            return []  # a marker that cites nothing, sources hidden, or a JSON reply: nothing to show
+        out: list[dict[str, Any]] = []
         if self._linker is None:
             text = self._text()
-            return [
-                self._annotation(file_citation(text, segment, c, self._sources[c.retrieval_number - 1]))
-                for c in event.added
-            ]
+            for c in event.added:
+                out += self._annotation(file_citation(text, segment, c, self._sources[c.retrieval_number - 1]))
+            return out
         piece, links = self._linker.links(event.placement, segment, self._length)
-        out = [self._delta(piece)] if piece else []
+        out += self._delta(piece) if piece else []
         # Later links land after this segment, so its offsets in the inline text are final now.
         offsets, text = self._linker.offsets, self._text()
         start, end = offsets.start(segment.start), offsets.end(segment.end)
-        out += [self._annotation(url_citation(link, segment, start, end, text)) for link in links]
+        for link in links:
+            out += self._annotation(url_citation(link, segment, start, end, text))
         return out
 
     def _sentence(self, event: SentenceEvent) -> list[dict[str, Any]]:
@@ -163,7 +191,30 @@ class ResponsesStreamRenderer:
         clients skip event types they do not know, and the completed response carries the same status."""
         offsets = self._linker.offsets if self._linker is not None else OffsetMap()
         status = sentence_status(event, offsets, self._text())
-        return [self._item_event("response.output_text.sentence_status", content_index=0, sentence=status)]
+        opening = self._open()
+        return [*opening, self._item_event("response.output_text.sentence_status", content_index=0, sentence=status)]
+
+    def _function_calls(self, first_index: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """(items, streamed events) of the model's function calls, at output indexes from ``first_index``."""
+        items, events = [], []
+        for index, call in enumerate(self._tool_calls, start=first_index):
+            item_id = new_id("fc")
+            item = function_call_item(call, item_id, "completed")
+            items.append(item)
+            opened = function_call_item(call, item_id, "in_progress", arguments="")
+            ids = {"item_id": item["id"], "output_index": index}
+            events += [
+                {"type": "response.output_item.added", "output_index": index, "item": opened},
+                {"type": "response.function_call_arguments.delta", **ids, "delta": item["arguments"]},
+                {
+                    "type": "response.function_call_arguments.done",
+                    **ids,
+                    "name": item["name"],
+                    "arguments": item["arguments"],
+                },
+                {"type": "response.output_item.done", "output_index": index, "item": item},
+            ]
+        return items, events
 
     def _done(self, answer: GroundedAnswer) -> list[dict[str, Any]]:
         wire, options = self.wire, self.options
@@ -177,7 +228,17 @@ class ResponsesStreamRenderer:
             output.append(search)
             if self._query is not None:  # its output_item.added was streamed
                 search_done.append({"type": "response.output_item.done", "output_index": 0, "item": search})
-        output.append(message)
+        closing: list[dict[str, Any]] = []
+        if self._message_open or not self._tool_calls:  # a turn that only calls functions has no message
+            closing = [
+                *self._open(),
+                self._item_event("response.output_text.done", content_index=0, text=text, logprobs=[]),
+                self._item_event("response.content_part.done", content_index=0, part=message["content"][0]),
+                {"type": "response.output_item.done", "output_index": self._output_index, "item": message},
+            ]
+            output.append(message)
+        calls, call_events = self._function_calls(len(output))
+        output += calls
         response = wire.skeleton("completed", output, citations=all_source_urls(answer, options))
         response["usage"] = usage(answer)
         # Plain text (no links) keeps the plain answer's offsets: an empty map.
@@ -185,13 +246,7 @@ class ResponsesStreamRenderer:
         aicore = place_claims(aicore_metadata(answer, options), offsets, text)
         response["metadata"] = {**response["metadata"], "_aicore": aicore}
         self.response = response
-        return [
-            self._item_event("response.output_text.done", content_index=0, text=text, logprobs=[]),
-            self._item_event("response.content_part.done", content_index=0, part=message["content"][0]),
-            {"type": "response.output_item.done", "output_index": self._output_index, "item": message},
-            *search_done,
-            {"type": "response.completed", "response": response},
-        ]
+        return [*closing, *call_events, *search_done, {"type": "response.completed", "response": response}]
 
 
 def render_response(
@@ -202,6 +257,8 @@ def render_response(
     renderer.feed(Retrieved(answer.sources, query))
     for event in answer_events(answer):
         renderer.feed(event)
+    if answer.tool_calls:
+        renderer.feed(ToolCallsEvent(answer.tool_calls))
     renderer.feed(Done(answer))
     assert renderer.response is not None
     return renderer.response

@@ -33,6 +33,15 @@ class ResponseEcho:
     truncation: str = "disabled"
     user: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)  # the request's, without the _aicore controls
+    text: dict[str, Any] = field(default_factory=lambda: {"format": {"type": "text"}, "verbosity": "medium"})
+    parallel_tool_calls: bool = True
+    max_tool_calls: int | None = None
+    reasoning: dict[str, Any] | None = None
+    service_tier: str = "default"
+    top_logprobs: int | None = None
+    prompt_cache_key: str | None = None
+    safety_identifier: str | None = None
+    conversation: str | None = None  # the Conversations API conversation this turn is appended to
 
 
 class ResponseWire:
@@ -47,9 +56,10 @@ class ResponseWire:
         self.created_at = int(time.time())
 
     def skeleton(self, status: str, output: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-        """The response object with ``usage`` null; ``extra`` keys (``error``, ``citations``) go last or replace."""
+        """The response object without ``usage`` (a finished answer adds it: OpenAI's schema has no null
+        there); ``extra`` keys (``error``, ``citations``) go last or replace."""
         echo = self.echo
-        return {
+        body = {
             "id": self.id,
             "object": "response",
             "created_at": self.created_at,
@@ -60,20 +70,30 @@ class ResponseWire:
             "max_output_tokens": echo.max_output_tokens,
             "model": self.model,
             "output": output,
-            "parallel_tool_calls": True,
+            "parallel_tool_calls": echo.parallel_tool_calls,
+            "max_tool_calls": echo.max_tool_calls,
             "previous_response_id": echo.previous_response_id,
             "store": echo.store,
             "temperature": echo.temperature,
-            "text": {"format": {"type": "text"}},
+            "text": echo.text,
             "tool_choice": echo.tool_choice,
             "tools": echo.tools,
             "top_p": echo.top_p,
             "truncation": echo.truncation,
-            "usage": None,
             "user": echo.user,
+            "reasoning": echo.reasoning,
+            "service_tier": echo.service_tier,
+            "top_logprobs": echo.top_logprobs,
+            "prompt_cache_key": echo.prompt_cache_key,
+            "safety_identifier": echo.safety_identifier,
+            "background": False,
+            "conversation": {"id": echo.conversation} if echo.conversation else None,
             "metadata": dict(echo.metadata),
             **extra,
         }
+        if echo.user is None:
+            del body["user"]  # OpenAI's schema: a string when present (null is not one)
+        return body
 
     def search_item(self, query: str | None, status: str, results: list[dict[str, Any]] | None) -> dict[str, Any]:
         return {
@@ -94,6 +114,20 @@ class ResponseWire:
         }
 
 
+def function_call_item(call: dict[str, Any], item_id: str, status: str, arguments: str | None = None) -> dict[str, Any]:
+    """A Chat Completions tool call as a Responses ``function_call`` item (``arguments`` overrides, for
+    the item as first announced). ``item_id`` is the reply's own: upstreams reuse call ids (``call_0``)."""
+    function = call.get("function") or {}
+    return {
+        "id": item_id,
+        "type": "function_call",
+        "status": status,
+        "call_id": call["id"],
+        "name": function.get("name", ""),
+        "arguments": function.get("arguments", "") if arguments is None else arguments,
+    }
+
+
 def output_text(text: str, annotations: list[dict[str, Any]]) -> dict[str, Any]:
     """The message's one content part."""
     return {"type": "output_text", "text": text, "annotations": annotations, "logprobs": []}
@@ -102,7 +136,7 @@ def output_text(text: str, annotations: list[dict[str, Any]]) -> dict[str, Any]:
 def usage(answer: GroundedAnswer) -> dict[str, Any]:
     return {
         "input_tokens": answer.prompt_tokens,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
         "output_tokens": answer.completion_tokens,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": answer.prompt_tokens + answer.completion_tokens,

@@ -28,6 +28,8 @@ class GenerationRequest:
     max_tokens: int | None = None
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
+    response_format: dict[str, Any] | None = None  # Chat Completions' response_format
+    options: dict[str, Any] = field(default_factory=dict)  # more Chat Completions fields (top_p, stop, seed…)
     # Retrieved passages, for backends that answer from them directly (the extractive answerer).
     passages: list[Passage] = field(default_factory=list)
     question: str = ""
@@ -68,6 +70,8 @@ GenerationEvent = TextDelta | ToolCalls | Finish
 
 class Generator(ABC):
     name: str = "generator"
+    calls_tools: bool = False  # offers ``tools`` to a model that may call them
+    writes_json: bool = False  # honours ``response_format``
 
     @abstractmethod
     def stream(self, request: GenerationRequest) -> AsyncGenerator[GenerationEvent, None]:

@@ -19,6 +19,11 @@ Scripts are consumed in order; when the queue is empty ``fake.default`` answers.
 ``Script.markerless(quote=(1, 2), unsupported="...")`` answers like a small model that
 writes no citation marker: it copies one sentence from each named ``[Source N]`` passage of
 the prompt it receives, then adds the unsupported sentence.
+``Script.model_like(tool="lookup")`` answers as a real model would in an agent loop: when functions
+are offered (and ``tool_choice`` allows) and no tool result follows the last user message, it calls
+one (the one ``tool_choice`` forces, else ``tool``, else the first) with arguments that fit its
+``parameters`` schema; otherwise it answers, with JSON that validates against ``response_format``'s
+schema when one is asked for, else a sentence of ``[Source 1]`` cited with its marker.
 ``Script.from_text(text, token_size=3)`` splits a text into small tokens so that
 citation markers such as ``[Source 1]`` arrive split across chunks.
 
@@ -81,6 +86,13 @@ class Script:
     quote: tuple[int, ...] | None = None  # markerless mode: copy a sentence of each of these [Source N]
     unsupported: str = ""  # markerless mode: a sentence no passage supports, after the quotes
     token_size: int = 4  # markerless mode: characters per token
+    model_like: bool = False  # call offered functions, then answer (JSON for a response_format): see above
+    tool: str | None = None  # model-like mode: the function it prefers
+
+    @classmethod
+    def agent(cls, tool: str | None = None, **options: Any) -> Script:
+        """A model in an agent loop: a function call when one is due, else an answer (see the module doc)."""
+        return cls(tokens=[], model_like=True, tool=tool, **options)
 
     @classmethod
     def markerless(cls, quote: tuple[int, ...] = (1,), unsupported: str = "", **options: Any) -> Script:
@@ -88,13 +100,33 @@ class Script:
         return cls(tokens=[], quote=tuple(quote), unsupported=unsupported, **options)
 
     def for_request(self, body: dict[str, Any]) -> Script:
-        """The script as sent for this request: markerless scripts take their text from the prompt."""
+        """The script as sent for this request: markerless and model-like scripts take it from the request."""
+        if self.model_like:
+            return self._as_model(body)
         if self.quote is None:
             return self
         text = quoting_answer(body.get("messages") or [], self.quote, self.unsupported)
         size = max(1, self.token_size)
         tokens = [text[i : i + size] for i in range(0, len(text), size)]
         return replace(self, tokens=tokens, quote=None)
+
+    def _as_model(self, body: dict[str, Any]) -> Script:
+        messages = body.get("messages") or []
+        call = due_tool_call(body, self.tool)
+        if call is not None:
+            return replace(self, tokens=[], tool_calls=[call], model_like=False)
+        passages = prompt_passages(messages)
+        sentence = quotable_sentence(passages[1]) if 1 in passages else "The sources do not say."
+        fmt = body.get("response_format") or {}
+        if fmt.get("type") == "json_schema":
+            schema = (fmt.get("json_schema") or {}).get("schema") or {}
+            text = json.dumps(example_for(schema, schema.get("$defs") or {}, sentence))
+        elif fmt.get("type") == "json_object":
+            text = json.dumps({"answer": sentence})
+        else:
+            text = f"{sentence} [Source 1]" if 1 in passages else sentence
+        size = max(1, self.token_size)
+        return replace(self, tokens=[text[i : i + size] for i in range(0, len(text), size)], model_like=False)
 
     @classmethod
     def from_text(cls, text: str, token_size: int = 4, **options: Any) -> Script:
@@ -136,6 +168,58 @@ def quoting_answer(messages: list[Any], quote: tuple[int, ...], unsupported: str
     if unsupported:
         parts.append(unsupported)
     return " ".join(p for p in parts if p) or "I could not find that in the sources."
+
+
+def due_tool_call(body: dict[str, Any], preferred: str | None) -> dict[str, Any] | None:
+    """The function call a model makes now, or None: no functions offered, ``tool_choice`` "none", or a
+    tool result already answers the last user message."""
+    tools = [t.get("function") or {} for t in body.get("tools") or [] if isinstance(t, dict)]
+    choice = body.get("tool_choice")
+    if not tools or choice == "none":
+        return None
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    if any(m.get("role") == "tool" for m in messages[last_user + 1 :]):
+        return None
+    forced = (choice.get("function") or {}).get("name") if isinstance(choice, dict) else None
+    by_name = {t.get("name"): t for t in tools}
+    tool = by_name.get(forced) or by_name.get(preferred) or tools[0]
+    parameters = tool.get("parameters") or {}
+    arguments = example_for(parameters, parameters.get("$defs") or {}, "example")
+    return {"name": tool.get("name"), "arguments": arguments if isinstance(arguments, dict) else {}}
+
+
+def example_for(schema: Any, defs: dict[str, Any], text: str) -> Any:
+    """A value valid against ``schema`` (the JSON Schema subset structured outputs use), strings ``text``."""
+    if not isinstance(schema, dict):
+        return text
+    if "$ref" in schema:
+        return example_for(defs.get(str(schema["$ref"]).rsplit("/", 1)[-1], {}), defs, text)
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if schema.get(key):
+            options = [o for o in schema[key] if not (isinstance(o, dict) and o.get("type") == "null")]
+            return example_for((options or schema[key])[0], defs, text)
+    kind = schema.get("type", "object" if "properties" in schema else "string")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        properties = schema.get("properties") or {}
+        return {name: example_for(sub, defs, text) for name, sub in properties.items()}
+    if kind == "array":
+        return [example_for(schema.get("items") or {}, defs, text)] * max(1, int(schema.get("minItems", 1)))
+    if kind == "integer":
+        return int(schema.get("minimum", 1))
+    if kind == "number":
+        return float(schema.get("minimum", 1))
+    if kind == "boolean":
+        return True
+    if kind == "null":
+        return None
+    return text
 
 
 def _normalize_tool_calls(calls: list[dict[str, Any]] | None) -> list[dict[str, Any]]:

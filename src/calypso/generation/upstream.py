@@ -72,6 +72,9 @@ FAILURES: collections.Counter[str] = collections.Counter()
 
 
 class UpstreamGenerator(Generator):
+    calls_tools = True
+    writes_json = True
+
     def __init__(
         self, config: UpstreamConfig, client: httpx.AsyncClient | None = None, slots: UpstreamSlots | None = None
     ) -> None:
@@ -118,8 +121,11 @@ class UpstreamGenerator(Generator):
             "max_tokens": request.max_tokens,
             "tools": request.tools,
             "tool_choice": request.tool_choice,
+            "response_format": request.response_format,
         }
         payload.update({key: value for key, value in optional.items() if value is not None})
+        # The client's other options, never overriding what Calypso sets (the stream, the messages).
+        payload.update({key: value for key, value in request.options.items() if key not in payload})
         return payload
 
     def _backoff(self, attempt: int) -> float:

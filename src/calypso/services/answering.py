@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -29,6 +29,7 @@ from calypso.generation.similarity import EmbeddingSimilarity
 from calypso.generation.slots import UpstreamSlots
 from calypso.generation.upstream import UpstreamConfig
 from calypso.models import Page, Passage
+from calypso.retrieval.conversation_query import search_query
 from calypso.scope import DEFAULT_WORKSPACE, RetrievalScope
 from calypso.services.documents import DocumentService
 from calypso.services.search import SearchService
@@ -50,6 +51,19 @@ class AskRequest:
     tool_choice: str | dict[str, Any] | None = None
     workspace: str = DEFAULT_WORKSPACE
     attribution: AttributionMode | None = None  # off | fill | verify; None: CALYPSO_ATTRIBUTION
+    # The reply's format for the upstream (Chat Completions' response_format); None: plain text.
+    response_format: dict[str, Any] | None = None
+    # Other sampling options for the upstream as Chat Completions names them (top_p, stop, seed…).
+    upstream_options: dict[str, Any] = field(default_factory=dict)
+    retrieve: bool = True  # False: the client forbade tools (tool_choice "none"), so no file search either
+    # Seed 004 (chat, conversations): no retrieval after a tool result. Responses searches the last user
+    # turn again, so the text that follows a function call cites, as OpenAI's file_search would.
+    search_after_tool: bool = False
+    # Seed 004 searches the last user message as written. Responses searches the conversation: a short
+    # follow-up with the user turn before it (``retrieval/conversation_query.py``).
+    search_conversation: bool = False
+    # The request's names for tools and response_format, for the 400 a generator without them gives.
+    params: tuple[str, str] = ("tools", "response_format")
 
     @property
     def knowledge_base(self) -> bool:
@@ -212,9 +226,36 @@ class Answerer:
             supported=evidence.score >= threshold,
         )
 
+    def check_supported(self, request: AskRequest) -> None:
+        """A 400 naming the parameter when the request needs what its generator cannot do (function tools,
+        structured output: the built-in extractive answerer writes neither)."""
+        generator = self.generator(request.generator, request.generator_model)
+        tools_param, format_param = request.params
+        if request.tools and not generator.calls_tools:
+            raise InvalidRequest(
+                f"Function tools need an upstream model; this bot answers with the {generator.name} generator, "
+                "which cannot call them. Configure CALYPSO_LLM_BASE_URL (docs/agents.md), or send only file_search.",
+                param=tools_param,
+                code="unsupported_parameter",
+            )
+        if request.response_format and not generator.writes_json:
+            raise InvalidRequest(
+                f"Structured output needs an upstream model; this bot answers with the {generator.name} "
+                "generator, which writes sentences of the documents, not JSON. Configure CALYPSO_LLM_BASE_URL "
+                "(docs/agents.md), or ask for text.",
+                param=format_param,
+                code="unsupported_parameter",
+            )
+
+    def _searches(self, request: AskRequest) -> bool:
+        if not request.scope.knowledge_base or not request.retrieve:
+            return False
+        return request.messages[-1]["role"] != "tool" or request.search_after_tool
+
     def attribution_mode(self, request: AskRequest) -> AttributionMode:
-        """The request's (its bot's) mode, else the server's; off where citations cannot exist."""
-        if not request.citing or request.messages[-1]["role"] == "tool":
+        """The request's (its bot's) mode, else the server's; off where citations cannot exist (and for JSON,
+        whose text is the client's data: nothing is inferred into it)."""
+        if not request.citing or not self._searches(request):
             return "off"
         mode = request.attribution or self.settings.attribution
         return mode
@@ -222,9 +263,12 @@ class Answerer:
     # -- the pipeline ------------------------------------------------------
     async def _retrieve(self, request: AskRequest) -> tuple[list[Passage] | None, str | None]:
         scope = request.scope
-        if not scope.knowledge_base or request.messages[-1]["role"] == "tool":
-            return None, None  # seed 004: no retrieval on a tool-result turn
-        query = message_text(request.messages[-1])
+        if not self._searches(request):
+            return None, None  # seed 004: no retrieval on a tool-result turn (nor when tools are forbidden)
+        if request.search_conversation:
+            query = search_query(request.messages, message_text)
+        else:
+            query = next((message_text(m) for m in reversed(request.messages) if m.get("role") == "user"), "")
         k = scope.passage_count or self.settings.passage_count
 
         def search() -> list[Passage]:
@@ -251,11 +295,15 @@ class Answerer:
         yield Retrieved(sources, query, citing=request.knowledge_base and request.include_citations)
 
         generation = GenerationRequest(
-            messages=build_messages(request.messages, passages, request.system_prompt),
+            messages=build_messages(
+                request.messages, passages, request.system_prompt, structured=request.response_format is not None
+            ),
             temperature=request.temperature,
             max_tokens=request.max_tokens,
             tools=request.tools,
             tool_choice=request.tool_choice,
+            response_format=request.response_format,
+            options=request.upstream_options,
             passages=passages or [],
             question=query or "",
             searched=passages is not None,

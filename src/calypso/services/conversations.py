@@ -73,6 +73,18 @@ class ConversationService:
                 param="conversation_id",
             )
 
+    def update_metadata(
+        self, conversation_id: str, metadata: dict[str, Any], workspace: str = DEFAULT_WORKSPACE
+    ) -> Conversation:
+        if not self.store.update_metadata(workspace, conversation_id, metadata):
+            raise _missing(conversation_id)
+        return self.get(conversation_id, workspace)
+
+    def delete_message(self, conversation_id: str, message_id: str, workspace: str = DEFAULT_WORKSPACE) -> None:
+        if not self.store.delete_message(workspace, conversation_id, message_id):
+            self.get(conversation_id, workspace)  # an unknown conversation is its own 404
+            raise NotFound(f"No item {message_id!r} in conversation {conversation_id!r}.", param="item_id")
+
     def turn_lock(self, conversation_id: str) -> asyncio.Lock:
         """The lock that serialises turns on one conversation in this process."""
         lock = self._locks.get(conversation_id)

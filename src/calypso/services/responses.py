@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from calypso.errors import NotFound
+from calypso.errors import InvalidRequest, NotFound
 from calypso.models import StoredResponse
 from calypso.scope import DEFAULT_WORKSPACE
 from calypso.store.base import ResponseStore
@@ -20,8 +20,13 @@ class ResponseService:
     def get(self, response_id: str, workspace: str = DEFAULT_WORKSPACE, param: str = "response_id") -> StoredResponse:
         stored = self.store.get(workspace, response_id)
         if stored is None:
-            hint = " to continue from (was it created with store=false?)" if param == "previous_response_id" else ""
-            raise NotFound(f"No stored response {response_id!r}{hint}.", param=param)
+            if param == "previous_response_id":  # OpenAI: a 400, not a 404, for the response to continue from
+                raise InvalidRequest(
+                    f"Previous response with id {response_id!r} not found (was it created with store=false?).",
+                    param=param,
+                    code="previous_response_not_found",
+                )
+            raise NotFound(f"No stored response {response_id!r}.", param=param)
         return stored
 
     def delete(self, response_id: str, workspace: str = DEFAULT_WORKSPACE) -> None:

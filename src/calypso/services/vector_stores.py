@@ -433,6 +433,12 @@ class VectorStoreService:
                 found[file.document_id] = file
         return found
 
+    def file_attributes(self, workspace: str, document_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The client's own attributes of each document's file (its first link), by document id."""
+        return {
+            doc_id: dict(link.attributes) for doc_id, link in self.store.file_links(workspace, document_ids).items()
+        }
+
     def matching_documents(self, workspace: str, namespaces: Sequence[str], predicate: Predicate) -> set[str]:
         """Ids of the documents of those namespaces with a file whose attributes satisfy ``predicate``."""
         return {doc_id for namespace in namespaces for doc_id in self._matching(workspace, namespace, predicate)}

@@ -340,6 +340,14 @@ class ConversationStore(Protocol):
         """Append one turn's messages atomically; False (nothing written) when the conversation is gone."""
         ...
 
+    def update_metadata(self, workspace: str, conversation_id: str, metadata: dict[str, Any]) -> bool:
+        """Replace the conversation's metadata; False when it does not exist."""
+        ...
+
+    def delete_message(self, workspace: str, conversation_id: str, message_id: str) -> bool:
+        """Delete one message (an item of OpenAI's Conversations API); False when it is not there."""
+        ...
+
 
 class ResponseStore(Protocol):
     """Stored Responses: the reply as sent and the history to continue from."""

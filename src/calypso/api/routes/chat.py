@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from calypso.api.auth import current_workspace
 from calypso.api.deps import link_signer, services
@@ -35,11 +35,24 @@ from calypso.api.validation import parse_body
 from calypso.bots import DEFAULT_BOT_ID
 from calypso.citations.grounded import GroundedAnswer
 from calypso.dialects.chat import RenderedChat, render_chat, style_for
+from calypso.dialects.styles import HIDDEN, PLAIN
 from calypso.errors import InvalidRequest
 from calypso.services.answering import Answerer
 from calypso.services.bots import ask_request
+from calypso.validation import WHOLE
 
 router = APIRouter(prefix="/v1", tags=["chat"])
+
+UPSTREAM_OPTIONS = (
+    "top_p",
+    "stop",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "reasoning_effort",
+    "verbosity",
+    "parallel_tool_calls",
+)
 
 
 # -- request ---------------------------------------------------------------------------------
@@ -63,6 +76,36 @@ class ChatMessage(BaseModel):
             if getattr(self, key) is not None:
                 message[key] = getattr(self, key)
         return message
+
+
+class ChatJsonSchema(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    name: Annotated[StrictStr, Field(min_length=1, max_length=64)]
+    json_schema: dict[str, Any] | None = Field(None, alias="schema")
+    description: StrictStr | None = None
+    strict: StrictBool | None = None
+
+
+class ChatResponseFormat(BaseModel):
+    """``response_format``: passed to the upstream as sent (``json_schema`` needs its ``json_schema``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: ChatJsonSchema | None = None
+
+    def upstream(self) -> dict[str, Any] | None:
+        if self.type == "text":
+            return None
+        if self.type == "json_schema" and self.json_schema is None:
+            raise InvalidRequest(
+                "response_format.json_schema is required when type is json_schema.",
+                param="response_format.json_schema",
+                code="missing_required_parameter",
+            )
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
+StopSequences = Annotated[StrictStr, Field(max_length=256)]
 
 
 class ChatCompletionRequest(BaseModel):
@@ -90,13 +133,34 @@ class ChatCompletionRequest(BaseModel):
     max_completion_tokens: int | None = Field(None, ge=1, le=MAX_OUTPUT_TOKENS)
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: StrictBool | None = None
+    response_format: ChatResponseFormat | None = None
     metadata: Metadata | None = None
-    # Accepted and ignored: they change nothing about a grounded answer.
+    # Passed to the upstream (``UPSTREAM_OPTIONS``); with the extractive answerer they change nothing.
+    top_p: float | None = Field(None, ge=0, le=1)
+    stop: StopSequences | Annotated[list[StopSequences], Field(max_length=4)] | None = None
+    seed: Annotated[StrictInt, WHOLE] | None = None
+    presence_penalty: float | None = Field(None, ge=-2, le=2)
+    frequency_penalty: float | None = Field(None, ge=-2, le=2)
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
+    verbosity: Literal["low", "medium", "high"] | None = None
+    # Accepted and ignored: the answer's text is rewritten around its citations, so token logprobs of the
+    # model's own text would not match it (choices[0].logprobs stays null), and the rest change nothing.
+    logprobs: StrictBool | None = None
+    top_logprobs: Annotated[StrictInt, Field(ge=0, le=20), WHOLE] | None = None
+    logit_bias: dict[str, int] | None = None
     user: Name | None = None
     store: StrictBool | None = None
     service_tier: str | None = None
     safety_identifier: str | None = None
     prompt_cache_key: str | None = None
+
+    def upstream_options(self) -> dict[str, Any]:
+        """The sampling options the upstream gets as sent (``parallel_tool_calls`` only with tools)."""
+        options = {name: getattr(self, name) for name in UPSTREAM_OPTIONS if getattr(self, name) is not None}
+        if not self.tools:
+            options.pop("parallel_tool_calls", None)
+        return options
 
     def check(self) -> None:
         if self.n not in (None, 1):
@@ -107,6 +171,8 @@ class ChatCompletionRequest(BaseModel):
             raise InvalidRequest("messages is empty: send at least one user message.", param="messages")
         if self.stream_options is not None and not self.stream:
             raise InvalidRequest("stream_options is only allowed when stream is true.", param="stream_options")
+        if self.top_logprobs is not None and not self.logprobs:
+            raise InvalidRequest("top_logprobs needs logprobs: true.", param="top_logprobs")
         if self.tool_choice is not None and not self.tools:
             raise InvalidRequest("tool_choice is only allowed when tools are given.", param="tool_choice")
         if self.max_tokens and self.max_completion_tokens and self.max_tokens != self.max_completion_tokens:
@@ -175,8 +241,13 @@ async def create_chat_completion(request: Request) -> Any:
         tools=body.tools,
         tool_choice=body.tool_choice,
     )
+    ask.response_format = body.response_format.upstream() if body.response_format else None
+    ask.upstream_options = body.upstream_options()
+    answerer.check_supported(ask)
     links = link_signer(request)
     style = style_for(bot.marker_style, found.policies.sources_hidden(workspace, bot.sources_policy))
+    if ask.response_format is not None and style != HIDDEN:
+        style = PLAIN  # JSON content as the model wrote it: no markers, no "Sources:" appendix
     completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
     if not body.stream:
         answer = await answerer.answer(ask)

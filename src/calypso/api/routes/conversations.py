@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from calypso.api.auth import Workspace
 from calypso.api.deps import Conversations, Limit, OrderParam, link_signer, services
 from calypso.api.request_ids import request_id
 from calypso.api.schemas.bounds import Metadata
 from calypso.api.schemas.content import ContentPart
+from calypso.api.schemas.items import InputItem
 from calypso.api.serialize import list_object
 from calypso.api.sse import sse_response
 from calypso.api.streaming import (
@@ -33,6 +34,9 @@ from calypso.api.streaming import (
     prime,
     usage_object,
 )
+from calypso.api.translate.conversation_items import history as conversation_history
+from calypso.api.translate.conversation_items import stored_message
+from calypso.api.translate.items import item_dicts
 from calypso.api.translate.responses import fit_history
 from calypso.api.validation import parse_body
 from calypso.citations.grounded import GroundedAnswer
@@ -45,6 +49,7 @@ from calypso.services.conversations import new_message
 
 router = APIRouter(prefix="/v1/conversations", tags=["conversations"])
 
+MAX_ITEMS = 20  # OpenAI's limit on the items of one create call
 NOTHING_STORED = "Nothing was stored for this turn; send the message again. "
 
 
@@ -53,6 +58,13 @@ class CreateConversation(BaseModel):
     model: str | None = None  # the bot, as in Chat Completions
     bot: str | None = None  # the same, by its seed-004 name
     metadata: Metadata | None = None
+    # OpenAI's Conversations API: the first items (api/translate/conversation_items.py), at most 20.
+    items: Annotated[list[InputItem], Field(max_length=MAX_ITEMS)] | None = None
+
+
+class UpdateConversation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    metadata: Metadata
 
 
 class PostMessage(BaseModel):
@@ -91,15 +103,6 @@ def message_object(conversation_id: str, message: StoredMessage) -> dict[str, An
         out["usage"] = message.extra.get("usage")
         out["_aicore"] = message.extra.get("_aicore")
     return out
-
-
-def _history(messages: list[StoredMessage]) -> list[dict[str, Any]]:
-    # Earlier answers go back to the model as plain text: their old numbers would
-    # otherwise clash with this turn's freshly numbered [Source N] passages.
-    return [
-        {"role": m.role, "content": m.extra.get("text", m.content) if m.role == "assistant" else m.content}
-        for m in messages
-    ]
 
 
 class _Held:
@@ -149,6 +152,9 @@ async def create_conversation(request: Request, store: Conversations, workspace:
         raise InvalidRequest("model and bot name different bots; send one of them.", param="bot")
     bot = services(request).bots.get(body.bot or body.model, workspace=workspace)
     conversation = await asyncio.to_thread(store.create, bot.id, body.metadata, workspace)
+    if body.items:
+        first = [stored_message(item) for item in item_dicts(body.items)]
+        await asyncio.to_thread(lambda: store.add_turn(conversation.id, *first, workspace=workspace))
     return JSONResponse(conversation_object(conversation), status_code=201)
 
 
@@ -170,6 +176,16 @@ def get_conversation(conversation_id: str, store: Conversations, workspace: Work
     conversation = store.get(conversation_id, workspace)
     messages = store.messages(conversation_id, workspace)
     return {**conversation_object(conversation), "messages": [message_object(conversation_id, m) for m in messages]}
+
+
+@router.post("/{conversation_id}")
+async def update_conversation(
+    conversation_id: str, request: Request, store: Conversations, workspace: Workspace
+) -> dict[str, Any]:
+    """OpenAI's ``conversations.update``: replace the metadata."""
+    body: UpdateConversation = await parse_body(request, UpdateConversation)
+    conversation = await asyncio.to_thread(store.update_metadata, conversation_id, body.metadata, workspace)
+    return conversation_object(conversation)
 
 
 @router.delete("/{conversation_id}")
@@ -218,7 +234,10 @@ async def post_message(
         # The stored conversation stays whole; only what the model is shown drops its oldest turns.
         limit = found.settings.max_history_chars
         shown = fit_history(
-            [*_history(history), {"role": "user", "content": question}], limit, truncate=True, param="content"
+            [*conversation_history(history), {"role": "user", "content": question}],
+            limit,
+            truncate=True,
+            param="content",
         )
         ask = ask_request(bot, shown, workspace=workspace)
         if not body.stream:

@@ -13,22 +13,28 @@ import asyncio
 import itertools
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from calypso.api.auth import Workspace
-from calypso.api.deps import Answering, Bots, Documents, Policies, Responses, VectorStores, link_signer
+from calypso.api.deps import Answering, Bots, Conversations, Documents, Policies, Responses, VectorStores, link_signer
 from calypso.api.request_ids import request_id
-from calypso.api.schemas.responses import ResponsesRequest
+from calypso.api.schemas.responses import InputTokensRequest, ResponsesRequest
 from calypso.api.sse import sse_event, sse_response
 from calypso.api.streaming import failure
-from calypso.api.translate.responses import ResponsesTurn, stored_response, translate
+from calypso.api.translate.conversation_items import history as conversation_history
+from calypso.api.translate.conversation_items import stored_message
+from calypso.api.translate.input_items import input_token_count, item_page
+from calypso.api.translate.items import items_by_id
+from calypso.api.translate.responses import ResponsesTurn, conversation_id, input_messages, stored_response, translate
 from calypso.citations.events import AnswerEvent, Done, Retrieved
 from calypso.citations.grounded import GroundedAnswer
 from calypso.dialects.responses_stream import ResponsesStreamRenderer, render_response
 from calypso.dialects.responses_wire import ResponseWire
+from calypso.errors import InvalidRequest
+from calypso.services.conversations import ConversationService
 from calypso.services.responses import ResponseService
 
 router = APIRouter(prefix="/v1", tags=["responses"])
@@ -40,10 +46,26 @@ SaveReply = Callable[[dict[str, Any], GroundedAnswer], Awaitable[None]]
 # -- what the translation needs from the services ----------------------------------------------
 
 
-def _saver(responses: ResponseService, turn: ResponsesTurn, workspace: str, previous_id: str | None) -> SaveReply:
+def _saver(
+    responses: ResponseService,
+    conversations: ConversationService,
+    turn: ResponsesTurn,
+    workspace: str,
+    body: ResponsesRequest,
+) -> SaveReply | None:
+    """Store the reply (``store``) and append the turn's items to its conversation (``conversation``)."""
+    conversation = conversation_id(body)
+    if not body.store and conversation is None:
+        return None
+
     async def save(response: dict[str, Any], answer: GroundedAnswer) -> None:
-        stored = stored_response(turn, response, answer.raw_text)
-        await asyncio.to_thread(responses.save, stored, previous_id, workspace)
+        if body.store:
+            stored = stored_response(turn, response, answer.raw_text, answer.tool_calls)
+            await asyncio.to_thread(responses.save, stored, body.previous_response_id, workspace)
+        if conversation is not None:
+            items = [stored_message(i) for i in turn.input_items]
+            items += [stored_message(i, keep_id=True) for i in response["output"]]
+            await asyncio.to_thread(lambda: conversations.add_turn(conversation, *items, workspace=workspace))
 
     return save
 
@@ -62,8 +84,13 @@ async def create_response(
     policies: Policies,
     responses: Responses,
     stores: VectorStores,
+    conversations: Conversations,
 ) -> Response:
     bot = bots.get(body.model, workspace=workspace)
+    conversation: list[dict[str, Any]] | None = None
+    if (named := conversation_id(body)) is not None:
+        conversations.get(named, workspace)  # an unknown conversation is a 404 naming conversation_id
+        conversation = conversation_history(conversations.messages(named, workspace))
     turn = translate(
         body,
         bot,
@@ -73,9 +100,11 @@ async def create_response(
         stores=stores,
         load_response=lambda response_id: responses.get(response_id, workspace, "previous_response_id"),
         max_history_chars=documents.settings.max_history_chars,
+        conversation=conversation,
     )
+    engine.check_supported(turn.ask)  # before the stream opens: a 400 naming tools or text.format
     wire = ResponseWire(bot.id, turn.echo)
-    save = _saver(responses, turn, workspace, body.previous_response_id) if body.store else None
+    save = _saver(responses, conversations, turn, workspace, body)
     if body.stream:
         renderer = ResponsesStreamRenderer(wire, turn.options)
         return sse_response(request, _stream(request, engine.stream(turn.ask), renderer, save))
@@ -95,6 +124,49 @@ def get_response(response_id: str, responses: Responses, workspace: Workspace) -
 def delete_response(response_id: str, responses: Responses, workspace: Workspace) -> dict[str, Any]:
     responses.delete(response_id, workspace)
     return {"id": response_id, "object": "response.deleted", "deleted": True}
+
+
+@router.get("/responses/{response_id}/input_items")
+def list_input_items(
+    response_id: str,
+    responses: Responses,
+    workspace: Workspace,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    order: Literal["asc", "desc"] = "desc",
+    after: str | None = None,
+    before: str | None = None,
+    include: Annotated[list[str] | None, Query()] = None,  # accepted: items are stored whole
+) -> dict[str, Any]:
+    """OpenAI's list of the items a response was asked with (newest first by default), by cursor."""
+    items = responses.get(response_id, workspace).input_items
+    return item_page(items, limit=limit, order=order, after=after, before=before)
+
+
+@router.post("/responses/{response_id}/cancel")
+def cancel_response(response_id: str, responses: Responses, workspace: Workspace) -> dict[str, Any]:
+    """OpenAI cancels only background responses; Calypso has none, so a stored one is OpenAI's 400."""
+    responses.get(response_id, workspace)  # an unknown id is a 404
+    raise InvalidRequest(
+        "Only responses created with background=true can be cancelled; this one has already completed.",
+        param=None,
+        code="invalid_value",
+    )
+
+
+@router.post("/responses/input_tokens")
+def count_input_tokens(body: InputTokensRequest, workspace: Workspace, responses: Responses) -> dict[str, Any]:
+    """OpenAI's input token count, by Calypso's estimate (``ingest/tokens.py``) of what the client sends."""
+    messages: list[dict[str, Any]] = []
+    known: dict[str, dict[str, Any]] = {}
+    if body.previous_response_id:
+        previous = responses.get(body.previous_response_id, workspace, "previous_response_id")
+        messages, known = list(previous.history), items_by_id(previous.body, previous.input_items)
+    if body.instructions:
+        messages.insert(0, {"role": "system", "content": body.instructions})
+    if body.input is not None:
+        messages += input_messages(body.input, known)
+    tools = [tool.model_dump(exclude_none=True) for tool in body.tools or []]
+    return {"object": "response.input_tokens", "input_tokens": input_token_count(messages, tools)}
 
 
 # -- answering, streaming -----------------------------------------------------------------------

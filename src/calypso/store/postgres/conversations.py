@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from psycopg.types.json import Json
 
@@ -116,3 +117,22 @@ class PostgresConversationStore:
             return True
 
         return self.database.write(work)
+
+    def update_metadata(self, workspace: str, conversation_id: str, metadata: dict[str, Any]) -> bool:
+        updated = self.database.write(
+            lambda db: db.execute(
+                "UPDATE conversations SET metadata = %s WHERE workspace = %s AND id = %s RETURNING 1",
+                (Json(metadata), workspace, conversation_id),
+            ).fetchone()
+        )
+        return updated is not None
+
+    def delete_message(self, workspace: str, conversation_id: str, message_id: str) -> bool:
+        deleted = self.database.write(
+            lambda db: db.execute(
+                "DELETE FROM conversation_messages WHERE id = %s AND conversation_key = "
+                "(SELECT key FROM conversations WHERE workspace = %s AND id = %s) RETURNING 1",
+                (message_id, workspace, conversation_id),
+            ).fetchone()
+        )
+        return deleted is not None

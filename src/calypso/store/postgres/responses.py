@@ -28,7 +28,7 @@ class PostgresResponseStore:
                     response.body.get("created_at", 0),
                     previous_response_id,
                     Json(response.body),
-                    Json(response.history),
+                    Json(response.history_record()),
                 ),
             )
         )
@@ -40,7 +40,7 @@ class PostgresResponseStore:
         )
         if row is None:
             return None
-        return StoredResponse(row[0], row[1], row[2], row[3])
+        return StoredResponse(row[0], row[1], row[2], *StoredResponse.split_history(row[3]))
 
     def delete(self, workspace: str, response_id: str) -> bool:
         deleted = self.database.write(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
+from typing import Any
 
 from calypso.errors import NotFound
 from calypso.models import Conversation, Listing, Order, StoredMessage
@@ -110,5 +111,26 @@ class SQLiteConversationStore:
                 ],
             )
             return True
+
+        return self.database.write(work)
+
+    def update_metadata(self, workspace: str, conversation_id: str, metadata: dict[str, Any]) -> bool:
+        def work(db: sqlite3.Connection) -> bool:
+            cursor = db.execute(
+                "UPDATE conversations SET metadata = ? WHERE workspace = ? AND id = ?",
+                (json.dumps(metadata), workspace, conversation_id),
+            )
+            return cursor.rowcount > 0
+
+        return self.database.write(work)
+
+    def delete_message(self, workspace: str, conversation_id: str, message_id: str) -> bool:
+        def work(db: sqlite3.Connection) -> bool:
+            cursor = db.execute(
+                "DELETE FROM conversation_messages WHERE id = ? AND conversation_key = "
+                "(SELECT key FROM conversations WHERE workspace = ? AND id = ?)",
+                (message_id, workspace, conversation_id),
+            )
+            return cursor.rowcount > 0
 
         return self.database.write(work)

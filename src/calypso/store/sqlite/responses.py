@@ -27,7 +27,7 @@ class SQLiteResponseStore:
                     response.body.get("created_at", 0),
                     previous_response_id,
                     json.dumps(response.body),
-                    json.dumps(response.history),
+                    json.dumps(response.history_record()),
                 ),
             )
 
@@ -40,7 +40,7 @@ class SQLiteResponseStore:
         )
         if row is None:
             return None
-        return StoredResponse(row[0], row[1], json.loads(row[2]), json.loads(row[3]))
+        return StoredResponse(row[0], row[1], json.loads(row[2]), *StoredResponse.split_history(json.loads(row[3])))
 
     def delete(self, workspace: str, response_id: str) -> bool:
         def work(db: sqlite3.Connection) -> bool:
