@@ -6,6 +6,8 @@ import { Answer, STATES, popoverContent, renderAnswerText, renderEvidence, rende
 import { ApiError, getJson, postJson, saveKey, savedKey, streamEvents } from "./api.js";
 import { Documents } from "./documents.js";
 import { $, el } from "./dom.js";
+import { formatNames } from "./formats.js";
+import { keepFresh } from "./freshness.js";
 
 const DEFAULT_NAMESPACE = "general";
 
@@ -363,6 +365,9 @@ document.addEventListener("keydown", (event) => {
 window.addEventListener("resize", hidePopover);
 setupKey();
 setupBots();
+$("drop-hint").textContent = formatNames();
+keepFresh(() => documents.refresh({ quiet: true })); // another tab's uploads and deletes show up here
+
 setupAsk();
 setupViews();
 loadBots();

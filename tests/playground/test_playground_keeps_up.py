@@ -1,0 +1,216 @@
+"""The playground keeps up (issue 28): other tabs' changes, upload rows, wrong types, a dying server, the popover.
+
+Small Markdown files keep these fast; the server is the real app with the fake upstream behind it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests_support import LiveServer
+
+from calypso.ingest.parsers import EXTENSIONS
+
+FORMATS_JS = Path(__file__).parents[2] / "src/calypso/playground/static/js/formats.js"
+NOTE = "# Refund policy\n\nRefunds are paid within fourteen days of the request, to the card that paid.\n"
+RED = "rgb(179, 38, 30)"  # --danger
+BLUE = "rgb(39, 84, 197)"  # --accent
+
+
+@pytest.fixture
+def context(browser: Any) -> Any:
+    opened = browser.new_context(viewport={"width": 1280, "height": 900})
+    yield opened
+    opened.close()
+
+
+def _unexpected(message: Any) -> bool:
+    """A console error, other than the browser's own line for an API error the test asked for."""
+    return message.type == "error" and not message.text.startswith("Failed to load resource: the server responded")
+
+
+def _console_errors(page: Any) -> list[str]:
+    errors: list[str] = []
+    page.on("console", lambda message: errors.append(message.text) if _unexpected(message) else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    return errors
+
+
+def _open(context: Any, server: LiveServer) -> Any:
+    page = context.new_page()
+    page.goto(server.url + "/")
+    page.locator("#document-list li").first.wait_for()  # the first listing is in
+    return page
+
+
+def _note(tmp_path: Path, name: str = "refunds.md", text: str = NOTE) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_a_second_tab_sees_uploads_and_deletes(context: Any, playground: LiveServer, tmp_path: Path) -> None:
+    first, second = _open(context, playground), _open(context, playground)
+    errors = _console_errors(second)
+    assert "No documents" in second.locator("#document-list").inner_text()
+
+    first.set_input_files("input[type=file]", str(_note(tmp_path)))
+    first.locator(".upload[data-state='done']").wait_for(timeout=30_000)
+    second.evaluate("() => window.dispatchEvent(new Event('focus'))")  # the user comes back to the other tab
+    row = second.locator("#document-list .document").filter(has_text="refunds.md")
+    row.wait_for(timeout=5_000)
+
+    # A refresh that finds nothing new keeps the rows as they are: same nodes, focus where it was.
+    first.set_input_files(
+        "input[type=file]", str(_note(tmp_path, "other.md", "# Shipping\n\nParcels leave the warehouse on weekdays.\n"))
+    )
+    first.locator(".upload[data-state='done']").filter(has_text="other.md").wait_for(timeout=30_000)
+    second.evaluate("() => { document.querySelector('#document-list .document').dataset.seen = 'yes'; }")
+    second.get_by_role("button", name="Delete refunds.md").focus()
+    second.evaluate("() => document.dispatchEvent(new Event('visibilitychange'))")
+    second.locator("#document-list .document").filter(has_text="other.md").wait_for(timeout=5_000)
+    kept = second.evaluate(
+        """() => [document.querySelector('#document-list .document:not([data-seen])').textContent.includes('other.md'),
+                 document.querySelector('#document-list [data-seen]').textContent.includes('refunds.md'),
+                 document.activeElement.getAttribute('aria-label')]"""
+    )
+    assert kept == [True, True, "Delete refunds.md"]
+
+    # A delete in the first tab leaves the second tab's list at its next look.
+    first.get_by_role("button", name="Delete other.md").click()
+    first.locator("#document-list").filter(has_text="other.md").wait_for(state="detached")
+    second.evaluate("() => window.dispatchEvent(new Event('focus'))")
+    second.locator("#document-list .document").filter(has_text="other.md").wait_for(state="detached", timeout=5_000)
+    assert errors == []
+
+
+POLL = """async () => {
+  const { keepFresh } = await import("/playground/static/js/freshness.js");
+  let calls = 0;
+  const stop = keepFresh(() => { calls += 1; }, { everyMs: 100 });
+  await new Promise((resolve) => setTimeout(resolve, 550));
+  stop();
+  const polled = calls;
+  await new Promise((resolve) => setTimeout(resolve, 250));
+  return [polled, calls];
+}"""
+
+
+def test_the_list_polls_while_visible(context: Any, playground: LiveServer) -> None:
+    page = _open(context, playground)
+    polled, after_stop = page.evaluate(POLL)
+    assert polled >= 4 and after_stop == polled
+
+
+def test_upload_rows_tell_success_failure_and_can_be_dismissed(
+    context: Any, playground: LiveServer, tmp_path: Path
+) -> None:
+    page = _open(context, playground)
+    errors = _console_errors(page)
+    page.set_input_files("input[type=file]", [str(_note(tmp_path)), str(_note(tmp_path, "empty.txt", ""))])
+    done = page.locator(".upload[data-state='done']")
+    failed = page.locator(".upload[data-state='failed']")
+    done.wait_for(timeout=30_000)
+    failed.wait_for(timeout=30_000)
+    # Success: a full blue bar, plurals right. Failure: a red bar and the API's reason, in one line.
+    assert done.locator(".upload-status").inner_text() == "ready · 1 page, 1 passage"
+    assert done.locator("progress").evaluate("(bar) => [bar.value, getComputedStyle(bar).accentColor]") == [1, BLUE]
+    assert failed.locator("progress").evaluate("(bar) => getComputedStyle(bar).accentColor") == RED
+    reason = failed.locator(".upload-status").inner_text()
+    assert reason == "failed: empty.txt is empty (0 bytes); upload a file with content."
+    page.screenshot(path=str(tmp_path / "uploads.png"))
+
+    # Dismissed by keyboard: the row leaves, focus goes back to the file input (not the top of the page).
+    page.get_by_role("button", name="Dismiss empty.txt").focus()
+    page.keyboard.press("Enter")
+    failed.wait_for(state="detached")
+    assert page.evaluate("() => document.activeElement.type") == "file"
+    page.get_by_role("button", name="Dismiss refunds.md").focus()
+    page.keyboard.press("Space")
+    assert page.locator(".upload").count() == 0
+    assert errors == []
+
+
+FINISHED_ROWS_CLEAR = """async () => {
+  const { UploadRow } = await import("/playground/static/js/uploads.js");
+  const list = document.body.appendChild(document.createElement("ul"));
+  const done = new UploadRow(list, { name: "a.md", size: 10 }, { doneKeepMs: 150, failedKeepMs: 400 });
+  const failed = new UploadRow(list, { name: "b.md", size: 10 }, { doneKeepMs: 150, failedKeepMs: 400 });
+  const working = new UploadRow(list, { name: "c.md", size: 10 }, { doneKeepMs: 150 });
+  done.done("ready");
+  failed.failed("no");
+  working.processing("processing");
+  const wait = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  await wait(250);
+  const soon = list.children.length;
+  await wait(300);
+  return [soon, list.children.length, list.textContent.includes("c.md")];
+}"""
+
+DESCRIBED = """async () => {
+  const { describeDocument } = await import("/playground/static/js/uploads.js");
+  const ready = { status: "completed", page_count: 1, chunk_count: 84 };
+  return [
+    describeDocument({ status: "in_progress", progress: { pages_parsed: 1, passages_written: 2 } }),
+    describeDocument({ ...ready, embeddings: { status: "in_progress", passages_embedded: 0, passages: 84 } }),
+    describeDocument({ ...ready, embeddings: { status: "in_progress", passages_embedded: 12, passages: 84 } }),
+    describeDocument({ ...ready, page_count: 2, chunk_count: 1, embeddings: { status: "completed" } }),
+  ];
+}"""
+
+
+def test_finished_rows_clear_themselves_and_statuses_read_right(context: Any, playground: LiveServer) -> None:
+    page = _open(context, playground)
+    assert page.evaluate(FINISHED_ROWS_CLEAR) == [2, 1, True]  # done first, failed later, a working row stays
+    assert page.evaluate(DESCRIBED) == [
+        "processing · 1 page, 2 passages",
+        "ready · 1 page, 84 passages · embedding queued",
+        "ready · 1 page, 84 passages · embedding 12/84",
+        "ready · 2 pages, 1 passage",
+    ]
+
+
+def test_a_wrong_file_type_is_filtered_and_refused_in_one_line(
+    context: Any, playground: LiveServer, tmp_path: Path
+) -> None:
+    page = _open(context, playground)
+    errors = _console_errors(page)
+    accept = page.locator("input[type=file]").get_attribute("accept").split(",")
+    assert {".pdf", ".docx", ".pptx", ".xlsx", ".csv", ".tsv", ".epub", ".eml", ".msg", ".html", ".md", ".txt"} <= set(
+        accept
+    )
+    assert ".exe" not in accept
+    assert "PDF, DOCX, PPTX" in page.locator("#drop-zone").inner_text()
+
+    exe = tmp_path / "setup.exe"
+    exe.write_bytes(b"MZ\x90\x00 not a document")
+    page.set_input_files("input[type=file]", str(exe))  # a drop, or "All files" in the chooser
+    status = page.locator(".upload[data-state='failed'] .upload-status")
+    status.wait_for()
+    text = status.inner_text()
+    assert text.startswith("Files of type .exe are not supported; supported: PDF, DOCX")
+    assert "\n" not in text and "application/" not in text and len(text) < 120
+    assert "No documents" in page.locator("#document-list").inner_text()  # nothing was sent
+    # Were it sent, the server's 415 (a list of every media type) would be cut to its first sentence.
+    first = page.evaluate(
+        """async () => {
+            const { oneLine } = await import("/playground/static/js/uploads.js");
+            const form = new FormData();
+            form.append("file", new Blob(["MZ"], { type: "application/x-msdownload" }), "setup.exe");
+            form.append("namespace", "general");
+            const body = await (await fetch("/v1/documents", { method: "POST", body: form })).json();
+            return [body.error.message.length, oneLine(body.error.message)];
+        }"""
+    )
+    assert first[0] > 300 and first[1] == "Unsupported file type (application/x-msdownload) for 'setup.exe'."
+    assert errors == []
+
+
+def test_the_accepted_types_are_the_servers() -> None:
+    """formats.js lists exactly the server's extensions: a format added on one side only fails here."""
+    rows = re.findall(r"extensions: \[([^\]]*)\]", FORMATS_JS.read_text())
+    listed = set(re.findall(r'"(\.[a-z0-9]+)"', " ".join(rows)))
+    assert listed == set(EXTENSIONS), "update src/calypso/playground/static/js/formats.js to calypso.ingest.parsers"
