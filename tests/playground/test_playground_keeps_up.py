@@ -5,13 +5,19 @@ Small Markdown files keep these fast; the server is the real app with the fake u
 
 from __future__ import annotations
 
+import contextlib
 import re
+import socket
+import struct
+import threading
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
-from tests_support import LiveServer
+from tests_support import WAIT, LiveServer, free_port
 
+from calypso.generation.fake_upstream import FakeUpstream, Script
 from calypso.ingest.parsers import EXTENSIONS
 
 FORMATS_JS = Path(__file__).parents[2] / "src/calypso/playground/static/js/formats.js"
@@ -214,3 +220,130 @@ def test_the_accepted_types_are_the_servers() -> None:
     rows = re.findall(r"extensions: \[([^\]]*)\]", FORMATS_JS.read_text())
     listed = set(re.findall(r'"(\.[a-z0-9]+)"', " ".join(rows)))
     assert listed == set(EXTENSIONS), "update src/calypso/playground/static/js/formats.js to calypso.ingest.parsers"
+
+
+class CuttableProxy:
+    """A TCP proxy in front of the server that can go down like a killed server: every open connection
+    reset, new ones refused; and come back up on the same port."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.open: list[socket.socket] = []
+        self.listener: socket.socket | None = None
+
+    def up(self) -> None:
+        if self.listener:
+            return
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(16)
+        self.listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def down(self) -> None:
+        if self.listener:
+            with contextlib.suppress(OSError):
+                self.listener.shutdown(socket.SHUT_RDWR)  # stops listening now, waking accept()
+            self.listener.close()
+            self.listener = None
+        self.reset()
+
+    def reset(self) -> None:
+        """Every open connection reset (the server stays)."""
+        sockets, self.open = self.open, []  # a connection accepted meanwhile is not reset
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # RST, not FIN
+                sock.shutdown(socket.SHUT_RDWR)  # wakes the pipe thread blocked in recv (close alone would not)
+            sock.close()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return  # closed: down
+            upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            self.open += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+
+
+SLOW_ANSWER = "Refunds are paid within fourteen days of the request, to the card that paid. [Source 1] " * 3
+
+
+def _upload_note(server: LiveServer, tmp_path: Path) -> None:
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        files = {"file": ("refunds.md", NOTE.encode(), "text/markdown")}
+        doc = http.post("/v1/documents", files=files, data={"namespace": "general"}, params=WAIT).json()
+        assert doc["status"] == "completed", doc
+
+
+@pytest.mark.parametrize(("cut", "header"), [("down", "Server unreachable"), ("reset", "Connection lost")])
+def test_a_server_dying_mid_answer_keeps_the_half_answer_and_offers_retry(
+    context: Any, playground: LiveServer, upstream: FakeUpstream, tmp_path: Path, cut: str, header: str
+) -> None:
+    _upload_note(playground, tmp_path)
+    proxy = CuttableProxy(playground.port)
+    proxy.up()
+    try:
+        page = context.new_page()
+        errors = _console_errors(page)
+        page.goto(proxy.url + "/")
+        page.wait_for_selector("#bot-select option[value='calypso-rag-agent']", state="attached")
+        upstream.script(Script.from_text(SLOW_ANSWER, token_size=6, token_delay=0.15))
+        page.get_by_label("Question").fill("How soon are refunds paid?")
+        page.get_by_label("Question").press("Enter")
+        page.locator("#answer-text").filter(has_text="fourteen days").wait_for(timeout=30_000)
+        getattr(proxy, cut)()  # the server dies mid-answer (down), or only the connection breaks (reset)
+
+        page.wait_for_selector("#answer-card[aria-busy='false']", timeout=10_000)
+        assert page.locator("#state-badge").inner_text() == header
+        assert "cut off" in page.locator("#state-hint").inner_text()
+        text = page.locator("#answer-text").inner_text()
+        assert "Refunds are paid" in text and text.rstrip().endswith("cut off")  # the half answer, marked
+        assert len(text) < len(SLOW_ANSWER)
+        assert page.get_by_role("button", name="Ask").is_visible()  # not "Stop" forever
+        assert not page.get_by_role("alert").is_visible()  # no bare "network error" either
+        page.screenshot(path=str(tmp_path / f"{cut}.png"))
+
+        # The server is back: Retry asks the same question again, and this time the answer completes.
+        proxy.up()
+        upstream.script(Script.from_text(SLOW_ANSWER, token_size=40))
+        retry = page.get_by_role("button", name="Retry")
+        retry.focus()
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#answer-card[aria-busy='false'] #state-badge[data-tone='ok']", timeout=30_000)
+        assert page.locator("#state-badge").inner_text() == "Grounded"
+        assert page.locator("#answer-text .cut-off").count() == 0 and not retry.is_visible()
+        assert upstream.requests[-1]["messages"][-1]["content"].count("How soon are refunds paid?") >= 1
+        assert [e for e in errors if "net::ERR" not in e] == []  # the browser's own line for the cut request
+    finally:
+        proxy.down()
+
+
+def test_an_upstream_that_breaks_off_ends_the_answer_with_its_reason(
+    context: Any, playground: LiveServer, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    _upload_note(playground, tmp_path)
+    page = context.new_page()
+    page.goto(playground.url + "/")
+    page.wait_for_selector("#bot-select option[value='calypso-rag-agent']", state="attached")
+    upstream.script(Script.from_text(SLOW_ANSWER, token_size=6, disconnect_after=6))
+    page.get_by_label("Question").fill("How soon are refunds paid?")
+    page.get_by_label("Question").press("Enter")
+    page.wait_for_selector("#answer-card[aria-busy='false'] #state-badge:not([data-tone='busy'])", timeout=30_000)
+    assert page.locator("#state-badge").inner_text() == "Answer failed"
+    assert page.get_by_role("button", name="Retry").is_visible()
+    assert page.locator("#answer-text .cut-off").count() == 1
