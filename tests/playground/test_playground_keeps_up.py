@@ -347,3 +347,87 @@ def test_an_upstream_that_breaks_off_ends_the_answer_with_its_reason(
     assert page.locator("#state-badge").inner_text() == "Answer failed"
     assert page.get_by_role("button", name="Retry").is_visible()
     assert page.locator("#answer-text .cut-off").count() == 1
+
+
+POPOVER_GEOMETRY = """(badge) => {
+  // The text a badge's popover must not cover: at 1280 px the whole answer, narrower the cited sentence
+  // (the text nodes since the previous badge group) and the badge itself.
+  const box = (r) => ({ left: r.left, top: r.top, right: r.right, bottom: r.bottom });
+  const answer = document.querySelector("#answer-text");
+  const group = badge.closest(".badges");
+  const groups = [...answer.querySelectorAll(".badges")];
+  const previous = groups[groups.indexOf(group) - 1] || null;
+  const walker = document.createTreeWalker(answer, NodeFilter.SHOW_TEXT);
+  const sentence = [box(badge.getBoundingClientRect())];
+  let on = previous === null;
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (previous && previous.compareDocumentPosition(node) & Node.DOCUMENT_POSITION_FOLLOWING) on = true;
+    if (group.contains(node) || group.compareDocumentPosition(node) & Node.DOCUMENT_POSITION_FOLLOWING) break;
+    if (!on || !node.textContent.trim()) continue;
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    sentence.push(...[...range.getClientRects()].map(box));
+  }
+  const popover = document.querySelector("[role=tooltip]");
+  return {
+    popover: box(popover.getBoundingClientRect()),
+    answer: box(answer.getBoundingClientRect()),
+    sentence,
+    viewport: { width: document.documentElement.clientWidth, height: window.innerHeight },
+    side: popover.dataset.side,
+  };
+}"""
+
+
+def _overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    return a["left"] < b["right"] and b["left"] < a["right"] and a["top"] < b["bottom"] and b["top"] < a["bottom"]
+
+
+def _inside(box: dict[str, float], viewport: dict[str, float]) -> bool:
+    return (
+        box["left"] >= 0
+        and box["top"] >= 0
+        and box["right"] <= viewport["width"]
+        and box["bottom"] <= viewport["height"]
+    )
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_citation_popover_never_covers_its_text(
+    browser: Any, playground: LiveServer, upstream: FakeUpstream, tmp_path: Path, width: int
+) -> None:
+    _upload_note(playground, tmp_path)
+    context = browser.new_context(viewport={"width": width, "height": 900 if width > 400 else 844})
+    try:
+        page = context.new_page()
+        page.goto(playground.url + "/")
+        page.wait_for_selector("#bot-select option[value='calypso-rag-agent']", state="attached")
+        upstream.script(Script.from_text(SLOW_ANSWER, token_size=40))
+        page.get_by_label("Question").fill("How soon are refunds paid?")
+        page.get_by_label("Question").press("Enter")
+        page.wait_for_selector("#answer-card[aria-busy='false'] #state-badge[data-tone='ok']", timeout=30_000)
+        badges = page.locator("#answer-text [data-citation]")
+        assert badges.count() == 3
+        popover = page.get_by_role("tooltip")
+        for i in range(3):
+            badges.nth(i).hover()
+            popover.wait_for(state="visible")
+            got = badges.nth(i).evaluate(POPOVER_GEOMETRY)
+            assert _inside(got["popover"], got["viewport"]), got
+            covered = [got["answer"]] if width >= 1280 else got["sentence"]
+            assert not any(_overlap(got["popover"], box) for box in covered), got
+            if i == 0:
+                page.screenshot(path=str(tmp_path / f"popover-{width}.png"))
+        if width < 400:
+            # A badge at the bottom of the viewport: the popover flips above its sentence.
+            last = badges.nth(2)
+            page.mouse.move(1, 1)
+            last.evaluate("(badge) => { badge.scrollIntoView({ block: 'end' }); window.scrollBy(0, 4); }")
+            last.evaluate("(badge) => badge.focus({ preventScroll: true })")
+            popover.wait_for(state="visible")
+            got = last.evaluate(POPOVER_GEOMETRY)
+            assert got["side"] == "above" and _inside(got["popover"], got["viewport"]), got
+            assert not any(_overlap(got["popover"], box) for box in got["sentence"]), got
+            page.screenshot(path=str(tmp_path / "popover-390-above.png"))
+    finally:
+        context.close()

@@ -8,6 +8,7 @@ import { Documents } from "./documents.js";
 import { $, el } from "./dom.js";
 import { formatNames } from "./formats.js";
 import { keepFresh } from "./freshness.js";
+import { citedBox, placePopover } from "./placement.js";
 
 const DEFAULT_NAMESPACE = "general";
 
@@ -306,15 +307,22 @@ function showPopover(badge, source) {
   if (popoverOwner && popoverOwner !== badge) popoverOwner.removeAttribute("aria-describedby");
   popoverOwner = badge;
   badge.setAttribute("aria-describedby", "citation-popover");
-  const rect = badge.getBoundingClientRect();
-  const width = popover.offsetWidth;
-  const left = Math.min(Math.max(8, rect.left + window.scrollX - 24), window.scrollX + document.documentElement.clientWidth - width - 8);
-  let top = rect.bottom + window.scrollY + 8;
-  if (rect.bottom + popover.offsetHeight + 16 > window.innerHeight && rect.top > popover.offsetHeight + 16) {
-    top = rect.top + window.scrollY - popover.offsetHeight - 8; // no room below: open above
-  }
-  popover.style.left = `${left}px`;
-  popover.style.top = `${top}px`;
+  const text = $("answer-text");
+  const place = placePopover({
+    text: text.getBoundingClientRect(),
+    cited: citedBox(badge, text),
+    viewport: { width: document.documentElement.clientWidth, height: window.innerHeight },
+    measure: (width) => {
+      popover.style.width = `${width}px`;
+      popover.style.maxHeight = "none";
+      return popover.offsetHeight;
+    },
+  });
+  popover.style.width = `${place.width}px`;
+  popover.style.maxHeight = `${place.maxHeight}px`;
+  popover.style.left = `${place.left + window.scrollX}px`;
+  popover.style.top = `${place.top + window.scrollY}px`;
+  popover.dataset.side = place.side;
 }
 
 function hidePopover() {
