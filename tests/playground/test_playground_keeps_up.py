@@ -6,6 +6,7 @@ Small Markdown files keep these fast; the server is the real app with the fake u
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import socket
 import struct
@@ -15,12 +16,12 @@ from typing import Any
 
 import httpx
 import pytest
-from tests_support import WAIT, LiveServer, free_port
+from tests_support import REPO, WAIT, LiveServer, free_port
 
 from calypso.generation.fake_upstream import FakeUpstream, Script
 from calypso.ingest.parsers import EXTENSIONS
 
-FORMATS_JS = Path(__file__).parents[2] / "src/calypso/playground/static/js/formats.js"
+FORMATS_JS = REPO / "src/calypso/playground/static/js/formats.js"
 NOTE = "# Refund policy\n\nRefunds are paid within fourteen days of the request, to the card that paid.\n"
 RED = "rgb(179, 38, 30)"  # --danger
 BLUE = "rgb(39, 84, 197)"  # --accent
@@ -50,6 +51,12 @@ def _open(context: Any, server: LiveServer) -> Any:
     page.goto(server.url + "/")
     page.locator("#document-list li").first.wait_for()  # the first listing is in
     return page
+
+
+def _picture(target: Any, name: str) -> None:
+    """docs/<name>.png, when asked to refresh the pictures (CALYPSO_UPDATE_SCREENSHOT=1)."""
+    if os.environ.get("CALYPSO_UPDATE_SCREENSHOT"):
+        target.screenshot(path=str(REPO / "docs" / f"{name}.png"))
 
 
 def _note(tmp_path: Path, name: str = "refunds.md", text: str = NOTE) -> Path:
@@ -128,6 +135,12 @@ def test_upload_rows_tell_success_failure_and_can_be_dismissed(
     reason = failed.locator(".upload-status").inner_text()
     assert reason == "failed: empty.txt is empty (0 bytes); upload a file with content."
     page.screenshot(path=str(tmp_path / "uploads.png"))
+    exe = tmp_path / "setup.exe"
+    exe.write_bytes(b"MZ")
+    page.set_input_files("input[type=file]", str(exe))
+    page.locator(".upload[data-state='failed']").filter(has_text="setup.exe").wait_for()
+    _picture(page.locator("#documents-card"), "playground-uploads")
+    page.get_by_role("button", name="Dismiss setup.exe").click()
 
     # Dismissed by keyboard: the row leaves, focus goes back to the file input (not the top of the page).
     page.get_by_role("button", name="Dismiss empty.txt").focus()
@@ -199,6 +212,7 @@ def test_a_wrong_file_type_is_filtered_and_refused_in_one_line(
     text = status.inner_text()
     assert text.startswith("Files of type .exe are not supported; supported: PDF, DOCX")
     assert "\n" not in text and "application/" not in text and len(text) < 120
+    assert status.evaluate("(line) => line.offsetHeight < 1.5 * parseFloat(getComputedStyle(line).lineHeight)")
     assert "No documents" in page.locator("#document-list").inner_text()  # nothing was sent
     # Were it sent, the server's 415 (a list of every media type) would be cut to its first sentence.
     first = page.evaluate(
@@ -317,6 +331,8 @@ def test_a_server_dying_mid_answer_keeps_the_half_answer_and_offers_retry(
         assert page.get_by_role("button", name="Ask").is_visible()  # not "Stop" forever
         assert not page.get_by_role("alert").is_visible()  # no bare "network error" either
         page.screenshot(path=str(tmp_path / f"{cut}.png"))
+        if cut == "down":
+            _picture(page.locator("#answer-card"), "playground-cut-off")
 
         # The server is back: Retry asks the same question again, and this time the answer completes.
         proxy.up()
@@ -418,6 +434,8 @@ def test_the_citation_popover_never_covers_its_text(
             assert not any(_overlap(got["popover"], box) for box in covered), got
             if i == 0:
                 page.screenshot(path=str(tmp_path / f"popover-{width}.png"))
+                if width < 400:
+                    _picture(page, "playground-narrow")
         if width < 400:
             # A badge at the bottom of the viewport: the popover flips above its sentence.
             last = badges.nth(2)

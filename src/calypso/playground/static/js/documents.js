@@ -77,7 +77,7 @@ export class Documents {
       },
     });
     if (!isAccepted(file.name)) {
-      row.failed(unsupportedMessage(file.name), null); // nothing is sent
+      row.refused(unsupportedMessage(file.name)); // nothing is sent
       return;
     }
     try {
@@ -99,7 +99,7 @@ export class Documents {
       }
       row.done(describeDocument(doc));
     } catch (error) {
-      if (error.code === "unsupported_file_type") row.failed(unsupportedMessage(file.name), null);
+      if (error.code === "unsupported_file_type") row.refused(unsupportedMessage(file.name));
       else row.failed(error.message);
     }
   }

@@ -323,6 +323,9 @@ function showPopover(badge, source) {
   popover.style.left = `${place.left + window.scrollX}px`;
   popover.style.top = `${place.top + window.scrollY}px`;
   popover.dataset.side = place.side;
+  // The passage box scrolls: start it at the quote, with a line of context above.
+  const mark = popover.querySelector("blockquote mark");
+  if (mark) mark.parentElement.scrollTop = Math.max(0, mark.offsetTop - mark.parentElement.offsetTop - 24);
 }
 
 function hidePopover() {

@@ -72,10 +72,18 @@ export class UploadRow {
     this.clearLater(this.keep.done);
   }
 
-  /** ``status`` prefixes the reason ("failed: …"); null shows the reason alone. */
+  /** The API's reason, after the document's status ("failed: …", "cancelled: …"). */
   failed(reason, status = "failed") {
     this.bar.value = 1;
-    this.show(status ? `${status}: ${oneLine(reason)}` : oneLine(reason), "failed");
+    this.show(`${status}: ${oneLine(reason)}`, "failed");
+    this.clearLater(this.keep.failed);
+  }
+
+  /** Refused before sending (a type the server does not take): one line, the list of types is above. */
+  refused(text) {
+    this.bar.value = 1;
+    this.show(text, "failed");
+    this.node.classList.add("refused");
     this.clearLater(this.keep.failed);
   }
 
