@@ -449,3 +449,33 @@ def test_the_citation_popover_never_covers_its_text(
             page.screenshot(path=str(tmp_path / "popover-390-above.png"))
     finally:
         context.close()
+
+
+def test_the_bar_is_not_full_before_the_document_is_ready(context: Any, playground: LiveServer, tmp_path: Path) -> None:
+    """While the server parses, the bar is indeterminate; while vectors are queued, it is empty and says so."""
+    page = _open(context, playground)
+    seen: list[str] = []
+
+    def slow_ingestion(route: Any) -> None:
+        if route.request.method != "GET":
+            route.continue_()
+            return
+        doc = route.fetch().json()
+        seen.append(doc["status"])
+        if len(seen) <= 4:  # the job is still running, then ready with its 84 vectors queued
+            doc |= {"status": "in_progress", "progress": {"pages_parsed": 1, "passages_written": 0}}
+        elif len(seen) <= 8:
+            doc["embeddings"] = {"status": "in_progress", "passages_embedded": 0, "passages": 84}
+        route.fulfill(json=doc)
+
+    page.route("**/v1/documents/*", slow_ingestion)
+    page.set_input_files("input[type=file]", str(_note(tmp_path)))
+    row = page.locator(".upload")
+    page.locator(".upload[data-state='working']").wait_for(timeout=10_000)
+    assert row.locator("progress").evaluate("(bar) => bar.position") == -1  # indeterminate, not full
+    row.filter(has_text="processing · 1 page, 0 passages").wait_for(timeout=10_000)
+    page.locator(".upload[data-state='embedding']").wait_for(timeout=10_000)
+    assert row.locator(".upload-status").inner_text() == "ready · 1 page, 1 passage · embedding queued"
+    assert row.locator("progress").evaluate("(bar) => bar.value") == 0
+    page.locator(".upload[data-state='done']").wait_for(timeout=10_000)
+    assert row.locator(".upload-status").inner_text() == "ready · 1 page, 1 passage"
