@@ -343,6 +343,7 @@ def test_a_server_dying_mid_answer_keeps_the_half_answer_and_offers_retry(
         page.wait_for_selector("#answer-card[aria-busy='false'] #state-badge[data-tone='ok']", timeout=30_000)
         assert page.locator("#state-badge").inner_text() == "Grounded"
         assert page.locator("#answer-text .cut-off").count() == 0 and not retry.is_visible()
+        assert page.evaluate("() => document.activeElement.id") == "question"
         assert upstream.requests[-1]["messages"][-1]["content"].count("How soon are refunds paid?") >= 1
         assert [e for e in errors if "net::ERR" not in e] == []  # the browser's own line for the cut request
     finally:
@@ -363,6 +364,7 @@ def test_an_upstream_that_breaks_off_ends_the_answer_with_its_reason(
     assert page.locator("#state-badge").inner_text() == "Answer failed"
     assert page.get_by_role("button", name="Retry").is_visible()
     assert page.locator("#answer-text .cut-off").count() == 1
+    page.locator("#answer-card").screenshot(path=str(tmp_path / "failed.png"))
 
 
 POPOVER_GEOMETRY = """(badge) => {

@@ -16,18 +16,12 @@ export const STATES = {
   none: { label: "Not grounded", tone: "muted" },
 };
 
-/** How an answer that never completed ended: the header's words and the hint under it. */
+/** How an answer that never completed ended: the header's words, why (under it), what to do ``next``. */
 export const ENDINGS = {
-  unreachable: {
-    label: "Server unreachable", tone: "warn",
-    hint: () => "The server stopped answering mid-answer: what came is kept, marked cut off. Retry when it is back.",
-  },
-  broken: {
-    label: "Connection lost", tone: "warn",
-    hint: () => "The connection broke before the answer's end: what came is kept, marked cut off.",
-  },
-  failed: { label: "Answer failed", tone: "warn", hint: (message) => `${message} What came is kept, marked cut off.` },
-  stopped: { label: "Stopped", tone: "muted", hint: () => "Stopped before the end: the answer is cut off." },
+  unreachable: { label: "Server unreachable", tone: "warn", hint: () => "The server stopped answering.", next: " Retry when it is back." },
+  broken: { label: "Connection lost", tone: "warn", hint: () => "The connection broke before the answer's end." },
+  failed: { label: "Answer failed", tone: "warn", hint: (message) => message },
+  stopped: { label: "Stopped", tone: "muted", hint: () => "Stopped before the end." },
 };
 
 export class Answer {

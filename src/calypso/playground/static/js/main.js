@@ -219,7 +219,9 @@ async function endingOf(error, answer) {
 
 function retry() {
   const answer = state.answer;
-  if (answer && !state.abort) ask(answer.question, { model: answer.model, namespace: answer.namespace });
+  if (!answer || state.abort) return;
+  $("question").focus(); // Retry hides itself: focus must not fall to the page's top
+  ask(answer.question, { model: answer.model, namespace: answer.namespace });
 }
 
 function setState(grounding, hint) {
@@ -277,7 +279,8 @@ function renderEnding(answer) {
   const ending = ENDINGS[answer.ending.kind];
   $("state-badge").textContent = ending.label;
   $("state-badge").dataset.tone = ending.tone;
-  $("state-hint").textContent = ending.hint(answer.ending.message || "");
+  const kept = answer.text ? " What came is kept, marked cut off." : "";
+  $("state-hint").textContent = `${ending.hint(answer.ending.message || "")}${kept}${ending.next || ""}`;
   $("answer-text").append(el("span", { class: "cut-off" }, answer.text ? "cut off" : "no answer"));
   $("retry-button").hidden = false;
 }
