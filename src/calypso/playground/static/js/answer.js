@@ -16,6 +16,14 @@ export const STATES = {
   none: { label: "Not grounded", tone: "muted" },
 };
 
+/** How an answer that never completed ended: the header's words, why (under it), what to do ``next``. */
+export const ENDINGS = {
+  unreachable: { label: "Server unreachable", tone: "warn", hint: () => "The server stopped answering.", next: " Retry when it is back." },
+  broken: { label: "Connection lost", tone: "warn", hint: () => "The connection broke before the answer's end." },
+  failed: { label: "Answer failed", tone: "warn", hint: (message) => message },
+  stopped: { label: "Stopped", tone: "muted", hint: () => "Stopped before the end." },
+};
+
 export class Answer {
   constructor(question, model, namespace) {
     this.question = question;
@@ -26,6 +34,7 @@ export class Answer {
     this.retrieved = []; // file_search_call results in retrieval order ([Source N] numbers)
     this.final = null; // the response.completed response object
     this.error = null;
+    this.ending = null; // {kind, message} when the stream ended without response.completed (ENDINGS)
     this.chatReply = null; // the Chat Completions dialect, fetched when first shown
     this.sentences = []; // streamed output_text.sentence_status payloads, until the completed claims replace them
   }

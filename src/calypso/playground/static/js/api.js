@@ -4,6 +4,8 @@
 const KEY_STORAGE = "calypso.playground.apiKey";
 const BASE = "v1/"; // relative: works at / and /playground, and behind a path prefix
 
+export const UNREACHABLE = "The server is unreachable.";
+
 export class ApiError extends Error {
   constructor(status, body) {
     const error = (body && body.error) || {};
@@ -104,9 +106,22 @@ export function uploadDocument(file, namespace, onProgress) {
       if (xhr.status >= 200 && xhr.status < 300) resolve(body);
       else reject(new ApiError(xhr.status, body));
     });
-    xhr.addEventListener("error", () => reject(new ApiError(0, { error: { message: "Network error during upload." } })));
+    xhr.addEventListener("error", () => reject(new ApiError(0, { error: { message: UNREACHABLE } })));
     xhr.send(form);
   });
+}
+
+/** Whether the server answers at all (after a stream broke: did the server go, or only the connection?). */
+export async function reachable() {
+  for (let attempt = 0; attempt < 2; attempt += 1) {
+    try {
+      await fetch(BASE + "models", { headers: headers(), cache: "no-store" });
+      return true; // any HTTP answer, even an error, means the server is there
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 300)); // a pooled connection may have died with the stream
+    }
+  }
+  return false;
 }
 
 /**

@@ -2,27 +2,34 @@
 
 import { deleteJson, getJson, listAll, uploadDocument } from "./api.js";
 import { el, humanBytes } from "./dom.js";
+import { acceptAttribute, isAccepted, unsupportedMessage } from "./formats.js";
+import { UploadRow, describeDocument, plural } from "./uploads.js";
 
 const ENDED = new Set(["completed", "failed", "cancelled"]);
 const POLL_MS = 400;
+
+const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * The documents card. `elements` are its parts, found by the page (main.js): `body` (hidden when the
  * bot hides its sources) and `hiddenNote` (shown instead), `uploads` and `list` (lists), `input` (a
  * file input), `dropZone` and `refresh` (a button). Nothing here looks up the page's ids, so two
- * cards can live on one page.
+ * cards can live on one page. `rowOptions` go to each UploadRow (how long finished rows stay).
  */
 export class Documents {
-  constructor({ elements, namespace, onError }) {
+  constructor({ elements, namespace, onError, rowOptions = {} }) {
     this.namespace = namespace; // () => the current namespace
     this.onError = onError;
+    this.rowOptions = rowOptions;
     this.hidden = false;
+    this.listed = 0; // the latest refresh asked; an older answer arriving late is dropped
     this.body = elements.body;
     this.hiddenNote = elements.hiddenNote;
     this.uploads = elements.uploads;
     this.list = elements.list;
     this.input = elements.input;
     this.dropZone = elements.dropZone;
+    this.input.accept = acceptAttribute();
     this.input.addEventListener("change", () => {
       const files = [...this.input.files];
       this.input.value = ""; // the native control would keep showing the last name
@@ -63,56 +70,67 @@ export class Documents {
   }
 
   async upload(file) {
-    const bar = el("progress", { max: "1", value: "0", "aria-label": `Upload of ${file.name}` });
-    const status = el("span", { class: "upload-status" }, "uploading 0%");
-    const row = el("li", { class: "upload" },
-      el("div", { class: "upload-name" }, el("span", { class: "filename" }, file.name), el("span", { class: "subtle" }, humanBytes(file.size))),
-      bar, status);
-    this.uploads.prepend(row);
-    const show = (text, tone) => {
-      status.textContent = text;
-      row.dataset.state = tone || "";
-    };
+    const row = new UploadRow(this.uploads, file, {
+      ...this.rowOptions,
+      onGone: (_, hadFocus) => {
+        if (hadFocus) this.input.focus(); // focus never falls to the top of the page
+      },
+    });
+    if (!isAccepted(file.name)) {
+      row.refused(unsupportedMessage(file.name)); // nothing is sent
+      return;
+    }
     try {
-      let doc = await uploadDocument(file, this.namespace(), (fraction) => {
-        bar.value = fraction;
-        show(`uploading ${Math.round(fraction * 100)}%`);
-      });
-      bar.value = 1;
+      let doc = await uploadDocument(file, this.namespace(), (fraction) => row.sending(fraction));
       while (!ENDED.has(doc.status)) {
-        const p = doc.progress || {};
-        show(`processing · ${p.pages_parsed || 0} pages, ${p.passages_written || 0} passages`, "working");
-        await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+        row.processing(describeDocument(doc));
+        await pause(POLL_MS);
         doc = await getJson(`documents/${encodeURIComponent(doc.id)}`);
       }
-      if (doc.status === "completed") {
-        const ready = `ready · ${doc.page_count} ${doc.page_count === 1 ? "page" : "pages"}, ${doc.chunk_count} passages`;
-        // Keyword search works now; with an embedding model, vectors follow (hybrid search once they are in).
-        while (doc.embeddings && doc.embeddings.status === "in_progress") {
-          show(`${ready} · embedding ${doc.embeddings.passages_embedded}/${doc.embeddings.passages}`, "done");
-          await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-          doc = await getJson(`documents/${encodeURIComponent(doc.id)}`);
-        }
-        show(ready, "done");
-      } else {
-        show(`${doc.status}: ${(doc.last_error && doc.last_error.message) || "no reason given"}`, "failed");
+      if (doc.status !== "completed") {
+        row.failed((doc.last_error && doc.last_error.message) || "no reason given", doc.status);
+        return;
       }
+      while (doc.embeddings && doc.embeddings.status === "in_progress") {
+        const { passages_embedded: embedded, passages } = doc.embeddings;
+        row.embedding(describeDocument(doc), passages ? embedded / passages : 0);
+        await pause(POLL_MS);
+        doc = await getJson(`documents/${encodeURIComponent(doc.id)}`);
+      }
+      row.done(describeDocument(doc));
     } catch (error) {
-      show(`failed: ${error.message}`, "failed");
+      if (error.code === "unsupported_file_type") row.refused(unsupportedMessage(file.name));
+      else row.failed(error.message);
     }
   }
 
-  async refresh() {
+  /** List the namespace again. Rows that did not change are kept as they are (focus, a pending delete),
+   * so a refresh every few seconds does not flicker. ``quiet``: a background refresh reports no error. */
+  async refresh({ quiet = false } = {}) {
     if (this.hidden) return;
     const namespace = this.namespace();
+    const asked = ++this.listed;
     try {
       const docs = await listAll(`documents?namespace=${encodeURIComponent(namespace)}&order=desc`);
-      if (this.hidden || namespace !== this.namespace()) return; // changed while loading
-      this.list.replaceChildren(...docs.map((doc) => this.row(doc)));
-      if (!docs.length) this.list.append(el("li", { class: "subtle small empty" }, `No documents in “${namespace}” yet.`));
+      if (this.hidden || namespace !== this.namespace() || asked !== this.listed) return; // changed while loading
+      const rows = docs.map((doc) => this.keptRow(doc) || this.row(doc));
+      if (!docs.length) rows.push(this.emptyRow(namespace));
+      syncChildren(this.list, rows);
     } catch (error) {
-      this.onError(error);
+      if (!quiet) this.onError(error);
     }
+  }
+
+  /** The row already shown for ``doc``, when nothing it shows has changed. */
+  keptRow(doc) {
+    const key = rowKey(doc);
+    return [...this.list.children].find((row) => row.dataset.key === key) || null;
+  }
+
+  emptyRow(namespace) {
+    const text = `No documents in “${namespace}” yet.`;
+    const kept = [...this.list.children].find((row) => row.classList.contains("empty") && row.textContent === text);
+    return kept || el("li", { class: "subtle small empty" }, text);
   }
 
   row(doc) {
@@ -128,12 +146,29 @@ export class Documents {
       }
     });
     const detail = doc.status === "completed"
-      ? `${doc.page_count} ${doc.page_count === 1 ? "page" : "pages"} · ${humanBytes(doc.bytes)}`
+      ? `${plural(doc.page_count, "page")} · ${humanBytes(doc.bytes)}`
       : doc.status;
-    return el("li", { class: `document ${doc.status}` },
+    return el("li", { class: `document ${doc.status}`, "data-key": rowKey(doc) },
       el("div", { class: "document-main" },
         el("span", { class: "filename", title: doc.title || doc.filename }, doc.filename),
         el("span", { class: "subtle small" }, detail)),
       remove);
+  }
+}
+
+/** What a document row shows: when this changes, the row is drawn again. */
+function rowKey(doc) {
+  return JSON.stringify([doc.id, doc.status, doc.filename, doc.title, doc.page_count, doc.bytes]);
+}
+
+/** Make ``list``'s children exactly ``rows``, in order, moving as few nodes as possible: a kept node
+ * is not taken out of the page, so it keeps its focus. */
+function syncChildren(list, rows) {
+  const wanted = new Set(rows);
+  for (const child of [...list.children]) if (!wanted.has(child)) child.remove();
+  let at = list.firstElementChild;
+  for (const row of rows) {
+    if (row === at) at = at.nextElementSibling;
+    else list.insertBefore(row, at);
   }
 }

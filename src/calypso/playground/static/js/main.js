@@ -2,10 +2,13 @@
 // Only the public API is used: /v1/models, /v1/bots, /v1/documents, /v1/responses (streamed),
 // /v1/chat/completions (dialect view) and the signed source links the answers carry.
 
-import { Answer, STATES, popoverContent, renderAnswerText, renderEvidence, renderSources } from "./answer.js";
-import { ApiError, getJson, postJson, saveKey, savedKey, streamEvents } from "./api.js";
+import { Answer, ENDINGS, STATES, popoverContent, renderAnswerText, renderEvidence, renderSources } from "./answer.js";
+import { ApiError, getJson, postJson, reachable, saveKey, savedKey, streamEvents } from "./api.js";
 import { Documents } from "./documents.js";
 import { $, el } from "./dom.js";
+import { formatNames } from "./formats.js";
+import { keepFresh } from "./freshness.js";
+import { citedBox, placePopover } from "./placement.js";
 
 const DEFAULT_NAMESPACE = "general";
 
@@ -155,13 +158,12 @@ function setupAsk() {
     const text = question.value.trim();
     if (text) ask(text);
   });
+  $("retry-button").addEventListener("click", retry);
 }
 
-async function ask(question) {
+async function ask(question, { model = $("bot-select").value, namespace = toolNamespace() } = {}) {
   clearError();
   hidePopover();
-  const model = $("bot-select").value;
-  const namespace = toolNamespace();
   const answer = new Answer(question, model, namespace);
   state.answer = answer;
   const payload = { model, input: question, stream: true };
@@ -170,6 +172,7 @@ async function ask(question) {
   const card = $("answer-card");
   card.hidden = false;
   card.setAttribute("aria-busy", "true");
+  $("retry-button").hidden = true;
   // Nothing of the previous answer stays in the page (a hidden-sources answer must not sit beside old sources).
   $("sources").hidden = true;
   for (const id of ["source-list", "evidence-text", "evidence-legend", "evidence-claims", "dialect-output"]) $(id).replaceChildren();
@@ -189,9 +192,9 @@ async function ask(question) {
         if (state.answer === answer) renderAll(answer);
       });
     }, state.abort.signal);
+    if (!answer.final) answer.ending = answer.error ? { kind: "failed", message: answer.error } : { kind: "broken" };
   } catch (error) {
-    if (error.name !== "AbortError") showError(error);
-    else answer.error = answer.error || "Stopped.";
+    answer.ending = await endingOf(error, answer);
   } finally {
     if (frame) cancelAnimationFrame(frame);
     state.abort = null;
@@ -199,9 +202,26 @@ async function ask(question) {
     if (state.answer === answer) {
       card.setAttribute("aria-busy", "false");
       renderAll(answer);
-      if (answer.error) showError(answer.error);
     }
   }
+}
+
+/** Why a stream threw: the user stopped it, the API refused the question, or the connection went. */
+async function endingOf(error, answer) {
+  if (error.name === "AbortError") return { kind: "stopped" };
+  if (error instanceof ApiError) {
+    if (!answer.text) showError(error); // refused before any answer: the alert says why (a 401 asks for a key)
+    return { kind: "failed", message: error.message };
+  }
+  // fetch's TypeError ("network error", "Failed to fetch") says nothing: ask whether the server is still there.
+  return { kind: (await reachable()) ? "broken" : "unreachable" };
+}
+
+function retry() {
+  const answer = state.answer;
+  if (!answer || state.abort) return;
+  $("question").focus(); // Retry hides itself: focus must not fall to the page's top
+  ask(answer.question, { model: answer.model, namespace: answer.namespace });
 }
 
 function setState(grounding, hint) {
@@ -234,7 +254,8 @@ function stateHint(answer) {
 function renderAll(answer) {
   renderAnswerText($("answer-text"), answer, wireBadge);
   if (!answer.final) {
-    if (!answer.text) $("answer-text").append(el("span", { class: "subtle" }, "…"));
+    if (answer.ending) renderEnding(answer);
+    else if (!answer.text) $("answer-text").append(el("span", { class: "subtle" }, "…"));
     return;
   }
   const grounding = answer.state;
@@ -251,6 +272,17 @@ function renderAll(answer) {
   if (grounding === "hidden") documents.setHidden(true);
   renderEvidence($("evidence-text"), $("evidence-legend"), $("evidence-claims"), answer);
   renderDialect();
+}
+
+/** An answer that will not complete: kept as far as it came, marked cut off, with a Retry. */
+function renderEnding(answer) {
+  const ending = ENDINGS[answer.ending.kind];
+  $("state-badge").textContent = ending.label;
+  $("state-badge").dataset.tone = ending.tone;
+  const kept = answer.text ? " What came is kept, marked cut off." : "";
+  $("state-hint").textContent = `${ending.hint(answer.ending.message || "")}${kept}${ending.next || ""}`;
+  $("answer-text").append(el("span", { class: "cut-off" }, answer.text ? "cut off" : "no answer"));
+  $("retry-button").hidden = false;
 }
 
 // -- citation popover ---------------------------------------------------------------------------
@@ -278,15 +310,25 @@ function showPopover(badge, source) {
   if (popoverOwner && popoverOwner !== badge) popoverOwner.removeAttribute("aria-describedby");
   popoverOwner = badge;
   badge.setAttribute("aria-describedby", "citation-popover");
-  const rect = badge.getBoundingClientRect();
-  const width = popover.offsetWidth;
-  const left = Math.min(Math.max(8, rect.left + window.scrollX - 24), window.scrollX + document.documentElement.clientWidth - width - 8);
-  let top = rect.bottom + window.scrollY + 8;
-  if (rect.bottom + popover.offsetHeight + 16 > window.innerHeight && rect.top > popover.offsetHeight + 16) {
-    top = rect.top + window.scrollY - popover.offsetHeight - 8; // no room below: open above
-  }
-  popover.style.left = `${left}px`;
-  popover.style.top = `${top}px`;
+  const text = $("answer-text");
+  const place = placePopover({
+    text: text.getBoundingClientRect(),
+    cited: citedBox(badge, text),
+    viewport: { width: document.documentElement.clientWidth, height: window.innerHeight },
+    measure: (width) => {
+      popover.style.width = `${width}px`;
+      popover.style.maxHeight = "none";
+      return popover.offsetHeight;
+    },
+  });
+  popover.style.width = `${place.width}px`;
+  popover.style.maxHeight = `${place.maxHeight}px`;
+  popover.style.left = `${place.left + window.scrollX}px`;
+  popover.style.top = `${place.top + window.scrollY}px`;
+  popover.dataset.side = place.side;
+  // The passage box scrolls: start it at the quote, with a line of context above.
+  const mark = popover.querySelector("blockquote mark");
+  if (mark) mark.parentElement.scrollTop = Math.max(0, mark.offsetTop - mark.parentElement.offsetTop - 24);
 }
 
 function hidePopover() {
@@ -363,6 +405,9 @@ document.addEventListener("keydown", (event) => {
 window.addEventListener("resize", hidePopover);
 setupKey();
 setupBots();
+$("drop-hint").textContent = formatNames();
+keepFresh(() => documents.refresh({ quiet: true })); // another tab's uploads and deletes show up here
+
 setupAsk();
 setupViews();
 loadBots();
