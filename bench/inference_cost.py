@@ -13,10 +13,8 @@ so fill − off is what inference adds.
 from __future__ import annotations
 
 import asyncio
-import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -24,13 +22,10 @@ try:
     import calypso  # noqa: F401
 except ImportError:  # running from a checkout without an install
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from _common import data_dir  # bench/ is sys.path[0] when run as a script
+from _common import alps_answerer, alps_questions  # bench/ is sys.path[0] when run as a script
 
 from calypso.citations.events import Done
-from calypso.config import Settings
-from calypso.generation.fake_upstream import FakeUpstream, Script
 from calypso.scope import RetrievalScope
-from calypso.services import open_services
 from calypso.services.answering import Answerer, AskRequest
 
 UNSUPPORTED = "My neighbour's grey cat prefers warm sofas to cold mountain passes."
@@ -54,26 +49,14 @@ async def run(answerer: Answerer, rows: list[dict], mode: str) -> tuple[list[flo
 
 
 def main() -> None:
-    path = data_dir() / "alps-wiki-qa" / "alps_qa_with_pdf_pages.jsonl"
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    pdf = data_dir() / "alps-wiki-qa" / "alps_wiki.pdf"
-    with (
-        tempfile.TemporaryDirectory() as home,
-        FakeUpstream(default=Script.markerless(quote=(1, 2, 3, 4, 5), unsupported=UNSUPPORTED)) as fake,
-    ):
-        settings = Settings(home=Path(home), generator="upstream", llm_base_url=fake.base_url, llm_model="fake")
-        services = open_services(settings)
-        try:
-            services.documents.ingest(pdf.read_bytes(), pdf.name, "alps")
-            answerer = Answerer(services.documents, services.search)
-            asyncio.run(run(answerer, rows[:3], "fill"))  # warm up
-            print(f"{'mode':<7} {'p50 ms':>7} {'p90 ms':>7} {'inferred/answer':>16}")
-            for mode in ("off", "fill", "verify"):
-                times, inferred = asyncio.run(run(answerer, rows, mode))
-                p90 = sorted(times)[int(0.9 * (len(times) - 1))]
-                print(f"{mode:<7} {statistics.median(times):>7.1f} {p90:>7.1f} {inferred / len(rows):>16.2f}")
-        finally:
-            services.close()
+    rows = alps_questions()
+    with alps_answerer(UNSUPPORTED) as answerer:
+        asyncio.run(run(answerer, rows[:3], "fill"))  # warm up
+        print(f"{'mode':<7} {'p50 ms':>7} {'p90 ms':>7} {'inferred/answer':>16}")
+        for mode in ("off", "fill", "verify"):
+            times, inferred = asyncio.run(run(answerer, rows, mode))
+            p90 = sorted(times)[int(0.9 * (len(times) - 1))]
+            print(f"{mode:<7} {statistics.median(times):>7.1f} {p90:>7.1f} {inferred / len(rows):>16.2f}")
     print(f"({len(rows)} questions, 6 sentences per answer, 5 passages)")
 
 

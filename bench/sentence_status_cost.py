@@ -16,10 +16,8 @@ and the wall time of each is the cost per answer. The whole answer's p50 is prin
 from __future__ import annotations
 
 import asyncio
-import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -27,15 +25,12 @@ try:
     import calypso  # noqa: F401
 except ImportError:  # running from a checkout without an install
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from _common import data_dir  # bench/ is sys.path[0] when run as a script
+from _common import alps_answerer, alps_questions  # bench/ is sys.path[0] when run as a script
 
 from calypso.citations.claims import SentenceTracker, sentence_support
 from calypso.citations.events import AnswerEvent, Done, MarkerEvent, TextEvent
 from calypso.citations.grounded import GroundedAnswer
-from calypso.config import Settings
-from calypso.generation.fake_upstream import FakeUpstream, Script
 from calypso.scope import RetrievalScope
-from calypso.services import open_services
 from calypso.services.answering import OWN_SENTENCES, Answerer, AskRequest
 
 UNSUPPORTED = "My neighbour's grey cat prefers warm sofas to cold mountain passes."
@@ -78,22 +73,10 @@ def one_pass(answer: GroundedAnswer) -> float:
 
 
 def main() -> None:
-    path = data_dir() / "alps-wiki-qa" / "alps_qa_with_pdf_pages.jsonl"
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    pdf = data_dir() / "alps-wiki-qa" / "alps_wiki.pdf"
-    with (
-        tempfile.TemporaryDirectory() as home,
-        FakeUpstream(default=Script.markerless(quote=(1, 2, 3, 4, 5), unsupported=UNSUPPORTED)) as fake,
-    ):
-        settings = Settings(home=Path(home), generator="upstream", llm_base_url=fake.base_url, llm_model="fake")
-        services = open_services(settings)
-        try:
-            services.documents.ingest(pdf.read_bytes(), pdf.name, "alps")
-            answerer = Answerer(services.documents, services.search)
-            asyncio.run(record(answerer, rows[0]["question"]))  # warm up
-            recorded = [asyncio.run(record(answerer, row["question"].strip())) for row in rows]
-        finally:
-            services.close()
+    rows = alps_questions()
+    with alps_answerer(UNSUPPORTED) as answerer:
+        asyncio.run(record(answerer, str(rows[0]["question"])))  # warm up
+        recorded = [asyncio.run(record(answerer, str(row["question"]).strip())) for row in rows]
     whole = [ms for _, _, ms in recorded]
     streaming = [tracked(events, answer) for events, answer, _ in recorded]
     reference = [one_pass(answer) for _, answer, _ in recorded]

@@ -23,7 +23,9 @@ from tests_support import REPO, LiveServer, eval_data_dir, free_port
 
 from calypso.api.app import create_app
 from calypso.config import Settings
+from calypso.demo import ingest_demo
 from calypso.embeddings import local_onnx
+from calypso.generation.fake_upstream import FakeUpstream, Script
 from calypso.services import Services, open_services
 from calypso.services.documents import DocumentService
 from calypso.services.search import SearchService
@@ -148,6 +150,18 @@ def kb(services: Services) -> DocumentService:
 @pytest.fixture
 def searcher(services: Services) -> SearchService:
     return services.search
+
+
+@pytest.fixture
+def agent_upstream(kb: DocumentService, settings: Settings) -> Iterator[FakeUpstream]:
+    """The demo knowledge base, answered by the scripted upstream acting as a model in an agent loop
+    (``Script.agent``: it calls an offered function, answers a schema with JSON, else cites)."""
+    ingest_demo(kb)
+    with FakeUpstream(default=Script.agent()) as upstream:
+        settings.llm_base_url = upstream.base_url
+        settings.llm_model = "fake-model"
+        settings.generator = "upstream"
+        yield upstream
 
 
 @pytest.fixture

@@ -11,9 +11,6 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from calypso.demo import ingest_demo
-from calypso.generation.fake_upstream import FakeUpstream, Script
-
 agents = pytest.importorskip("agents")
 openai = pytest.importorskip("openai")
 
@@ -38,14 +35,9 @@ class Refund(BaseModel):
 
 
 @pytest.fixture
-def fake(kb, settings):
-    ingest_demo(kb)
+def fake(agent_upstream):
     calls.clear()
-    with FakeUpstream(default=Script.agent()) as upstream:
-        settings.llm_base_url = upstream.base_url
-        settings.llm_model = "fake-model"
-        settings.generator = "upstream"
-        yield upstream
+    return agent_upstream
 
 
 @pytest.fixture

@@ -12,9 +12,6 @@ from typing import Any
 
 import pytest
 
-from calypso.demo import ingest_demo
-from calypso.generation.fake_upstream import FakeUpstream, Script
-
 agents = pytest.importorskip("agents")
 openai = pytest.importorskip("openai")
 
@@ -22,13 +19,8 @@ QUESTION = "How many days do customers have to request a full refund?"
 
 
 @pytest.fixture
-def fake(kb, settings):
-    ingest_demo(kb)
-    with FakeUpstream(default=Script.agent()) as upstream:
-        settings.llm_base_url = upstream.base_url
-        settings.llm_model = "fake-model"
-        settings.generator = "upstream"
-        yield upstream
+def fake(agent_upstream):
+    return agent_upstream
 
 
 def _texts(items: list[Any]) -> list[tuple[str, str]]:

@@ -10,9 +10,6 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from calypso.demo import ingest_demo
-from calypso.generation.fake_upstream import FakeUpstream, Script
-
 langchain_openai = pytest.importorskip("langchain_openai")
 messages = pytest.importorskip("langchain_core.messages")
 tools = pytest.importorskip("langchain_core.tools")
@@ -33,13 +30,8 @@ class Refund(BaseModel):
 
 
 @pytest.fixture
-def fake(kb, settings):
-    ingest_demo(kb)
-    with FakeUpstream(default=Script.agent()) as upstream:
-        settings.llm_base_url = upstream.base_url
-        settings.llm_model = "fake-model"
-        settings.generator = "upstream"
-        yield upstream
+def fake(agent_upstream):
+    return agent_upstream
 
 
 def _chat(server: Any, responses: bool, **options: Any) -> Any:

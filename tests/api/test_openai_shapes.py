@@ -18,9 +18,6 @@ from typing import Any
 import httpx
 import pytest
 
-from calypso.demo import ingest_demo
-from calypso.generation.fake_upstream import FakeUpstream, Script
-
 jsonschema = pytest.importorskip("jsonschema")
 
 SCHEMAS = json.loads((Path(__file__).with_name("openai_schemas.json")).read_text())["components"]
@@ -81,13 +78,8 @@ def _openai_only(value: Any) -> Any:
 
 
 @pytest.fixture
-def fake(kb, settings):
-    ingest_demo(kb)
-    with FakeUpstream(default=Script.agent()) as upstream:
-        settings.llm_base_url = upstream.base_url
-        settings.llm_model = "fake-model"
-        settings.generator = "upstream"
-        yield upstream
+def fake(agent_upstream):
+    return agent_upstream
 
 
 BODIES = {

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from calypso.demo import ingest_demo
-from calypso.generation.fake_upstream import FakeUpstream, Script
+from calypso.generation.fake_upstream import Script
 
 QUESTION = "How many days do customers have to request a full refund?"
 STORES = ["general"]
@@ -34,13 +34,8 @@ ANSWER_SCHEMA = {
 
 
 @pytest.fixture
-def fake(kb, settings):
-    ingest_demo(kb)
-    with FakeUpstream(default=Script.agent()) as upstream:
-        settings.llm_base_url = upstream.base_url
-        settings.llm_model = "fake-model"
-        settings.generator = "upstream"
-        yield upstream
+def fake(agent_upstream):
+    return agent_upstream
 
 
 def _post(http: httpx.Client, body: dict[str, Any]) -> dict[str, Any]:
