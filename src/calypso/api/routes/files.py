@@ -7,13 +7,13 @@ job completed, or ``error`` with ``status_details`` when it failed. The SDK has 
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
-from fastapi import APIRouter, File, Form, Request, UploadFile
+from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 from fastapi.responses import Response
 
 from calypso.api.auth import Workspace, current_workspace
-from calypso.api.deps import Documents, Limit, OrderParam, VectorStores, read_upload
+from calypso.api.deps import Documents, OrderParam, VectorStores, read_upload
 from calypso.api.file_headers import user_file_headers
 from calypso.api.ranges import byte_range
 from calypso.api.serialize import file_object, list_object
@@ -22,6 +22,8 @@ router = APIRouter(prefix="/v1/files", tags=["files"])
 
 Purpose = Literal["assistants", "user_data"]
 ACCEPTED_PURPOSES = get_args(Purpose)
+# OpenAI's files.list pages up to 10,000 files at a time (other lists stop at 100).
+FilesLimit = Annotated[int, Query(ge=1, le=10_000, description="How many to return, 1 to 10,000.")]
 
 
 @router.post("")
@@ -41,7 +43,7 @@ def list_files(
     documents: Documents,
     workspace: Workspace,
     purpose: str | None = None,
-    limit: Limit = 20,
+    limit: FilesLimit = 10_000,
     after: str | None = None,
     order: OrderParam = "desc",
 ) -> dict[str, Any]:
