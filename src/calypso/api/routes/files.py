@@ -34,7 +34,9 @@ def create_file(
     purpose: Purpose = Form(...),
 ) -> dict[str, Any]:
     data, filename = read_upload(file, documents.settings.max_upload_bytes)
-    result = documents.ingest(data, filename, None, media_type=file.content_type, workspace=workspace, wait=False)
+    result = documents.ingest(
+        data, filename, None, media_type=file.content_type, workspace=workspace, wait=False, purpose=purpose
+    )
     return file_object(result.document)
 
 
@@ -48,8 +50,8 @@ def list_files(
     order: OrderParam = "desc",
 ) -> dict[str, Any]:
     if purpose is not None and purpose not in ACCEPTED_PURPOSES:
-        return list_object([], False)
-    page = documents.list_files(limit, after, order, workspace=workspace)
+        return list_object([], False)  # OpenAI lists nothing for a purpose no file here can have
+    page = documents.list_files(limit, after, order, workspace=workspace, purpose=purpose)
     return list_object([file_object(d) for d in page.items], page.has_more)
 
 
