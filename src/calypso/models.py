@@ -139,6 +139,7 @@ class Document:
     # How it is chunked: a static strategy asked for when it was attached to a vector store, or None for
     # the server's own chunking (CALYPSO_CHUNK_SIZE / CALYPSO_CHUNK_OVERLAP, in characters).
     chunking: StaticChunking | None = None
+    purpose: str | None = None  # the Files API's purpose it was uploaded with ("user_data"); None: "assistants"
 
 
 @dataclass

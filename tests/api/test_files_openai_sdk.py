@@ -53,3 +53,25 @@ def test_a_file_that_cannot_be_read_ends_in_error_with_details(openai_client) ->
     assert created.status == "uploaded"
     failed = wait_for_file(openai_client, created.id)
     assert failed.status == "error" and "broken.pdf" in failed.status_details
+
+
+def test_files_list_pages_as_openai_does(openai_client, http) -> None:
+    """files.list takes a limit up to 10,000 (its default); other lists stop at 100."""
+    for n in range(3):
+        openai_client.files.create(file=(f"n{n}.txt", f"Note {n} about ferries.".encode()), purpose="assistants")
+    page = openai_client.files.list(limit=2)
+    assert len(page.data) == 2 and page.has_more
+    assert http.get("/v1/files", params={"limit": 5000}).status_code == 200
+    refused = http.get("/v1/files", params={"limit": 10_001})
+    assert refused.status_code == 400 and refused.json()["error"]["param"] == "limit"
+    assert http.get("/v1/vector_stores", params={"limit": 101}).status_code == 400
+
+
+def test_a_files_purpose_is_kept_and_lists_filter_by_it(openai_client) -> None:
+    mine = openai_client.files.create(file=("notes.txt", b"The ferry leaves at noon."), purpose="user_data")
+    theirs = openai_client.files.create(file=("other.txt", b"The bus leaves at one."), purpose="assistants")
+    assert mine.purpose == "user_data" and openai_client.files.retrieve(mine.id).purpose == "user_data"
+    assert [f.id for f in openai_client.files.list(purpose="user_data")] == [mine.id]
+    assert [f.id for f in openai_client.files.list(purpose="assistants")] == [theirs.id]
+    assert {f.id for f in openai_client.files.list()} == {mine.id, theirs.id}
+    assert list(openai_client.files.list(purpose="batch")) == []

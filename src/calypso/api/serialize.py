@@ -65,7 +65,7 @@ def file_object(doc: Document) -> dict[str, Any]:
         "bytes": doc.bytes,
         "created_at": doc.created_at,
         "filename": doc.filename,
-        "purpose": "assistants",
+        "purpose": doc.purpose or "assistants",
         "status": _FILE_STATUS[doc.status],
         "status_details": (doc.last_error or {}).get("message")
         if doc.status == "failed"

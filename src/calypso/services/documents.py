@@ -105,6 +105,7 @@ class DocumentService:
         workspace: str = DEFAULT_WORKSPACE,
         wake_workers: bool = True,
         chunking: StaticChunking | None = None,
+        purpose: str | None = None,
         file_id: str | None = None,
     ) -> IngestResult:
         """Check an upload cheaply and store it as an ``in_progress`` document with its ingestion job.
@@ -144,6 +145,7 @@ class DocumentService:
             metadata=dict(metadata or {}),
             status="in_progress",
             chunking=chunking,
+            purpose=purpose,
         )
         try:
             stored = self.jobs.submit(document, data)
@@ -173,6 +175,7 @@ class DocumentService:
         workspace: str = DEFAULT_WORKSPACE,
         wait: bool = True,
         on_progress: Progress | None = None,
+        purpose: str | None = None,
     ) -> IngestResult:
         """Submit one document; with ``wait``, return only when its job ended: all or nothing.
 
@@ -188,6 +191,7 @@ class DocumentService:
             source_url=source_url,
             workspace=workspace,
             wake_workers=not wait,
+            purpose=purpose,
         )
         if not wait or result.document.status != "in_progress":
             return result
@@ -374,7 +378,12 @@ class DocumentService:
         return self.store.list_documents(workspace, namespace, limit, after, order)
 
     def list_files(
-        self, limit: int, after_file_id: str | None = None, order: Order = "desc", workspace: str = DEFAULT_WORKSPACE
+        self,
+        limit: int,
+        after_file_id: str | None = None,
+        order: Order = "desc",
+        workspace: str = DEFAULT_WORKSPACE,
+        purpose: str | None = None,
     ) -> Listing[Document]:
         """The Files API's files: the documents of the default namespace (where ``/v1/files`` uploads land,
         attached to vector stores or not), leaving out copies a store made of a file attached from elsewhere.
@@ -382,7 +391,9 @@ class DocumentService:
         The cursor is a file id."""
         after = self.get_by_file_id(after_file_id, workspace).id if after_file_id else None
         namespace = self.settings.default_namespace
-        return self.store.list_documents(workspace, namespace, limit, after, order, without_copies=True)
+        return self.store.list_documents(
+            workspace, namespace, limit, after, order, without_copies=True, purpose=purpose
+        )
 
     def chunks(
         self, document_id: str, limit: int, after: int | None = None, workspace: str = DEFAULT_WORKSPACE

@@ -123,11 +123,13 @@ class DocumentStore(Protocol):
         order: Order,
         *,
         without_copies: bool = False,
+        purpose: str | None = None,
     ) -> Listing[Document]:
         """Documents by creation order; ``after`` is the id of the last item of the previous page (NotFound if gone).
 
         ``without_copies`` leaves out the copies a vector store made of a file attached from elsewhere
         (a document whose vector-store link names another file id): the Files API lists each file once.
+        ``purpose``: only the files uploaded with it ("assistants" includes those stored without one).
         """
         ...
 

@@ -32,7 +32,8 @@ from calypso.store.terms_sql import StoredTermsSQL
 
 DOC_COLUMNS = (
     "key, id, file_id, workspace, namespace, filename, media_type, bytes, sha256, created_at, "
-    "page_count, chunk_count, title, source_url, metadata, status, last_error, chunk_max_tokens, chunk_overlap_tokens"
+    "page_count, chunk_count, title, source_url, metadata, status, last_error, chunk_max_tokens, chunk_overlap_tokens, "
+    "purpose"
 )
 CHUNK_COLUMNS = (
     'c.key, d.id, c.chunk_index, c.text, c.start, c."end", c.page_start, c.page_end, c.page_labels, c.heading_path, '
@@ -43,7 +44,9 @@ CHUNK_COLUMNS = (
 def document_from_columns(row: Sequence[Any], loads: Callable[[Any], Any]) -> Document:
     """A document from its ``DOC_COLUMNS``; ``loads`` reads a JSON column as the backend returns it."""
     _key, doc_id, file_id, workspace, namespace, filename, media_type, size, sha256, created_at = row[:10]
-    page_count, chunk_count, title, source_url, metadata, status, last_error, max_tokens, overlap_tokens = row[10:]
+    page_count, chunk_count, title, source_url, metadata, status, last_error, max_tokens, overlap_tokens, purpose = row[
+        10:
+    ]
     return Document(
         id=doc_id,
         file_id=file_id,
@@ -62,6 +65,7 @@ def document_from_columns(row: Sequence[Any], loads: Callable[[Any], Any]) -> Do
         status=status,
         last_error=loads(last_error) if last_error is not None else None,
         chunking=chunking_from_columns(max_tokens, overlap_tokens),
+        purpose=purpose,
     )
 
 
@@ -157,9 +161,13 @@ class DocumentsSQL(StoredTermsSQL[D]):
         order: Order = "desc",
         *,
         without_copies: bool = False,
+        purpose: str | None = None,
     ) -> Listing[Document]:
         where = ["workspace = ?"]
         args: list[object] = [workspace]
+        if purpose is not None:
+            where.append("COALESCE(purpose, 'assistants') = ?")
+            args.append(purpose)
         if without_copies:
             where.append(
                 "NOT EXISTS (SELECT 1 FROM vector_store_files l WHERE l.document_key = documents.key "

@@ -7,13 +7,13 @@ job completed, or ``error`` with ``status_details`` when it failed. The SDK has 
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
-from fastapi import APIRouter, File, Form, Request, UploadFile
+from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 from fastapi.responses import Response
 
 from calypso.api.auth import Workspace, current_workspace
-from calypso.api.deps import Documents, Limit, OrderParam, VectorStores, read_upload
+from calypso.api.deps import Documents, OrderParam, VectorStores, read_upload
 from calypso.api.file_headers import user_file_headers
 from calypso.api.ranges import byte_range
 from calypso.api.serialize import file_object, list_object
@@ -22,6 +22,8 @@ router = APIRouter(prefix="/v1/files", tags=["files"])
 
 Purpose = Literal["assistants", "user_data"]
 ACCEPTED_PURPOSES = get_args(Purpose)
+# OpenAI's files.list pages up to 10,000 files at a time (other lists stop at 100).
+FilesLimit = Annotated[int, Query(ge=1, le=10_000, description="How many to return, 1 to 10,000.")]
 
 
 @router.post("")
@@ -32,7 +34,9 @@ def create_file(
     purpose: Purpose = Form(...),
 ) -> dict[str, Any]:
     data, filename = read_upload(file, documents.settings.max_upload_bytes)
-    result = documents.ingest(data, filename, None, media_type=file.content_type, workspace=workspace, wait=False)
+    result = documents.ingest(
+        data, filename, None, media_type=file.content_type, workspace=workspace, wait=False, purpose=purpose
+    )
     return file_object(result.document)
 
 
@@ -41,13 +45,13 @@ def list_files(
     documents: Documents,
     workspace: Workspace,
     purpose: str | None = None,
-    limit: Limit = 20,
+    limit: FilesLimit = 10_000,
     after: str | None = None,
     order: OrderParam = "desc",
 ) -> dict[str, Any]:
     if purpose is not None and purpose not in ACCEPTED_PURPOSES:
-        return list_object([], False)
-    page = documents.list_files(limit, after, order, workspace=workspace)
+        return list_object([], False)  # OpenAI lists nothing for a purpose no file here can have
+    page = documents.list_files(limit, after, order, workspace=workspace, purpose=purpose)
     return list_object([file_object(d) for d in page.items], page.has_more)
 
 

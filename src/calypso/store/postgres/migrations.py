@@ -306,6 +306,11 @@ def m011_page_layout_and_passage_sections(db: Connection) -> None:
     )
 
 
+def m012_file_purpose(db: Connection) -> None:
+    """The Files API purpose a file was uploaded with (NULL: "assistants", all files before this)."""
+    db.execute("ALTER TABLE documents ADD COLUMN purpose TEXT")
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_vector_extension", m001_vector_extension),
     ("002_documents", m002_documents),
@@ -318,6 +323,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("009_embeddings", m009_embeddings),
     ("010_static_chunking_and_file_links", m010_static_chunking_and_file_links),
     ("011_page_layout_and_passage_sections", m011_page_layout_and_passage_sections),
+    ("012_file_purpose", m012_file_purpose),
 ]
 
 

@@ -368,6 +368,11 @@ def m013_page_layout_and_passage_sections(db: sqlite3.Connection) -> None:
     )
 
 
+def m014_file_purpose(db: sqlite3.Connection) -> None:
+    """The Files API purpose a file was uploaded with (NULL: "assistants", all files before this)."""
+    db.execute("ALTER TABLE documents ADD COLUMN purpose TEXT")
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_documents", m001_documents),
     ("002_responses", m002_responses),
@@ -382,6 +387,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("011_embeddings", m011_embeddings),
     ("012_static_chunking_and_file_links", m012_static_chunking_and_file_links),
     ("013_page_layout_and_passage_sections", m013_page_layout_and_passage_sections),
+    ("014_file_purpose", m014_file_purpose),
 ]
 
 
