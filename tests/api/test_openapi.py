@@ -110,6 +110,8 @@ def test_the_document_states_the_rules_the_server_enforces() -> None:
     doc = document()
     schemas = doc["components"]["schemas"]
     limit = next(p for p in doc["paths"]["/v1/files"]["get"]["parameters"] if p["name"] == "limit")
+    assert (limit["schema"]["minimum"], limit["schema"]["maximum"]) == (1, 10_000)  # OpenAI's files.list
+    limit = next(p for p in doc["paths"]["/v1/vector_stores"]["get"]["parameters"] if p["name"] == "limit")
     assert (limit["schema"]["minimum"], limit["schema"]["maximum"]) == (1, 100)
     order = next(p for p in doc["paths"]["/v1/files"]["get"]["parameters"] if p["name"] == "order")
     assert order["schema"]["enum"] == ["asc", "desc"]
