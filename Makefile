@@ -8,6 +8,11 @@ $(BIN)/calypso: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test,bench,embed,xai]'
+	@# rapidocr-onnxruntime requires opencv-python, whose cv2 needs libGL.so.1 (absent on a fresh server);
+	@# both builds install the same cv2 files, so drop the GUI one and lay the headless one down again.
+	$(BIN)/pip uninstall --quiet --yes opencv-python
+	$(BIN)/pip install --quiet --force-reinstall --no-deps 'opencv-python-headless>=4.8,<6'
+	$(BIN)/python -c "import cv2, rapidocr_onnxruntime" || { echo "the OCR engine does not import"; exit 1; }
 	@touch $@
 
 install: $(BIN)/calypso

@@ -119,6 +119,27 @@ class Settings(BaseSettings):
         ge=1,
         description="Most XML elements (paragraphs, runs, cells...) a DOCX may hold; counted before parsing.",
     )
+    # OCR of scans and images (ingest/ocr.py): only pages without a usable text layer, in the parse child.
+    ocr_enabled: bool = Field(True, description="Recognise text in images and in PDF pages without a text layer.")
+    ocr_max_pages: int = Field(
+        500,
+        ge=1,
+        description="Most pages of one document that may need OCR (image frames, PDF pages without text); checked "
+        "before recognising any.",
+    )
+    ocr_page_timeout_seconds: float = Field(30.0, gt=0, description="Longest the OCR of one page may take.")
+    ocr_timeout_seconds: float = Field(
+        900.0,
+        gt=0,
+        description="Longest the OCR of one document may take in all; the parse time budget grows by this much "
+        "for documents that may need OCR (PDFs and images).",
+    )
+    ocr_dpi: int = Field(150, ge=50, le=600, description="Resolution PDF pages are rendered at for OCR.")
+    max_image_pixels: int = Field(
+        100_000_000,
+        ge=1,
+        description="Most pixels one image (or one rendered page) may have; checked before decoding it.",
+    )
     chunk_size: int = Field(
         1000, ge=100, description="Target chunk length in characters; chunks end on sentence boundaries."
     )

@@ -31,6 +31,10 @@ HTML = "text/html"
 XHTML = "application/xhtml+xml"
 MARKDOWN = "text/markdown"
 TEXT = "text/plain"
+PNG = "image/png"
+JPEG = "image/jpeg"
+TIFF = "image/tiff"
+WEBP = "image/webp"
 
 SUPPORTED_TYPES: dict[str, str] = {
     PDF: "pdf",
@@ -39,6 +43,10 @@ SUPPORTED_TYPES: dict[str, str] = {
     XHTML: "html",
     MARKDOWN: "markdown",
     TEXT: "text",
+    PNG: "image",
+    JPEG: "image",
+    TIFF: "image",
+    WEBP: "image",
 }
 
 EXTENSIONS: dict[str, str] = {
@@ -55,6 +63,12 @@ EXTENSIONS: dict[str, str] = {
     ".csv": TEXT,
     ".tsv": TEXT,
     ".rst": TEXT,
+    ".png": PNG,
+    ".jpg": JPEG,
+    ".jpeg": JPEG,
+    ".tif": TIFF,
+    ".tiff": TIFF,
+    ".webp": WEBP,
 }
 
 # Other names clients send for the same formats.
@@ -62,6 +76,10 @@ _ALIASES: dict[str, str] = {
     "application/x-pdf": PDF,
     "text/x-markdown": MARKDOWN,
     "text/md": MARKDOWN,
+    "image/jpg": JPEG,
+    "image/pjpeg": JPEG,
+    "image/x-png": PNG,
+    "image/tif": TIFF,
 }
 
 # Content types that say nothing about the format: fall through to extension / sniffing.
@@ -76,6 +94,7 @@ def describe_supported() -> str:
     for ext, media in EXTENSIONS.items():
         groups[SUPPORTED_TYPES[media]].append(ext)
     names = {"pdf": "PDF", "docx": "Word DOCX", "html": "HTML", "markdown": "Markdown", "text": "plain text"}
+    names["image"] = "images, read by OCR"
     return "; ".join(f"{names[short]} ({', '.join(items)})" for short, items in groups.items())
 
 
@@ -84,8 +103,22 @@ def _normalise(media_type: str | None) -> str:
     return _ALIASES.get(base, base)
 
 
+# Magic bytes of the image formats (WebP: "RIFF" size "WEBP").
+_IMAGE_MAGIC = ((b"\x89PNG\r\n\x1a\n", PNG), (b"\xff\xd8\xff", JPEG), (b"II*\x00", TIFF), (b"MM\x00*", TIFF))
+
+
+def _sniff_image(head: bytes) -> str | None:
+    for magic, media in _IMAGE_MAGIC:
+        if head.startswith(magic):
+            return media
+    return WEBP if head[:4] == b"RIFF" and head[8:12] == b"WEBP" else None
+
+
 def _sniff(data: bytes) -> str | None:
     head = data[:2048]
+    image = _sniff_image(head)
+    if image is not None:
+        return image
     # PDF readers accept junk before the header, so look past offset 0.
     if b"%PDF-" in head[:1024]:
         return PDF
@@ -156,6 +189,8 @@ def _parser_for(media_type: str) -> Callable[[bytes, str, ParseLimits], ParsedDo
         from calypso.ingest.parsers import html as module
     elif short == "markdown":
         from calypso.ingest.parsers import markdown as module
+    elif short == "image":
+        from calypso.ingest.parsers import image as module
     else:
         from calypso.ingest.parsers import text as module
     return module.parse
@@ -178,6 +213,14 @@ def _without_control_characters(parsed: ParsedDocument) -> ParsedDocument:
     return replace(parsed, text=text, pages=pages, headings=headings, title=title)
 
 
+def may_need_ocr(data: bytes, filename: str, media_type: str | None = None) -> bool:
+    """Whether parsing ``data`` may run OCR (a PDF or an image): such a parse gets the OCR time budget too."""
+    try:
+        return SUPPORTED_TYPES[detect_media_type(data, filename, media_type)] in ("pdf", "image")
+    except UnsupportedMediaType:
+        return False
+
+
 def parse_document(
     data: bytes, filename: str, media_type: str | None = None, limits: ParseLimits | None = None
 ) -> tuple[ParsedDocument, str]:
@@ -197,7 +240,7 @@ def parse_document(
     limits.check_chars(len(parsed.text), filename)  # PDF and DOCX stop early; text formats are checked here
     if not parsed.text.strip():
         hint = (
-            " It may be a scanned document (images only): run OCR on it and upload the result."
+            " Its pages hold neither a text layer nor text that OCR could recognise."
             if detected == PDF
             else " Upload a file that contains text."
         )
@@ -205,4 +248,12 @@ def parse_document(
     return parsed, detected
 
 
-__all__ = ["SUPPORTED_TYPES", "EXTENSIONS", "ParseLimits", "describe_supported", "detect_media_type", "parse_document"]
+__all__ = [
+    "SUPPORTED_TYPES",
+    "EXTENSIONS",
+    "ParseLimits",
+    "describe_supported",
+    "detect_media_type",
+    "may_need_ocr",
+    "parse_document",
+]

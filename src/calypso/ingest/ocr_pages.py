@@ -1,0 +1,70 @@
+"""Which PDF pages need OCR, and their rendering for it (pypdfium2).
+
+A page needs OCR when its text layer is empty, when it is garbage (mostly private-use glyphs, U+FFFD or
+unassigned code points: fonts without a Unicode map), or when a few characters (a page number, a stamp)
+lie over an image: the look of a scan. The image test runs only for such short pages, so text PDFs pay
+one string scan per page.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+from PIL import Image
+
+from calypso.ingest.limits import ParseLimits
+
+# Below this many visible characters a page with an image is taken for a scan.
+SHORT_TEXT_CHARS = 20
+# A text layer where less than this share of the visible characters are letters, digits or punctuation is garbage.
+MIN_READABLE_SHARE = 0.5
+_UNREADABLE = {"Co", "Cn", "Cs", "Cc"}
+
+
+def readable_share(text: str) -> float:
+    visible = [ch for ch in text if not ch.isspace()]
+    if not visible:
+        return 0.0
+    readable = sum(1 for ch in visible if ch != "\ufffd" and unicodedata.category(ch) not in _UNREADABLE)
+    return readable / len(visible)
+
+
+def _has_image(pdf: pdfium.PdfDocument, index: int) -> bool:
+    page = pdf[index]
+    try:
+        return any(True for _ in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,), max_depth=2))
+    finally:
+        page.close()
+
+
+def needs_ocr(pdf: pdfium.PdfDocument, index: int, text: str) -> bool:
+    """Whether page ``index``, whose text layer is ``text``, must be recognised to be read."""
+    visible = len(text) - sum(1 for ch in text if ch.isspace())
+    if visible == 0:
+        return True
+    if readable_share(text) < MIN_READABLE_SHARE:
+        return True
+    return visible < SHORT_TEXT_CHARS and _has_image(pdf, index)
+
+
+def render_for_ocr(pdf: pdfium.PdfDocument, index: int, limits: ParseLimits) -> Image.Image:
+    """Page ``index`` as a viewer shows it (its /Rotate applied), grayscale, at ``ocr_dpi``, at most
+    ``max_image_pixels`` (a poster-sized page is rendered coarser, not larger)."""
+    page = pdf[index]
+    try:
+        width, height = page.get_size()  # points, as displayed
+        scale = limits.ocr_dpi / 72
+        pixels = width * height * scale * scale
+        if pixels > limits.max_image_pixels:
+            scale *= math.sqrt(limits.max_image_pixels / pixels)
+        bitmap = page.render(scale=scale, grayscale=True)
+        try:
+            image: Image.Image = bitmap.to_pil().convert("RGB")
+        finally:
+            bitmap.close()
+        return image
+    finally:
+        page.close()
