@@ -36,7 +36,7 @@ from calypso.ingest.crawl import fetch_page
 from calypso.ingest.filenames import check_filename, display_filename, display_url
 from calypso.ingest.isolation import parse_isolated
 from calypso.ingest.limits import ParseLimits
-from calypso.ingest.parsers import detect_media_type, may_need_ocr, parse_document
+from calypso.ingest.parsers import detect_media_type, parse_document
 from calypso.models import (
     Chunk,
     Document,
@@ -321,15 +321,12 @@ class DocumentService:
         limits = ParseLimits.from_settings(settings)
         if settings.parse_processes == 0:
             return parse_document(data, filename, media_type, limits)
-        timeout = settings.parse_timeout_seconds
-        if settings.ocr_enabled and may_need_ocr(data, filename, media_type):
-            timeout += settings.ocr_timeout_seconds  # the child stops OCR there itself (ocr_budget.py)
         return parse_isolated(
             data,
             filename,
             media_type,
             limits,
-            timeout=timeout,
+            timeout=settings.parse_timeout_seconds,
             memory_bytes=settings.parse_memory_bytes,
             processes=settings.parse_processes,
         )

@@ -213,14 +213,6 @@ def _without_control_characters(parsed: ParsedDocument) -> ParsedDocument:
     return replace(parsed, text=text, pages=pages, headings=headings, title=title)
 
 
-def may_need_ocr(data: bytes, filename: str, media_type: str | None = None) -> bool:
-    """Whether parsing ``data`` may run OCR (a PDF or an image): such a parse gets the OCR time budget too."""
-    try:
-        return SUPPORTED_TYPES[detect_media_type(data, filename, media_type)] in ("pdf", "image")
-    except UnsupportedMediaType:
-        return False
-
-
 def parse_document(
     data: bytes, filename: str, media_type: str | None = None, limits: ParseLimits | None = None
 ) -> tuple[ParsedDocument, str]:
@@ -254,6 +246,5 @@ __all__ = [
     "ParseLimits",
     "describe_supported",
     "detect_media_type",
-    "may_need_ocr",
     "parse_document",
 ]
