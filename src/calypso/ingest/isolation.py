@@ -29,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -45,6 +46,21 @@ class OcrStarted:
     (CALYPSO_OCR_TIMEOUT_SECONDS), so a text document keeps the short budget and a scan gets a longer one."""
 
     seconds: float
+
+
+# Set in a parse child (``parse_child.py``) to send OcrStarted to the server; None in the server itself.
+_ocr_announcer: Callable[[float], None] | None = None
+
+
+def on_ocr_start(callback: Callable[[float], None] | None) -> None:
+    global _ocr_announcer
+    _ocr_announcer = callback
+
+
+def announce_ocr(seconds: float) -> None:
+    """Called as a document's OCR starts (``ocr_budget.py``): in a parse child, the parse's budget grows."""
+    if _ocr_announcer is not None:
+        _ocr_announcer(seconds)
 
 
 def send_message(stream: IO[bytes], value: Any) -> None:

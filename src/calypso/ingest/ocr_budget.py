@@ -3,22 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 from PIL import Image
 
 from calypso.errors import UnprocessableDocument
+from calypso.ingest.isolation import announce_ocr
 from calypso.ingest.limits import ParseLimits, too_large
 from calypso.ingest.ocr import OcrPage, recognise
-
-# Told how long OCR may take when a document starts it: the parse child passes it on to the server, whose
-# time budget for the parse grows by that much (``isolation.py``), so only documents that OCR wait longer.
-_on_ocr_start: Callable[[float], None] | None = None
-
-
-def on_ocr_start(callback: Callable[[float], None] | None) -> None:
-    global _on_ocr_start
-    _on_ocr_start = callback
 
 
 def ocr_unavailable_for(filename: str, what: str, why: str) -> UnprocessableDocument:
@@ -50,8 +41,7 @@ class OcrBudget:
         self.filename = filename
         self.deadline = time.monotonic() + limits.ocr_timeout_seconds
         self.pages = 0
-        if _on_ocr_start is not None:
-            _on_ocr_start(limits.ocr_timeout_seconds)
+        announce_ocr(limits.ocr_timeout_seconds)
 
     def recognise(self, image: Image.Image, what: str) -> OcrPage:
         remaining = self.deadline - time.monotonic()

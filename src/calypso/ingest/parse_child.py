@@ -18,8 +18,7 @@ from calypso.errors import PayloadTooLarge
 
 
 def _serve() -> None:
-    from calypso.ingest.isolation import OcrStarted, receive_message, send_message
-    from calypso.ingest.ocr_budget import on_ocr_start
+    from calypso.ingest.isolation import OcrStarted, on_ocr_start, receive_message, send_message
     from calypso.ingest.parsers import parse_document
 
     requests = os.fdopen(os.dup(0), "rb")
