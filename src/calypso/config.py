@@ -127,7 +127,9 @@ class Settings(BaseSettings):
         description="Most pages of one document that may need OCR (image frames, PDF pages without text); checked "
         "before recognising any.",
     )
-    ocr_page_timeout_seconds: float = Field(30.0, gt=0, description="Longest the OCR of one page may take.")
+    ocr_page_timeout_seconds: float = Field(
+        120.0, gt=0, description="Longest the OCR of one page may take (a dense page: about 5 s on one free core)."
+    )
     ocr_timeout_seconds: float = Field(
         900.0,
         gt=0,

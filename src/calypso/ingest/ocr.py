@@ -44,8 +44,8 @@ def _load_engine() -> Any:
             param="file",
             code="ocr_unavailable",
         ) from exc
-    # One intra-op thread: the parse children are the parallelism (CALYPSO_PARSE_PROCESSES).
-    return RapidOCR(intra_op_num_threads=1, inter_op_num_threads=1)
+    # onnxruntime's own thread count (the machine's cores): one scan in one parse child still uses them all.
+    return RapidOCR()
 
 
 def engine() -> Any:
