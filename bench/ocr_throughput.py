@@ -32,6 +32,8 @@ try:
     import calypso  # noqa: F401
 except ImportError:  # running from a checkout without an install
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+import contextlib
+
 from calypso.config import Settings
 from calypso.errors import EmptyDocument
 from calypso.ingest.isolation import ParserPool
@@ -85,10 +87,8 @@ def main() -> None:
         Image.new("L", (64, 64), 255).save(blank, "PNG")
 
         def warm_up() -> None:
-            try:
+            with contextlib.suppress(EmptyDocument):
                 pool.parse(blank.getvalue(), "blank.png", None, limits, timeout=600, memory_bytes=memory)
-            except EmptyDocument:
-                pass
 
         t = time.perf_counter()
         warm = [threading.Thread(target=warm_up) for _ in range(processes)]
