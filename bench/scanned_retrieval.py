@@ -72,7 +72,9 @@ def main() -> None:
     scan = make_scanned(root / "alps_wiki.pdf")
     print(f"scanned copy made in {time.perf_counter() - t0:.1f}s ({len(scan):,} bytes)")
     with tempfile.TemporaryDirectory() as home:
-        services = open_services(Settings(home=Path(home)))
+        # OCR limits far above the defaults: on a shared machine a page can take a minute of wall time.
+        settings = Settings(home=Path(home), ocr_timeout_seconds=7200, ocr_page_timeout_seconds=1200)
+        services = open_services(settings)
         try:
             docs = services.documents
             t1 = time.perf_counter()

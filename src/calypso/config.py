@@ -122,7 +122,7 @@ class Settings(BaseSettings):
     # OCR of scans and images (ingest/ocr.py): only pages without a usable text layer, in the parse child.
     ocr_enabled: bool = Field(True, description="Recognise text in images and in PDF pages without a text layer.")
     ocr_max_pages: int = Field(
-        500,
+        300,
         ge=1,
         description="Most pages of one document that may need OCR (image frames, PDF pages without text); checked "
         "before recognising any.",
@@ -131,7 +131,7 @@ class Settings(BaseSettings):
         120.0, gt=0, description="Longest the OCR of one page may take (a dense page: about 5 s on one free core)."
     )
     ocr_timeout_seconds: float = Field(
-        900.0,
+        1800.0,
         gt=0,
         description="Longest the OCR of one document may take in all; the parse time budget grows by this much "
         "for documents that may need OCR (PDFs and images).",

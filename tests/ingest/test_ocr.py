@@ -148,6 +148,13 @@ def test_page_time_limit(phototest: bytes) -> None:
     assert info.value.code == "ocr_timeout" and "CALYPSO_OCR_PAGE_TIMEOUT_SECONDS" in info.value.message
 
 
+def test_document_time_limit_names_its_own_setting(phototest: bytes) -> None:
+    limits = ParseLimits(ocr_timeout_seconds=1e-6, ocr_page_timeout_seconds=60)
+    with pytest.raises(UnprocessableDocument) as info:
+        parse_document(phototest, "photo.png", limits=limits)
+    assert info.value.code == "ocr_timeout" and "CALYPSO_OCR_TIMEOUT_SECONDS" in info.value.message
+
+
 def test_missing_engine_is_a_clear_error(phototest: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ocr, "_engine", None)
     monkeypatch.setitem(__import__("sys").modules, "rapidocr_onnxruntime", None)  # import fails as if absent

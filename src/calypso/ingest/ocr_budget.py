@@ -43,14 +43,25 @@ class OcrBudget:
         self.pages = 0
         announce_ocr(limits.ocr_timeout_seconds)
 
+    def _over(self) -> UnprocessableDocument:
+        return UnprocessableDocument(
+            f"OCR of {self.filename!r} took longer than {self.limits.ocr_timeout_seconds:g} s in all after "
+            f"{self.pages} pages (setting CALYPSO_OCR_TIMEOUT_SECONDS). Split the scan into smaller files, or "
+            "ask the operator to raise the limit.",
+            param="file",
+            code="ocr_timeout",
+        )
+
     def recognise(self, image: Image.Image, what: str) -> OcrPage:
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
-            raise UnprocessableDocument(
-                f"OCR of {self.filename!r} took longer than {self.limits.ocr_timeout_seconds:g} s in all after "
-                f"{self.pages} pages (setting CALYPSO_OCR_TIMEOUT_SECONDS). Split the scan into smaller files.",
-                param="file",
-                code="ocr_timeout",
-            )
+            raise self._over()
+        page_limit = self.limits.ocr_page_timeout_seconds
+        try:
+            page = recognise(image, what=what, timeout_seconds=min(page_limit, remaining))
+        except UnprocessableDocument as exc:
+            if exc.code == "ocr_timeout" and remaining < page_limit:
+                raise self._over() from exc  # the document's budget ran out, not the page's
+            raise
         self.pages += 1
-        return recognise(image, what=what, timeout_seconds=min(self.limits.ocr_page_timeout_seconds, remaining))
+        return page
