@@ -69,9 +69,14 @@ def test_rotated_page_whose_image_is_sideways_is_read_upright() -> None:
         assert year.y0 < 0.4
 
 
-def test_text_pdf_pages_are_not_recognised() -> None:
+def test_text_pdf_pages_are_not_recognised(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ocr, "_engine", _CrashingEngine())  # any recognition would fail the parse
     parsed, _ = parse_document(_read("tables_pdf/health.pdf"), "health.pdf")
     assert [page.modality for page in parsed.pages] == ["text"] and "ocr_pages" not in parsed.metadata
+    # The IRS manual's pages 2 and 400 are blank (no text, no image): nothing to recognise there either.
+    irs = (eval_data_dir() / "ingestion-docs/pdf/irs-irm-2.3.59-400p.pdf").read_bytes()
+    parsed, _ = parse_document(irs, "irs.pdf")
+    assert parsed.pages[1].start == parsed.pages[1].end - 2 and "ocr_pages" not in parsed.metadata
 
 
 def test_multi_page_tiff_and_webp(phototest: bytes) -> None:

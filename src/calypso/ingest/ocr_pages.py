@@ -1,9 +1,9 @@
 """Which PDF pages need OCR, and their rendering for it (pypdfium2).
 
-A page needs OCR when its text layer is empty, when it is garbage (mostly private-use glyphs, U+FFFD or
-unassigned code points: fonts without a Unicode map), or when a few characters (a page number, a stamp)
-lie over an image: the look of a scan. The image test runs only for such short pages, so text PDFs pay
-one string scan per page.
+A page needs OCR when its text layer is garbage (mostly private-use glyphs, U+FFFD or unassigned code
+points: fonts without a Unicode map), or when it is empty or a few characters (a page number, a stamp)
+over an image: the look of a scan. A blank page (no text, no image) needs none. The image test runs only
+for such short pages, so text PDFs pay one string scan per page.
 """
 
 from __future__ import annotations
@@ -43,10 +43,9 @@ def _has_image(pdf: pdfium.PdfDocument, index: int) -> bool:
 def needs_ocr(pdf: pdfium.PdfDocument, index: int, text: str) -> bool:
     """Whether page ``index``, whose text layer is ``text``, must be recognised to be read."""
     visible = len(text) - sum(1 for ch in text if ch.isspace())
-    if visible == 0:
+    if visible and readable_share(text) < MIN_READABLE_SHARE:
         return True
-    if readable_share(text) < MIN_READABLE_SHARE:
-        return True
+    # An empty page without an image is blank (the IRS manual has two): nothing to recognise.
     return visible < SHORT_TEXT_CHARS and _has_image(pdf, index)
 
 
