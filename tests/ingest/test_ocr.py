@@ -6,6 +6,7 @@ import io
 from pathlib import Path
 
 import hostile_files
+import numpy as np
 import pytest
 from PIL import Image
 from tests_support import eval_data_dir
@@ -15,6 +16,7 @@ from calypso.ingest import ocr
 from calypso.ingest.isolation import ParserPool
 from calypso.ingest.limits import ParseLimits
 from calypso.ingest.ocr_pages import readable_share
+from calypso.ingest.ocr_spaces import restore_spaces
 from calypso.ingest.parsers import detect_media_type, parse_document
 from calypso.models import ParsedDocument
 
@@ -107,6 +109,18 @@ def test_image_types_are_known_by_name_and_by_bytes(phototest: bytes) -> None:
     assert detect_media_type(b"\xff\xd8\xff\xe0rest", "x", None) == "image/jpeg"
     assert detect_media_type(b"II*\x00rest", "page.tif", None) == "image/tiff"
     assert detect_media_type(b"", "photo.JPG", "image/jpg") == "image/jpeg"
+
+
+def test_spaces_the_recogniser_dropped_come_back_from_the_blank_columns() -> None:
+    # A 20-pixel-high line: "ab" then a 9-pixel blank run (a word gap), "cd", and letter gaps of 1 pixel.
+    line = np.full((20, 60, 3), 255, dtype=np.uint8)
+    for left in (5, 11, 26, 32, 46, 52):  # letters 5 pixels wide
+        line[4:16, left : left + 5] = 0
+    # The recogniser's columns (8 model pixels each, the line scaled to 48 high) at the letters' centres.
+    columns = [int((left + 2.5) * 48 / 20 / 8) for left in (5, 11, 26, 32, 46, 52)]
+    text, confidences = restore_spaces("abcdef", columns, [0.9] * 6, line)
+    assert text == "ab cd ef" and len(confidences) == len(text)
+    assert restore_spaces("12", columns[1:3], [0.9, 0.9], line)[0] == "12"  # digits stay together
 
 
 def test_garbage_text_layer_counts_as_missing() -> None:

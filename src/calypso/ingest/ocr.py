@@ -21,6 +21,7 @@ import numpy as np
 from PIL import Image
 
 from calypso.errors import UnprocessableDocument
+from calypso.ingest.ocr_spaces import restore_spaces
 from calypso.models import WordBox
 
 # Lines the recogniser is less sure of than this are noise (specks, ruling, photos), not text.
@@ -114,10 +115,12 @@ def _read_lines(ocr: Any, bgr: np.ndarray, deadline: _Deadline) -> list[_Line]:
         deadline.check()
     quads = ocr._get_origin_points(boxes, record, raw_h, raw_w)
     lines = []
-    for quad, turned, (label, _), (text, confidence, info) in zip(quads, rotated, orientation, recognised):
+    for quad, turned, crop, (label, _), (text, confidence, info) in zip(quads, rotated, crops, orientation, recognised):
         if float(confidence) < MIN_LINE_CONFIDENCE or not text.strip():
             continue
-        lines.append(_Line(text, tuple(float(c) for c in info[4]), quad, turned, label == "180"))
+        columns = [column for word in info[2] for column in word]
+        text, confidences = restore_spaces(text, columns, [float(c) for c in info[4]], crop)
+        lines.append(_Line(text, tuple(confidences), quad, turned, label == "180"))
     return lines
 
 
