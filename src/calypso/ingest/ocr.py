@@ -26,6 +26,8 @@ from calypso.models import WordBox
 
 # Lines the recogniser is less sure of than this are noise (specks, ruling, photos), not text.
 MIN_LINE_CONFIDENCE = 0.5
+# RapidOCR shrinks larger images to this side (max_side_len) before detecting; word boxes are fractions anyway.
+MAX_SIDE = 2000
 # Recognition runs in slices of this many lines, so a page with thousands of boxes still meets its deadline.
 _REC_SLICE = 32
 
@@ -170,8 +172,11 @@ def _reading_frame(lines: list[_Line], bgr: np.ndarray, ocr: Any, deadline: _Dea
     return lines, (base + 2) % 4 if upside_down else base
 
 
-def _sorted_in_frame(lines: list[_Line], turns: int, width: float, height: float) -> list[tuple[_Line, np.ndarray]]:
-    """The lines in reading order (top to bottom, left to right in the upright frame), with their upright quads."""
+def _sorted_in_frame(
+    lines: list[_Line], turns: int, width: float, height: float
+) -> list[tuple[_Line, np.ndarray, bool]]:
+    """The lines in reading order (top to bottom, left to right in the upright frame), with their upright quads
+    and whether each ends its row (boxes side by side, a table's cells, are one row of text)."""
     framed = [(line, _to_frame(line.quad, turns, width, height)) for line in lines]
     framed.sort(key=lambda item: (float(item[1][:, 1].min()), float(item[1][:, 0].min())))
     # Lines whose tops lie within half a line height are one row: left to right.
@@ -184,15 +189,19 @@ def _sorted_in_frame(lines: list[_Line], turns: int, width: float, height: float
                 rows[-1].append(item)
                 continue
         rows.append([item])
-    return [item for row in rows for item in sorted(row, key=lambda it: float(it[1][:, 0].min()))]
+    ordered: list[tuple[_Line, np.ndarray, bool]] = []
+    for row in rows:
+        row.sort(key=lambda it: float(it[1][:, 0].min()))
+        ordered.extend((line, quad, index == len(row) - 1) for index, (line, quad) in enumerate(row))
+    return ordered
 
 
-def _page(lines: list[tuple[_Line, np.ndarray]], turns: int, width: float, height: float) -> OcrPage:
+def _page(lines: list[tuple[_Line, np.ndarray, bool]], turns: int, width: float, height: float) -> OcrPage:
     parts: list[str] = []
     words: list[WordBox] = []
     confidences: list[float] = []
     pos = 0
-    for line, upright in lines:
+    for line, upright, row_end in lines:
         text = line.text
         x0, x1 = float(upright[:, 0].min()), float(upright[:, 0].max())
         y0, y1 = float(upright[:, 1].min()), float(upright[:, 1].max())
@@ -219,10 +228,10 @@ def _page(lines: list[tuple[_Line, np.ndarray]], turns: int, width: float, heigh
             chars = line.char_confidences[start:end] if len(line.char_confidences) >= end else ()
             confidences.append(float(np.mean(chars)) if chars else float(np.mean(line.char_confidences or (0.0,))))
             start = end
-        parts.append(text)
+        parts.append(text + ("\n" if row_end else " "))
         pos += len(text) + 1
     confidence = round(float(np.mean(confidences)), 4) if confidences else None
-    return OcrPage("\n".join(parts), confidence, tuple(words))
+    return OcrPage("".join(parts)[:-1], confidence, tuple(words))
 
 
 def _fraction(value: float, whole: float) -> float:
@@ -237,6 +246,11 @@ def recognise(image: Image.Image, *, what: str, timeout_seconds: float) -> OcrPa
     """
     ocr = engine()
     deadline = _Deadline(timeout_seconds, what)
+    if max(image.size) > MAX_SIDE:  # the detector works at most this large: shrink first, in less memory
+        scale = MAX_SIDE / max(image.size)
+        image = image.resize(
+            (max(1, round(image.width * scale)), max(1, round(image.height * scale))), Image.Resampling.BILINEAR
+        )
     rgb = image if image.mode == "RGB" else image.convert("RGB")
     bgr = np.ascontiguousarray(np.asarray(rgb)[:, :, ::-1])
     height, width = bgr.shape[:2]
