@@ -63,6 +63,13 @@ def test_scanned_pdf_is_recognised_with_its_page_label() -> None:
     assert parsed.title == "ocr_test.pdf"
 
 
+def test_a_scanned_table_keeps_each_row_on_one_line() -> None:
+    parsed, _ = parse_document(_read("scanned_pdf/table-multi-row-column-cells.pdf"), "table.pdf")
+    lines = parsed.text.splitlines()
+    assert "Blind 5 1 4 34.5%, n=1 1199 sec, n=1" in lines
+    assert "Mobility 3 3 0 95.4%, n=3 1416 sec, n=3" in lines
+
+
 def test_rotated_page_whose_image_is_sideways_is_read_upright() -> None:
     parsed, _ = parse_document(_read("scanned_pdf/sample_with_rotation_mismatch.pdf"), "fax.pdf")
     assert "1972" in parsed.text and "SLEREXE COMPANY" in parsed.text
