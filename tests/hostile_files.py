@@ -211,6 +211,37 @@ def pdf_blank_image(megabytes: int) -> bytes:
     return _pdf(objects)
 
 
+def pdf_image_only_pages(pages: int) -> bytes:
+    """A PDF of ``pages`` pages without text, each showing the same small grey image: a huge "scan" in a few
+    hundred bytes a page: 10,000 pages in 1.6 MB)."""
+    kids = b" ".join(b"%d 0 R" % (5 + i) for i in range(pages))
+    pixels = zlib.compress(b"\x80" * (64 * 64))
+    content = b"q 612 0 0 792 0 0 cm /Im1 Do Q"
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [" + kids + b"] /Count %d >>" % pages,
+        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
+        b"<< /Type /XObject /Subtype /Image /Width 64 /Height 64 /ColorSpace /DeviceGray /BitsPerComponent 8 "
+        b"/Filter /FlateDecode /Length %d >>\nstream\n" % len(pixels) + pixels + b"\nendstream",
+    ]
+    page = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R /Resources << /XObject << /Im1 4 0 R >> >> >>"
+    objects.extend([page] * pages)
+    return _pdf(objects)
+
+
+def png_bomb(side: int) -> bytes:
+    """A ``side`` x ``side`` 1-bit PNG of blank rows: a few KB that decode to side^2 pixels (20,000: 400 million)."""
+    row = b"\x00" + b"\x00" * ((side + 7) // 8)  # filter byte, then the row's bits
+    deflate, _crc, adler, _size = _repeated_deflate(b"", row * 1000, side // 1000)
+    idat = b"\x78\xda" + deflate + struct.pack(">I", adler)
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    header = struct.pack(">IIBBBBB", side, side, 1, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+
+
 def docx_lying_member(megabytes: int) -> bytes:
     """A DOCX whose word/document.xml declares 100 bytes but inflates to ``megabytes`` MB.
 

@@ -131,6 +131,29 @@ class Settings(BaseSettings):
         description="Most attachments read from one e-mail (EML, MSG), those of messages inside it included; "
         "the others are named in its text as not read.",
     )
+    # OCR of scans and images (ingest/ocr.py): only pages without a usable text layer, in the parse child.
+    ocr_enabled: bool = Field(True, description="Recognise text in images and in PDF pages without a text layer.")
+    ocr_max_pages: int = Field(
+        300,
+        ge=1,
+        description="Most pages of one document that may need OCR (image frames, PDF pages without text); checked "
+        "before recognising any.",
+    )
+    ocr_page_timeout_seconds: float = Field(
+        120.0, gt=0, description="Longest the OCR of one page may take (a dense page: about 5 s on one free core)."
+    )
+    ocr_timeout_seconds: float = Field(
+        1800.0,
+        gt=0,
+        description="Longest the OCR of one document may take in all; the parse time budget grows by this much "
+        "for documents that may need OCR (PDFs and images).",
+    )
+    ocr_dpi: int = Field(150, ge=50, le=600, description="Resolution PDF pages are rendered at for OCR.")
+    max_image_pixels: int = Field(
+        100_000_000,
+        ge=1,
+        description="Most pixels one image (or one rendered page) may have; checked before decoding it.",
+    )
     chunk_size: int = Field(
         1000, ge=100, description="Target chunk length in characters; chunks end on sentence boundaries."
     )

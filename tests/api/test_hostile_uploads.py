@@ -34,6 +34,14 @@ from tests_support import WAIT
             "too_many_pages",
             "CALYPSO_MAX_DOCUMENT_PAGES",
         ),
+        (
+            "scan.pdf",
+            partial(hostile_files.pdf_image_only_pages, 10_000),
+            413,
+            "too_many_ocr_pages",
+            "CALYPSO_OCR_MAX_PAGES",
+        ),
+        ("bomb.png", partial(hostile_files.png_bomb, 20_000), 413, "image_too_large", "CALYPSO_MAX_IMAGE_PIXELS"),
     ],
 )
 def test_hostile_upload_is_refused_with_the_limit_named(

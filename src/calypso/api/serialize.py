@@ -109,6 +109,7 @@ def passage_object(passage: Passage) -> dict[str, Any]:
             "locator_label": passage.locator_label,
             "label": passage.display_label,
             "heading_path": list(chunk.heading_path),
+            "modality": chunk.modality,  # "ocr": recognised from a scan or image, so a quote may hold misreadings
             "start_index": chunk.start,
             "end_index": chunk.end,
             # The raw values ``score`` (0..1) comes from, for debugging and tuning a score_threshold.

@@ -29,6 +29,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import IO, Any
 
 from calypso.errors import CalypsoError, UnprocessableDocument
@@ -36,6 +38,29 @@ from calypso.ingest.limits import ParseLimits
 from calypso.models import ParsedDocument
 
 HEADER = struct.Struct("<Q")  # length prefix of each pickled message
+
+
+@dataclass(frozen=True)
+class OcrStarted:
+    """Sent by a child before its answer when the document needs OCR: its time budget grows by ``seconds``
+    (CALYPSO_OCR_TIMEOUT_SECONDS), so a text document keeps the short budget and a scan gets a longer one."""
+
+    seconds: float
+
+
+# Set in a parse child (``parse_child.py``) to send OcrStarted to the server; None in the server itself.
+_ocr_announcer: Callable[[float], None] | None = None
+
+
+def on_ocr_start(callback: Callable[[float], None] | None) -> None:
+    global _ocr_announcer
+    _ocr_announcer = callback
+
+
+def announce_ocr(seconds: float) -> None:
+    """Called as a document's OCR starts (``ocr_budget.py``): in a parse child, the parse's budget grows."""
+    if _ocr_announcer is not None:
+        _ocr_announcer(seconds)
 
 
 def send_message(stream: IO[bytes], value: Any) -> None:
@@ -85,8 +110,12 @@ class _Child:
         assert self.process.stdin is not None
         send_message(self.process.stdin, request)
         deadline = time.monotonic() + timeout
-        (size,) = HEADER.unpack(self._read_exactly(HEADER.size, deadline))
-        return pickle.loads(self._read_exactly(size, deadline))
+        while True:
+            (size,) = HEADER.unpack(self._read_exactly(HEADER.size, deadline))
+            message = pickle.loads(self._read_exactly(size, deadline))
+            if not isinstance(message, OcrStarted):
+                return message
+            deadline += message.seconds
 
     def kill(self) -> None:
         self.process.kill()
@@ -126,7 +155,8 @@ class ParserPool:
             child.kill()
             child = _Child()
             raise UnprocessableDocument(
-                f"Parsing {filename!r} took longer than {timeout:g} s (setting CALYPSO_PARSE_TIMEOUT_SECONDS); "
+                f"Parsing {filename!r} took longer than {timeout:g} s (setting CALYPSO_PARSE_TIMEOUT_SECONDS, "
+                "plus CALYPSO_OCR_TIMEOUT_SECONDS for a document that needs OCR); "
                 "the file may be malformed or built to be slow. Split it, or raise the limit if it is genuine.",
                 param="file",
                 code="parse_timeout",

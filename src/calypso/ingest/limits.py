@@ -18,6 +18,11 @@ def _default(name: str) -> int:
     return value
 
 
+def _default_float(name: str) -> float:
+    value: float = Settings.model_fields[name].default
+    return value
+
+
 @dataclass(frozen=True)
 class ParseLimits:
     max_document_chars: int = _default("max_document_chars")
@@ -28,6 +33,12 @@ class ParseLimits:
     max_sheet_cells: int = _default("max_sheet_cells")
     chunk_size: int = _default("chunk_size")  # not a limit: spreadsheet blocks are cut to fit one passage
     max_email_attachments: int = _default("max_email_attachments")
+    max_image_pixels: int = _default("max_image_pixels")
+    ocr_enabled: bool = bool(_default("ocr_enabled"))
+    ocr_max_pages: int = _default("ocr_max_pages")
+    ocr_page_timeout_seconds: float = _default_float("ocr_page_timeout_seconds")
+    ocr_timeout_seconds: float = _default_float("ocr_timeout_seconds")
+    ocr_dpi: int = _default("ocr_dpi")
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ParseLimits:

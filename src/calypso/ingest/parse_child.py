@@ -2,7 +2,8 @@
 results out.
 
 Each request is ``(data, filename, media_type, limits, memory_bytes)``; the answer is
-``(ParsedDocument, media_type)`` or the exception raised. The address-space
+``(ParsedDocument, media_type)`` or the exception raised. Before the answer, a parse that starts OCR sends
+``OcrStarted(seconds)``: its time budget grows by that much. The address-space
 cap applies to each parse; stray prints from libraries go to stderr, never
 into the protocol stream.
 """
@@ -17,7 +18,7 @@ from calypso.errors import PayloadTooLarge
 
 
 def _serve() -> None:
-    from calypso.ingest.isolation import receive_message, send_message
+    from calypso.ingest.isolation import OcrStarted, on_ocr_start, receive_message, send_message
     from calypso.ingest.parsers import parse_document
 
     requests = os.fdopen(os.dup(0), "rb")
@@ -25,6 +26,7 @@ def _serve() -> None:
     os.dup2(2, 1)  # anything a library prints lands in stderr
     sys.stdout = sys.stderr
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    on_ocr_start(lambda seconds: send_message(answers, OcrStarted(seconds)))
     while True:
         try:
             data, filename, media_type, limits, memory_bytes = receive_message(requests)

@@ -39,6 +39,10 @@ TSV = "text/tab-separated-values"
 EPUB = "application/epub+zip"
 EML = "message/rfc822"
 MSG = "application/vnd.ms-outlook"
+PNG = "image/png"
+JPEG = "image/jpeg"
+TIFF = "image/tiff"
+WEBP = "image/webp"
 
 SUPPORTED_TYPES: dict[str, str] = {
     PDF: "pdf",
@@ -54,6 +58,10 @@ SUPPORTED_TYPES: dict[str, str] = {
     EPUB: "epub",
     EML: "eml",
     MSG: "msg",
+    PNG: "image",
+    JPEG: "image",
+    TIFF: "image",
+    WEBP: "image",
 }
 
 EXTENSIONS: dict[str, str] = {
@@ -75,6 +83,12 @@ EXTENSIONS: dict[str, str] = {
     ".epub": EPUB,
     ".eml": EML,
     ".msg": MSG,
+    ".png": PNG,
+    ".jpg": JPEG,
+    ".jpeg": JPEG,
+    ".tif": TIFF,
+    ".tiff": TIFF,
+    ".webp": WEBP,
 }
 
 # Other names clients send for the same formats.
@@ -87,6 +101,10 @@ _ALIASES: dict[str, str] = {
     "text/comma-separated-values": CSV,
     "text/tsv": TSV,
     "application/x-outlook-msg": MSG,
+    "image/jpg": JPEG,
+    "image/pjpeg": JPEG,
+    "image/x-png": PNG,
+    "image/tif": TIFF,
 }
 
 # Content types that say nothing about the format: fall through to extension / sniffing.
@@ -103,6 +121,7 @@ def describe_supported() -> str:
     names = {"pdf": "PDF", "docx": "Word DOCX", "html": "HTML", "markdown": "Markdown", "text": "plain text"}
     names |= {"pptx": "PowerPoint PPTX", "xlsx": "Excel XLSX", "csv": "CSV", "tsv": "TSV"}
     names.update(epub="EPUB e-book", eml="EML e-mail", msg="Outlook MSG e-mail")
+    names["image"] = "images, read by OCR"
     return "; ".join(f"{names[short]} ({', '.join(items)})" for short, items in groups.items())
 
 
@@ -113,9 +132,22 @@ def _normalise(media_type: str | None) -> str:
 
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
+# Magic bytes of the image formats (WebP: "RIFF" size "WEBP").
+_IMAGE_MAGIC = ((b"\x89PNG\r\n\x1a\n", PNG), (b"\xff\xd8\xff", JPEG), (b"II*\x00", TIFF), (b"MM\x00*", TIFF))
+
+
+def _sniff_image(head: bytes) -> str | None:
+    for magic, media in _IMAGE_MAGIC:
+        if head.startswith(magic):
+            return media
+    return WEBP if head[:4] == b"RIFF" and head[8:12] == b"WEBP" else None
+
 
 def _sniff(data: bytes) -> str | None:
     head = data[:2048]
+    image = _sniff_image(head)
+    if image is not None:
+        return image
     # PDF readers accept junk before the header, so look past offset 0.
     if b"%PDF-" in head[:1024]:
         return PDF
@@ -211,6 +243,8 @@ def _parser_for(media_type: str) -> Callable[[bytes, str, ParseLimits], ParsedDo
         from calypso.ingest.parsers import eml as module
     elif short == "msg":
         from calypso.ingest.parsers import msg as module
+    elif short == "image":
+        from calypso.ingest.parsers import image as module
     else:
         from calypso.ingest.parsers import text as module
     return module.parse
@@ -252,7 +286,7 @@ def parse_document(
     limits.check_chars(len(parsed.text), filename)  # PDF and DOCX stop early; text formats are checked here
     if not parsed.text.strip():
         hint = (
-            " It may be a scanned document (images only): run OCR on it and upload the result."
+            " Its pages hold neither a text layer nor text that OCR could recognise."
             if detected == PDF
             else " Upload a file that contains text."
         )
@@ -260,4 +294,11 @@ def parse_document(
     return parsed, detected
 
 
-__all__ = ["SUPPORTED_TYPES", "EXTENSIONS", "ParseLimits", "describe_supported", "detect_media_type", "parse_document"]
+__all__ = [
+    "SUPPORTED_TYPES",
+    "EXTENSIONS",
+    "ParseLimits",
+    "describe_supported",
+    "detect_media_type",
+    "parse_document",
+]

@@ -1,4 +1,9 @@
-"""PDF via pypdfium2: text per physical page, the PDF's own page labels, metadata title.
+"""PDF via pypdfium2: text per physical page, the PDF's own page labels, metadata title; OCR where a page needs it.
+
+A page whose text layer is missing or unusable (``ocr_pages.needs_ocr``: empty, control characters and
+private-use glyphs, or a few characters over a scanned image) is rendered at ``ocr_dpi`` and recognised
+(``ingest/ocr.py``); its page keeps its number and label, with ``modality="ocr"``. Pages with a text
+layer are never rendered, so text PDFs keep their speed.
 
 Page convention: page texts (CRLF -> LF, trailing whitespace stripped) are joined with
 "\\n\\n"; each page's span includes the separator that follows it, so pages are contiguous
@@ -15,6 +20,9 @@ import pypdfium2.raw as pdfium_c
 
 from calypso.errors import UnprocessableDocument
 from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits, too_large
+from calypso.ingest.ocr import OcrPage
+from calypso.ingest.ocr_budget import OcrBudget, check_ocr_pages, ocr_unavailable_for
+from calypso.ingest.ocr_pages import needs_ocr, render_for_ocr
 from calypso.ingest.parsers.bombs import check_flate_streams
 from calypso.ingest.titles import plausible_title
 from calypso.models import Page, ParsedDocument
@@ -103,6 +111,7 @@ def _parse(data: bytes, filename: str, limits: ParseLimits) -> ParsedDocument:
                 texts.append(_page_text(pdf, index, limits, used, filename))
                 labels.append(_label(pdf, index))
                 used += len(texts[-1]) + len(SEPARATOR)
+            recognised = _recognise_scanned_pages(pdf, texts, limits, filename)
             meta = pdf.get_metadata_dict(skip_empty=True)
         except pdfium.PdfiumError as exc:
             raise UnprocessableDocument(
@@ -117,7 +126,11 @@ def _parse(data: bytes, filename: str, limits: ParseLimits) -> ParsedDocument:
     pos = 0
     for index, page_text in enumerate(texts):
         end = pos + len(page_text) + (len(SEPARATOR) if index < count - 1 else 0)
-        pages.append(Page(number=index + 1, label=labels[index], start=pos, end=end))
+        ocr = recognised.get(index)
+        if ocr is None:
+            pages.append(Page(number=index + 1, label=labels[index], start=pos, end=end))
+        else:
+            pages.append(Page(index + 1, labels[index], pos, end, "ocr", ocr.confidence, ocr.shifted(pos)))
         pos = end
     text = SEPARATOR.join(texts)
     if not pages:  # a PDF with zero pages still gets a page covering the (empty) text
@@ -125,5 +138,36 @@ def _parse(data: bytes, filename: str, limits: ParseLimits) -> ParsedDocument:
     # "10811.exe" is a file name, not a title: such metadata gives way to the name of the uploaded file.
     title = plausible_title(meta.get("Title")) or filename
     metadata = {"page_count": count}
+    if recognised:
+        metadata["ocr_pages"] = len(recognised)
     metadata.update({ours: meta[key].strip() for key, ours in _METADATA_KEYS.items() if meta.get(key, "").strip()})
     return ParsedDocument(text=text, pages=pages, title=title, metadata=metadata)
+
+
+def _recognise_scanned_pages(
+    pdf: pdfium.PdfDocument, texts: list[str], limits: ParseLimits, filename: str
+) -> dict[int, OcrPage]:
+    """OCR of the pages without a usable text layer (their ``texts`` replaced), by page index.
+
+    Counted before any is recognised (``ocr_max_pages``). Runs under ``_LOCK``: rendering is PDFium work,
+    and the recognition between renders is what a parse child is for.
+    """
+    scanned = [index for index, text in enumerate(texts) if needs_ocr(pdf, index, text)]
+    if not scanned:
+        return {}
+    check_ocr_pages(len(scanned), filename, limits)
+    if not limits.ocr_enabled:
+        if any(texts[index].strip() for index in range(len(texts))):
+            return {}  # the text layer there is, is kept
+        raise ocr_unavailable_for(
+            filename, "has no text layer (a scan?)", "OCR is switched off (setting CALYPSO_OCR_ENABLED)"
+        )
+    budget = OcrBudget(limits, filename)
+    recognised: dict[int, OcrPage] = {}
+    for index in scanned:
+        image = render_for_ocr(pdf, index, limits)
+        page = budget.recognise(image, f"page {index + 1} of {filename!r}")
+        if page.text.strip() or not texts[index].strip():
+            recognised[index] = page
+            texts[index] = page.text
+    return recognised

@@ -1,0 +1,141 @@
+"""OCR throughput on this machine's cores at 150 dpi, beside text-layer PDF parsing, in one run (issue 23).
+
+Both go through the real parse children (``ParserPool``, CALYPSO_PARSE_PROCESSES=2, the default memory cap):
+
+- OCR: the scanned Alps PDF (``make_scanned.py``, 25 image-only pages) split into one document per child,
+  parsed at once, so both children recognise; pages/s over the wall time, and each child's peak RSS
+  (VmHWM) with the engine loaded. The engine's load is timed apart (a warm-up parse) as a server pays it
+  once per child.
+- Text layer: the text PDFs of ../shared/data/ingestion-docs parsed in the same pool (pages/s; the
+  target is >= 900), to show that pages with a text layer are never rendered or recognised.
+
+    PYTHONPATH=src .venv/bin/python bench/ocr_throughput.py [--dpi 150]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import beir_eval as be  # bench/ is sys.path[0] when run as a script
+import pypdfium2 as pdfium
+from make_scanned import make_scanned
+from PIL import Image
+
+try:
+    import calypso  # noqa: F401
+except ImportError:  # running from a checkout without an install
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+import contextlib
+
+from calypso.config import Settings
+from calypso.errors import EmptyDocument
+from calypso.ingest.isolation import ParserPool
+from calypso.ingest.limits import ParseLimits
+
+TEXT_PDFS = ["irs-irm-2.3.59-400p.pdf", "GeoTopo-komprimiert.pdf", "federal-register-2020-17221.pdf"]
+
+
+def split(data: bytes, parts: int) -> list[bytes]:
+    source = pdfium.PdfDocument(data)
+    count = len(source)
+    out = []
+    for part in range(parts):
+        pages = list(range(part * count // parts, (part + 1) * count // parts))
+        piece = pdfium.PdfDocument.new()
+        piece.import_pages(source, pages)
+        buffer = io.BytesIO()
+        piece.save(buffer)
+        piece.close()
+        out.append(buffer.getvalue())
+    source.close()
+    return out
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dpi", type=int, default=150)
+    args = parser.parse_args()
+    settings = Settings()
+    limits = replace(ParseLimits.from_settings(settings), ocr_dpi=args.dpi)
+    memory = settings.parse_memory_bytes
+    processes = 2
+    root = be.data_root()
+    scan = make_scanned(root / "alps-wiki-qa/alps_wiki.pdf", dpi=150)  # the scan itself: 150 dpi
+    pieces = split(scan, processes)
+    print(
+        f"cores: {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}; parse children: {processes}, "
+        f"memory cap {memory / 2**30:.1f} GiB; OCR at {args.dpi} dpi"
+    )
+    pool = ParserPool(processes)
+    try:
+        # Warm-up: start both children and load the engine in each (a blank image: nothing to recognise).
+        blank = io.BytesIO()
+        Image.new("L", (64, 64), 255).save(blank, "PNG")
+
+        def warm_up() -> None:
+            with contextlib.suppress(EmptyDocument):
+                pool.parse(blank.getvalue(), "blank.png", None, limits, timeout=600, memory_bytes=memory)
+
+        t = time.perf_counter()
+        warm = [threading.Thread(target=warm_up) for _ in range(processes)]
+        for thread in warm:
+            thread.start()
+        for thread in warm:
+            thread.join()
+        print(f"warm-up (children started, engine loaded): {time.perf_counter() - t:.1f}s")
+
+        results: list[object] = [None] * processes
+
+        def run(index: int) -> None:
+            results[index] = pool.parse(
+                pieces[index], f"scan-{index}.pdf", None, limits, timeout=3600, memory_bytes=memory
+            )
+
+        t = time.perf_counter()
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(processes)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        ocr_seconds = time.perf_counter() - t
+        children = [child.process.pid for child in list(pool._idle.queue)]
+        rss = [peak_rss_mb(pid) for pid in children]
+        ocr_pages = sum(len(r[0].pages) for r in results if r is not None)  # type: ignore[index]
+        print(
+            f"OCR: {ocr_pages} pages in {ocr_seconds:.1f}s = {ocr_pages / ocr_seconds:.2f} pages/s "
+            f"({ocr_seconds / max(ocr_pages, 1):.1f} s a page); peak RSS per child: "
+            + ", ".join(f"{mb:.0f} MB" for mb in rss)
+        )
+
+        text_pages = 0
+        t = time.perf_counter()
+        for name in TEXT_PDFS:
+            data = (root / "ingestion-docs/pdf" / name).read_bytes()
+            parsed, _ = pool.parse(data, name, None, limits, timeout=600, memory_bytes=memory)
+            assert all(page.modality == "text" for page in parsed.pages), name
+            text_pages += len(parsed.pages)
+        text_seconds = time.perf_counter() - t
+        print(
+            f"text layer: {text_pages} pages of {len(TEXT_PDFS)} PDFs in {text_seconds:.2f}s = "
+            f"{text_pages / text_seconds:.0f} pages/s (none rendered or recognised)"
+        )
+    finally:
+        pool.close()
+
+
+if __name__ == "__main__":
+    main()
