@@ -202,7 +202,7 @@ def test_a_wrong_file_type_is_filtered_and_refused_in_one_line(
         accept
     )
     assert ".exe" not in accept
-    assert "PDF, DOCX, PPTX" in page.locator("#drop-zone").inner_text()
+    assert "PDF, images, DOCX, PPTX" in page.locator("#drop-zone").inner_text()
 
     exe = tmp_path / "setup.exe"
     exe.write_bytes(b"MZ\x90\x00 not a document")
@@ -210,8 +210,8 @@ def test_a_wrong_file_type_is_filtered_and_refused_in_one_line(
     status = page.locator(".upload[data-state='failed'] .upload-status")
     status.wait_for()
     text = status.inner_text()
-    assert text.startswith("Files of type .exe are not supported; supported: PDF, DOCX")
-    assert "\n" not in text and "application/" not in text and len(text) < 120
+    assert text.startswith("Files of type .exe are not supported; supported: PDF, images, DOCX")
+    assert "\n" not in text and "application/" not in text and len(text) < 130  # one line of the sidebar, cut with "…"
     assert status.evaluate("(line) => line.offsetHeight < 1.5 * parseFloat(getComputedStyle(line).lineHeight)")
     assert "No documents" in page.locator("#document-list").inner_text()  # nothing was sent
     # Were it sent, the server's 415 (a list of every media type) would be cut to its first sentence.

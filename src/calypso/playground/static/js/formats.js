@@ -4,6 +4,7 @@
 
 export const FORMATS = [
   { name: "PDF", extensions: [".pdf"] },
+  { name: "images", extensions: [".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp"] },
   { name: "DOCX", extensions: [".docx"] },
   { name: "PPTX", extensions: [".pptx"] },
   { name: "XLSX", extensions: [".xlsx"] },
