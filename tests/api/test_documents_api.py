@@ -201,7 +201,7 @@ def test_upload_answers_in_progress_then_completes_and_is_searchable(api: httpx.
     assert response.status_code == 201, response.text
     queued = response.json()
     assert queued["status"] == "in_progress" and queued["last_error"] is None
-    assert set(queued["progress"]) == {"pages_parsed", "passages_written"}
+    assert set(queued["progress"]) == {"state", "pages_parsed", "passages_written"}
     done = wait_for_document(api, queued["id"])
     assert done["status"] == "completed" and done["progress"] is None and done["last_error"] is None
     assert done["chunk_count"] == 1 and done["page_count"] == 1
@@ -237,13 +237,14 @@ def test_an_unknown_type_is_refused_at_once_without_wait(api: httpx.Client) -> N
 
 def test_cancel_and_delete_in_progress_documents(idle_http: httpx.Client, services) -> None:
     queued = idle_http.post("/v1/documents", files={"file": ("tide.txt", TIDE)}).json()
-    assert queued["progress"] == {"pages_parsed": 0, "passages_written": 0}
+    assert queued["progress"] == {"state": "queued", "pages_parsed": 0, "passages_written": 0}
     # Progress as a worker reports it.
     key = services.storage.documents.document_key("default", queued["id"])
     assert services.storage.jobs.claim("test-worker", 30) is not None
     assert services.storage.jobs.report_progress(key, "test-worker", 3, 7)
     seen = idle_http.get(f"/v1/documents/{queued['id']}").json()
-    assert seen["status"] == "in_progress" and seen["progress"] == {"pages_parsed": 3, "passages_written": 7}
+    progress = {"state": "parsing", "pages_parsed": 3, "passages_written": 7}
+    assert seen["status"] == "in_progress" and seen["progress"] == progress
     assert idle_http.get("/v1/documents").json()["data"][0]["progress"] == seen["progress"]
 
     cancelled = idle_http.post(f"/v1/documents/{queued['id']}/cancel")

@@ -115,6 +115,9 @@ def test_readyz_says_when_uploads_wait_for_a_worker_that_never_comes(settings, s
         files = {"file": ("note.md", b"# Note\n\nThe ferry leaves at noon.\n", "text/markdown")}
         uploaded = http.post("/v1/documents", files=files, params={"wait": "false"})
         assert uploaded.json()["status"] == "in_progress"
+        # The document says why it does not move, not "0 pages parsed" forever.
+        progress = http.get(f"/v1/documents/{uploaded.json()['id']}").json()["progress"]
+        assert progress["state"] == "queued" and "CALYPSO_INGEST_WORKERS=0" in progress["detail"]
         ready = http.get("/readyz")
         assert ready.status_code == 503
         check = ready.json()["checks"]["ingest_workers"]

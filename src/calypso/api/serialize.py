@@ -16,11 +16,23 @@ def _last_error(doc: Document) -> dict[str, Any] | None:
     return {"code": error.get("code"), "message": error.get("message")} if error else None
 
 
+NO_WORKER = (
+    "No ingestion worker runs (CALYPSO_INGEST_WORKERS=0 on SQLite): this upload waits until a server with "
+    "workers starts on this data directory, or upload it again with ?wait=true."
+)
+
+
 def document_object(
-    doc: Document, job: IngestJob | None = None, embedded: int | None = None, model: str | None = None
+    doc: Document,
+    job: IngestJob | None = None,
+    embedded: int | None = None,
+    model: str | None = None,
+    *,
+    workers: bool = True,
 ) -> dict[str, Any]:
     """A document; ``job`` (its ingestion job, if in progress) gives ``progress``; ``embedded`` passages of
-    ``model`` give ``embeddings`` (null when search is keyword-only or the document is not completed)."""
+    ``model`` give ``embeddings`` (null when search is keyword-only or the document is not completed).
+    ``workers`` False: nothing can take a queued job, and its progress says so."""
     embeddings = None
     if model is not None and embedded is not None and doc.status == "completed":
         embeddings = {
@@ -31,9 +43,12 @@ def document_object(
         }
     progress = None
     if doc.status == "in_progress":
+        queued = job is None or job.lease_owner is None
         progress = {
+            "state": "queued" if queued else "parsing",
             "pages_parsed": job.pages_parsed if job else 0,
             "passages_written": job.passages_written if job else 0,
+            **({"detail": NO_WORKER} if queued and not workers else {}),
         }
     return {
         "id": doc.id,

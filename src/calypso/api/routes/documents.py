@@ -36,7 +36,10 @@ def _documents_json(documents: DocumentService, docs: list[Document]) -> list[di
     jobs = documents.jobs_of(docs)
     embedded = documents.embedding_progress(docs)
     model = documents.embedder.name if documents.embedder is not None else None
-    return [document_object(d, jobs.get(d.id), embedded.get(d.id), model) for d in docs]
+    settings = documents.settings
+    # On SQLite only a server's own workers take jobs (it holds the data directory); PostgreSQL has `calypso worker`.
+    workers = bool(settings.database_url) or settings.ingest_workers > 0
+    return [document_object(d, jobs.get(d.id), embedded.get(d.id), model, workers=workers) for d in docs]
 
 
 class CrawlRequest(BaseModel):

@@ -14,6 +14,8 @@ export function plural(count, word) {
 export function describeDocument(doc) {
   if (doc.status !== "completed") {
     const p = doc.progress || {};
+    if (p.detail) return `waiting · ${p.detail}`; // nothing can take the job: say why, not "0 pages"
+    if (p.state === "queued") return "queued · waiting for an ingestion worker";
     return `processing · ${plural(p.pages_parsed || 0, "page")}, ${plural(p.passages_written || 0, "passage")}`;
   }
   const ready = `ready · ${plural(doc.page_count, "page")}, ${plural(doc.chunk_count, "passage")}`;
