@@ -322,6 +322,10 @@ def test_cli_commands_use_the_running_servers_knowledge_base(tmp_path: Path) -> 
         searched = run([sys.executable, "-m", "calypso.cli", "search", "harbour ferry island"])
         assert searched.returncode == 0, searched.stderr
         assert f"served by http://127.0.0.1:{port}" in searched.stderr and "ferry.md" in searched.stdout
+        asked = run([sys.executable, "-m", "calypso.cli", "ask", "When does the harbour ferry leave?"])
+        assert asked.returncode == 0, asked.stderr
+        assert f"via http://127.0.0.1:{port})" in asked.stdout and "noon" in asked.stdout
+        assert "[1] ferry.md" in asked.stdout  # the numbered sources, as the server cites them
         settings = run([sys.executable, "-m", "calypso.cli", "settings"])
         assert "(found ./.calypso in this folder)" in settings.stdout.splitlines()[0]
         assert f"served by: http://127.0.0.1:{port}" in settings.stdout

@@ -424,6 +424,29 @@ def _search_through(server: RunningServer, args: argparse.Namespace, settings: S
     return 0
 
 
+def _ask_through(server: RunningServer, args: argparse.Namespace, settings: Settings) -> int:
+    """``calypso ask`` on a served knowledge base: the server's answer with its numbered sources, then the
+    sentences nothing supports, as the local answer prints them."""
+    print(f"knowledge base: {_where(settings)}, served by {server.url}", file=sys.stderr)
+    try:
+        client = ServerClient(server)
+        try:
+            reply = client.ask(args.question)
+        finally:
+            client.close()
+    except CalypsoError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 2
+    message = reply["choices"][0]["message"]
+    status = message.get("_aicore", {})
+    print(message.get("content") or "")
+    for span in status.get("claims", {}).get("unsupported_spans", []):
+        label = "not supported" if span["status"] == "unsupported" else "weakly supported"
+        print(f'{label}: "{" ".join(span["text"].split())}"')
+    print(f"\n(answered by {status.get('generator')}; retrieval {status.get('retrieval_status')}; via {server.url})")
+    return 0
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     settings = _settings(args)
     server = running_server(settings.home) if not settings.database_url else None
@@ -457,6 +480,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from calypso.scope import RetrievalScope
     from calypso.services.answering import AskRequest
 
+    settings = _settings(args)
+    server = running_server(settings.home) if not settings.database_url else None
+    # The server's default bot searches the default namespace; another namespace is read here (SQLite
+    # serves readers beside the server), with this process's own index of it.
+    if server is not None and (args.namespace or settings.default_namespace) == settings.default_namespace:
+        return _ask_through(server, args, settings)
     opened = _open_knowledge_base(args)
     if isinstance(opened, int):
         return opened

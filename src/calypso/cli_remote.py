@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from calypso.bots import DEFAULT_BOT_ID
 from calypso.errors import CalypsoError, InvalidRequest
 
 RECORD = "server.json"
@@ -149,6 +150,11 @@ class ServerClient:
             time.sleep(INGEST_POLL_SECONDS)
             document = self._call("GET", f"/v1/documents/{document['id']}")[1]
         return document, status == 201
+
+    def ask(self, question: str) -> dict[str, Any]:
+        """The default bot's answer (it searches the default namespace) as Chat Completions gives it."""
+        body = {"model": DEFAULT_BOT_ID, "messages": [{"role": "user", "content": question}]}
+        return self._call("POST", "/v1/chat/completions", json=body)[1]
 
     def search(self, query: str, namespace: str, k: int) -> list[dict[str, Any]]:
         body = {"query": query, "namespace": namespace, "max_num_results": k}
