@@ -22,7 +22,7 @@ $(VENV)/.serve-installed: pyproject.toml
 
 $(VENV)/.all-installed: $(VENV)/.serve-installed
 	@echo "Installing the test and benchmark tools…"
-	$(BIN)/pip install --progress-bar on -e '.[test,bench,embed,xai]'
+	$(BIN)/pip install --progress-bar on -e '.[test,bench,embed,xai,otel]'
 	$(HEADLESS_OPENCV)
 	@touch $@
 

@@ -108,6 +108,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             grpc_port = 0
         else:
             print(f"xAI gRPC API (xai-sdk) on {settings.host}:{grpc_port} (--grpc-port 0 turns it off)")
+    if settings.otlp_endpoint:
+        print(f"Tracing: a span per request to {settings.otlp_endpoint} (OTLP/HTTP)")
     if auth_enabled(settings):
         print("Auth: ON, API keys required (create one with `calypso keys create --workspace NAME`).")
     else:

@@ -280,6 +280,10 @@ class Settings(BaseSettings):
         None, description="HMAC secret for signed source links; empty: a random one kept in the data directory."
     )
     metrics_enabled: bool = Field(True, description="Serve Prometheus metrics at /metrics.")
+    otlp_endpoint: str = Field(
+        "",
+        description="OpenTelemetry collector (OTLP/HTTP, e.g. http://127.0.0.1:4318): a span per request; needs the 'otel' extra.",
+    )
     metrics_token: SecretStr | None = Field(
         None, description="Bearer token /metrics requires; empty: /metrics is open like /healthz (bind it privately)."
     )

@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from calypso import __version__
-from calypso.api import openapi
+from calypso.api import openapi, tracing
 from calypso.api.auth import AuthMiddleware, auth_enabled
 from calypso.api.body_guard import BodyLimitMiddleware
 from calypso.api.db_wait import DatabaseWaitMiddleware
@@ -86,6 +86,8 @@ def create_app(
             await app.state.services.answering.aclose()
             if owned:
                 app.state.services.close()
+            if app.state.tracer_provider is not None:
+                app.state.tracer_provider.shutdown()  # sends the spans still batched
             if on_shutdown is not None:
                 on_shutdown()
 
@@ -103,6 +105,7 @@ def create_app(
         BodyLimitMiddleware, json_limit=settings.max_request_bytes, upload_limit=settings.max_upload_bytes
     )
     app.add_middleware(UnexpectedErrorMiddleware)
+    app.state.tracer_provider = tracing.install(app, settings.otlp_endpoint) if settings.otlp_endpoint else None
     app.state.metrics = Metrics()
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)  # outside the rest: 401s and 413s count too
     app.add_middleware(RequestIdMiddleware)
