@@ -153,7 +153,7 @@ def pdf_flate_bomb(megabytes: int, text: str = "Hello bomb") -> bytes:
         b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]
-    return _pdf(objects)
+    return pdf_from_objects(objects)
 
 
 def pdf_hex_flate_bomb(megabytes: int) -> bytes:
@@ -172,7 +172,7 @@ def pdf_hex_flate_bomb(megabytes: int) -> bytes:
         b"<< /Length %d /Filter [/ASCIIHexDecode /FlateDecode] >>\nstream\n" % len(stream) + stream + b"\nendstream",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]
-    return _pdf(objects)
+    return pdf_from_objects(objects)
 
 
 def pdf_many_pages(pages: int) -> bytes:
@@ -186,7 +186,7 @@ def pdf_many_pages(pages: int) -> bytes:
     ]
     page = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R /Resources << /Font << /F1 4 0 R >> >> >>"
     objects.extend([page] * pages)
-    return _pdf(objects)
+    return pdf_from_objects(objects)
 
 
 def pdf_blank_image(megabytes: int) -> bytes:
@@ -208,7 +208,7 @@ def pdf_blank_image(megabytes: int) -> bytes:
         b"<< /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceGray /BitsPerComponent 8 "
         b"/Filter /FlateDecode /Length %d >>\nstream\n" % (side, side, len(image)) + image + b"\nendstream",
     ]
-    return _pdf(objects)
+    return pdf_from_objects(objects)
 
 
 def pdf_image_only_pages(pages: int) -> bytes:
@@ -226,7 +226,7 @@ def pdf_image_only_pages(pages: int) -> bytes:
     ]
     page = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R /Resources << /XObject << /Im1 4 0 R >> >> >>"
     objects.extend([page] * pages)
-    return _pdf(objects)
+    return pdf_from_objects(objects)
 
 
 def png_bomb(side: int) -> bytes:
@@ -262,7 +262,8 @@ def docx_many_members(count: int) -> bytes:
     return _zip(members)
 
 
-def _pdf(objects: list[bytes]) -> bytes:
+def pdf_from_objects(objects: list[bytes]) -> bytes:
+    """A PDF of these numbered objects (object 1 the catalog), with a correct cross-reference table."""
     out = bytearray(b"%PDF-1.7\n")
     offsets = []
     for number, body in enumerate(objects, start=1):

@@ -11,6 +11,7 @@ from email.message import EmailMessage
 from email.policy import default as default_policy
 
 import pytest
+from hostile_files import pdf_from_objects
 from tests_support import eval_data_dir
 
 from calypso.errors import CalypsoError, PayloadTooLarge, UnprocessableDocument
@@ -57,16 +58,7 @@ def pdf(pages: list[str]) -> bytes:
             b"/Resources << /Font << /F1 3 0 R >> >> >>" % (5 + 2 * i)
         )
         objects.append(b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream")
-    out = bytearray(b"%PDF-1.7\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
+    return pdf_from_objects(objects)
 
 
 def message(subject: str = "Quarterly numbers", body: str | None = "See the report attached.") -> EmailMessage:
