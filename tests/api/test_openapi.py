@@ -133,8 +133,8 @@ def test_filters_and_the_file_search_tool_are_typed() -> None:
     """Issue 29: OpenAI's ComparisonFilter/CompoundFilter, one definition for search and the file_search tool."""
     schemas = document()["components"]["schemas"]
     either = [{"$ref": "#/components/schemas/ComparisonFilter"}, {"$ref": "#/components/schemas/CompoundFilter"}]
-    assert schemas["SearchStore"]["properties"]["filters"]["anyOf"][0]["oneOf"] == either
-    assert schemas["FileSearchTool"]["properties"]["filters"]["anyOf"][0]["oneOf"] == either
+    assert schemas["SearchStore"]["properties"]["filters"]["anyOf"][0]["anyOf"] == either
+    assert schemas["FileSearchTool"]["properties"]["filters"]["anyOf"][0]["anyOf"] == either
     tools = schemas["ResponsesRequest"]["properties"]["tools"]["anyOf"][0]
     assert tools["items"]["oneOf"][:2] == [
         {"$ref": "#/components/schemas/FileSearchTool"},
@@ -145,6 +145,6 @@ def test_filters_and_the_file_search_tool_are_typed() -> None:
     assert comparison["properties"]["type"]["enum"] == ["eq", "ne", "gt", "gte", "lt", "lte", "in", "nin"]
     assert comparison["additionalProperties"] is False and comparison["required"] == ["type", "key", "value"]
     assert compound["properties"]["type"]["enum"] == ["and", "or"]
-    assert compound["properties"]["filters"]["items"]["oneOf"] == either
+    assert compound["properties"]["filters"]["items"]["anyOf"] == either  # exclusive by "type": anyOf says the same
     count = schemas["FileSearchTool"]["properties"]["max_num_results"]["anyOf"][0]
     assert (count["minimum"], count["maximum"]) == (1, 50)
