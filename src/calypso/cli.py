@@ -167,7 +167,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from calypso.services import open_services
 
     settings = _settings(args)
-    server = running_server(settings.home) if not settings.database_url else None
+    server = running_server(settings)
     if server is not None:
         return _ingest_through(server, args, settings)
     print(f"knowledge base: {_where(settings)} ({_home_source(args)})", file=sys.stderr)
@@ -451,7 +451,7 @@ def _ask_through(server: RunningServer, args: argparse.Namespace, settings: Sett
 
 def cmd_search(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    server = running_server(settings.home) if not settings.database_url else None
+    server = running_server(settings)
     if server is not None:
         return _search_through(server, args, settings)
     opened = _open_knowledge_base(args)
@@ -483,7 +483,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from calypso.services.answering import AskRequest
 
     settings = _settings(args)
-    server = running_server(settings.home) if not settings.database_url else None
+    server = running_server(settings)
     # The server's default bot searches the default namespace; another namespace is read here (SQLite
     # serves readers beside the server), with this process's own index of it.
     if server is not None and (args.namespace or settings.default_namespace) == settings.default_namespace:
@@ -538,7 +538,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     settings = _settings(args)
     url = args.url
     if url is None and not settings.database_url:
-        server = running_server(settings.home)
+        server = running_server(settings)
         if server is not None:  # `calypso serve` holds the directory: share its knowledge base through its /mcp
             print(
                 f"{settings.home} is served by PID {server.pid} at {server.url}: relaying to its /mcp", file=sys.stderr
@@ -575,7 +575,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
             print(f"{record.id}  workspace {record.workspace}")
             print(f"key: {plaintext}")
             print("Store it now: only its hash is kept.")
-            server = running_server(settings.home) if not settings.database_url else None
+            server = running_server(settings)
             served = f"; the server at {server.url} accepts it now" if server else ""
             print(f"Kept in the knowledge base at {_where(settings)} ({_home_source(args)}){served}.")
         elif args.keys_command == "list":
@@ -596,7 +596,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
 def cmd_settings(args: argparse.Namespace) -> int:
     settings = _settings(args)
     print(f"data directory: {_where(settings)} ({_home_source(args)})")
-    server = running_server(settings.home)
+    server = running_server(settings)
     if server is not None:
         print(f"served by: {server.url} (PID {server.pid}; CLI commands send their work there)")
     if not settings.database_url:

@@ -11,7 +11,6 @@ serve`` uses) takes it; elsewhere the user's data directory. Each command says w
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import time
@@ -22,18 +21,19 @@ from typing import Any
 import httpx
 
 from calypso.bots import DEFAULT_BOT_ID
+from calypso.config import DATABASE_FILE, Settings
 from calypso.errors import CalypsoError, InvalidRequest
+from calypso.store.sqlite.lock import is_held
 
 RECORD = "server.json"
 LOCAL_HOME = Path(".calypso")  # `make serve`'s data directory, beside the checkout
-DATABASE = "calypso.sqlite3"
 INGEST_POLL_SECONDS = 0.5
 TIMEOUT_SECONDS = 600.0  # an upload waits for its ingestion: a large PDF takes a while
 
 
 def discovered_home() -> tuple[Path, str] | None:
     """``./.calypso`` when this folder has one with a knowledge base in it: (path, why)."""
-    if (LOCAL_HOME / DATABASE).exists():
+    if (LOCAL_HOME / DATABASE_FILE).exists():
         return LOCAL_HOME, "found ./.calypso in this folder"
     return None
 
@@ -68,31 +68,17 @@ def remove_record(home: Path) -> None:
         pass
 
 
-def _held(home: Path) -> bool:
-    """Whether a process holds the data directory's lock now (the record alone may be left by a crash)."""
-    lock = home / f"{DATABASE}.lock"
-    if not lock.exists():
-        return False
-    fd = os.open(lock, os.O_RDONLY)
+def running_server(settings: Settings) -> RunningServer | None:
+    """The server that holds the data directory and said where it listens; None when none does (or on
+    PostgreSQL, where processes share the database and hold no directory)."""
+    if settings.database_url:
+        return None
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    finally:
-        os.close(fd)
-
-
-def running_server(home: Path) -> RunningServer | None:
-    """The server that holds ``home`` and said where it listens; None when none does."""
-    try:
-        record = json.loads((home / RECORD).read_text())
+        record = json.loads((settings.home / RECORD).read_text())
         server = RunningServer(str(record["url"]), int(record["pid"]), bool(record["auth"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return server if _held(home) else None
+    return server if is_held(settings.database_path) else None
 
 
 class RemoteError(CalypsoError):

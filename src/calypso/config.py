@@ -24,6 +24,9 @@ log = logging.getLogger("calypso.config")
 DEPRECATED_ENV = {"CALYPSO_MAX_PARSE_MEMORY_BYTES": "parse_memory_bytes"}
 
 
+DATABASE_FILE = "calypso.sqlite3"  # the embedded database in the data directory
+
+
 def default_home() -> Path:
     """The user's data directory for Calypso (platformdirs: ~/.local/share/calypso on Linux).
 
@@ -352,7 +355,7 @@ class Settings(BaseSettings):
 
     @property
     def database_path(self) -> Path:
-        return self.home / "calypso.sqlite3"
+        return self.home / DATABASE_FILE
 
 
 def settings_table() -> list[tuple[str, str, str]]:

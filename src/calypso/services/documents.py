@@ -263,6 +263,12 @@ class DocumentService:
             code="document_not_in_progress",
         )
 
+    @property
+    def jobs_can_be_taken(self) -> bool:
+        """Whether anything can take a queued job: a server's own workers (on SQLite only they can: the server
+        holds the data directory), or on PostgreSQL `calypso worker` processes."""
+        return bool(self.settings.database_url) or self.settings.ingest_workers > 0
+
     def jobs_of(self, documents: Sequence[Document]) -> dict[str, IngestJob]:
         """The live jobs (with progress) of those documents that are in progress, by document id."""
         by_workspace: dict[str, list[str]] = {}

@@ -36,9 +36,7 @@ def _documents_json(documents: DocumentService, docs: list[Document]) -> list[di
     jobs = documents.jobs_of(docs)
     embedded = documents.embedding_progress(docs)
     model = documents.embedder.name if documents.embedder is not None else None
-    settings = documents.settings
-    # On SQLite only a server's own workers take jobs (it holds the data directory); PostgreSQL has `calypso worker`.
-    workers = bool(settings.database_url) or settings.ingest_workers > 0
+    workers = documents.jobs_can_be_taken
     return [document_object(d, jobs.get(d.id), embedded.get(d.id), model, workers=workers) for d in docs]
 
 

@@ -38,10 +38,9 @@ def _workers(request: Request, name: str) -> dict[str, Any]:
 
 
 def _ingestion(request: Request, services: Services, queued: int | None) -> dict[str, Any]:
-    """The ingestion workers; not ok when uploads wait and nothing can take them. On SQLite only this
-    process can (it holds the data directory); on PostgreSQL `calypso worker` processes may."""
+    """The ingestion workers; not ok when uploads wait and nothing can take them."""
     check = _workers(request, "ingest_workers")
-    if check["started"] == 0 and queued and not services.settings.database_url:
+    if queued and not services.documents.jobs_can_be_taken:
         check.update(
             ok=False,
             error=f"{queued} upload(s) wait and no ingestion worker runs (CALYPSO_INGEST_WORKERS=0 on SQLite).",

@@ -15,6 +15,23 @@ from pathlib import Path
 from calypso.errors import DataDirectoryInUse
 
 
+def is_held(database_path: Path) -> bool:
+    """Whether some process holds ``database_path``'s lock now (a record it left may outlive a crash)."""
+    lock = Path(f"{database_path}.lock")
+    if not lock.exists():
+        return False
+    fd = os.open(lock, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
 class ProcessLock:
     """An exclusive ``flock`` on ``<database>.lock``, holding the owner's PID; released at close or exit."""
 
