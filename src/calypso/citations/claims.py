@@ -57,14 +57,12 @@ class SentenceTracker:
         self.fixed = fixed
         self.sentences: list[SentenceSupport] = []  # final so far
         self._parts: list[str] = []
-        self._length = 0
         self._segments: list[Segment] = []
         self._floor = 0  # where the first sentence not yet final starts
         self._floor_utf16 = 0
 
     def text(self, piece: str) -> None:
         self._parts.append(piece)
-        self._length += len(piece)
 
     def sentence_text(self, sentence: SentenceSupport) -> str:
         return "".join(self._parts)[sentence.start : sentence.end]

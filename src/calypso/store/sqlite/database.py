@@ -57,7 +57,7 @@ class Database:
         self._pool_lock = threading.Lock()
         self._idle: list[sqlite3.Connection] = []
         self._closed = False
-        self._kept_open: list[sqlite3.Connection] = []  # closed without checkpointing: see close()
+        self._kept_open: list[sqlite3.Connection] = []  # left open on a full disk, referenced here: see close()
         self._write_lock = threading.Lock()
         self.reserve = SpaceReserve(self.path.with_name(self.path.name + ".reserve"))
         self._writer = self._open()
