@@ -83,9 +83,10 @@ def receive_message(stream: IO[bytes]) -> Any:
 class _Child:
     """One parsing child process; ``parse`` sends one document and waits at most ``timeout`` for the answer."""
 
-    def __init__(self) -> None:
+    def __init__(self, ocr_threads: int) -> None:
+        self.ocr_threads = ocr_threads
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "calypso.ingest.parse_child"],
+            [sys.executable, "-m", "calypso.ingest.parse_child", str(ocr_threads)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
@@ -127,6 +128,9 @@ class ParserPool:
 
     def __init__(self, processes: int) -> None:
         self._size = processes
+        # The children share the cores: each one's OCR threads a share of them (two children each running
+        # onnxruntime on every core lost 12% of OCR throughput on 2 cores to contention).
+        self._ocr_threads = max(1, (os.cpu_count() or 1) // processes)
         self._idle: queue.Queue[_Child] = queue.Queue()
         self._created = 0
         self._lock = threading.Lock()
@@ -135,7 +139,7 @@ class ParserPool:
         with self._lock:
             if self._idle.empty() and self._created < self._size:
                 self._created += 1
-                return _Child()
+                return _Child(self._ocr_threads)
         return self._idle.get()
 
     def parse(
@@ -153,7 +157,7 @@ class ParserPool:
             outcome = child.parse((data, filename, media_type, limits, memory_bytes), timeout)
         except TimeoutError:
             child.kill()
-            child = _Child()
+            child = _Child(self._ocr_threads)
             raise UnprocessableDocument(
                 f"Parsing {filename!r} took longer than {timeout:g} s (setting CALYPSO_PARSE_TIMEOUT_SECONDS, "
                 "plus CALYPSO_OCR_TIMEOUT_SECONDS for a document that needs OCR); "
@@ -164,7 +168,7 @@ class ParserPool:
         except (EOFError, OSError, pickle.UnpicklingError):
             # Died mid-parse: PDFium aborts when an allocation fails under the cap; or a parser crashed.
             child.kill()
-            child = _Child()
+            child = _Child(self._ocr_threads)
             raise UnprocessableDocument(
                 f"Reading {filename!r} needed more than {memory_bytes:,} bytes of memory (setting "
                 "CALYPSO_PARSE_MEMORY_BYTES), or crashed its parser: it may be a decompression bomb or damaged. "

@@ -33,6 +33,13 @@ _REC_SLICE = 32
 
 _engine: Any = None
 _engine_lock = threading.Lock()
+_threads = 0  # onnxruntime's threads per model; 0: its default (every core)
+
+
+def set_threads(count: int) -> None:
+    """The threads the engine will run on (a parse child gets its share of the cores); before first use."""
+    global _threads
+    _threads = count
 
 
 def _load_engine() -> Any:
@@ -47,8 +54,7 @@ def _load_engine() -> Any:
             param="file",
             code="ocr_unavailable",
         ) from exc
-    # onnxruntime's own thread count (the machine's cores): one scan in one parse child still uses them all.
-    return RapidOCR()
+    return RapidOCR(intra_op_num_threads=_threads) if _threads > 0 else RapidOCR()
 
 
 def engine() -> Any:

@@ -3,7 +3,7 @@ results out.
 
 Each request is ``(data, filename, media_type, limits, memory_bytes)``; the answer is
 ``(ParsedDocument, media_type)`` or the exception raised. Before the answer, a parse that starts OCR sends
-``OcrStarted(seconds)``: its time budget grows by that much. The address-space
+``OcrStarted(seconds)``: its time budget grows by that much. The argument is the OCR engine's thread count (0: onnxruntime's default). The address-space
 cap applies to each parse; stray prints from libraries go to stderr, never
 into the protocol stream.
 """
@@ -17,9 +17,12 @@ import sys
 from calypso.errors import PayloadTooLarge
 
 
-def _serve() -> None:
+def _serve(ocr_threads: int) -> None:
+    from calypso.ingest import ocr
     from calypso.ingest.isolation import OcrStarted, on_ocr_start, receive_message, send_message
     from calypso.ingest.parsers import parse_document
+
+    ocr.set_threads(ocr_threads)
 
     requests = os.fdopen(os.dup(0), "rb")
     answers = os.fdopen(os.dup(1), "wb")
@@ -55,4 +58,4 @@ def _serve() -> None:
 
 
 if __name__ == "__main__":
-    _serve()
+    _serve(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
