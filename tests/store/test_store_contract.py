@@ -93,6 +93,9 @@ def test_add_read_delete_round_trip(storage: Storage) -> None:
     assert store.get_chunks("default", chunk_keys, "elsewhere") == {}
     assert store.get_chunks("other-workspace", chunk_keys) == {}  # scoped in the query, whatever keys are asked
     assert store.get_chunks("default", []) == {}
+    assert store.chunk_positions("default", chunk_keys) == {chunk_keys[0]: ("d1", 0), chunk_keys[1]: ("d1", 1)}
+    assert store.chunk_positions("default", chunk_keys, "elsewhere") == {}
+    assert store.chunk_positions("other-workspace", chunk_keys) == {}
     assert store.get_documents_by_id("default", ["d1"]) == {"d1": doc}
     assert store.get_documents_by_id("other-workspace", ["d1"]) == {}
     assert store.get_pages("default", "d1") == [Page(1, "1", 0, 11)] and store.get_pages("other-workspace", "d1") == []

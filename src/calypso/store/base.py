@@ -145,6 +145,13 @@ class DocumentStore(Protocol):
         """The chunks among ``keys`` in the workspace (and namespace); others' keys, or deleted ones, are absent."""
         ...
 
+    def chunk_positions(
+        self, workspace: str, keys: Sequence[int], namespace: str | None = None
+    ) -> dict[int, tuple[str, int]]:
+        """(document id, chunk index) of the chunks among ``keys``, as ``get_chunks`` scopes them: where each
+        passage sits, without its text (the neighbour smoothing needs 50 of them, the answer 10)."""
+        ...
+
     def get_pages(self, workspace: str, document_id: str) -> list[Page]: ...
 
     def read_content(self, workspace: str, document_id: str) -> bytes:

@@ -188,20 +188,24 @@ class PostgresDocumentStore(DocumentsSQL[Database]):
         return {row[0]: row[1] for row in rows}
 
     def get_chunks(self, workspace: str, keys: Sequence[int], namespace: str | None = None) -> dict[int, StoredChunk]:
-        scope, args = (
-            ("d.workspace = %s", [workspace])
-            if namespace is None
-            else (
-                "d.workspace = %s AND d.namespace = %s",
-                [workspace, namespace],
-            )
-        )
+        scope, args = _chunk_scope(workspace, namespace)
         rows = self.database.rows(
             f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.document_key "
             f"WHERE {scope} AND c.key = ANY(%s::bigint[])",
             (*args, list(keys)),
         )
         return {row[0]: self._chunk(row) for row in rows}
+
+    def chunk_positions(
+        self, workspace: str, keys: Sequence[int], namespace: str | None = None
+    ) -> dict[int, tuple[str, int]]:
+        scope, args = _chunk_scope(workspace, namespace)
+        rows = self.database.rows(
+            "SELECT c.key, d.id, c.chunk_index FROM chunks c JOIN documents d ON d.key = c.document_key "
+            f"WHERE {scope} AND c.key = ANY(%s::bigint[])",
+            (*args, list(keys)),
+        )
+        return {row[0]: (row[1], row[2]) for row in rows}
 
     def get_documents_by_id(self, workspace: str, ids: Sequence[str]) -> dict[str, Document]:
         rows = self.database.rows(
@@ -222,3 +226,10 @@ class PostgresDocumentStore(DocumentsSQL[Database]):
 
     def wait_for_changes(self, timeout: float) -> bool:
         return self.database.wait_for_notify(FEED_CHANNEL, timeout)
+
+
+def _chunk_scope(workspace: str, namespace: str | None) -> tuple[str, list[str]]:
+    """The WHERE clause (over documents ``d``) that keeps a chunk lookup inside a workspace (and namespace)."""
+    if namespace is None:
+        return "d.workspace = %s", [workspace]
+    return "d.workspace = %s AND d.namespace = %s", [workspace, namespace]

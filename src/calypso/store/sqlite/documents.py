@@ -173,14 +173,7 @@ class SQLiteDocumentStore(DocumentsSQL[Database]):
         return keys
 
     def get_chunks(self, workspace: str, keys: Sequence[int], namespace: str | None = None) -> dict[int, StoredChunk]:
-        scope, scope_args = (
-            ("d.workspace = ?", [workspace])
-            if namespace is None
-            else (
-                "d.workspace = ? AND d.namespace = ?",
-                [workspace, namespace],
-            )
-        )
+        scope, scope_args = _chunk_scope(workspace, namespace)
         chunks: dict[int, StoredChunk] = {}
         for batch in batched(keys):
             marks = ",".join("?" * len(batch))
@@ -193,6 +186,21 @@ class SQLiteDocumentStore(DocumentsSQL[Database]):
             )
             chunks.update({row[0]: self._chunk(row) for row in rows})
         return chunks
+
+    def chunk_positions(
+        self, workspace: str, keys: Sequence[int], namespace: str | None = None
+    ) -> dict[int, tuple[str, int]]:
+        scope, scope_args = _chunk_scope(workspace, namespace)
+        positions: dict[int, tuple[str, int]] = {}
+        for batch in batched(keys):
+            marks = ",".join("?" * len(batch))
+            rows = self.database.rows(
+                "SELECT c.key, d.id, c.chunk_index FROM chunks c CROSS JOIN documents d ON d.key = c.document_key "
+                f"WHERE {scope} AND c.key IN ({marks})",
+                (*scope_args, *batch),
+            )
+            positions.update({row[0]: (row[1], row[2]) for row in rows})
+        return positions
 
     def get_documents_by_id(self, workspace: str, ids: Sequence[str]) -> dict[str, Document]:
         documents: dict[str, Document] = {}
@@ -214,3 +222,10 @@ class SQLiteDocumentStore(DocumentsSQL[Database]):
 
     def wait_for_changes(self, timeout: float) -> bool:
         return False  # SQLite cannot notify: readers poll changes_since
+
+
+def _chunk_scope(workspace: str, namespace: str | None) -> tuple[str, list[str]]:
+    """The WHERE clause (over documents ``d``) that keeps a chunk lookup inside a workspace (and namespace)."""
+    if namespace is None:
+        return "d.workspace = ?", [workspace]
+    return "d.workspace = ? AND d.namespace = ?", [workspace, namespace]
