@@ -133,6 +133,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             host=settings.host,
             port=settings.port,
             log_level=settings.log_level,
+            # httptools parses HTTP in C (h11, the fallback, is pure Python); the event loop stays asyncio's,
+            # which gRPC's aio server (same loop) supports, whatever else is installed.
+            loop="asyncio",
             # JSON: uvicorn's records go through ours (calypso.logs), not its own text handlers.
             log_config=None if log_format() == "json" else uvicorn.config.LOGGING_CONFIG,
         )
