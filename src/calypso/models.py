@@ -97,6 +97,9 @@ class Chunk:
     # the heading above it; () when the passage lies in one section (``heading_path``).
     sections: tuple[Section, ...] = ()
     modality: Modality = "text"  # "ocr" when any page it covers was recognised
+    # How sure the recogniser was of the text (0..1): its recognised pages' confidences, weighted by the text
+    # of each inside the passage; None for extracted text.
+    confidence: float | None = None
 
     def heading_path_at(self, offset: int) -> tuple[str, ...]:
         """The heading path that stands above ``offset`` (into the passage text)."""

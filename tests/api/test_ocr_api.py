@@ -43,6 +43,7 @@ def test_recognised_words_are_found_with_modality_ocr_and_their_page(openai_clie
     assert hit["filename"] == "ocr_test.pdf" and "Docling bundles PDF document conversion" in hit["content"][0]["text"]
     ours = hit["_aicore"]  # Calypso's attributes (``attributes`` are the file's own, as in OpenAI)
     assert ours["modality"] == "ocr" and ours["locator_label"] == "p. 1"
+    assert 0.5 < ours["ocr_confidence"] <= 1.0  # the recogniser's own certainty, for a reader weighing a quote
     hit = _top(http, store.id, "quick brown dog lazy fox")
     assert hit["filename"] == "phototest.tiff" and "jumped over the" in hit["content"][0]["text"]
     ours = hit["_aicore"]
@@ -57,6 +58,7 @@ def test_recognised_words_are_found_with_modality_ocr_and_their_page(openai_clie
     search = next(item for item in response.output if item.type == "file_search_call")
     result = next(r for r in search.results if r.filename == "ocr_test.pdf")
     assert result.attributes["modality"] == "ocr" and result.attributes["page_label"] == "1"
+    assert 0.5 < result.attributes["ocr_confidence"] <= 1.0
 
 
 def test_failing_ocr_leaves_a_failed_file_with_last_error_and_nothing_stored(

@@ -105,3 +105,18 @@ def test_heading_path_and_heading_starts_new_chunk() -> None:
 
 def test_empty_and_whitespace_text_gives_no_chunks() -> None:
     assert chunk_document(_doc("   \n\n  ")) == []
+
+
+def test_a_passage_carries_its_recognised_pages_confidence_weighted_by_their_text() -> None:
+    first, second = "Scanned words here. " * 3, "More scanned words. " * 1
+    text = first + second
+    pages = [
+        Page(1, "1", 0, len(first), modality="ocr", confidence=0.9),
+        Page(2, "2", len(first), len(text), modality="ocr", confidence=0.5),
+    ]
+    (chunk,) = chunk_document(_doc(text, pages), size=1000)
+    expected = (0.9 * len(first) + 0.5 * (chunk.end - len(first))) / chunk.end  # the passage's own text only
+    assert chunk.modality == "ocr" and chunk.confidence == pytest.approx(expected, abs=1e-4)
+    mixed = [Page(1, "1", 0, len(first)), Page(2, "2", len(first), len(text), modality="ocr", confidence=0.5)]
+    assert chunk_document(_doc(text, mixed), size=1000)[0].confidence == 0.5  # extracted text has no say
+    assert chunk_document(_doc(text), size=1000)[0].confidence is None

@@ -187,6 +187,7 @@ def file_search_results(sources: list[Source], options: RenderOptions) -> list[d
             **page_attributes(passage),
             "locator_label": passage.locator_label,
             "modality": passage.chunk.modality,
+            **({"ocr_confidence": passage.chunk.confidence} if passage.chunk.confidence is not None else {}),
             "knowledge_id": passage.document.namespace,
             "document_id": passage.document.id,
             "chunk_index": passage.chunk.chunk_index,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from itertools import accumulate
 from typing import Literal
 
@@ -245,6 +245,7 @@ def chunk_document(
                 heading_path=headings.path((start + end) // 2),  # the section most of it is in
                 sections=headings.sections(start, end),
                 modality="ocr" if any(page.modality == "ocr" for page in covered) else "text",
+                confidence=_ocr_confidence(covered, start, end),
             )
         )
         if j >= len(units):
@@ -252,6 +253,19 @@ def chunk_document(
         new_page = page_of is not None and page_of[j] != page_of[j - 1]
         i = j if new_page else _overlap_start(lengths, i, j, overlap)  # nothing carried over into a new page
     return chunks
+
+
+def _ocr_confidence(covered: Sequence[Page], start: int, end: int) -> float | None:
+    """The recognised pages' confidences, weighted by how much of each lies in ``[start, end)``."""
+    weighted = [
+        (page.confidence, min(end, page.end) - max(start, page.start))
+        for page in covered
+        if page.modality == "ocr" and page.confidence is not None
+    ]
+    total = sum(length for _, length in weighted)
+    if not weighted or total <= 0:
+        return None
+    return round(sum(confidence * length for confidence, length in weighted) / total, 4)
 
 
 def _overlap_start(lengths: _Lengths, i: int, j: int, overlap: int) -> int:

@@ -37,7 +37,7 @@ DOC_COLUMNS = (
 )
 CHUNK_COLUMNS = (
     'c.key, d.id, c.chunk_index, c.text, c.start, c."end", c.page_start, c.page_end, c.page_labels, c.heading_path, '
-    "c.modality, c.sections"
+    "c.modality, c.sections, c.confidence"
 )
 
 
@@ -71,7 +71,7 @@ def document_from_columns(row: Sequence[Any], loads: Callable[[Any], Any]) -> Do
 
 def chunk_from_columns(row: Sequence[Any], loads: Callable[[Any], Any]) -> StoredChunk:
     """A passage from its ``CHUNK_COLUMNS``; ``loads`` reads a JSON column as the backend returns it."""
-    key, document_id, index, text, start, end, page_start, page_end, labels, path, modality, sections = row
+    key, document_id, index, text, start, end, page_start, page_end, labels, path, modality, sections, confidence = row
     chunk = Chunk(
         index,
         text,
@@ -83,6 +83,7 @@ def chunk_from_columns(row: Sequence[Any], loads: Callable[[Any], Any]) -> Store
         tuple(loads(path)),
         sections=tuple(Section(offset, tuple(p)) for offset, p in loads(sections)) if sections is not None else (),
         modality=modality,
+        confidence=confidence,
     )
     return StoredChunk(key=key, document_id=document_id, chunk=chunk)
 

@@ -41,6 +41,7 @@ def passage_result(passage: Passage, rank: int, links: LinkSigner | None, score:
         "locator_label": passage.locator_label,
         "label": passage.display_label,
         "modality": chunk.modality,
+        "ocr_confidence": chunk.confidence,
         "text": chunk.text,
         "start_index": chunk.start,
         "end_index": chunk.end,

@@ -311,6 +311,11 @@ def m012_file_purpose(db: Connection) -> None:
     db.execute("ALTER TABLE documents ADD COLUMN purpose TEXT")
 
 
+def m015_passage_confidence(db: Connection) -> None:
+    """An OCR'd passage's recognition confidence (NULL: extracted text, or stored before this)."""
+    db.execute("ALTER TABLE chunks ADD COLUMN confidence REAL")
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_vector_extension", m001_vector_extension),
     ("002_documents", m002_documents),
@@ -324,6 +329,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("010_static_chunking_and_file_links", m010_static_chunking_and_file_links),
     ("011_page_layout_and_passage_sections", m011_page_layout_and_passage_sections),
     ("012_file_purpose", m012_file_purpose),
+    ("015_passage_confidence", m015_passage_confidence),
 ]
 
 

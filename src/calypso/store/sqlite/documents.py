@@ -86,7 +86,7 @@ def write_pages_and_chunks(
     )
     db.executemany(
         'INSERT INTO chunks (document_key, chunk_index, text, start, "end", page_start, page_end, '
-        "page_labels, heading_path, terms, modality, sections) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "page_labels, heading_path, terms, modality, sections, confidence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 key,
@@ -101,6 +101,7 @@ def write_pages_and_chunks(
                 chunk_terms,
                 c.modality,
                 _json_or_null(sections_value(c)),
+                c.confidence,
             )
             for c, chunk_terms in zip(chunks, terms, strict=True)
         ],

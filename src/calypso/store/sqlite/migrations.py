@@ -373,6 +373,11 @@ def m014_file_purpose(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE documents ADD COLUMN purpose TEXT")
 
 
+def m016_passage_confidence(db: sqlite3.Connection) -> None:
+    """An OCR'd passage's recognition confidence (NULL: extracted text, or stored before this)."""
+    db.execute("ALTER TABLE chunks ADD COLUMN confidence REAL")
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_documents", m001_documents),
     ("002_responses", m002_responses),
@@ -388,6 +393,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("012_static_chunking_and_file_links", m012_static_chunking_and_file_links),
     ("013_page_layout_and_passage_sections", m013_page_layout_and_passage_sections),
     ("014_file_purpose", m014_file_purpose),
+    ("016_passage_confidence", m016_passage_confidence),
 ]
 
 
