@@ -27,6 +27,18 @@ def new_message(
     return StoredMessage(f"msg_{uuid.uuid4().hex}", role, content, citations, int(time.time()), dict(extra))
 
 
+class HeldLock:
+    """A turn lock, released once, by whichever of done, close or error gets there first."""
+
+    def __init__(self, lock: asyncio.Lock) -> None:
+        self.lock, self.held = lock, True
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            self.lock.release()
+
+
 def _missing(conversation_id: str) -> NotFound:
     return NotFound(
         f"No conversation with id {conversation_id!r}; create one with POST /v1/conversations.",
@@ -84,6 +96,12 @@ class ConversationService:
         if not self.store.delete_message(workspace, conversation_id, message_id):
             self.get(conversation_id, workspace)  # an unknown conversation is its own 404
             raise NotFound(f"No item {message_id!r} in conversation {conversation_id!r}.", param="item_id")
+
+    async def hold_turn(self, conversation_id: str) -> HeldLock:
+        """Wait for the conversation's turn lock and hold it (seed 004's turns and Responses turns share it)."""
+        lock = self.turn_lock(conversation_id)
+        await lock.acquire()
+        return HeldLock(lock)
 
     def turn_lock(self, conversation_id: str) -> asyncio.Lock:
         """The lock that serialises turns on one conversation in this process."""
