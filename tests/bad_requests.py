@@ -332,6 +332,23 @@ CASES: list[Case] = [
         upload=TEXT_FILE,
     ),
     Case(
+        "POST /v1/files",
+        "`expires_after.seconds: 60`",
+        _bad("integer_below_min_value", "expires_after.seconds"),
+        "pattern",
+        form={"purpose": "assistants", "expires_after[anchor]": "created_at", "expires_after[seconds]": "60"},
+        upload=TEXT_FILE,
+        note="OpenAI allows 3,600 to 2,592,000 seconds",
+    ),
+    Case(
+        "POST /v1/files",
+        '`expires_after.anchor: "last_active_at"`',
+        _bad("invalid_value", "expires_after.anchor"),
+        "pattern",
+        form={"purpose": "assistants", "expires_after[anchor]": "last_active_at", "expires_after[seconds]": "3600"},
+        upload=TEXT_FILE,
+    ),
+    Case(
         "GET /v1/files/{id}",
         "unknown id",
         _nf("id"),

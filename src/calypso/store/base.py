@@ -98,6 +98,10 @@ class DocumentStore(Protocol):
         """A file by id in any workspace: only for signed links, whose signature names the workspace."""
         ...
 
+    def expired_files(self, now: int, limit: int = 100) -> list[tuple[str, str]]:
+        """(workspace, file_id) of up to ``limit`` files whose Files API expiry is at or before ``now``."""
+        ...
+
     def document_key(self, workspace: str, document_id: str) -> int | None:
         """The integer key the retrieval index knows the document by."""
         ...

@@ -7,6 +7,7 @@ job completed, or ``error`` with ``status_details`` when it failed. The SDK has 
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, get_args
 
 from fastapi import APIRouter, File, Form, Query, Request, UploadFile
@@ -17,11 +18,13 @@ from calypso.api.deps import Documents, OrderParam, VectorStores, read_upload
 from calypso.api.file_headers import user_file_headers
 from calypso.api.ranges import byte_range
 from calypso.api.serialize import file_object, list_object
+from calypso.errors import InvalidRequest
 
 router = APIRouter(prefix="/v1/files", tags=["files"])
 
 Purpose = Literal["assistants", "user_data"]
 ACCEPTED_PURPOSES = get_args(Purpose)
+MIN_EXPIRY, MAX_EXPIRY = 3600, 2_592_000  # OpenAI's bounds on expires_after.seconds: an hour, 30 days
 # OpenAI's files.list pages up to 10,000 files at a time (other lists stop at 100).
 FilesLimit = Annotated[int, Query(ge=1, le=10_000, description="How many to return, 1 to 10,000.")]
 
@@ -32,12 +35,68 @@ def create_file(
     workspace: Workspace,
     file: UploadFile = File(...),
     purpose: Purpose = Form(...),
+    # OpenAI's expires_after, as its SDKs send it in a multipart form (expires_after[anchor], [seconds]).
+    anchor: str | None = Form(None, alias="expires_after[anchor]", description="`created_at`."),
+    seconds: str | None = Form(
+        None, alias="expires_after[seconds]", description="3600 to 2592000: the file is deleted that long after upload."
+    ),
 ) -> dict[str, Any]:
+    expires_after = expiry_seconds(anchor, seconds)
     data, filename = read_upload(file, documents.settings.max_upload_bytes)
     result = documents.ingest(
-        data, filename, None, media_type=file.content_type, workspace=workspace, wait=False, purpose=purpose
+        data,
+        filename,
+        None,
+        media_type=file.content_type,
+        workspace=workspace,
+        wait=False,
+        purpose=purpose,
+        expires_after_seconds=expires_after,
     )
     return file_object(result.document)
+
+
+def expiry_seconds(anchor: str | None, seconds: str | None) -> int | None:
+    """OpenAI's ``expires_after {anchor: "created_at", seconds: 3600..2592000}``, checked as OpenAI checks it."""
+    if anchor is None and seconds is None:
+        return None
+    if anchor is None:
+        raise InvalidRequest(
+            "Missing required parameter: 'expires_after.anchor'.",
+            param="expires_after.anchor",
+            code="missing_required_parameter",
+        )
+    if anchor != "created_at":
+        raise InvalidRequest(
+            f"Invalid value for 'expires_after.anchor': {anchor!r}. Supported values are: 'created_at'.",
+            param="expires_after.anchor",
+            code="invalid_value",
+        )
+    if seconds is None:
+        raise InvalidRequest(
+            "Missing required parameter: 'expires_after.seconds'.",
+            param="expires_after.seconds",
+            code="missing_required_parameter",
+        )
+    if not re.fullmatch(r"-?[0-9]{1,19}", seconds.strip()):
+        raise InvalidRequest(
+            f"Invalid type for 'expires_after.seconds': expected an integer, but got {seconds!r} instead.",
+            param="expires_after.seconds",
+            code="invalid_type",
+        )
+    value = int(seconds)
+    for bad, code, bound, word in (
+        (value < MIN_EXPIRY, "integer_below_min_value", f">= {MIN_EXPIRY}", "below minimum"),
+        (value > MAX_EXPIRY, "integer_above_max_value", f"<= {MAX_EXPIRY}", "above maximum"),
+    ):
+        if bad:
+            raise InvalidRequest(
+                f"Invalid 'expires_after.seconds': integer {word} value. Expected a value {bound}, "
+                f"but got {value} instead.",
+                param="expires_after.seconds",
+                code=code,
+            )
+    return value
 
 
 @router.get("")

@@ -311,6 +311,12 @@ def m012_file_purpose(db: Connection) -> None:
     db.execute("ALTER TABLE documents ADD COLUMN purpose TEXT")
 
 
+def m013_file_expiry(db: Connection) -> None:
+    """When a file uploaded with the Files API's expires_after expires (NULL: never), and an index to sweep by."""
+    db.execute("ALTER TABLE documents ADD COLUMN expires_at BIGINT")
+    db.execute("CREATE INDEX documents_expires_at ON documents (expires_at) WHERE expires_at IS NOT NULL")
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_vector_extension", m001_vector_extension),
     ("002_documents", m002_documents),
@@ -324,6 +330,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("010_static_chunking_and_file_links", m010_static_chunking_and_file_links),
     ("011_page_layout_and_passage_sections", m011_page_layout_and_passage_sections),
     ("012_file_purpose", m012_file_purpose),
+    ("013_file_expiry", m013_file_expiry),
 ]
 
 
