@@ -11,8 +11,11 @@ from typing import Any
 
 import httpx
 import pytest
+from tests_support import LiveServer, free_port
 
+from calypso.api.app import create_app
 from calypso.generation.fake_upstream import Script
+from calypso.services import open_services
 
 QUESTIONS = ("How many days do customers have to request a full refund?", "Can I return a gift card?")
 SLOW = 0.5  # seconds before the upstream's first token: long enough for both requests to be in flight
@@ -100,3 +103,31 @@ def test_a_responses_turn_and_a_seed_004_message_share_the_conversation_lock(age
     users = [m["content"] for m in messages if m["role"] == "user"]
     assert sorted(users) == sorted(QUESTIONS)
     assert users[0] in json.dumps(agent_upstream.requests[-1]["messages"])
+
+
+def test_turns_sent_to_two_server_processes_on_one_postgres_database_are_ordered(
+    backend, agent_upstream, settings, server, http
+) -> None:
+    """Two servers with their own services (as two `calypso serve` processes would be) over one database:
+    their in-process locks know nothing of each other, the conversation's turn lease orders the turns."""
+    if backend != "postgres":
+        pytest.skip("SQLite has one process per data directory")
+    agent_upstream.script(Script.agent(first_token_delay=SLOW), Script.agent(first_token_delay=SLOW))
+    other_settings = settings.model_copy(update={"home": settings.home.parent / "other-home"})
+    other_services = open_services(other_settings)
+    try:
+        with LiveServer(create_app(other_settings, other_services), free_port()) as other_server:
+            conversation = http.post("/v1/conversations", json={}).json()["id"]
+            bodies = [{"model": "calypso-rag-agent", "conversation": conversation, "input": q} for q in QUESTIONS]
+            with httpx.Client(base_url=other_server.url, timeout=60) as other:
+                answers = _concurrently(
+                    lambda: http.post("/v1/responses", json=bodies[0]),
+                    lambda: other.post("/v1/responses", json=bodies[1]),
+                )
+    finally:
+        other_services.close()
+    assert [a.status_code for a in answers] == [200, 200], [a.text[:300] for a in answers]
+    items = http.get(f"/v1/conversations/{conversation}/items", params={"order": "asc", "limit": 100}).json()["data"]
+    turns = _turns(items)
+    assert sorted(_text(turn[0]) for turn in turns) == sorted(QUESTIONS)
+    assert _text(turns[0][0]) in json.dumps(agent_upstream.requests[-1]["messages"])

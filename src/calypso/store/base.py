@@ -354,6 +354,16 @@ class ConversationStore(Protocol):
         """Delete one message (an item of OpenAI's Conversations API); False when it is not there."""
         ...
 
+    def claim_turn(self, workspace: str, conversation_id: str, owner: str, lease_seconds: float) -> bool:
+        """Take (or renew) the conversation's turn lease for ``owner``; False while another owner's lease lives
+        or when the conversation is gone. Orders turns across processes (PostgreSQL); SQLite has one process,
+        whose in-process lock suffices, and always grants it."""
+        ...
+
+    def release_turn(self, workspace: str, conversation_id: str, owner: str) -> None:
+        """Give the lease back, if ``owner`` still holds it."""
+        ...
+
 
 class ResponseStore(Protocol):
     """Stored Responses: the reply as sent and the history to continue from."""

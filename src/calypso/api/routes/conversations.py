@@ -2,9 +2,9 @@
 
 A turn is stored atomically (user + assistant message in one transaction)
 after the answer completes; a failed or cancelled answer stores nothing and
-the error says so. Turns on one conversation are serialised with a
-per-conversation ``asyncio.Lock``: that covers one server process; several
-processes need a database lock instead (see docs/citations-chat.md).
+the error says so. Turns on one conversation are taken one at a time
+(``ConversationService.hold_turn``: an asyncio lock in the process, a turn
+lease in the database across processes).
 """
 
 from __future__ import annotations
@@ -216,7 +216,7 @@ async def post_message(
             "message": message_object(conversation_id, turn[1]),
         }
 
-    held = await store.hold_turn(conversation_id)
+    held = await store.hold_turn(conversation_id, workspace)
     try:
         history = await asyncio.to_thread(store.messages, conversation_id, workspace)
         # The stored conversation stays whole; only what the model is shown drops its oldest turns.

@@ -86,7 +86,7 @@ async def create_response(
     # One turn at a time per conversation, as seed 004's turns: this turn reads the history the previous one
     # stored, and appends its input then its output after it. Held until the reply is stored (a stream: until
     # it ends, however it ends).
-    held = await conversations.hold_turn(named)
+    held = await conversations.hold_turn(named, workspace)
     try:
         history = conversation_history(await asyncio.to_thread(conversations.messages, named, workspace))
         reply = await _respond(request, body, workspace, bot, history)

@@ -317,6 +317,11 @@ def m013_file_expiry(db: Connection) -> None:
     db.execute("CREATE INDEX documents_expires_at ON documents (expires_at) WHERE expires_at IS NOT NULL")
 
 
+def m014_conversation_turn_lease(db: Connection) -> None:
+    """Who is answering a turn of the conversation, until when: turns are taken one at a time across processes."""
+    db.execute("ALTER TABLE conversations ADD COLUMN turn_owner TEXT, ADD COLUMN turn_until TIMESTAMPTZ")
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_vector_extension", m001_vector_extension),
     ("002_documents", m002_documents),
@@ -331,6 +336,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("011_page_layout_and_passage_sections", m011_page_layout_and_passage_sections),
     ("012_file_purpose", m012_file_purpose),
     ("013_file_expiry", m013_file_expiry),
+    ("014_conversation_turn_lease", m014_conversation_turn_lease),
 ]
 
 
