@@ -92,6 +92,12 @@ class Settings(BaseSettings):
         "a worker that dies leaves its job to another after this long.",
     )
     job_poll_seconds: float = Field(1.0, gt=0, description="How often an idle ingestion worker looks for new jobs.")
+    file_expiry_sweep_seconds: float = Field(
+        60.0,
+        gt=0,
+        description="How often the server deletes the files whose Files API expires_after has passed "
+        "(until then an expired file is already hidden from lists and answers 404).",
+    )
     max_history_chars: int = Field(
         400_000,
         ge=1000,

@@ -11,6 +11,7 @@ class's ``grpc_status`` (a ``grpc.StatusCode`` name) with the same message.
     │   ├── InvalidNamespace           400 (code: invalid_namespace)
     │   └── UnknownGenerator           400 (code: unknown_generator; also a LookupError)
     ├── AuthenticationFailed           401 invalid_request_error (code: invalid_api_key, as OpenAI)
+    │   └── MissingApiKey              401 (code: null: OpenAI's answer to a request without a key)
     ├── PermissionDenied               403 permission_error
     ├── NotFound                       404 invalid_request_error (code: not_found)
     ├── Conflict                       409 invalid_request_error (code: conflict)
@@ -82,8 +83,12 @@ class UnknownGenerator(InvalidRequest, LookupError):
 class AuthenticationFailed(CalypsoError):
     status = 401
     type = "invalid_request_error"  # what OpenAI answers a missing or wrong key with (issue 25)
-    default_code = "invalid_api_key"
+    default_code: str | None = "invalid_api_key"
     grpc_status = "UNAUTHENTICATED"
+
+
+class MissingApiKey(AuthenticationFailed):
+    default_code = None
 
 
 class PermissionDenied(CalypsoError):

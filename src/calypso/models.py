@@ -143,6 +143,10 @@ class Document:
     # the server's own chunking (CALYPSO_CHUNK_SIZE / CALYPSO_CHUNK_OVERLAP, in characters).
     chunking: StaticChunking | None = None
     purpose: str | None = None  # the Files API's purpose it was uploaded with ("user_data"); None: "assistants"
+    expires_at: int | None = None  # the Files API's expires_after, as a time (Unix seconds); None: never
+
+    def expired(self, now: float) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
 
 
 @dataclass

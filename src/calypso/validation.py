@@ -25,6 +25,7 @@ for a body it cannot parse; ``invalid_json`` says what happened.
 from __future__ import annotations
 
 import json
+import re
 import types
 import typing
 from collections.abc import Iterable, Mapping, Sequence
@@ -53,6 +54,7 @@ NON_BLANK = r"[^\s\x1c-\x1f\x85]"
 
 _MISSING: Any = object()
 _SOURCES = ("body", "query", "path", "header", "cookie", "form")
+_FORM_NESTED = re.compile(r"^(\w+)\[(\w+)\]$")
 _BUILTIN = frozenset(typing.get_args(core_schema.ErrorType))
 
 # Pydantic's type errors, by what they expected (OpenAI's wording).
@@ -140,6 +142,9 @@ def param_path(loc: Sequence[str | int], body: Any = _MISSING, *, missing: bool 
             kept.append(part)
     out = ""
     for part in kept:
+        # A form field "expires_after[seconds]" is how OpenAI's SDKs send a nested object in a multipart form.
+        nested = _FORM_NESTED.match(part) if isinstance(part, str) else None
+        part = ".".join(nested.groups()) if nested else part
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out if kept else None  # an empty key ("") is still a name
 

@@ -105,6 +105,9 @@ STATE_400 = {
         ("POST /v1/responses", f"input[{i}].id"): ("input[", "an item_reference names an item of a stored response")
         for i in range(8)
     },
+    # expires_after's two form fields go together; a multipart schema cannot say one needs the other.
+    ("POST /v1/files", "expires_after.anchor"): ("Missing required parameter", "anchor and seconds go together"),
+    ("POST /v1/files", "expires_after.seconds"): ("Missing required parameter", "anchor and seconds go together"),
     ("POST /v1/chat/completions", "max_tokens"): (
         "max_tokens and max_completion_tokens disagree",
         "the old and the new name of one limit must agree",

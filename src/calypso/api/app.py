@@ -15,6 +15,7 @@ from calypso.api.auth import AuthMiddleware, auth_enabled
 from calypso.api.body_guard import BodyLimitMiddleware
 from calypso.api.db_wait import DatabaseWaitMiddleware
 from calypso.api.errors import UnexpectedErrorMiddleware, install_error_handlers
+from calypso.api.expiry import sweep_expired_files
 from calypso.api.mcp import http as mcp_http
 from calypso.api.metrics import Metrics, MetricsMiddleware
 from calypso.api.request_ids import RequestIdMiddleware
@@ -65,6 +66,7 @@ def create_app(
         embedders = EmbedWorkers(app.state.services.documents, settings.embed_workers, role="serve")
         embedders.start()  # a document is searchable by keywords first; its vectors follow from here
         app.state.ingest_workers, app.state.embed_workers = workers, embedders  # for /readyz
+        sweeper = asyncio.create_task(sweep_expired_files(app.state.services, settings.file_expiry_sweep_seconds))
         grpc_server = None
         try:
             if grpc_port:
@@ -78,6 +80,7 @@ def create_app(
             async with mcp.run():  # the stateless MCP endpoint's task group (api/mcp/http.py)
                 yield
         finally:
+            sweeper.cancel()
             if grpc_server is not None:
                 await grpc_server.stop(grace=2)  # in-flight calls get 2 s, as uvicorn's own shutdown
             await asyncio.to_thread(embedders.stop)

@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from calypso.config import Settings, revealed
-from calypso.errors import AuthenticationFailed, CalypsoError, PermissionDenied
+from calypso.errors import AuthenticationFailed, CalypsoError, MissingApiKey, PermissionDenied
 from calypso.scope import DEFAULT_WORKSPACE
 from calypso.services.keys import KeyService
 
@@ -39,7 +39,7 @@ def _bearer(request: Request) -> str:
 def bearer_key(header: str | None) -> str:
     """The key of an ``Authorization: Bearer KEY`` header (HTTP header or gRPC metadata); 401 otherwise."""
     if not header:
-        raise AuthenticationFailed(
+        raise MissingApiKey(
             "Missing API key: send 'Authorization: Bearer <key>' (create one with `calypso keys create`)."
         )
     scheme, _, key = header.partition(" ")

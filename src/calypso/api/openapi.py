@@ -372,12 +372,18 @@ def _events(key: tuple[str, str]) -> dict[str, Any]:
 
 
 def _uploads(components: dict[str, Any]) -> None:
-    """Multipart bodies as the routes read them: a file of at least one byte (an empty one is a 400), and
-    ``metadata`` a JSON object in text (``api/schemas/bounds.Attributes``)."""
+    """Multipart bodies as the routes read them: a file of at least one byte (an empty one is a 400),
+    ``metadata`` a JSON object in text (``api/schemas/bounds.Attributes``), and no null: a form part is text,
+    and an optional one is left out (``expires_after[seconds]`` is an integer or absent, never "null")."""
     for name, body in components.items():
         if not name.startswith("Body_"):
             continue
         properties = body.get("properties", {})
+        for field, schema in properties.items():
+            kinds = schema.get("anyOf", [])
+            if len(kinds) == 2 and {"type": "null"} in kinds:
+                (kind,) = (k for k in kinds if k != {"type": "null"})
+                properties[field] = {**{k: v for k, v in schema.items() if k != "anyOf"}, **kind}
         if "file" in properties:
             properties["file"] = {**properties["file"], "minLength": 1}
         if "metadata" in properties:

@@ -85,7 +85,7 @@ def file_object(doc: Document) -> dict[str, Any]:
         "status_details": (doc.last_error or {}).get("message")
         if doc.status == "failed"
         else ("Ingestion was cancelled." if doc.status == "cancelled" else None),
-        "expires_at": None,
+        "expires_at": doc.expires_at,
         "document_id": doc.id,
         "namespace": doc.namespace,
     }

@@ -25,6 +25,7 @@ from calypso.dialects.styles import RenderStyle
 from calypso.errors import CalypsoError
 
 # stream_options only with stream: true (the routes check it), in the OpenAPI schema too.
+STREAM_OPTIONS_ALONE = "The 'stream_options' parameter is only allowed when 'stream' is enabled."  # OpenAI's words
 STREAM_OPTIONS_NEED_STREAM: dict[str, Any] = {
     "if": {"required": ["stream_options"], "properties": {"stream_options": {"type": "object"}}},
     "then": {"required": ["stream"], "properties": {"stream": {"const": True}}},

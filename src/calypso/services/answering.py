@@ -93,7 +93,11 @@ def message_text(message: dict[str, Any]) -> str:
 
 def validate_messages(messages: list[dict[str, Any]]) -> None:
     if not messages:
-        raise InvalidRequest("messages is empty: send at least one user message.", param="messages")
+        raise InvalidRequest(
+            "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+            param="messages",
+            code="empty_array",
+        )
     for i, message in enumerate(messages):
         if not isinstance(message, dict) or message.get("role") not in _ROLES:
             raise InvalidRequest(

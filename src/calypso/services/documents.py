@@ -63,6 +63,14 @@ class IngestResult:
     created: bool  # False when identical bytes were already in the namespace
 
 
+def _expired(document: Document, param: str) -> NotFound:
+    return NotFound(
+        f"No file with id {document.file_id!r}: it expired at {document.expires_at} (its expires_after) "
+        "and is deleted.",
+        param=param,
+    )
+
+
 class DocumentService:
     """Documents and their ingestion: submit, wait, jobs, crawl, cancel, delete, and the reads of documents,
     files, pages and passages. Searching them is ``services.search.SearchService``'s."""
@@ -107,6 +115,7 @@ class DocumentService:
         chunking: StaticChunking | None = None,
         purpose: str | None = None,
         file_id: str | None = None,
+        expires_after_seconds: int | None = None,
     ) -> IngestResult:
         """Check an upload cheaply and store it as an ``in_progress`` document with its ingestion job.
 
@@ -114,6 +123,8 @@ class DocumentService:
         the same bytes already in the namespace (in progress or completed) return that document.
         ``chunking``: a static strategy in tokens instead of the server's chunk settings.
         ``file_id``: the id a client already holds for these bytes (a keyless gRPC upload); default a new one.
+        ``expires_after_seconds``: the Files API's expires_after (anchored at creation); the same bytes already
+        stored keep their own expiry.
         """
         namespace = check_namespace(namespace or self.settings.default_namespace)
         filename = self._display_name(filename, source_url)
@@ -129,6 +140,7 @@ class DocumentService:
             )
         detected_type = detect_media_type(data, filename, media_type)  # magic bytes and names: no parsing
         doc_uuid = uuid.uuid4()
+        created_at = int(time.time())
         document = Document(
             id=str(doc_uuid),
             file_id=file_id or f"file-{doc_uuid.hex}",
@@ -138,7 +150,7 @@ class DocumentService:
             media_type=detected_type,
             bytes=len(data),
             sha256=hashlib.sha256(data).hexdigest(),
-            created_at=int(time.time()),
+            created_at=created_at,
             page_count=0,
             chunk_count=0,
             source_url=source_url,
@@ -146,6 +158,7 @@ class DocumentService:
             status="in_progress",
             chunking=chunking,
             purpose=purpose,
+            expires_at=created_at + expires_after_seconds if expires_after_seconds is not None else None,
         )
         try:
             stored = self.jobs.submit(document, data)
@@ -176,6 +189,7 @@ class DocumentService:
         wait: bool = True,
         on_progress: Progress | None = None,
         purpose: str | None = None,
+        expires_after_seconds: int | None = None,
     ) -> IngestResult:
         """Submit one document; with ``wait``, return only when its job ended: all or nothing.
 
@@ -192,6 +206,7 @@ class DocumentService:
             workspace=workspace,
             wake_workers=not wait,
             purpose=purpose,
+            expires_after_seconds=expires_after_seconds,
         )
         if not wait or result.document.status != "in_progress":
             return result
@@ -317,12 +332,19 @@ class DocumentService:
         document = self.store.get_document(workspace, document_id)
         if document is None:
             raise NotFound(f"No document with id {document_id!r}.", param="document_id")
+        if document.expired(time.time()):
+            raise _expired(document, "document_id")
         return document
 
-    def get_by_file_id(self, file_id: str, workspace: str = DEFAULT_WORKSPACE) -> Document:
+    def get_by_file_id(
+        self, file_id: str, workspace: str = DEFAULT_WORKSPACE, *, expired_too: bool = False
+    ) -> Document:
+        """The file; an expired one (its expires_after passed, the sweep not yet by) is a 404 unless ``expired_too``."""
         document = self.store.get_document_by_file_id(workspace, file_id)
         if document is None:
             raise NotFound(f"No file with id {file_id!r}.", param="file_id")
+        if not expired_too and document.expired(time.time()):
+            raise _expired(document, "file_id")
         return document
 
     def parse(self, data: bytes, filename: str, media_type: str | None) -> tuple[ParsedDocument, str]:
@@ -423,6 +445,8 @@ class DocumentService:
         rather than 403, so the passage viewer can say so.
         """
         document = self.store.find_file(file_id)
+        if document is not None and document.expired(time.time()):
+            raise _expired(document, "file_id")
         if document is None and missing_is_404:
             raise NotFound(f"No file {file_id!r}: it was deleted, or the link is mistyped.", param="file_id")
         if (

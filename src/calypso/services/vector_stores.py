@@ -311,14 +311,25 @@ class VectorStoreService:
             raise NotFound(f"File {file_id!r} was deleted while it was being attached.", param="file_id")
         return StoreFile(link, document)
 
-    def delete_everywhere(self, workspace: str, file_id: str) -> Document:
+    def delete_everywhere(self, workspace: str, file_id: str, *, expired_too: bool = False) -> Document:
         """Delete a file and remove it from every vector store (OpenAI's ``files.delete``): its copies go
         too, unless a copy is still another file's (identical bytes attached under another id)."""
-        document = self.documents.get_by_file_id(file_id, workspace)
+        document = self.documents.get_by_file_id(file_id, workspace, expired_too=expired_too)
         for document_id in self.store.linked_documents(workspace, file_id):
             if document_id != document.id:
                 self._remove(workspace, document_id, file_id)
         return self.documents.delete(document.id, workspace)
+
+    def delete_expired_files(self, now: float | None = None) -> int:
+        """The sweep: delete every file whose expires_after has passed, as ``files.delete`` would; how many."""
+        deleted, progressed = 0, True
+        while progressed:  # in batches, until one deletes nothing (the rest went meanwhile)
+            progressed = False
+            for workspace, file_id in self.documents.store.expired_files(int(time.time() if now is None else now)):
+                with contextlib.suppress(NotFound):  # deleted meanwhile (by its owner, or another process's sweep)
+                    self.delete_everywhere(workspace, file_id, expired_too=True)
+                    deleted, progressed = deleted + 1, True
+        return deleted
 
     def _documents(self, workspace: str, links: Sequence[VectorStoreFile]) -> list[StoreFile]:
         docs = self.documents.store.get_documents_by_id(workspace, list({link.document_id for link in links}))

@@ -98,6 +98,10 @@ class DocumentStore(Protocol):
         """A file by id in any workspace: only for signed links, whose signature names the workspace."""
         ...
 
+    def expired_files(self, now: int, limit: int = 100) -> list[tuple[str, str]]:
+        """(workspace, file_id) of up to ``limit`` files whose Files API expiry is at or before ``now``."""
+        ...
+
     def document_key(self, workspace: str, document_id: str) -> int | None:
         """The integer key the retrieval index knows the document by."""
         ...
@@ -355,6 +359,16 @@ class ConversationStore(Protocol):
 
     def delete_message(self, workspace: str, conversation_id: str, message_id: str) -> bool:
         """Delete one message (an item of OpenAI's Conversations API); False when it is not there."""
+        ...
+
+    def claim_turn(self, workspace: str, conversation_id: str, owner: str, lease_seconds: float) -> bool:
+        """Take (or renew) the conversation's turn lease for ``owner``; False while another owner's lease lives
+        or when the conversation is gone. Orders turns across processes (PostgreSQL); SQLite has one process,
+        whose in-process lock suffices, and always grants it."""
+        ...
+
+    def release_turn(self, workspace: str, conversation_id: str, owner: str) -> None:
+        """Give the lease back, if ``owner`` still holds it."""
         ...
 
 

@@ -10,6 +10,7 @@ in SQLite, ``jsonb`` and arrays in PostgreSQL).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -33,7 +34,7 @@ from calypso.store.terms_sql import StoredTermsSQL
 DOC_COLUMNS = (
     "key, id, file_id, workspace, namespace, filename, media_type, bytes, sha256, created_at, "
     "page_count, chunk_count, title, source_url, metadata, status, last_error, chunk_max_tokens, chunk_overlap_tokens, "
-    "purpose"
+    "purpose, expires_at"
 )
 CHUNK_COLUMNS = (
     'c.key, d.id, c.chunk_index, c.text, c.start, c."end", c.page_start, c.page_end, c.page_labels, c.heading_path, '
@@ -44,9 +45,8 @@ CHUNK_COLUMNS = (
 def document_from_columns(row: Sequence[Any], loads: Callable[[Any], Any]) -> Document:
     """A document from its ``DOC_COLUMNS``; ``loads`` reads a JSON column as the backend returns it."""
     _key, doc_id, file_id, workspace, namespace, filename, media_type, size, sha256, created_at = row[:10]
-    page_count, chunk_count, title, source_url, metadata, status, last_error, max_tokens, overlap_tokens, purpose = row[
-        10:
-    ]
+    page_count, chunk_count, title, source_url, metadata, status, last_error = row[10:17]
+    max_tokens, overlap_tokens, purpose, expires_at = row[17:]
     return Document(
         id=doc_id,
         file_id=file_id,
@@ -66,6 +66,7 @@ def document_from_columns(row: Sequence[Any], loads: Callable[[Any], Any]) -> Do
         last_error=loads(last_error) if last_error is not None else None,
         chunking=chunking_from_columns(max_tokens, overlap_tokens),
         purpose=purpose,
+        expires_at=expires_at,
     )
 
 
@@ -147,6 +148,14 @@ class DocumentsSQL(StoredTermsSQL[D]):
         """A file in any workspace: only for signed links, whose signature names the workspace."""
         return self._one_document("file_id = ?", (file_id,))
 
+    def expired_files(self, now: int, limit: int = 100) -> list[tuple[str, str]]:
+        """(workspace, file_id) of up to ``limit`` files whose expires_at has passed, for the sweep."""
+        rows = self.database.rows(
+            self._sql("SELECT workspace, file_id FROM documents WHERE expires_at <= ? ORDER BY expires_at LIMIT ?"),
+            (now, limit),
+        )
+        return [(str(workspace), str(file_id)) for workspace, file_id in rows]
+
     def document_key(self, workspace: str, document_id: str) -> int | None:
         row = self.database.row(
             self._sql("SELECT key FROM documents WHERE workspace = ? AND id = ?"), (workspace, document_id)
@@ -164,8 +173,9 @@ class DocumentsSQL(StoredTermsSQL[D]):
         without_copies: bool = False,
         purpose: str | None = None,
     ) -> Listing[Document]:
-        where = ["workspace = ?"]
-        args: list[object] = [workspace]
+        # An expired file is gone for every list, whether or not the sweep deleted it yet.
+        where = ["workspace = ?", "(expires_at IS NULL OR expires_at > ?)"]
+        args: list[object] = [workspace, int(time.time())]
         if purpose is not None:
             where.append("COALESCE(purpose, 'assistants') = ?")
             args.append(purpose)

@@ -22,6 +22,7 @@ from calypso.api.schemas.bounds import Metadata, Name
 from calypso.api.schemas.content import MAX_OUTPUT_TOKENS, ContentPart
 from calypso.api.sse import sse_response
 from calypso.api.streaming import (
+    STREAM_OPTIONS_ALONE,
     STREAM_OPTIONS_NEED_STREAM,
     ChunkWriter,
     GuardedStream,
@@ -58,10 +59,44 @@ UPSTREAM_OPTIONS = (
 # -- request ---------------------------------------------------------------------------------
 
 
+EMPTY_MESSAGES = (
+    "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead."
+)
+MAX_N = 128  # OpenAI's bound on n; Calypso answers only n=1 (check_n)
+# A tool message answers one call: OpenAI requires its tool_call_id (``check``; the schema says so too).
+TOOL_NEEDS_CALL_ID: dict[str, Any] = {
+    "if": {"required": ["role"], "properties": {"role": {"const": "tool"}}},
+    "then": {"required": ["tool_call_id"], "properties": {"tool_call_id": {"type": "string"}}},
+}
+
+
+def check_n(n: int) -> None:
+    """OpenAI's range errors for n, then its answer to a value a model does not support: anything but 1."""
+    if n < 1:
+        raise InvalidRequest(
+            f"Invalid 'n': integer below minimum value. Expected a value >= 1, but got {n} instead.",
+            param="n",
+            code="integer_below_min_value",
+        )
+    if n > MAX_N:
+        raise InvalidRequest(
+            f"Invalid 'n': integer above maximum value. Expected a value <= {MAX_N}, but got {n} instead.",
+            param="n",
+            code="integer_above_max_value",
+        )
+    if n != 1:
+        raise InvalidRequest(
+            f"Unsupported value: 'n' does not support {n}: Calypso returns one grounded answer per request "
+            "(n=1); send the request n times instead.",
+            param="n",
+            code="unsupported_value",
+        )
+
+
 class ChatMessage(BaseModel):
     # Extra keys are allowed because clients send earlier replies back as returned
     # (refusal, annotations, citations…); seed 004: they are ignored on input.
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", json_schema_extra=TOOL_NEEDS_CALL_ID)
     role: Literal["system", "developer", "user", "assistant", "tool"]
     content: str | list[ContentPart] | None = None
     name: str | None = None
@@ -163,14 +198,19 @@ class ChatCompletionRequest(BaseModel):
         return options
 
     def check(self) -> None:
-        if self.n not in (None, 1):
-            raise InvalidRequest(
-                f"n must be 1 (got {self.n}): Calypso returns one grounded answer per request.", param="n"
-            )
+        if self.n is not None:
+            check_n(self.n)
         if not self.messages:
-            raise InvalidRequest("messages is empty: send at least one user message.", param="messages")
+            raise InvalidRequest(EMPTY_MESSAGES, param="messages", code="empty_array")
+        for i, message in enumerate(self.messages):
+            if message.role == "tool" and message.tool_call_id is None:
+                raise InvalidRequest(
+                    f"Missing required parameter: 'messages[{i}].tool_call_id'.",
+                    param=f"messages[{i}].tool_call_id",
+                    code="missing_required_parameter",
+                )
         if self.stream_options is not None and not self.stream:
-            raise InvalidRequest("stream_options is only allowed when stream is true.", param="stream_options")
+            raise InvalidRequest(STREAM_OPTIONS_ALONE, param="stream_options")
         if self.top_logprobs is not None and not self.logprobs:
             raise InvalidRequest("top_logprobs needs logprobs: true.", param="top_logprobs")
         if self.tool_choice is not None and not self.tools:

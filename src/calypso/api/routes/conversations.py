@@ -2,9 +2,9 @@
 
 A turn is stored atomically (user + assistant message in one transaction)
 after the answer completes; a failed or cancelled answer stores nothing and
-the error says so. Turns on one conversation are serialised with a
-per-conversation ``asyncio.Lock``: that covers one server process; several
-processes need a database lock instead (see docs/citations-chat.md).
+the error says so. Turns on one conversation are taken one at a time
+(``ConversationService.hold_turn``: an asyncio lock in the process, a turn
+lease in the database across processes).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from calypso.api.schemas.items import InputItem
 from calypso.api.serialize import list_object
 from calypso.api.sse import sse_response
 from calypso.api.streaming import (
+    STREAM_OPTIONS_ALONE,
     STREAM_OPTIONS_NEED_STREAM,
     ChunkWriter,
     GuardedStream,
@@ -103,18 +104,6 @@ def message_object(conversation_id: str, message: StoredMessage) -> dict[str, An
         out["usage"] = message.extra.get("usage")
         out["_aicore"] = message.extra.get("_aicore")
     return out
-
-
-class _Held:
-    """Releases a lock once, from whichever of done/close/error gets there first."""
-
-    def __init__(self, lock: asyncio.Lock) -> None:
-        self.lock, self.held = lock, True
-
-    def release(self) -> None:
-        if self.held:
-            self.held = False
-            self.lock.release()
 
 
 def _nothing_stored(exc: CalypsoError) -> CalypsoError:
@@ -204,7 +193,7 @@ async def post_message(
     """One user message in, the assistant's message out (``stream: true``: Chat Completions chunks)."""
     body: PostMessage = await parse_body(request, PostMessage)
     if body.stream_options is not None and not body.stream:
-        raise InvalidRequest("stream_options is only allowed when stream is true.", param="stream_options")
+        raise InvalidRequest(STREAM_OPTIONS_ALONE, param="stream_options")
     content = body.content
     question = content if isinstance(content, str) else message_text({"content": [p.wire() for p in content]})
     if not question.strip():
@@ -227,8 +216,7 @@ async def post_message(
             "message": message_object(conversation_id, turn[1]),
         }
 
-    held = _Held(store.turn_lock(conversation_id))
-    await held.lock.acquire()
+    held = await store.hold_turn(conversation_id, workspace)
     try:
         history = await asyncio.to_thread(store.messages, conversation_id, workspace)
         # The stored conversation stays whole; only what the model is shown drops its oldest turns.

@@ -17,11 +17,13 @@ from calypso.api.deps import Documents, OrderParam, VectorStores, read_upload
 from calypso.api.file_headers import user_file_headers
 from calypso.api.ranges import byte_range
 from calypso.api.serialize import file_object, list_object
+from calypso.errors import InvalidRequest
 
 router = APIRouter(prefix="/v1/files", tags=["files"])
 
 Purpose = Literal["assistants", "user_data"]
 ACCEPTED_PURPOSES = get_args(Purpose)
+MIN_EXPIRY, MAX_EXPIRY = 3600, 2_592_000  # OpenAI's bounds on expires_after.seconds: an hour, 30 days
 # OpenAI's files.list pages up to 10,000 files at a time (other lists stop at 100).
 FilesLimit = Annotated[int, Query(ge=1, le=10_000, description="How many to return, 1 to 10,000.")]
 
@@ -32,12 +34,43 @@ def create_file(
     workspace: Workspace,
     file: UploadFile = File(...),
     purpose: Purpose = Form(...),
+    # OpenAI's expires_after, as its SDKs send it in a multipart form (expires_after[anchor], [seconds]).
+    anchor: Literal["created_at"] | None = Form(None, alias="expires_after[anchor]"),
+    seconds: int | None = Form(
+        None,
+        alias="expires_after[seconds]",
+        ge=MIN_EXPIRY,
+        le=MAX_EXPIRY,
+        description="With expires_after[anchor]: the file is deleted this many seconds after upload.",
+    ),
 ) -> dict[str, Any]:
+    expires_after = expiry_seconds(anchor, seconds)
     data, filename = read_upload(file, documents.settings.max_upload_bytes)
     result = documents.ingest(
-        data, filename, None, media_type=file.content_type, workspace=workspace, wait=False, purpose=purpose
+        data,
+        filename,
+        None,
+        media_type=file.content_type,
+        workspace=workspace,
+        wait=False,
+        purpose=purpose,
+        expires_after_seconds=expires_after,
     )
     return file_object(result.document)
+
+
+def expiry_seconds(anchor: str | None, seconds: int | None) -> int | None:
+    """OpenAI's ``expires_after {anchor, seconds}``: both or neither (the form fields' types check each)."""
+    if anchor is None and seconds is None:
+        return None
+    for name, value in (("anchor", anchor), ("seconds", seconds)):
+        if value is None:
+            raise InvalidRequest(
+                f"Missing required parameter: 'expires_after.{name}'.",
+                param=f"expires_after.{name}",
+                code="missing_required_parameter",
+            )
+    return seconds
 
 
 @router.get("")

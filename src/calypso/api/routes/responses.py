@@ -16,25 +16,26 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from calypso.api.auth import Workspace
-from calypso.api.deps import Answering, Bots, Conversations, Documents, Policies, Responses, VectorStores, link_signer
+from calypso.api.deps import Bots, Conversations, Responses, link_signer, services
 from calypso.api.request_ids import request_id
 from calypso.api.schemas.responses import InputTokensRequest, ResponsesRequest
 from calypso.api.sse import sse_event, sse_response
-from calypso.api.streaming import failure
+from calypso.api.streaming import GuardedStream, failure
 from calypso.api.translate.conversation_items import history as conversation_history
 from calypso.api.translate.conversation_items import stored_message
 from calypso.api.translate.input_items import input_token_count, item_page
 from calypso.api.translate.items import items_by_id
 from calypso.api.translate.responses import ResponsesTurn, conversation_id, input_messages, stored_response, translate
+from calypso.bots import Bot
 from calypso.citations.events import AnswerEvent, Done, Retrieved
 from calypso.citations.grounded import GroundedAnswer
 from calypso.dialects.responses_stream import ResponsesStreamRenderer, render_response
 from calypso.dialects.responses_wire import ResponseWire
 from calypso.errors import InvalidRequest
-from calypso.services.conversations import ConversationService
+from calypso.services.conversations import ConversationService, HeldLock
 from calypso.services.responses import ResponseService
 
 router = APIRouter(prefix="/v1", tags=["responses"])
@@ -75,36 +76,50 @@ def _saver(
 
 @router.post("/responses")
 async def create_response(
-    request: Request,
-    body: ResponsesRequest,
-    workspace: Workspace,
-    bots: Bots,
-    engine: Answering,
-    documents: Documents,
-    policies: Policies,
-    responses: Responses,
-    stores: VectorStores,
-    conversations: Conversations,
+    request: Request, body: ResponsesRequest, workspace: Workspace, bots: Bots, conversations: Conversations
 ) -> Response:
     bot = bots.get(body.model, workspace=workspace)
-    conversation: list[dict[str, Any]] | None = None
-    if (named := conversation_id(body)) is not None:
-        conversations.get(named, workspace)  # an unknown conversation is a 404 naming conversation_id
-        conversation = conversation_history(conversations.messages(named, workspace))
+    named = conversation_id(body)
+    if named is None:
+        return await _respond(request, body, workspace, bot, None)
+    conversations.get(named, workspace)  # an unknown conversation is a 404 naming conversation_id
+    # One turn at a time per conversation, as seed 004's turns: this turn reads the history the previous one
+    # stored, and appends its input then its output after it. Held until the reply is stored (a stream: until
+    # it ends, however it ends).
+    held = await conversations.hold_turn(named, workspace)
+    try:
+        history = conversation_history(await asyncio.to_thread(conversations.messages, named, workspace))
+        reply = await _respond(request, body, workspace, bot, history)
+    except BaseException:
+        held.release()
+        raise
+    if isinstance(reply, StreamingResponse):
+        return _released_after(reply, held)
+    held.release()
+    return reply
+
+
+async def _respond(
+    request: Request, body: ResponsesRequest, workspace: str, bot: Bot, conversation: list[dict[str, Any]] | None
+) -> Response:
+    """Translate, answer and store one request; ``conversation`` is its stored conversation's history."""
+    found = services(request)
+    responses = found.responses
     turn = translate(
         body,
         bot,
         workspace,
         links=link_signer(request),
-        sources_hidden=policies.sources_hidden(workspace, bot.sources_policy),
-        stores=stores,
+        sources_hidden=found.policies.sources_hidden(workspace, bot.sources_policy),
+        stores=found.vector_stores,
         load_response=lambda response_id: responses.get(response_id, workspace, "previous_response_id"),
-        max_history_chars=documents.settings.max_history_chars,
+        max_history_chars=found.documents.settings.max_history_chars,
         conversation=conversation,
     )
+    engine = found.answering
     engine.check_supported(turn.ask)  # before the stream opens: a 400 naming tools or text.format
     wire = ResponseWire(bot.id, turn.echo)
-    save = _saver(responses, conversations, turn, workspace, body)
+    save = _saver(responses, found.conversations, turn, workspace, body)
     if body.stream:
         renderer = ResponsesStreamRenderer(wire, turn.options)
         return sse_response(request, _stream(request, engine.stream(turn.ask), renderer, save))
@@ -113,6 +128,15 @@ async def create_response(
     if save is not None:
         await save(response, answer)
     return JSONResponse(response)
+
+
+def _released_after(reply: StreamingResponse, held: HeldLock) -> StreamingResponse:
+    """The stream, releasing the conversation's lock when it ends (also for a client gone before its first byte)."""
+
+    async def release() -> None:
+        held.release()
+
+    return GuardedStream(reply, release)
 
 
 @router.get("/responses/{response_id}")

@@ -136,3 +136,24 @@ class PostgresConversationStore:
             ).fetchone()
         )
         return deleted is not None
+
+    def claim_turn(self, workspace: str, conversation_id: str, owner: str, lease_seconds: float) -> bool:
+        # The database's clock, so processes on different hosts agree on when a lease ran out.
+        row = self.database.write(
+            lambda db: db.execute(
+                "UPDATE conversations SET turn_owner = %s, turn_until = now() + make_interval(secs => %s) "
+                "WHERE workspace = %s AND id = %s AND (turn_owner IS NULL OR turn_owner = %s OR turn_until < now()) "
+                "RETURNING key",
+                (owner, lease_seconds, workspace, conversation_id, owner),
+            ).fetchone()
+        )
+        return row is not None
+
+    def release_turn(self, workspace: str, conversation_id: str, owner: str) -> None:
+        self.database.write(
+            lambda db: db.execute(
+                "UPDATE conversations SET turn_owner = NULL, turn_until = NULL "
+                "WHERE workspace = %s AND id = %s AND turn_owner = %s",
+                (workspace, conversation_id, owner),
+            )
+        )

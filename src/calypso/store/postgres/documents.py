@@ -130,8 +130,8 @@ class PostgresDocumentStore(DocumentsSQL[Database]):
             row = db.execute(
                 "INSERT INTO documents (id, file_id, workspace, namespace, filename, media_type, bytes, sha256, "
                 "created_at, page_count, chunk_count, title, source_url, metadata, status, last_error, "
-                "chunk_max_tokens, chunk_overlap_tokens, purpose) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                "chunk_max_tokens, chunk_overlap_tokens, purpose, expires_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
                 "ON CONFLICT (workspace, namespace, sha256) DO NOTHING RETURNING key",
                 (
                     doc.id,
@@ -152,6 +152,7 @@ class PostgresDocumentStore(DocumentsSQL[Database]):
                     Json(doc.last_error) if doc.last_error is not None else None,
                     *chunking_columns(doc.chunking),
                     doc.purpose,
+                    doc.expires_at,
                 ),
             ).fetchone()
             if row is not None:

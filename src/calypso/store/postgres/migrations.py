@@ -311,6 +311,17 @@ def m012_file_purpose(db: Connection) -> None:
     db.execute("ALTER TABLE documents ADD COLUMN purpose TEXT")
 
 
+def m013_file_expiry(db: Connection) -> None:
+    """When a file uploaded with the Files API's expires_after expires (NULL: never), and an index to sweep by."""
+    db.execute("ALTER TABLE documents ADD COLUMN expires_at BIGINT")
+    db.execute("CREATE INDEX documents_expires_at ON documents (expires_at) WHERE expires_at IS NOT NULL")
+
+
+def m014_conversation_turn_lease(db: Connection) -> None:
+    """Who is answering a turn of the conversation, until when: turns are taken one at a time across processes."""
+    db.execute("ALTER TABLE conversations ADD COLUMN turn_owner TEXT, ADD COLUMN turn_until TIMESTAMPTZ")
+
+
 def m015_passage_confidence(db: Connection) -> None:
     """An OCR'd passage's recognition confidence (NULL: extracted text, or stored before this)."""
     db.execute("ALTER TABLE chunks ADD COLUMN confidence REAL")
@@ -329,6 +340,8 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("010_static_chunking_and_file_links", m010_static_chunking_and_file_links),
     ("011_page_layout_and_passage_sections", m011_page_layout_and_passage_sections),
     ("012_file_purpose", m012_file_purpose),
+    ("013_file_expiry", m013_file_expiry),
+    ("014_conversation_turn_lease", m014_conversation_turn_lease),
     ("015_passage_confidence", m015_passage_confidence),
 ]
 

@@ -134,3 +134,9 @@ class SQLiteConversationStore:
             return cursor.rowcount > 0
 
         return self.database.write(work)
+
+    def claim_turn(self, workspace: str, conversation_id: str, owner: str, lease_seconds: float) -> bool:
+        return True  # one process holds the data directory: ConversationService's asyncio lock orders its turns
+
+    def release_turn(self, workspace: str, conversation_id: str, owner: str) -> None:
+        return None

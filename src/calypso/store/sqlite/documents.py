@@ -39,8 +39,8 @@ def insert_document(db: sqlite3.Connection, doc: Document, content: bytes) -> in
     cursor = db.execute(
         "INSERT INTO documents (id, file_id, workspace, namespace, filename, media_type, bytes, sha256, "
         "created_at, page_count, chunk_count, title, source_url, metadata, content, status, last_error, "
-        "chunk_max_tokens, chunk_overlap_tokens, purpose) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "chunk_max_tokens, chunk_overlap_tokens, purpose, expires_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             doc.id,
             doc.file_id,
@@ -61,6 +61,7 @@ def insert_document(db: sqlite3.Connection, doc: Document, content: bytes) -> in
             json.dumps(doc.last_error) if doc.last_error is not None else None,
             *chunking_columns(doc.chunking),
             doc.purpose,
+            doc.expires_at,
         ),
     )
     key = cursor.lastrowid

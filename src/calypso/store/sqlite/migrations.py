@@ -373,6 +373,12 @@ def m014_file_purpose(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE documents ADD COLUMN purpose TEXT")
 
 
+def m015_file_expiry(db: sqlite3.Connection) -> None:
+    """When a file uploaded with the Files API's expires_after expires (NULL: never), and an index to sweep by."""
+    db.execute("ALTER TABLE documents ADD COLUMN expires_at INTEGER")
+    db.execute("CREATE INDEX documents_expires_at ON documents (expires_at) WHERE expires_at IS NOT NULL")
+
+
 def m016_passage_confidence(db: sqlite3.Connection) -> None:
     """An OCR'd passage's recognition confidence (NULL: extracted text, or stored before this)."""
     db.execute("ALTER TABLE chunks ADD COLUMN confidence REAL")
@@ -393,6 +399,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("012_static_chunking_and_file_links", m012_static_chunking_and_file_links),
     ("013_page_layout_and_passage_sections", m013_page_layout_and_passage_sections),
     ("014_file_purpose", m014_file_purpose),
+    ("015_file_expiry", m015_file_expiry),
     ("016_passage_confidence", m016_passage_confidence),
 ]
 
