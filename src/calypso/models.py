@@ -100,6 +100,9 @@ class Chunk:
     # How sure the recogniser was of the text (0..1): its recognised pages' confidences, weighted by the text
     # of each inside the passage; None for extracted text.
     confidence: float | None = None
+    # The header rows of the Markdown table this passage begins inside, when they lie above it (the passage's
+    # text stays an exact slice of the document): a row's column names (``ingest/table_headers.py``).
+    table_header: str = ""
 
     def heading_path_at(self, offset: int) -> tuple[str, ...]:
         """The heading path that stands above ``offset`` (into the passage text)."""

@@ -219,11 +219,11 @@ def test_pdf_without_text_is_empty_document() -> None:
 def test_docx_tables_in_body_order() -> None:
     parsed = parse_file("docx/docx-tables.docx")
     lines = parsed.text.split("\n")
-    assert lines[:3] == ["Simple uniform table", "Header Col 1 | Header Col 2", "Lorem ipsum | A link example"]
-    assert lines.index("Nested Table") < lines.index("a | >b< | c") < lines.index("Table with merged cells")
-    assert "d | e | f g&t | h | i" in lines  # the nested table's cells sit inside their parent cell
+    assert lines[:3] == ["Simple uniform table", "| Header Col 1 | Header Col 2 |", "| Lorem ipsum | A link example |"]
+    assert lines.index("Nested Table") < lines.index("| a | >b< | c |") < lines.index("Table with merged cells")
+    assert "| d | e | f g&t | h | i |" in lines  # the nested table's cells sit inside their parent cell
     # Merged cells: a horizontal span appears once, a vertical merge repeats its value.
-    assert lines[-3:] == ["a | b", "a | c | d", "e | d"]
+    assert lines[-3:] == ["| a | b |", "| a | c | d |", "| e | d |"]
 
 
 def test_docx_headings_and_title() -> None:

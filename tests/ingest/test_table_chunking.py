@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from calypso.ingest.chunking import chunk_document
+from calypso.ingest.table_headers import TableHeaders
 from calypso.models import Page, ParsedDocument
 
 
@@ -44,3 +45,23 @@ def test_break_at_pages_starts_a_passage_per_page_and_carries_nothing_over() -> 
     apart = chunk_document(ParsedDocument(text=text, pages=pages, break_at_pages=True), 1000, 150)
     assert [c.text for c in apart] == blocks
     assert [c.page_labels for c in apart] == [("A1",), ("A2",), ("A3",)]
+
+
+def test_a_passage_begun_inside_a_table_carries_its_header() -> None:
+    header = "| Patient | Dose | Note |\n| --- | :-: | --- |"
+    rows = _rows(40)
+    text = "Dosage table\n" + header + "\n" + "\n".join(rows) + "\n\nAfter the table. Another sentence."
+    chunks = chunk_document(ParsedDocument(text=text, pages=[Page(1, "1", 0, len(text))]), 300, 60)
+    inside = [c for c in chunks if c.text.startswith("| Dr. Smith")]
+    assert len(inside) >= 3 and all(c.table_header == header for c in inside)
+    assert chunks[0].table_header == "" and header in chunks[0].text  # the first holds the header itself
+    assert chunks[-1].text.startswith("After") or chunks[-1].table_header == header
+    after = [c for c in chunks if c.text.startswith("After")]
+    assert all(c.table_header == "" for c in after)
+    # Without a delimiter row the first row is the header (slides, web pages and Word tables write none).
+    plain = "\n".join(rows)
+    later = chunk_document(ParsedDocument(text=plain, pages=[Page(1, "1", 0, len(plain))]), 300, 60)[1:]
+    assert later and all(c.table_header == rows[0] for c in later)
+    # Two pipe lines are not taken for a table.
+    pair = "| a | b |\n| c | d |"
+    assert TableHeaders(pair).above(len("| a | b |\n")) == ""

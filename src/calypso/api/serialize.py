@@ -126,6 +126,7 @@ def passage_object(passage: Passage) -> dict[str, Any]:
             "heading_path": list(chunk.heading_path),
             "modality": chunk.modality,  # "ocr": recognised from a scan or image, so a quote may hold misreadings
             **({"ocr_confidence": chunk.confidence} if chunk.confidence is not None else {}),
+            **({"table_header": chunk.table_header} if chunk.table_header else {}),
             "start_index": chunk.start,
             "end_index": chunk.end,
             # The raw values ``score`` (0..1) comes from, for debugging and tuning a score_threshold.

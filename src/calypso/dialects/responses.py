@@ -188,6 +188,7 @@ def file_search_results(sources: list[Source], options: RenderOptions) -> list[d
             "locator_label": passage.locator_label,
             "modality": passage.chunk.modality,
             **({"ocr_confidence": passage.chunk.confidence} if passage.chunk.confidence is not None else {}),
+            **({"table_header": passage.chunk.table_header} if passage.chunk.table_header else {}),
             "knowledge_id": passage.document.namespace,
             "document_id": passage.document.id,
             "chunk_index": passage.chunk.chunk_index,

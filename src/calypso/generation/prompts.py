@@ -36,6 +36,8 @@ def format_sources(passages: list[Passage]) -> str:
         header = f"[Source {number}] {passage.display_label}"
         if passage.has_pages and passage.heading_label:  # without pages the label already is the heading path
             header += " — " + passage.heading_label
+        if passage.chunk.table_header:  # rows of a table begun in an earlier passage: their column names
+            header += "\ntable header (from above): " + " ".join(passage.chunk.table_header.splitlines()[:1])
         blocks.append(f"{header}\n<<<\n{passage.chunk.text}\n>>>")
     return "<sources>\n" + "\n\n".join(blocks) + "\n</sources>"
 

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from itertools import accumulate
 from typing import Literal
 
+from calypso.ingest.table_headers import TableHeaders
 from calypso.ingest.tokens import count_tokens, token_cuts
 from calypso.models import Chunk, Heading, Page, ParsedDocument, Section
 from calypso.text.cjk import CJK_BREAKS, content_length, has_cjk, prefix_end
@@ -214,6 +215,7 @@ def chunk_document(
     lengths = _Lengths(text, units, measure)
     pages = _PageLocator(doc.pages or [Page(1, "1", 0, len(text))])
     headings = _HeadingLocator(doc.headings, text)
+    tables = TableHeaders(text)
 
     # With ``break_at_pages`` a chunk ends where a page ends, and the next one carries nothing over from it.
     page_of = [pages.index(start) for start, _ in units] if doc.break_at_pages else None
@@ -246,6 +248,7 @@ def chunk_document(
                 sections=headings.sections(start, end),
                 modality="ocr" if any(page.modality == "ocr" for page in covered) else "text",
                 confidence=_ocr_confidence(covered, start, end),
+                table_header=tables.above(start),
             )
         )
         if j >= len(units):

@@ -21,6 +21,7 @@ import numpy as np
 from PIL import Image
 
 from calypso.errors import UnprocessableDocument
+from calypso.ingest import ocr_threads
 from calypso.ingest.ocr_spaces import restore_spaces
 from calypso.models import WordBox
 
@@ -33,13 +34,6 @@ _REC_SLICE = 32
 
 _engine: Any = None
 _engine_lock = threading.Lock()
-_threads = 0  # onnxruntime's threads per model; 0: its default (every core)
-
-
-def set_threads(count: int) -> None:
-    """The threads the engine will run on (a parse child gets its share of the cores); before first use."""
-    global _threads
-    _threads = count
 
 
 def _load_engine() -> Any:
@@ -54,7 +48,8 @@ def _load_engine() -> Any:
             param="file",
             code="ocr_unavailable",
         ) from exc
-    return RapidOCR(intra_op_num_threads=_threads) if _threads > 0 else RapidOCR()
+    threads = ocr_threads.threads
+    return RapidOCR(intra_op_num_threads=threads) if threads > 0 else RapidOCR()
 
 
 def engine() -> Any:

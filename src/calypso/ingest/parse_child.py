@@ -17,12 +17,12 @@ import sys
 from calypso.errors import PayloadTooLarge
 
 
-def _serve(ocr_threads: int) -> None:
-    from calypso.ingest import ocr
+def _serve(threads: int) -> None:
+    from calypso.ingest import ocr_threads
     from calypso.ingest.isolation import OcrStarted, on_ocr_start, receive_message, send_message
     from calypso.ingest.parsers import parse_document
 
-    ocr.set_threads(ocr_threads)
+    ocr_threads.set_threads(threads)
 
     requests = os.fdopen(os.dup(0), "rb")
     answers = os.fdopen(os.dup(1), "wb")

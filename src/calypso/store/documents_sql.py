@@ -38,7 +38,7 @@ DOC_COLUMNS = (
 )
 CHUNK_COLUMNS = (
     'c.key, d.id, c.chunk_index, c.text, c.start, c."end", c.page_start, c.page_end, c.page_labels, c.heading_path, '
-    "c.modality, c.sections, c.confidence"
+    "c.modality, c.sections, c.confidence, c.table_header"
 )
 
 
@@ -72,7 +72,22 @@ def document_from_columns(row: Sequence[Any], loads: Callable[[Any], Any]) -> Do
 
 def chunk_from_columns(row: Sequence[Any], loads: Callable[[Any], Any]) -> StoredChunk:
     """A passage from its ``CHUNK_COLUMNS``; ``loads`` reads a JSON column as the backend returns it."""
-    key, document_id, index, text, start, end, page_start, page_end, labels, path, modality, sections, confidence = row
+    (
+        key,
+        document_id,
+        index,
+        text,
+        start,
+        end,
+        page_start,
+        page_end,
+        labels,
+        path,
+        modality,
+        sections,
+        confidence,
+        table_header,
+    ) = row
     chunk = Chunk(
         index,
         text,
@@ -85,6 +100,7 @@ def chunk_from_columns(row: Sequence[Any], loads: Callable[[Any], Any]) -> Store
         sections=tuple(Section(offset, tuple(p)) for offset, p in loads(sections)) if sections is not None else (),
         modality=modality,
         confidence=confidence,
+        table_header=table_header or "",
     )
     return StoredChunk(key=key, document_id=document_id, chunk=chunk)
 

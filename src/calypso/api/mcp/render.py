@@ -42,6 +42,7 @@ def passage_result(passage: Passage, rank: int, links: LinkSigner | None, score:
         "label": passage.display_label,
         "modality": chunk.modality,
         "ocr_confidence": chunk.confidence,
+        "table_header": chunk.table_header or None,
         "text": chunk.text,
         "start_index": chunk.start,
         "end_index": chunk.end,

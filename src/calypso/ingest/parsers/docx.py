@@ -78,7 +78,7 @@ def _cell_text(tc: etree._Element) -> str:
         if child.tag == P:
             pieces.append(_paragraph_text(child))
         elif child.tag == TBL:
-            pieces.extend(_table_lines(child))  # nested table: its rows inline in the cell
+            pieces.extend(_table_lines(child, nested=True))  # nested table: its rows inline in the cell
         elif child.tag == SDT:
             content = child.find(SDT_CONTENT)
             if content is not None:
@@ -86,7 +86,7 @@ def _cell_text(tc: etree._Element) -> str:
     return " ".join(" ".join(p.split()) for p in pieces if p.strip())
 
 
-def _table_lines(tbl: etree._Element) -> list[str]:
+def _table_lines(tbl: etree._Element, nested: bool = False) -> list[str]:
     lines = []
     above: dict[int, str] = {}  # grid column -> text of the cell above, for vertical merges
     for tr in tbl.iter(TR):
@@ -109,7 +109,11 @@ def _table_lines(tbl: etree._Element) -> list[str]:
             cells.append(text)
             column += width
         if any(cells):
-            lines.append(" | ".join(cells))
+            # A Markdown row, as the other parsers write them: the chunker keeps it whole, and a passage
+            # begun inside the table carries its first row as the header (ingest/table_headers.py). A nested
+            # table's rows sit inside their parent's cell without the outer bars.
+            row = " | ".join(cells)
+            lines.append(row if nested else f"| {row} |")
     return lines
 
 

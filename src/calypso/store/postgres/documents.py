@@ -65,7 +65,7 @@ def write_pages_and_chunks(
             copy.write_row((key, p.number, text(p.label), p.start, p.end, None if layout is None else Json(layout)))
     with db.cursor().copy(
         'COPY chunks (document_key, chunk_index, text, start, "end", page_start, page_end, page_labels, '
-        "heading_path, terms, modality, sections, confidence) FROM STDIN"
+        "heading_path, terms, modality, sections, confidence, table_header) FROM STDIN"
     ) as copy:
         for c, chunk_terms in zip(chunks, terms, strict=True):
             copy.write_row(
@@ -83,6 +83,7 @@ def write_pages_and_chunks(
                     c.modality,
                     _sections(c),
                     c.confidence,
+                    text(c.table_header) if c.table_header else None,
                 )
             )
     rows = db.execute("SELECT key FROM chunks WHERE document_key = %s ORDER BY chunk_index", (key,))

@@ -322,9 +322,10 @@ def m014_conversation_turn_lease(db: Connection) -> None:
     db.execute("ALTER TABLE conversations ADD COLUMN turn_owner TEXT, ADD COLUMN turn_until TIMESTAMPTZ")
 
 
-def m015_passage_confidence(db: Connection) -> None:
-    """An OCR'd passage's recognition confidence (NULL: extracted text, or stored before this)."""
-    db.execute("ALTER TABLE chunks ADD COLUMN confidence REAL")
+def m015_passage_confidence_and_table_header(db: Connection) -> None:
+    """An OCR'd passage's recognition confidence, and the header of the table it begins inside (NULL: none,
+    or stored before this)."""
+    db.execute("ALTER TABLE chunks ADD COLUMN confidence REAL, ADD COLUMN table_header TEXT")
 
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -342,7 +343,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("012_file_purpose", m012_file_purpose),
     ("013_file_expiry", m013_file_expiry),
     ("014_conversation_turn_lease", m014_conversation_turn_lease),
-    ("015_passage_confidence", m015_passage_confidence),
+    ("015_passage_confidence_and_table_header", m015_passage_confidence_and_table_header),
 ]
 
 

@@ -87,7 +87,8 @@ def write_pages_and_chunks(
     )
     db.executemany(
         'INSERT INTO chunks (document_key, chunk_index, text, start, "end", page_start, page_end, '
-        "page_labels, heading_path, terms, modality, sections, confidence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "page_labels, heading_path, terms, modality, sections, confidence, table_header) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 key,
@@ -103,6 +104,7 @@ def write_pages_and_chunks(
                 c.modality,
                 _json_or_null(sections_value(c)),
                 c.confidence,
+                c.table_header or None,
             )
             for c, chunk_terms in zip(chunks, terms, strict=True)
         ],

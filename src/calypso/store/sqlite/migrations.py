@@ -379,9 +379,10 @@ def m015_file_expiry(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX documents_expires_at ON documents (expires_at) WHERE expires_at IS NOT NULL")
 
 
-def m016_passage_confidence(db: sqlite3.Connection) -> None:
-    """An OCR'd passage's recognition confidence (NULL: extracted text, or stored before this)."""
-    db.execute("ALTER TABLE chunks ADD COLUMN confidence REAL")
+def m016_passage_confidence_and_table_header(db: sqlite3.Connection) -> None:
+    """An OCR'd passage's recognition confidence, and the header of the table it begins inside (NULL: none,
+    or stored before this)."""
+    _run(db, "ALTER TABLE chunks ADD COLUMN confidence REAL; ALTER TABLE chunks ADD COLUMN table_header TEXT")
 
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -400,7 +401,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("013_page_layout_and_passage_sections", m013_page_layout_and_passage_sections),
     ("014_file_purpose", m014_file_purpose),
     ("015_file_expiry", m015_file_expiry),
-    ("016_passage_confidence", m016_passage_confidence),
+    ("016_passage_confidence_and_table_header", m016_passage_confidence_and_table_header),
 ]
 
 
