@@ -138,8 +138,11 @@ class GraphIndex:
     def remap(self, path: Path, covered: int) -> bool:
         """Map the graph onto ``path`` (its own save, of ``covered`` rows) instead of holding it in memory;
         False when it changed since that save."""
-        if self.mapped is not None or self.covered != covered:
-            return self.mapped == path
+        if self.covered != covered:
+            return False
+        if self.mapped is not None:  # the same file, linked under a new name: follow it (the old one may go)
+            self.mapped = path
+            return True
         restored = GraphIndex.restore(path, self.dimension, covered)
         with self._exclusive():
             if self.covered != covered:

@@ -82,6 +82,11 @@ class Frozen:
     def rows(self) -> int:
         return len(self.chunk_keys)
 
+    @property
+    def signature(self) -> tuple[int, int, int, int]:
+        """``ExactVectorIndex.signature`` of what this holds."""
+        return self.generation, self.rows, self.rows - int(np.count_nonzero(self.live)), self.graph_rows
+
 
 class ExactVectorIndex:
     """Chunk vectors by document; ``search`` gives ``(chunk_key, cosine)`` best first (``store.base.VectorSearch``).
@@ -359,6 +364,9 @@ class ExactVectorIndex:
             b = len(self._base)
             if self._generation != saved.generation or not b <= len(rows) <= self._n:
                 return False
+            if rows is self._base:  # the same file, linked under a new name
+                self._base_file = rows_file
+                return True
             rest = self._tail[len(rows) - b : self._n - b]
             self._tail = np.array(rest, dtype=np.float32)  # the in-memory rows past the file, and room for more
             self._base, self._base_file = rows, rows_file
@@ -486,22 +494,28 @@ def _rows_between(base: np.ndarray, tail: np.ndarray, start: int, end: int) -> n
 
 
 def _all_scores(view: _View, q: np.ndarray) -> np.ndarray:
+    scores: np.ndarray
     if not len(view.tail):
-        return view.base @ q
-    if not len(view.base):
-        return view.tail @ q
-    return np.concatenate([view.base @ q, view.tail @ q])
+        scores = view.base @ q
+    elif not len(view.base):
+        scores = view.tail @ q
+    else:
+        scores = np.concatenate([view.base @ q, view.tail @ q])
+    return scores
 
 
 def _scores(view: _View, q: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """Cosines of the rows at ``positions`` (sorted)."""
     b = len(view.base)
     split = int(np.searchsorted(positions, b))
+    scores: np.ndarray
     if split == len(positions):
-        return view.base[positions] @ q
-    if split == 0:
-        return view.tail[positions - b] @ q
-    return np.concatenate([view.base[positions[:split]] @ q, view.tail[positions[split:] - b] @ q])
+        scores = view.base[positions] @ q
+    elif split == 0:
+        scores = view.tail[positions - b] @ q
+    else:
+        scores = np.concatenate([view.base[positions[:split]] @ q, view.tail[positions[split:] - b] @ q])
+    return scores
 
 
 def _select(view: _View, allowed: np.ndarray) -> np.ndarray:
