@@ -58,6 +58,7 @@ import json
 import logging
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -313,8 +314,8 @@ def hybrid_in_process(settings: Settings, queries: list[str]) -> dict:
             t = time.perf_counter()
             found = vectors.search(qv, k=100)
             times["vectors"].append((time.perf_counter() - t) * 1000)
-            view = vectors._view
-            exact = view.chunk_keys[np.argpartition(-(view.rows @ qv), 99)[:100]]
+            scores, keys = vectors.exact_scores(qv)
+            exact = keys[np.argpartition(-scores, 99)[:100]]
             recall.append(len({c for c, _ in found} & set(exact.tolist())) / 100)
             t = time.perf_counter()
             model.embed([q])
@@ -324,7 +325,7 @@ def hybrid_in_process(settings: Settings, queries: list[str]) -> dict:
             "vectors_load_s": handler.seconds or 0.0,  # none logged: nothing loaded (hnsw)
             "vector_rows": len(vectors),
             # CALYPSO_PG_VECTOR_SEARCH=hnsw: searched in PostgreSQL, no matrix in this process
-            "vector_matrix_mb": vectors._rows.nbytes / 2**20 if hasattr(vectors, "_rows") else 0.0,
+            "vector_matrix_mb": vectors.matrix_bytes / 2**20 if hasattr(vectors, "matrix_bytes") else 0.0,
             "hybrid_index_rss_mb": rss_built - rss0,
             "ann_min_vectors": settings.ann_min_vectors,
             "graph_rows": vectors.graph_rows if graph else 0,
@@ -350,7 +351,8 @@ class Server:
     """``calypso serve`` in its own process on a database; ready once a search answers."""
 
     def __init__(self, settings: Settings, port: int, probe: str, wait_for: str | None = None) -> None:
-        """``wait_for``: also wait until the server logs a line holding it (INFO logs on, read by a thread)."""
+        """``wait_for``: also wait until the server logs a line matching it (a regular expression; INFO logs on,
+        read by a thread)."""
         self.wait_for = wait_for
         self.logged = threading.Event()
         self.log_tail: list[str] = []
@@ -404,7 +406,7 @@ class Server:
         for raw in self.process.stderr:  # drained to the end: a full pipe would stall the server
             line = raw.decode(errors="replace").rstrip()
             self.log_tail = [*self.log_tail[-50:], line]
-            if self.wait_for and self.wait_for in line:
+            if self.wait_for and re.search(self.wait_for, line):
                 self.logged.set()
 
     def memory(self) -> tuple[float, float]:
@@ -659,7 +661,8 @@ def hybrid(row: dict, settings: Settings, queries: list[str], port: int, label: 
             flush=True,
         )
     drop_embedding_cache(settings)
-    http = over_http(settings, queries, port, "vector graph:" if row["graph_rows"] else None)
+    # The graph built after start, or restored from the snapshot the in-process phases saved.
+    http = over_http(settings, queries, port, r"vector graph:|graph of [1-9]" if row["graph_rows"] else None)
     row.update({f"hybrid_{key}": value for key, value in http.items()})
     print(
         f"  [{label}] hybrid http: ready in {http['ready_s']:.1f} s (graph built {http['waited_s'] or 0:.1f} s); p50 {http['http_p50']:.2f} ms p99 "

@@ -71,6 +71,7 @@ WAIT_SECONDS = 0.25  # longest block in the store's wait (bounds how long close(
 POLL_SECONDS = 0.5  # catch up at least this often when the store cannot notify (SQLite)
 FALLBACK_POLL_SECONDS = 5.0  # ... and this often when it can (a safety net; notifications do the work)
 SAVE_AFTER_CHANGES = 500  # changes applied to an index since its snapshot before it is saved again
+RETRY_SAVE_SECONDS = 60.0  # after a failed save (a full disk, say), before the follower tries again
 
 
 def index_rows(
@@ -187,6 +188,7 @@ class NamespaceIndexes:
         self._stop = threading.Event()
         self._follower: threading.Thread | None = None
         self._saver: threading.Thread | None = None
+        self._save_failed_at = -RETRY_SAVE_SECONDS  # monotonic time of the last failed save
 
     @property
     def position(self) -> int:
@@ -464,6 +466,7 @@ class NamespaceIndexes:
                 written = self._save_one(key, vectors)
             except OSError as exc:
                 log.warning("could not save the index of %s/%s: %s", *key, exc)
+                self._save_failed_at = time.monotonic()
                 continue
             saved += written
         return saved
@@ -503,7 +506,7 @@ class NamespaceIndexes:
         return _fingerprint(self.store, found[0]) if found and found[0].seq == seq else None
 
     def _maybe_save(self) -> None:
-        if self.snapshots is None:
+        if self.snapshots is None or time.monotonic() - self._save_failed_at < RETRY_SAVE_SECONDS:
             return
         if any(n >= SAVE_AFTER_CHANGES for n in self._unsaved.values()) or any(
             self._graph_unsaved(key, vectors) for key, vectors in list(self._vectors.items())
