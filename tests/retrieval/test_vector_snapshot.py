@@ -183,6 +183,15 @@ def test_mismatched_rows_are_refused(tmp_path: Path) -> None:
         vector_snapshot.load(tmp_path, MODEL, DIM)
 
 
+@pytest.mark.parametrize("keep", [0, 10, 200])
+def test_a_torn_rows_file_is_refused(tmp_path: Path, keep: int) -> None:
+    save(build(clustered(np.random.default_rng(6), 50)), tmp_path)
+    rows_file = next((tmp_path / "vectors").glob("rows-*.npy"))
+    rows_file.write_bytes(rows_file.read_bytes()[:keep])  # no header, half a header, a header and part of the rows
+    with pytest.raises((ValueError, OSError, EOFError)):
+        vector_snapshot.load(tmp_path, MODEL, DIM)
+
+
 def test_a_graph_that_does_not_match_is_rebuilt(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     rng = np.random.default_rng(5)
     docs = clustered(rng, 200)

@@ -156,6 +156,17 @@ def test_vectors_of_another_model_or_database_are_not_trusted(
     assert len(other.vectors) == 0  # loaded from the store, which holds none of that model
     other.close()
 
+    current = SnapshotDirectory(settings.home / "index", KEY).current()
+    assert current is not None
+    rows_file = next((current / "vectors").glob("rows-*.npy"))
+    rows_file.write_bytes(rows_file.read_bytes()[:1000])  # a bad disk: the rows file is short
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="calypso.index"):
+        torn = Opened(settings)
+    assert "unusable" in caplog.text
+    assert _results(torn.vectors) == _fresh(settings)
+    torn.close()
+
     for suffix in ("", "-wal", "-shm"):  # the data directory's database replaced
         (settings.home / f"calypso.sqlite3{suffix}").unlink(missing_ok=True)
     _ingest(settings, 2, seed=4)

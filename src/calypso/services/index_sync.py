@@ -316,7 +316,7 @@ class NamespaceIndexes:
             vectors, _ = vector_snapshot.load(
                 directory, self.model, self.dimension, ann_min_vectors=self.ann_min_vectors
             )
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, EOFError) as exc:
             log.warning("vector snapshot %s unusable (%s); loading the vectors from the store", directory, exc)
             return None
         log.info(
