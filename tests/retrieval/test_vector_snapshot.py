@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -233,3 +234,44 @@ def test_a_graph_that_does_not_match_is_rebuilt(tmp_path: Path, caplog: pytest.L
     _tamper(tmp_path / "a", crc=crc)
     refused(tmp_path / "a", "find themselves")
     index.close()
+
+
+def test_searches_racing_adds_saves_and_remaps_stay_consistent(tmp_path: Path) -> None:
+    rng = np.random.default_rng(7)
+    docs = clustered(rng, 150)
+    save(build(docs, ann_min_vectors=100), tmp_path / "s0")
+    index = load(tmp_path / "s0")
+    queries = near(rng, docs, 10)
+    known = {c for keys, _ in docs.values() for c in keys}
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def search() -> None:
+        try:
+            while not stop.is_set():
+                for q in queries:
+                    found = index.search(q, 10)
+                    assert len(found) == 10 and all(c in known for c, _ in found)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=search) for _ in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        for step in range(1, 6):  # adds into the tail, a save, the rows and graph remapped under the searches
+            more = clustered(rng, 20, first_doc=1000 * step, first_key=100_000 * step)
+            known |= {c for keys, _ in more.values() for c in keys}
+            for d, (keys, vecs) in more.items():
+                index.add(d, keys, vecs)
+            vector_snapshot.settle(index, save(index, tmp_path / f"s{step}"))
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not errors, errors[0]
+    assert index.wait_for_graph(timeout=60)
+    again = load(tmp_path / "s5")
+    assert results(again, queries) == results(index, queries)
+    index.close()
+    again.close()
