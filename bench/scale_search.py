@@ -43,8 +43,10 @@ the start of the load; searches are exact until then), and every claim is search
 the real model; the content-hash cache file is removed before each phase), keyword-only
 (``embedding_weight=0``), the vector index alone (top 100, memoised query vector; its recall@100
 against an exact product over its own rows) and the model alone on the query. Then ``calypso serve``
-with the model and the vectors, measured once its log says the graph is built: ready s, hybrid over
-HTTP, RSS.
+with the model and the vectors, measured once its log says the graph is built or restored (the
+in-process phases saved the vectors and graph in the namespace's snapshot; it maps them at start):
+ready s, hybrid over HTTP, RSS (VmRSS, and its RssAnon and RssFile parts: mapped snapshot files are
+file-backed pages the kernel can reclaim).
 
     PYTHONPATH=src .venv/bin/python bench/scale_search.py --sizes 200000 --vectors --throughput-size 0 --no-bm25s
 """
@@ -434,6 +436,8 @@ def over_http(settings: Settings, queries: list[str], port: int, wait_for: str |
                 times.append((time.perf_counter() - t) * 1000)
                 response.raise_for_status()
         rss, hwm = server.memory()
+        anon = proc_status_mb(server.process.pid, "RssAnon")  # anonymous memory
+        file_backed = proc_status_mb(server.process.pid, "RssFile")  # mapped files: page cache the kernel can reclaim
     finally:
         server.stop()
     return {
@@ -442,6 +446,8 @@ def over_http(settings: Settings, queries: list[str], port: int, wait_for: str |
         "http_p50": percentile(times, 50),
         "http_p99": percentile(times, 99),
         "server_rss_mb": rss,
+        "server_rss_anon_mb": anon,
+        "server_rss_file_mb": file_backed,
         "server_hwm_mb": hwm,
     }
 
@@ -666,7 +672,8 @@ def hybrid(row: dict, settings: Settings, queries: list[str], port: int, label: 
     row.update({f"hybrid_{key}": value for key, value in http.items()})
     print(
         f"  [{label}] hybrid http: ready in {http['ready_s']:.1f} s (graph built {http['waited_s'] or 0:.1f} s); p50 {http['http_p50']:.2f} ms p99 "
-        f"{http['http_p99']:.2f} ms; server RSS {http['server_rss_mb']:.0f} MB, peak {http['server_hwm_mb']:.0f} MB",
+        f"{http['http_p99']:.2f} ms; server RSS {http['server_rss_mb']:.0f} MB (RssAnon {http['server_rss_anon_mb']:.0f}, "
+        f"RssFile {http['server_rss_file_mb']:.0f}), peak {http['server_hwm_mb']:.0f} MB",
         flush=True,
     )
 
