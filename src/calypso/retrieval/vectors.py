@@ -15,7 +15,8 @@ extended, or when it proposes fewer than k usable rows, a search is exact: it ne
 
 - Removing a document marks its rows dead (the graph keeps proposing them; the live mask drops
   them). Compaction moves rows, so it drops the graph and a new one is built in the background.
-- The tail is absorbed into the graph in batches of ``ABSORB_ROWS`` by the same background thread.
+- The tail is absorbed into the graph in batches of ``ABSORB_ROWS`` by the same background thread
+  (a graph mapped from a snapshot is copied into memory to grow, so it waits for 1/16 of its rows).
 
 Rows are held in two parts: a read-only ``base`` (memory-mapped from the namespace's snapshot,
 ``retrieval/vector_snapshot.py``: file-backed pages the kernel can reclaim, not anonymous memory) and
