@@ -178,6 +178,7 @@ class GraphIndex:
             with self._exclusive():
                 if self.mapped is not None:  # a mapped graph is read-only: continue in a copy in memory
                     self._index, self.mapped = self._index.copy(), None
+                    self._index.expansion_search = EXPANSION_SEARCH
                 keys = np.arange(start + at, start + at + len(part), dtype=np.uint64)
                 self._index.add(keys, part, threads=threads)
                 self.covered = start + at + len(part)
