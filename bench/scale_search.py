@@ -43,8 +43,10 @@ the start of the load; searches are exact until then), and every claim is search
 the real model; the content-hash cache file is removed before each phase), keyword-only
 (``embedding_weight=0``), the vector index alone (top 100, memoised query vector; its recall@100
 against an exact product over its own rows) and the model alone on the query. Then ``calypso serve``
-with the model and the vectors, measured once its log says the graph is built: ready s, hybrid over
-HTTP, RSS.
+with the model and the vectors, measured once its log says the graph is built or restored (the
+in-process phases saved the vectors and graph in the namespace's snapshot; it maps them at start):
+ready s, hybrid over HTTP, RSS (VmRSS, and its RssAnon and RssFile parts: mapped snapshot files are
+file-backed pages the kernel can reclaim).
 
     PYTHONPATH=src .venv/bin/python bench/scale_search.py --sizes 200000 --vectors --throughput-size 0 --no-bm25s
 """
@@ -58,6 +60,7 @@ import json
 import logging
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -313,8 +316,8 @@ def hybrid_in_process(settings: Settings, queries: list[str]) -> dict:
             t = time.perf_counter()
             found = vectors.search(qv, k=100)
             times["vectors"].append((time.perf_counter() - t) * 1000)
-            view = vectors._view
-            exact = view.chunk_keys[np.argpartition(-(view.rows @ qv), 99)[:100]]
+            scores, keys = vectors.exact_scores(qv)
+            exact = keys[np.argpartition(-scores, 99)[:100]]
             recall.append(len({c for c, _ in found} & set(exact.tolist())) / 100)
             t = time.perf_counter()
             model.embed([q])
@@ -324,7 +327,7 @@ def hybrid_in_process(settings: Settings, queries: list[str]) -> dict:
             "vectors_load_s": handler.seconds or 0.0,  # none logged: nothing loaded (hnsw)
             "vector_rows": len(vectors),
             # CALYPSO_PG_VECTOR_SEARCH=hnsw: searched in PostgreSQL, no matrix in this process
-            "vector_matrix_mb": vectors._rows.nbytes / 2**20 if hasattr(vectors, "_rows") else 0.0,
+            "vector_matrix_mb": vectors.matrix_bytes / 2**20 if hasattr(vectors, "matrix_bytes") else 0.0,
             "hybrid_index_rss_mb": rss_built - rss0,
             "ann_min_vectors": settings.ann_min_vectors,
             "graph_rows": vectors.graph_rows if graph else 0,
@@ -350,7 +353,8 @@ class Server:
     """``calypso serve`` in its own process on a database; ready once a search answers."""
 
     def __init__(self, settings: Settings, port: int, probe: str, wait_for: str | None = None) -> None:
-        """``wait_for``: also wait until the server logs a line holding it (INFO logs on, read by a thread)."""
+        """``wait_for``: also wait until the server logs a line matching it (a regular expression; INFO logs on,
+        read by a thread)."""
         self.wait_for = wait_for
         self.logged = threading.Event()
         self.log_tail: list[str] = []
@@ -404,7 +408,7 @@ class Server:
         for raw in self.process.stderr:  # drained to the end: a full pipe would stall the server
             line = raw.decode(errors="replace").rstrip()
             self.log_tail = [*self.log_tail[-50:], line]
-            if self.wait_for and self.wait_for in line:
+            if self.wait_for and re.search(self.wait_for, line):
                 self.logged.set()
 
     def memory(self) -> tuple[float, float]:
@@ -432,6 +436,8 @@ def over_http(settings: Settings, queries: list[str], port: int, wait_for: str |
                 times.append((time.perf_counter() - t) * 1000)
                 response.raise_for_status()
         rss, hwm = server.memory()
+        anon = proc_status_mb(server.process.pid, "RssAnon")  # anonymous memory
+        file_backed = proc_status_mb(server.process.pid, "RssFile")  # mapped files: page cache the kernel can reclaim
     finally:
         server.stop()
     return {
@@ -440,6 +446,8 @@ def over_http(settings: Settings, queries: list[str], port: int, wait_for: str |
         "http_p50": percentile(times, 50),
         "http_p99": percentile(times, 99),
         "server_rss_mb": rss,
+        "server_rss_anon_mb": anon,
+        "server_rss_file_mb": file_backed,
         "server_hwm_mb": hwm,
     }
 
@@ -659,11 +667,13 @@ def hybrid(row: dict, settings: Settings, queries: list[str], port: int, label: 
             flush=True,
         )
     drop_embedding_cache(settings)
-    http = over_http(settings, queries, port, "vector graph:" if row["graph_rows"] else None)
+    # The graph built after start, or restored from the snapshot the in-process phases saved.
+    http = over_http(settings, queries, port, r"vector graph:|graph of [1-9]" if row["graph_rows"] else None)
     row.update({f"hybrid_{key}": value for key, value in http.items()})
     print(
         f"  [{label}] hybrid http: ready in {http['ready_s']:.1f} s (graph built {http['waited_s'] or 0:.1f} s); p50 {http['http_p50']:.2f} ms p99 "
-        f"{http['http_p99']:.2f} ms; server RSS {http['server_rss_mb']:.0f} MB, peak {http['server_hwm_mb']:.0f} MB",
+        f"{http['http_p99']:.2f} ms; server RSS {http['server_rss_mb']:.0f} MB (RssAnon {http['server_rss_anon_mb']:.0f}, "
+        f"RssFile {http['server_rss_file_mb']:.0f}), peak {http['server_hwm_mb']:.0f} MB",
         flush=True,
     )
 

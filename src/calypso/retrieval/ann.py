@@ -12,6 +12,11 @@ extensions exclude each other, but a search never waits: ``candidates`` returns 
 extension runs (the caller searches exactly, ~12 ms at 200k), and an extension waits only for the
 searches already inside (each under a millisecond). A plain lock would serialise concurrent
 searches; copying the graph to extend a new one would double its memory.
+
+A graph is saved with its namespace's index snapshot (``retrieval/vector_snapshot.py``) and restored
+from it memory-mapped (usearch's ``view``): its pages are file-backed, not anonymous memory. A mapped
+graph is immutable, so extending one first copies it into memory ("thaws" it); ``remap`` maps it back
+onto the file a save just wrote.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -58,25 +64,105 @@ def available() -> bool:
 
 
 class GraphIndex:
-    """An HNSW graph over rows ``[0, covered)`` of one matrix; ``candidates`` gives row positions."""
+    """An HNSW graph over rows ``[0, covered)`` of one matrix; ``candidates`` gives row positions.
 
-    def __init__(self, dimension: int) -> None:
+    ``mapped``: the file the graph is memory-mapped from while it is unchanged since (None: in memory).
+    """
+
+    def __init__(self, dimension: int, *, _index: Any = None, covered: int = 0, mapped: Path | None = None) -> None:
         index_class = _usearch()
         if index_class is None:
             raise RuntimeError("usearch is not installed")
-        self._index = index_class(
-            ndim=dimension,
-            metric="ip",  # rows are unit vectors: inner product is the cosine
-            dtype="i8",
-            connectivity=CONNECTIVITY,
-            expansion_add=EXPANSION_ADD,
-            expansion_search=EXPANSION_SEARCH,
-            enable_key_lookups=False,  # keys are row positions; no key -> slot table needed
+        self.dimension = dimension
+        self._index = (
+            _index
+            if _index is not None
+            else index_class(
+                ndim=dimension,
+                metric="ip",  # rows are unit vectors: inner product is the cosine
+                dtype="i8",
+                connectivity=CONNECTIVITY,
+                expansion_add=EXPANSION_ADD,
+                expansion_search=EXPANSION_SEARCH,
+                enable_key_lookups=False,  # keys are row positions; no key -> slot table needed
+            )
         )
-        self.covered = 0
+        self.covered = covered
+        self.mapped = mapped
         self._state = threading.Condition()
         self._searching = 0
         self._extending = False
+
+    @classmethod
+    def restore(cls, path: Path, dimension: int, covered: int) -> GraphIndex:
+        """The graph saved at ``path``, memory-mapped; ValueError when it is not a graph of ``covered`` rows
+        of ``dimension`` (int8, inner product) as this module builds them."""
+        index_class = _usearch()
+        if index_class is None:
+            raise RuntimeError("usearch is not installed")
+        try:
+            meta = index_class.metadata(str(path))
+            found = (meta or {}).get("dimensions"), (meta or {}).get("count_present"), (meta or {}).get("count_deleted")
+            kinds = str((meta or {}).get("kind_scalar")), str((meta or {}).get("kind_metric"))
+            if found != (dimension, covered, 0) or not kinds[0].endswith("I8") or not kinds[1].endswith("IP"):
+                raise ValueError(
+                    f"graph file holds {found[1]} rows of {found[0]} dimensions ({kinds}), expected {covered} of {dimension}"
+                )
+            index = index_class.restore(str(path), view=True)
+        except RuntimeError as exc:  # usearch's own complaint about the file
+            raise ValueError(f"graph file unreadable: {exc}") from exc
+        if index is None or index.ndim != dimension or len(index) != covered:
+            raise ValueError("graph file does not restore as saved")
+        index.expansion_search = EXPANSION_SEARCH  # not kept in the file
+        return cls(dimension, _index=index, covered=covered, mapped=path)
+
+    def save(self, path: Path) -> int:
+        """Write the graph to ``path``; returns the rows it covers. Call it inside ``pinned``."""
+        self._index.save(str(path))
+        return self.covered
+
+    @contextlib.contextmanager
+    def pinned(self) -> Iterator[None]:
+        """No extension while inside (waits for one under way): ``covered`` and the file a save writes hold still."""
+        with self._state:
+            self._state.wait_for(lambda: not self._extending)
+            self._searching += 1
+        try:
+            yield
+        finally:
+            with self._state:
+                self._searching -= 1
+                if not self._searching:
+                    self._state.notify_all()
+
+    def remap(self, path: Path, covered: int) -> bool:
+        """Map the graph onto ``path`` (its own save, of ``covered`` rows) instead of holding it in memory;
+        False when it changed since that save."""
+        if self.covered != covered:
+            return False
+        if self.mapped is not None:  # the same file, linked under a new name: follow it (the old one may go)
+            self.mapped = path
+            return True
+        restored = GraphIndex.restore(path, self.dimension, covered)
+        with self._exclusive():
+            if self.covered != covered:
+                return False
+            self._index, self.mapped = restored._index, path
+        return True
+
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        with self._state:
+            self._state.wait_for(lambda: not self._extending)
+            self._extending = True  # new searches go exact from here on
+            while self._searching:
+                self._state.wait()
+        try:
+            yield
+        finally:
+            with self._state:
+                self._extending = False
+                self._state.notify_all()
 
     def extend(
         self, rows: np.ndarray, start: int, threads: int = BUILD_THREADS, stop: Callable[[], bool] | None = None
@@ -89,17 +175,13 @@ class GraphIndex:
             if stop is not None and stop():
                 return False
             part = np.ascontiguousarray(rows[at : at + EXTEND_ROWS], dtype=np.float32)
-            with self._state:
-                self._extending = True  # new searches go exact from here on
-                while self._searching:
-                    self._state.wait()
-            try:
+            with self._exclusive():
+                if self.mapped is not None:  # a mapped graph is read-only: continue in a copy in memory
+                    self._index, self.mapped = self._index.copy(), None
+                    self._index.expansion_search = EXPANSION_SEARCH
                 keys = np.arange(start + at, start + at + len(part), dtype=np.uint64)
                 self._index.add(keys, part, threads=threads)
                 self.covered = start + at + len(part)
-            finally:
-                with self._state:
-                    self._extending = False
         return True
 
     def candidates(self, query: np.ndarray, count: int) -> tuple[np.ndarray, int] | None:

@@ -15,9 +15,15 @@ extended, or when it proposes fewer than k usable rows, a search is exact: it ne
 
 - Removing a document marks its rows dead (the graph keeps proposing them; the live mask drops
   them). Compaction moves rows, so it drops the graph and a new one is built in the background.
-- The tail is absorbed into the graph in batches of ``ABSORB_ROWS`` by the same background thread.
+- The tail is absorbed into the graph in batches of ``ABSORB_ROWS`` by the same background thread
+  (a graph mapped from a snapshot is copied into memory to grow, so it waits for 1/16 of its rows).
 
-Writers take a lock; a search reads an immutable view (matrix, keys, live mask, graph) taken under
+Rows are held in two parts: a read-only ``base`` (memory-mapped from the namespace's snapshot,
+``retrieval/vector_snapshot.py``: file-backed pages the kernel can reclaim, not anonymous memory) and
+an in-memory ``tail`` the adds since go to. Compaction writes one new in-memory array; a save maps
+the rows back from the file it wrote (``rebase``).
+
+Writers take a lock; a search reads an immutable view (rows, keys, live mask, graph) taken under
 the lock, so searches never see half a document.
 """
 
@@ -31,6 +37,7 @@ import weakref
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -46,13 +53,40 @@ NARROW_FRACTION = 0.1  # a filter selecting fewer of the rows is searched exactl
 
 @dataclass(frozen=True)
 class _View:
-    rows: np.ndarray  # (n, d) float32, n = used rows
+    base: np.ndarray  # (b, d) float32: rows [0, b), read-only (often memory-mapped)
+    tail: np.ndarray  # (n - b, d) float32: rows [b, n), in memory
     chunk_keys: np.ndarray  # (n,) int64
     doc_keys: np.ndarray  # (n,) int64
     live: np.ndarray  # (n,) bool
     live_count: int
     ranges: dict[int, tuple[int, int]]  # document -> its rows [start, end); shared, see _select
-    graph: ann.GraphIndex | None  # covers rows [0, graph.covered) of this view's matrix
+    graph: ann.GraphIndex | None  # covers rows [0, graph.covered) of this view's rows
+
+
+@dataclass(frozen=True)
+class Frozen:
+    """What a save writes: one view of the rows and, when ``graph`` is set, the graph (pinned, so it holds
+    still) covering rows ``[0, graph_rows)``; ``base_file``: the file the view's base is mapped from."""
+
+    base: np.ndarray
+    tail: np.ndarray
+    chunk_keys: np.ndarray
+    doc_keys: np.ndarray
+    live: np.ndarray
+    ranges: dict[int, tuple[int, int]]
+    graph: ann.GraphIndex | None
+    graph_rows: int
+    base_file: Path | None
+    generation: int
+
+    @property
+    def rows(self) -> int:
+        return len(self.chunk_keys)
+
+    @property
+    def signature(self) -> tuple[int, int, int, int]:
+        """``ExactVectorIndex.signature`` of what this holds."""
+        return self.generation, self.rows, self.rows - int(np.count_nonzero(self.live)), self.graph_rows
 
 
 class ExactVectorIndex:
@@ -77,7 +111,9 @@ class ExactVectorIndex:
         self.absorb_rows = max(1, absorb_rows)
         self.graph_threads = graph_threads
         self._lock = threading.Lock()
-        self._rows = np.zeros((0, dimension), dtype=np.float32)
+        self._base = np.zeros((0, dimension), dtype=np.float32)  # rows [0, b): never written
+        self._base_file: Path | None = None  # where _base is mapped from (a save links it instead of writing it)
+        self._tail = np.zeros((0, dimension), dtype=np.float32)  # rows [b, b + capacity): adds write past n
         self._chunk_keys = np.zeros(0, dtype=np.int64)
         self._doc_keys = np.zeros(0, dtype=np.int64)
         self._live = np.zeros(0, dtype=bool)
@@ -114,15 +150,16 @@ class ExactVectorIndex:
         with self._lock:
             if doc_key in self._ranges:
                 self._remove_locked(doc_key)
-            need = self._n + len(chunk_keys)
-            if need > len(self._rows):
-                cap = max(need, 2 * len(self._rows), 1024)
-                self._rows = _grow(self._rows, cap)
+            need, b = self._n + len(chunk_keys), len(self._base)
+            if need - b > len(self._tail):
+                self._tail = _grow(self._tail, max(need - b, 2 * len(self._tail), 1024))
+            if need > len(self._chunk_keys):
+                cap = max(need, 2 * len(self._chunk_keys), 1024)
                 self._chunk_keys = _grow(self._chunk_keys, cap)
                 self._doc_keys = _grow(self._doc_keys, cap)
                 self._live = _grow(self._live, cap)
             s = slice(self._n, need)
-            self._rows[s] = v
+            self._tail[self._n - b : need - b] = v
             self._chunk_keys[s] = chunk_keys
             self._doc_keys[s] = doc_key
             self._live[s] = True
@@ -179,9 +216,9 @@ class ExactVectorIndex:
         with self._lock:
             if self._dead:
                 self._compact_locked()
-            elif len(self._rows) > self._n:  # positions unchanged: the graph stays valid
+            elif len(self._chunk_keys) > self._n:  # positions unchanged: the graph stays valid
                 n = self._n
-                self._rows = self._rows[:n].copy()
+                self._tail = self._tail[: n - len(self._base)].copy()
                 self._chunk_keys = self._chunk_keys[:n].copy()
                 self._doc_keys = self._doc_keys[:n].copy()
                 self._live = self._live[:n].copy()
@@ -190,7 +227,22 @@ class ExactVectorIndex:
 
     @property
     def capacity(self) -> int:
-        return len(self._rows)
+        return len(self._base) + len(self._tail)
+
+    @property
+    def mapped_rows(self) -> int:
+        """Rows read from a memory-mapped snapshot file (the rest are in memory)."""
+        return len(self._base) if self._base_file is not None else 0
+
+    @property
+    def matrix_bytes(self) -> int:
+        """Bytes of float32 rows held, mapped or in memory (dead rows and spare capacity included)."""
+        return int(self._base.nbytes + self._tail.nbytes)
+
+    def exact_scores(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every row's cosine with ``query`` and its chunk key, dead rows included (for measurements)."""
+        view = self._view
+        return _all_scores(view, np.asarray(query, dtype=np.float32).reshape(-1)), view.chunk_keys
 
     @property
     def rows(self) -> int:
@@ -239,13 +291,108 @@ class ExactVectorIndex:
             if timeout is not None:
                 self._idle.wait_for(lambda: self._builder is None, timeout)
 
+    # -- saving and restoring (retrieval/vector_snapshot.py) ------------------------------
+    @classmethod
+    def restored(
+        cls,
+        dimension: int,
+        model: str,
+        *,
+        base: np.ndarray,
+        base_file: Path | None,
+        tail: np.ndarray,
+        chunk_keys: np.ndarray,
+        doc_keys: np.ndarray,
+        live: np.ndarray,
+        ranges: dict[int, tuple[int, int]],
+        graph: ann.GraphIndex | None,
+        ann_min_vectors: int = 0,
+        absorb_rows: int = ABSORB_ROWS,
+        graph_threads: int = ann.BUILD_THREADS,
+    ) -> ExactVectorIndex:
+        """An index over saved rows (``base``: read-only, usually memory-mapped; ``tail``: copied into memory);
+        the caller checked that the parts agree. A graph due and missing is built in the background."""
+        index = cls(
+            dimension, model, ann_min_vectors=ann_min_vectors, absorb_rows=absorb_rows, graph_threads=graph_threads
+        )
+        n = len(chunk_keys)
+        with index._lock:
+            index._base, index._base_file = base, base_file
+            index._tail = np.array(tail, dtype=np.float32).reshape(-1, dimension)
+            index._chunk_keys = np.array(chunk_keys, dtype=np.int64)
+            index._doc_keys = np.array(doc_keys, dtype=np.int64)
+            index._live = np.array(live, dtype=bool)
+            index._n, index._dead = n, n - int(np.count_nonzero(index._live))
+            index._ranges = dict(ranges)
+            index._graph = graph if index.ann_min_vectors else None
+            index._view = index._snapshot()
+            index._start_builder_locked()
+        return index
+
+    @contextmanager
+    def pinned_graph(self) -> Iterator[ann.GraphIndex | None]:
+        """The current graph, not extended while inside (an extension under way is waited for)."""
+        with self._lock:
+            graph = self._graph
+        if graph is None:
+            yield None
+            return
+        with graph.pinned():
+            yield graph
+
+    def freeze(self, pinned: ann.GraphIndex | None) -> Frozen:
+        """What a save writes now: the rows, and the graph if it is ``pinned`` (see ``pinned_graph``)."""
+        with self._lock:
+            view = self._view
+            graph = pinned if pinned is not None and view.graph is pinned else None  # else: dropped meanwhile
+            return Frozen(
+                view.base,
+                view.tail,
+                view.chunk_keys,
+                view.doc_keys,
+                view.live,
+                view.ranges.copy(),
+                graph,
+                graph.covered if graph is not None else 0,
+                self._base_file if view.base is self._base else None,
+                self._generation,
+            )
+
+    def rebase(self, saved: Frozen, rows: np.ndarray, rows_file: Path) -> bool:
+        """Read rows ``[0, len(rows))`` from ``rows`` (``saved``'s rows as a save wrote them to ``rows_file``,
+        memory-mapped) instead of memory; False when the rows moved since (compaction)."""
+        with self._lock:
+            b = len(self._base)
+            if self._generation != saved.generation or not b <= len(rows) <= self._n:
+                return False
+            if rows is self._base:  # the same file, linked under a new name
+                self._base_file = rows_file
+                return True
+            rest = self._tail[len(rows) - b : self._n - b]
+            self._tail = np.array(rest, dtype=np.float32)  # the in-memory rows past the file, and room for more
+            self._base, self._base_file = rows, rows_file
+            self._view = self._snapshot()
+            return True
+
+    def signature(self) -> tuple[int, int, int, int]:
+        """Changes whenever what a save would write changes: (generation, rows, dead rows, graph rows)."""
+        with self._lock:
+            return self._generation, self._n, self._dead, self._graph.covered if self._graph is not None else 0
+
+    @property
+    def building(self) -> bool:
+        """Whether graph work runs in the background now."""
+        return self._builder is not None
+
     # -- the graph, built and extended in the background --------------------------------
     def _graph_work_locked(self) -> bool:
         if self._closed or self._bulk or not self.ann_min_vectors:
             return False
         if self._graph is None:
             return self._n - self._dead >= self.ann_min_vectors
-        return self._n - self._graph.covered >= self.absorb_rows
+        # A mapped graph is copied into memory to grow: let its tail (searched exactly) grow longer first.
+        due = self.absorb_rows if self._graph.mapped is None else max(self.absorb_rows, self._graph.covered // 16)
+        return self._n - self._graph.covered >= due
 
     def _start_builder_locked(self) -> None:
         if self._builder is None and self._graph_work_locked():
@@ -258,23 +405,25 @@ class ExactVectorIndex:
                 with self._lock:
                     if not self._graph_work_locked():
                         return
-                    # Rows [0, n) of this buffer never change: adds write past n, growth and compaction
-                    # make new arrays. So they are read without the lock.
-                    rows, n, graph, generation = self._rows, self._n, self._graph, self._generation
+                    # Rows [0, n) of these arrays never change: adds write past n; growth, compaction and
+                    # rebase make new arrays. So they are read without the lock.
+                    base, tail, n, graph, generation = self._base, self._tail, self._n, self._graph, self._generation
                 if graph is None:
                     fresh = ann.GraphIndex(self.dimension)
-                    if not fresh.extend(rows[:n], 0, self.graph_threads, self._stopping):
-                        return
+                    while fresh.covered < n:
+                        part = _rows_between(base, tail, fresh.covered, n)
+                        if not fresh.extend(part, fresh.covered, self.graph_threads, self._stopping):
+                            return
                     with self._lock:
                         if generation == self._generation:  # else rows moved meanwhile: build again
                             self._graph = fresh
                             self._view = self._snapshot()
                             log.info("vector graph: %d rows in %.1f MB", n, fresh.memory_bytes / 2**20)
                 else:  # in place, a slice at a time: searches go exact while one is added (see ann.py)
-                    # A bounded step, then the buffer is taken again: a load's old, larger buffer (trim
+                    # A bounded step, then the arrays are taken again: a load's old, larger buffer (trim
                     # replaces it) is not kept alive for the whole extension.
-                    end = min(n, graph.covered + 4 * ann.EXTEND_ROWS)
-                    graph.extend(rows[graph.covered : end], graph.covered, self.graph_threads, self._stopping)
+                    part = _rows_between(base, tail, graph.covered, min(n, graph.covered + 4 * ann.EXTEND_ROWS))
+                    graph.extend(part, graph.covered, self.graph_threads, self._stopping)
         except Exception:  # noqa: BLE001 - searches stay exact; the next write tries again
             log.exception("vector graph build failed; searching exactly")
         finally:
@@ -296,7 +445,13 @@ class ExactVectorIndex:
     def _compact_locked(self) -> None:
         keep = np.flatnonzero(self._live[: self._n])
         moved_to = np.cumsum(self._live[: self._n]) - 1  # new position of each kept row
-        self._rows = self._rows[keep].copy()
+        b = len(self._base)
+        in_base = keep[keep < b]
+        rows = np.empty((len(keep), self.dimension), dtype=np.float32)
+        rows[: len(in_base)] = self._base[in_base]
+        rows[len(in_base) :] = self._tail[keep[len(in_base) :] - b]
+        self._base, self._base_file = rows, None  # one new array, in memory until the next save maps it
+        self._tail = np.zeros((0, self.dimension), dtype=np.float32)
         self._chunk_keys = self._chunk_keys[keep].copy()
         self._doc_keys = self._doc_keys[keep].copy()
         self._live = np.ones(len(keep), dtype=bool)
@@ -309,9 +464,10 @@ class ExactVectorIndex:
         self._generation += 1
 
     def _snapshot(self) -> _View:
-        n = self._n
+        n, b = self._n, len(self._base)
         return _View(
-            self._rows[:n],
+            self._base,
+            self._tail[: n - b],
             self._chunk_keys[:n],
             self._doc_keys[:n],
             self._live[:n],
@@ -330,6 +486,37 @@ _with_graphs: weakref.WeakSet[ExactVectorIndex] = weakref.WeakSet()
 def _stop_builders() -> None:
     for index in list(_with_graphs):
         index.close(timeout=10)
+
+
+def _rows_between(base: np.ndarray, tail: np.ndarray, start: int, end: int) -> np.ndarray:
+    """Rows from ``start`` up to ``end`` or the end of the part ``start`` is in, whichever comes first."""
+    b = len(base)
+    return base[start : min(end, b)] if start < b else tail[start - b : end - b]
+
+
+def _all_scores(view: _View, q: np.ndarray) -> np.ndarray:
+    scores: np.ndarray
+    if not len(view.tail):
+        scores = view.base @ q
+    elif not len(view.base):
+        scores = view.tail @ q
+    else:
+        scores = np.concatenate([view.base @ q, view.tail @ q])
+    return scores
+
+
+def _scores(view: _View, q: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Cosines of the rows at ``positions`` (sorted)."""
+    b = len(view.base)
+    split = int(np.searchsorted(positions, b))
+    scores: np.ndarray
+    if split == len(positions):
+        scores = view.base[positions] @ q
+    elif split == 0:
+        scores = view.tail[positions - b] @ q
+    else:
+        scores = np.concatenate([view.base[positions[:split]] @ q, view.tail[positions[split:] - b] @ q])
+    return scores
 
 
 def _select(view: _View, allowed: np.ndarray) -> np.ndarray:
@@ -356,11 +543,13 @@ def _top(view: _View, q: np.ndarray, positions: np.ndarray, k: int) -> list[tupl
     """The best ``k`` of ``positions`` by exact cosine, best first (ties by position)."""
     if not len(positions):
         return []
-    if 4 * len(positions) > len(view.rows):  # a gather costs about 3 products per row: past a quarter, multiply all
-        scores = (view.rows @ q)[positions]
+    if 4 * len(positions) > len(
+        view.chunk_keys
+    ):  # a gather costs about 3 products per row: past a quarter, multiply all
+        scores = _all_scores(view, q)[positions]
     else:
         positions = np.sort(positions)
-        scores = view.rows[positions] @ q
+        scores = _scores(view, q, positions)
     if len(positions) > k:
         part = np.argpartition(-scores, k - 1)[:k]
         positions, scores = positions[part], scores[part]

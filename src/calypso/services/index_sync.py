@@ -17,17 +17,24 @@ index already reflects is harmless. Hence:
   and catches up; a lost connection is reopened, then the feed is read from the
   last position, so nothing is missed.
 
-Vector indexes (``retrieval.vectors.ExactVectorIndex``) are built from the store's stored vectors on
-first use and follow the same feed: an ``embedded`` change (a batch of a document's vectors landed)
-reloads that document's vectors; ``deleted`` removes them. They have no snapshot: loading them is one
-scan of the vectors table. From ``ann_min_vectors`` vectors on, a namespace's index builds an ANN graph
-in the background (``retrieval/ann.py``); it is rebuilt after each start rather than saved.
+Vector indexes (``retrieval.vectors.ExactVectorIndex``) follow the same feed: an ``embedded`` change
+(a batch of a document's vectors landed) reloads that document's vectors; ``deleted`` removes them.
+From ``ann_min_vectors`` vectors on, a namespace's index builds an ANN graph in the background
+(``retrieval/ann.py``).
 
 Snapshots (embedded backend): an index is saved under ``{home}/index`` with the
 feed position it covers, loaded memory-mapped at the next start and caught up
 from that position. A save writes a new directory and then atomically replaces
 the ``CURRENT`` pointer, so a crash leaves the previous snapshot, which the feed
-still brings up to date.
+still brings up to date. The same directory holds the namespace's vectors and
+graph (``retrieval/vector_snapshot.py``) with their own feed position (``seq``
+of ``vectors/manifest.json``; the vectors are captured before the BM25 index, so
+it is at or before the BM25 one): at start both are loaded, each caught up from
+its own position. Vectors that fail a check (another model or dimension, parts
+that disagree, a position the feed does not hold) are loaded from the store's
+vectors table instead; a graph that fails one is rebuilt in the background.
+After a save the vector index reads its rows and graph from the files just
+written, so they are file-backed pages rather than anonymous memory.
 """
 
 from __future__ import annotations
@@ -42,12 +49,14 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
 from calypso.errors import StorageError
 from calypso.models import DocumentChange, IndexedChunk
+from calypso.retrieval import vector_snapshot
 from calypso.retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
 from calypso.retrieval.tokenize import decode_language, decode_terms
 from calypso.retrieval.vectors import ExactVectorIndex
@@ -62,6 +71,7 @@ WAIT_SECONDS = 0.25  # longest block in the store's wait (bounds how long close(
 POLL_SECONDS = 0.5  # catch up at least this often when the store cannot notify (SQLite)
 FALLBACK_POLL_SECONDS = 5.0  # ... and this often when it can (a safety net; notifications do the work)
 SAVE_AFTER_CHANGES = 500  # changes applied to an index since its snapshot before it is saved again
+RETRY_SAVE_SECONDS = 60.0  # after a failed save (a full disk, say), before the follower tries again
 
 
 def index_rows(
@@ -94,20 +104,30 @@ class SnapshotDirectory:
 
     def save(self, index: BM25Index, meta: dict[str, object]) -> Path | None:
         """Write a new snapshot, point ``CURRENT`` at it (atomic), remove the older ones; None when another saver is at it."""
+        with self.writing() as directory:
+            if directory is not None:
+                index.save(directory, meta)
+            return directory
+
+    @contextmanager
+    def writing(self) -> Iterator[Path | None]:
+        """A new snapshot directory to fill; ``CURRENT`` points at it once the block ends without an error, and the
+        older ones are removed. None when another saver is at it."""
         self.path.mkdir(parents=True, exist_ok=True)
         with open(self.path / ".lock", "a+b") as lock:
             try:  # one saver at a time, across threads and processes (a CLI beside a server, say)
                 fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                return None
+                yield None
+                return
             directory = self.path / f"snap-{uuid.uuid4().hex[:12]}"
             pointer = self.path / f"CURRENT.{uuid.uuid4().hex[:8]}.tmp"
             try:
-                index.save(directory, meta)
+                yield directory
                 pointer.write_text(directory.name, encoding="utf-8")
                 with open(pointer, "rb+") as file:
                     os.fsync(file.fileno())
-            except OSError:
+            except BaseException:
                 # A full disk stops a save midway: its partial files would hold the room deletes need.
                 shutil.rmtree(directory, ignore_errors=True)
                 pointer.unlink(missing_ok=True)
@@ -123,7 +143,6 @@ class SnapshotDirectory:
                     shutil.rmtree(old, ignore_errors=True)
                 elif old.name.startswith("CURRENT.") and old.name.endswith(".tmp"):
                     old.unlink(missing_ok=True)
-            return directory
 
 
 class NamespaceIndexes:
@@ -161,6 +180,7 @@ class NamespaceIndexes:
         self._indexes: dict[Key, BM25Index] = {}
         self._vectors: dict[Key, ExactVectorIndex] = {}
         self._vectors_seq: dict[Key, int] = {}  # feed position each vector index's load already covers
+        self._vectors_saved: dict[Key, tuple[int, int, int, int]] = {}  # signature of each one's last snapshot
         self._position = 0  # every index in _indexes reflects the feed up to here
         self._lock = threading.RLock()  # applying changes; publishing an index
         self._build_locks: dict[Key, threading.Lock] = {}
@@ -168,6 +188,7 @@ class NamespaceIndexes:
         self._stop = threading.Event()
         self._follower: threading.Thread | None = None
         self._saver: threading.Thread | None = None
+        self._save_failed_at = -RETRY_SAVE_SECONDS  # monotonic time of the last failed save
 
     @property
     def position(self) -> int:
@@ -217,7 +238,10 @@ class NamespaceIndexes:
                 )
                 log.info("index %s/%s: %d passages built in %.1fs", *key, len(index), time.perf_counter() - started)
                 _return_freed_memory()
-            loaded_vectors = self._build_vectors(key)
+            loaded_vectors = self._restore_vectors(key)
+            restored = loaded_vectors is not None
+            if loaded_vectors is None:
+                loaded_vectors = self._build_vectors(key)
             with self._lock:
                 if not self._indexes:
                     self._position = seq if loaded_vectors is None else min(seq, loaded_vectors[1])
@@ -231,12 +255,14 @@ class NamespaceIndexes:
                                 self._apply_vectors(vectors, change)
                     self._vectors[key] = vectors
                     self._vectors_seq[key] = vseq
+                    if restored:
+                        self._vectors_saved[key] = vectors.signature()
                 # seq > position: the next catch-up replays (position, seq] onto it, harmlessly
                 self._indexes[key] = index
                 self._unsaved[key] = 0 if loaded is not None else SAVE_AFTER_CHANGES
                 self.catch_up()  # what was written since the snapshot or during the build
         self._start_follower()
-        if loaded is None and self.snapshots is not None:
+        if self.snapshots is not None and (loaded is None or (loaded_vectors is not None and not restored)):
             self._save_in_background()
         return index
 
@@ -270,17 +296,53 @@ class NamespaceIndexes:
         log.info("vectors %s/%s: %d loaded in %.1fs", *key, len(vectors), time.perf_counter() - started)
         return vectors, seq
 
+    def _restore_vectors(self, key: Key) -> tuple[ExactVectorIndex, int] | None:
+        """The namespace's vector index from its snapshot (rows and graph memory-mapped) and the feed position it
+        covers; None when there is none to use (logged when one was refused)."""
+        if self.embeddings is None or self.vector_search is not None or self.snapshots is None:
+            return None
+        directory = SnapshotDirectory(self.snapshots, key).current()
+        if directory is None:
+            return None
+        started = time.perf_counter()
+        try:
+            found = vector_snapshot.manifest(directory)
+            if found is None:
+                return None
+            seq = int(found["meta"]["seq"])
+            if not self._covers(seq, found["meta"].get("change")):
+                log.warning("vector snapshot %s belongs to another database; loading the vectors from it", directory)
+                return None
+            vectors, _ = vector_snapshot.load(
+                directory, self.model, self.dimension, ann_min_vectors=self.ann_min_vectors
+            )
+        except (OSError, ValueError, KeyError, TypeError, EOFError) as exc:
+            log.warning("vector snapshot %s unusable (%s); loading the vectors from the store", directory, exc)
+            return None
+        log.info(
+            "vectors %s/%s: %d restored (%d rows mapped, graph of %d rows) in %.2fs",
+            *key,
+            len(vectors),
+            vectors.mapped_rows,
+            vectors.graph_rows,
+            time.perf_counter() - started,
+        )
+        return vectors, seq
+
     def _new_vector_index(self) -> ExactVectorIndex:
         """An empty vector index for one namespace (the one place that chooses its kind)."""
         return ExactVectorIndex(self.dimension, self.model, ann_min_vectors=self.ann_min_vectors)
 
-    def _apply_vectors(self, vectors: ExactVectorIndex, change: DocumentChange) -> None:
+    def _apply_vectors(self, vectors: ExactVectorIndex, change: DocumentChange) -> bool:
+        """Apply one change to a vector index; True when it changed it."""
         if change.kind == "deleted":
-            vectors.remove(change.document_key)
-        elif change.kind == "embedded" and self.embeddings is not None:
+            return vectors.remove(change.document_key)
+        if change.kind == "embedded" and self.embeddings is not None:
             chunk_keys, matrix = self.embeddings.document_vectors(change.document_key, self.model)
             if matrix is not None:  # none: deleted since, and its own change follows
                 vectors.add(change.document_key, chunk_keys, matrix)
+                return True
+        return False
 
     def _load(self, key: Key) -> tuple[BM25Index, int] | None:
         if self.snapshots is None:
@@ -329,8 +391,9 @@ class NamespaceIndexes:
                     # A BM25 snapshot older than the vectors (the usual restart once embedding is done)
                     # moves the position back before them: re-reading every embedded document again
                     # would double the start-up load and leave the matrix half dead rows.
-                    if vectors is not None and change.seq > self._vectors_seq.get(key, 0):
-                        self._apply_vectors(vectors, change)
+                    applies = vectors is not None and change.seq > self._vectors_seq.get(key, 0)
+                    if applies and vectors is not None and self._apply_vectors(vectors, change):
+                        self._unsaved[key] = self._unsaved.get(key, 0) + 1
                     self._position = change.seq
                 read += len(changes)
                 if len(changes) < FEED_BATCH:
@@ -395,29 +458,65 @@ class NamespaceIndexes:
             return 0
         saved = 0
         for key in list(self._indexes):
-            if only_changed and self._unsaved.get(key, 0) == 0:
+            vectors = self._vectors.get(key)
+            vectors_changed = vectors is not None and self._vectors_saved.get(key) != vectors.signature()
+            if only_changed and self._unsaved.get(key, 0) == 0 and not vectors_changed:
                 continue
+            try:
+                written = self._save_one(key, vectors)
+            except OSError as exc:
+                log.warning("could not save the index of %s/%s: %s", *key, exc)
+                self._save_failed_at = time.monotonic()
+                continue
+            saved += written
+        return saved
+
+    def _save_one(self, key: Key, vectors: ExactVectorIndex | None) -> int:
+        """One namespace's snapshot: its vectors first (outside the lock: the rows never change in place),
+        then the BM25 index and the position it reflects, together under the lock."""
+        assert self.snapshots is not None
+        vectors_saved: vector_snapshot.Saved | None = None
+        with SnapshotDirectory(self.snapshots, key).writing() as directory:
+            if directory is None:
+                return 0  # another saver holds the directory: this index stays marked unsaved
+            if vectors is not None:
+                with vectors.pinned_graph() as graph:
+                    with self._lock:  # the vectors and the position they reflect, together
+                        frozen = vectors.freeze(graph)
+                        vmeta: dict[str, object] = {
+                            "seq": self._position,
+                            "change": self._fingerprint_at(self._position),
+                        }
+                    vectors_saved = vector_snapshot.save(frozen, directory, self.model, self.dimension, vmeta)
             with self._lock:  # the index and the position it reflects, together
                 index = self._indexes[key]
                 meta: dict[str, object] = {"seq": self._position, "change": self._fingerprint_at(self._position)}
-                try:
-                    if SnapshotDirectory(self.snapshots, key).save(index, meta) is None:
-                        continue  # another saver holds the directory: this index stays marked unsaved
-                except OSError as exc:
-                    log.warning("could not save the index of %s/%s: %s", *key, exc)
-                    continue
-                self._unsaved[key] = 0
-                log.info("index %s/%s: saved at change %s", *key, meta["seq"])
-            saved += 1
-        return saved
+                unsaved = self._unsaved.get(key, 0)
+                index.save(directory, meta)
+        with self._lock:
+            self._unsaved[key] = self._unsaved.get(key, 0) - unsaved
+        if vectors is not None and vectors_saved is not None:
+            self._vectors_saved[key] = vectors_saved.frozen.signature
+            vector_snapshot.settle(vectors, vectors_saved)
+        log.info("index %s/%s: saved at change %s", *key, meta["seq"])
+        return 1
 
     def _fingerprint_at(self, seq: int) -> list[object] | None:
         found = self.store.changes_since(seq - 1, 1) if seq else []
         return _fingerprint(self.store, found[0]) if found and found[0].seq == seq else None
 
     def _maybe_save(self) -> None:
-        if self.snapshots is not None and any(n >= SAVE_AFTER_CHANGES for n in self._unsaved.values()):
+        if self.snapshots is None or time.monotonic() - self._save_failed_at < RETRY_SAVE_SECONDS:
+            return
+        if any(n >= SAVE_AFTER_CHANGES for n in self._unsaved.values()) or any(
+            self._graph_unsaved(key, vectors) for key, vectors in list(self._vectors.items())
+        ):
             self._save_in_background()
+
+    def _graph_unsaved(self, key: Key, vectors: ExactVectorIndex) -> bool:
+        """A graph built or extended since the last snapshot, now idle: worth saving (a restart then maps it)."""
+        saved = self._vectors_saved.get(key)
+        return not vectors.building and vectors.graph_rows > 0 and (saved is None or saved[3] != vectors.graph_rows)
 
     def _save_in_background(self) -> None:
         with self._lock:
