@@ -299,9 +299,7 @@ class NamespaceIndexes:
     def _restore_vectors(self, key: Key) -> tuple[ExactVectorIndex, int] | None:
         """The namespace's vector index from its snapshot (rows and graph memory-mapped) and the feed position it
         covers; None when there is none to use (logged when one was refused)."""
-        if self.embeddings is None or self.vector_search is not None or self.snapshots is None:
-            return None
-        directory = SnapshotDirectory(self.snapshots, key).current()
+        directory = self._current_snapshot(key) if self.embeddings is not None and self.vector_search is None else None
         if directory is None:
             return None
         started = time.perf_counter()
@@ -344,10 +342,12 @@ class NamespaceIndexes:
                 return True
         return False
 
+    def _current_snapshot(self, key: Key) -> Path | None:
+        """The namespace's valid snapshot directory; None without snapshots or before the first save."""
+        return SnapshotDirectory(self.snapshots, key).current() if self.snapshots is not None else None
+
     def _load(self, key: Key) -> tuple[BM25Index, int] | None:
-        if self.snapshots is None:
-            return None
-        directory = SnapshotDirectory(self.snapshots, key).current()
+        directory = self._current_snapshot(key)
         if directory is None:
             return None
         started = time.perf_counter()
