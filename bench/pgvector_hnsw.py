@@ -241,10 +241,7 @@ def run(pg: Postgres, kind: str, args: argparse.Namespace) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("SELECT %s::vector", (_literal(qs[0]),))  # warm the connection
         print(header)
-        if args.skip_raw:
-            args_ef = []
-        else:
-            args_ef = args.ef
+        args_ef = [] if args.skip_raw else args.ef
         for ef in args_ef:
             times, results = timed(conn, raw, {"k": k}, ef, qs)
             line(f"HNSW, whole table, ef_search={ef}", times, results, truth["all"], k)
@@ -300,9 +297,8 @@ def searched(
                     count_ms = (time.perf_counter() - started) * 1000
                     sample = qs if plan is not None else qs[: max(20, len(qs) // 4)]
                     times, results, exact_runs = [], [], 0
-                    run = search._run
 
-                    def counted(sql: str, params: dict, ef_: int | None) -> list[tuple[int, float]]:
+                    def counted(sql: str, params: dict, ef_: int | None, run=search._run) -> list[tuple[int, float]]:
                         nonlocal exact_runs
                         exact_runs += ef_ is None
                         return run(sql, params, ef_)
