@@ -326,3 +326,44 @@ def test_a_tiny_share_is_scanned_exactly_even_with_iterative_scans(storage: Post
         assert search.plan(10) == 40 and search.plan(10, {1, 2, 3}) is None  # fewer documents than k: exact
     finally:
         monkey.undo()
+
+
+@pytest.mark.parametrize("where", ["hnsw", "memory"])
+def test_an_api_process_searching_in_the_database_never_loads_vectors(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    pytest.importorskip("onnxruntime")
+    from calypso.store.embeddings_sql import SQLEmbeddingStore
+
+    reads: list[str] = []  # every read of stored vectors into this process, by whichever thread
+    for name in ("namespace_vectors", "document_vectors"):
+        original = getattr(SQLEmbeddingStore, name)
+
+        def spy(self: SQLEmbeddingStore, *args: object, _name: str = name, _original: object = original) -> object:
+            reads.append(_name)
+            return _original(self, *args)  # type: ignore[operator]
+
+        monkeypatch.setattr(SQLEmbeddingStore, name, spy)
+    services = open_services(
+        settings.model_copy(update={"embedding_model": "minilm-l6-v2-int8", "pg_vector_search": where})
+    )
+    try:
+        documents = services.documents
+        for name, text in (
+            ("canteen.txt", "The staff canteen serves breakfast from seven and a hot lunch from noon until two."),
+            ("parking.txt", "Parking permits are issued by the facilities team every January."),
+        ):
+            documents.ingest(text.encode(), name, "hr")
+        assert services.search.search("parking permits", "hr")  # the namespace's keyword index is loaded
+        assert embed_all(documents) == 2
+        documents.catch_up()  # the "embedded" changes, as the follower applies them
+        hits = services.search.search("when can I eat in the cafeteria", "hr")
+        assert hits and hits[0].document.filename == "canteen.txt"
+        held = documents._indexes.sizes()[("default", "hr")]
+        if where == "hnsw":
+            assert isinstance(services.search.vectors("hr"), PgVectorSearch)
+            assert reads == [] and held == (2, 0)  # passages in the keyword index, no vector in memory
+        else:  # the spy sees the in-memory path's reads: the assertion above could fail
+            assert "namespace_vectors" in reads and held == (2, 2)
+    finally:
+        services.close()
