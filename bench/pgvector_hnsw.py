@@ -20,7 +20,8 @@ than k); the exact SQL scan per namespace; and ``PgVectorSearch`` (HNSW, exact s
 scopes or short results) per namespace: p50/p99 and recall@k, on pgvector 0.8 both with iterative
 index scans and on the 0.6 path (``iterative=False``), also with a document filter (``--filter-docs``
 documents of the namespace); the plan PostgreSQL picks for the iterative query is printed.
-``--skip-raw`` leaves out the raw SQL tables (HNSW before the filter, exact scans).
+``--skip-raw`` leaves out the raw SQL tables (HNSW before the filter, exact scans); ``--iterative-cost 0``
+sends every scope to the iterative scan (the figures ``ITERATIVE_CANDIDATE_COST`` was set from).
 
     CALYPSO_BENCH_PG=pgserver PYTHONPATH=src .venv/bin/python bench/pgvector_hnsw.py --data structured --k 10
 """
@@ -41,6 +42,7 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import Postgres, percentile  # noqa: E402
 
+from calypso.store.postgres import vector_search  # noqa: E402
 from calypso.store.postgres.database import Database  # noqa: E402
 from calypso.store.postgres.migrations import migrate  # noqa: E402
 from calypso.store.postgres.vector_search import (  # noqa: E402
@@ -117,9 +119,10 @@ def make_schema(url: str, n: int) -> tuple[np.ndarray, np.ndarray, dict[str, np.
     return keys, doc_keys, {name: names == name for name, _ in SHARES}
 
 
-def copy_vectors(url: str, keys: np.ndarray, doc_keys: np.ndarray, x: np.ndarray) -> float:
-    """Binary COPY into chunk_embeddings; returns vectors per second."""
-    model = MODEL.encode()
+def copy_vectors(url: str, keys: np.ndarray, doc_keys: np.ndarray, x: np.ndarray, model_name: str = MODEL) -> float:
+    """Binary COPY into chunk_embeddings (vectors of ``x``'s dimension, named ``model_name``); returns vectors per second."""
+    model = model_name.encode()
+    dim = x.shape[1]
     row = np.dtype(
         [
             ("nf", ">i2"),
@@ -134,7 +137,7 @@ def copy_vectors(url: str, keys: np.ndarray, doc_keys: np.ndarray, x: np.ndarray
             ("l5", ">i4"),
             ("vd", ">i2"),
             ("vu", ">i2"),
-            ("v", ">f4", (D,)),
+            ("v", ">f4", (dim,)),
         ]
     )
     started = time.perf_counter()
@@ -147,8 +150,8 @@ def copy_vectors(url: str, keys: np.ndarray, doc_keys: np.ndarray, x: np.ndarray
                 hi = min(len(keys), lo + 20000)
                 buf = np.zeros(hi - lo, dtype=row)
                 buf["nf"], buf["l1"], buf["ck"], buf["l2"], buf["dk"] = 5, 8, keys[lo:hi], 8, doc_keys[lo:hi]
-                buf["l3"], buf["model"], buf["l4"], buf["dim"] = len(model), model, 4, D
-                buf["l5"], buf["vd"], buf["vu"], buf["v"] = 4 + 4 * D, D, 0, x[lo:hi]
+                buf["l3"], buf["model"], buf["l4"], buf["dim"] = len(model), model, 4, dim
+                buf["l5"], buf["vd"], buf["vu"], buf["v"] = 4 + 4 * dim, dim, 0, x[lo:hi]
                 cp.write(buf.tobytes())
             cp.write(struct.pack(">h", -1))
         conn.execute("ANALYZE chunk_embeddings")
@@ -371,7 +374,15 @@ def main() -> None:
     ap.add_argument("--maintenance-work-mem", default="1GB")
     ap.add_argument("--filter-docs", type=int, default=50, help="documents in the document filter")
     ap.add_argument("--skip-raw", action="store_true", help="only PgVectorSearch (no raw SQL tables)")
+    ap.add_argument(
+        "--iterative-cost",
+        type=float,
+        default=None,
+        help="vector_search.ITERATIVE_CANDIDATE_COST for this run (0: every scope with k rows tries the index)",
+    )
     args = ap.parse_args()
+    if args.iterative_cost is not None:
+        vector_search.ITERATIVE_CANDIDATE_COST = args.iterative_cost  # type: ignore[assignment]
     pg = Postgres()
     try:
         version = pg.admin("SELECT version()")[0][0].split(",")[0]

@@ -16,7 +16,7 @@ from calypso.models import Chunk, Document, Page
 from calypso.retrieval.vectors import ExactVectorIndex
 from calypso.services import open_services
 from calypso.services.embed_worker import embed_all
-from calypso.store.postgres import PostgresStorage
+from calypso.store.postgres import PostgresStorage, vector_search
 from calypso.store.postgres.vector_search import (
     ITERATIVE_SCANS,
     PgVectorSearch,
@@ -278,6 +278,9 @@ def test_filtered_and_mid_sized_scopes_get_k_rows_and_the_exact_top(
     # scope for the document filter (big's first ten documents) or for the namespace ``mid``.
     query = _unit(np.random.default_rng(5), 1)[0]
     corpus = _mid_corpus(storage, query)
+    # 530 vectors: comparing mid's 30 rows is cheaper than the index, so the index is made free to be tried.
+    monkeypatch.setattr(vector_search, "ITERATIVE_CANDIDATE_COST", 0)
+    ensure_hnsw_index(storage.database, D)
     filtered = set(corpus.docs["big"][:10])
     for namespace, doc_keys in (("big", filtered), ("mid", None)):
         search = PgVectorSearch(storage.database, "w", namespace, MODEL, D, ef_search=40, iterative=iterative)
@@ -301,18 +304,18 @@ def test_filtered_and_mid_sized_scopes_get_k_rows_and_the_exact_top(
 
 
 def test_iterative_scans_run_on_the_index_with_the_filter_inside(storage: PostgresStorage, corpus: Corpus) -> None:
+    ensure_hnsw_index(storage.database, D)
     search = PgVectorSearch(storage.database, "w", "big", MODEL, D, ef_search=40, iterative=True)
-    params = {"q": "[" + ",".join(["0.05"] * D) + "]", "ws": "w", "ns": "big", "model": MODEL, "k": 10, "docs": [1]}
+    params = {"q": "[" + ",".join(["0.05"] * D) + "]", "ws": "w", "ns": "big", "model": MODEL, "k": 10, "docs": [1, 2]}
     with psycopg.connect(storage.database.url) as conn, conn.transaction():
         conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        # 505 rows: the planner rightly prefers reading them all (exact); at 200k it picks the index
-        # (bench/pgvector_hnsw.py prints the plan). Here it is asked for the plan it would take at scale.
-        conn.execute("SET LOCAL enable_seqscan = off")
-        for doc_keys in (None, {1, 2}):
-            sql = search.query_sql(exact=False, doc_keys=doc_keys)
-            plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql, params))
-            assert f"Index Scan using {hnsw_index_name(D)}" in plan, plan
-            assert "Filter:" in plan, plan  # the scope is checked during the scan, not after its LIMIT
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + search.query_sql(exact=False), params))
+        assert f"Index Scan using {hnsw_index_name(D)}" in plan, plan
+        assert "Filter:" in plan, plan  # the scope is checked during the scan, not after its LIMIT
+        # Two documents: the planner reads their rows by the document index and sorts them (exact, cheaper).
+        sql = search.query_sql(exact=False, doc_keys={1, 2})
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql, params))
+        assert "chunk_embeddings_by_document" in plan and "hnsw" not in plan, plan
 
 
 def test_a_tiny_share_is_scanned_exactly_even_with_iterative_scans(storage: PostgresStorage, corpus: Corpus) -> None:
@@ -324,6 +327,11 @@ def test_a_tiny_share_is_scanned_exactly_even_with_iterative_scans(storage: Post
         assert search.plan(10) is None
         monkey.setattr(search, "_scope_counts", lambda: (500, 505))
         assert search.plan(10) == 40 and search.plan(10, {1, 2, 3}) is None  # fewer documents than k: exact
+        # 1% of 200k: the scan would visit ~1,000 candidates (30,000 rows' worth) for 2,000 rows: exact.
+        monkey.setattr(search, "_scope_counts", lambda: (2_000, 200_000))
+        assert search.plan(10) is None
+        monkey.setattr(search, "_scope_counts", lambda: (20_000, 200_000))  # 10%: ~100 candidates, the index
+        assert search.plan(10) == 40
     finally:
         monkey.undo()
 
