@@ -55,6 +55,7 @@ from calypso.store.postgres.vector_search import (  # noqa: E402
 )
 
 D = 384
+MAX_EF = vector_search.MAX_EF_SEARCH
 PER_DOC = 20
 MODEL = "bench-model"
 SHARES = (("ns60", 0.60), ("ns29", 0.29), ("ns10", 0.10), ("ns1", 0.01))
@@ -266,7 +267,10 @@ def run(pg: Postgres, kind: str, args: argparse.Namespace) -> None:
             {int(d) for d in chosen},
             [set(sub_keys[np.argpartition(-(sub @ q), k - 1)[:k]].tolist()) for q in qs],
         )
-    searched(url, qs, truth, k, args, filters)
+    if args.compare:
+        compare(url, qs, truth, k, args)
+    else:
+        searched(url, qs, truth, k, args, filters)
     # One namespace holding every passage: the deployment HNSW suits best (no filter discards candidates).
     pg.admin("UPDATE documents SET namespace = 'all'", url)
     searched(url, qs, {"all": truth["all"]}, k, args)
@@ -329,6 +333,62 @@ def searched(
         database.close()
 
 
+def compare(url: str, qs: np.ndarray, truth: dict[str, list[set[int]]], k: int, args: argparse.Namespace) -> None:
+    """Per namespace, the ways to search it, interleaved query by query (same moment, same load): the 0.6 path's
+    HNSW scan with the share-raised ef_search (then the filter), iterative scans at the setting's ef_search and at
+    the raised one, and the exact scan; p50/p99, recall@k and how often the 0.6 path came back short of k."""
+    database = Database(url, max_size=2)
+    ef = args.ef[0]
+    print(f"\n### interleaved, k={k}, ef_search setting {ef} (load average {loadavg()})", flush=True)
+    print("| namespace | way | ef_search | p50 ms | p99 ms | recall@k | short of k |\n|---|---|---|---|---|---|---|")
+    try:
+        for name, expected in truth.items():
+            if name == "all":
+                continue
+            old = PgVectorSearch(database, "default", name, MODEL, D, ef_search=ef, iterative=False)
+            new = PgVectorSearch(database, "default", name, MODEL, D, ef_search=ef, iterative=True)
+            scope, total = old._scope_counts()
+            raised = max(ef, k, int(np.ceil(1.5 * k * total / scope)))
+            params = {"ws": "default", "ns": name, "model": MODEL, "k": k}
+            ways = {
+                "0.6 path: HNSW then the filter": (old.query_sql(exact=False), min(raised, MAX_EF), False),
+                "iterative, setting's ef": (new.query_sql(exact=False), ef, True),
+                "iterative, raised ef": (new.query_sql(exact=False), min(raised, MAX_EF), True),
+                "exact scan": (new.query_sql(exact=True), None, False),
+            }
+            times: dict[str, list[float]] = {w: [] for w in ways}
+            found: dict[str, list[list[int]]] = {w: [] for w in ways}
+            with database.connection() as conn:
+                for i, q in enumerate(qs):
+                    params["q"] = _literal(q)
+                    order = list(ways)
+                    for way in order[i % len(order) :] + order[: i % len(order)]:
+                        sql, way_ef, iterative = ways[way]
+                        params["ef"] = way_ef
+                        t = time.perf_counter()
+                        with conn.transaction():
+                            if iterative:
+                                conn.execute(
+                                    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                                    "set_config('hnsw.max_scan_tuples', %s, true)",
+                                    (str(vector_search.MAX_SCAN_TUPLES),),
+                                )
+                            if way_ef is not None:
+                                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(way_ef),))
+                            rows = conn.execute(sql, params, prepare=False).fetchall()
+                        times[way].append((time.perf_counter() - t) * 1000)
+                        found[way].append([r[0] for r in rows])
+            for way, (_, way_ef, _) in ways.items():
+                short = sum(len(r) < k for r in found[way])
+                print(
+                    f"| {name} ({scope:,}) | {way} | {way_ef or '-'} | {percentile(times[way], 50):.2f} | "
+                    f"{percentile(times[way], 99):.2f} | {recall(found[way], expected, k):.4f} | {short}/{len(qs)} |",
+                    flush=True,
+                )
+    finally:
+        database.close()
+
+
 def explain(
     database: Database, search: PgVectorSearch, q: np.ndarray, k: int, ef: int, doc_keys: set[int] | None
 ) -> None:
@@ -374,6 +434,7 @@ def main() -> None:
     ap.add_argument("--maintenance-work-mem", default="1GB")
     ap.add_argument("--filter-docs", type=int, default=50, help="documents in the document filter")
     ap.add_argument("--skip-raw", action="store_true", help="only PgVectorSearch (no raw SQL tables)")
+    ap.add_argument("--compare", action="store_true", help="the ways to search each namespace, interleaved")
     ap.add_argument(
         "--iterative-cost",
         type=float,

