@@ -21,6 +21,7 @@ from calypso.store.postgres import PostgresStorage, vector_search
 from calypso.store.postgres.vector_search import (
     ITERATIVE_SCANS,
     PgVectorSearch,
+    build_memory_mb,
     ensure_hnsw_index,
     hnsw_index_name,
     pgvector_version,
@@ -381,3 +382,10 @@ def test_an_api_process_searching_in_the_database_never_loads_vectors(
             assert "namespace_vectors" in reads and held == (2, 2)
     finally:
         services.close()
+
+
+def test_the_hnsw_build_is_given_room_for_its_graph() -> None:
+    # 391 MB measured at 200k vectors of 384: 1 GB is room enough; 1M needs ~2 GB, never more than the cap.
+    assert build_memory_mb(200_000, 384) == 1024
+    assert 2_000 < build_memory_mb(1_000_000, 384) < 2_600
+    assert build_memory_mb(10_000_000, 384) == vector_search.BUILD_MEMORY_CAP_MB
