@@ -156,6 +156,7 @@ class PgVectorSearch:
         self.iterative = iterative
         self._lock = threading.Lock()
         self._counts: tuple[float, int, int] | None = None  # (when, the namespace's passages, all vectors)
+        self._documents = 0  # the namespace's completed documents when last counted (0: not known)
         d = self.dimension
         # HNSW: the index yields at most ef_search candidates of the whole dimension, then each is checked
         # against the scope by primary key. A subquery in WHERE runs per candidate (a SubPlan, never
@@ -223,12 +224,14 @@ class PgVectorSearch:
         would visit (``ITERATIVE_CANDIDATE_COST`` each), or ``MAX_SCAN_TUPLES`` candidates would hold fewer
         than about 2k of its rows. Without them: enough HNSW candidates that
         about 1.5k of them fall in the namespace; past pgvector's 1000 the namespace is too small a share
-        for the index. A document filter narrows the scope by an unknown amount: fewer documents than k go
-        straight to the exact scan.
+        for the index. A document filter is taken to hold its documents' share of the namespace's passages
+        (documents of average length); fewer documents than k go straight to the exact scan.
         """
         scope, total = self._scope_counts()
         if scope == 0:
             return 0
+        if doc_keys is not None and 0 < len(doc_keys) < self._documents:
+            scope = max(1, scope * len(doc_keys) // self._documents)
         if scope <= k or (doc_keys is not None and len(doc_keys) < k):
             return None  # HNSW would return the scope's rows at best: the scan reads no more
         ef = max(self.ef_search, k, math.ceil(1.5 * k * total / scope))
@@ -280,8 +283,17 @@ class PgVectorSearch:
             "WHERE d.workspace = %s AND d.namespace = %s AND e.model = %s), "
             "(SELECT coalesce(sum(chunk_count), 0) FROM documents "
             "WHERE workspace = %s AND namespace = %s AND status = 'completed'), "
-            "(SELECT reltuples FROM pg_class WHERE oid = 'chunk_embeddings'::regclass)",
-            (self.workspace, self.namespace, self.model, self.workspace, self.namespace),
+            "(SELECT reltuples FROM pg_class WHERE oid = 'chunk_embeddings'::regclass), "
+            "(SELECT count(*) FROM documents WHERE workspace = %s AND namespace = %s AND status = 'completed')",
+            (
+                self.workspace,
+                self.namespace,
+                self.model,
+                self.workspace,
+                self.namespace,
+                self.workspace,
+                self.namespace,
+            ),
         )
         if row is None or not row[0]:
             return 0, 0
@@ -289,4 +301,5 @@ class PgVectorSearch:
         total = max(scope, int(row[2] or 0))  # reltuples: -1 before the table's first analyze
         with self._lock:
             self._counts = (time.monotonic(), scope, total)
+            self._documents = int(row[3] or 0)
         return scope, total
