@@ -161,7 +161,7 @@ def in_process(
         out["hybrid_filtered_p50"] = percentile(filtered["hybrid"], 50)
         print(
             f"  SearchService hybrid in process: p50 {out['hybrid_p50']:.2f} ms p99 {out['hybrid_p99']:.2f} ms "
-            f"(query vectors memoised from above: the model's own time is not in it), keyword only "
+            f"(each query new to the service: the model embeds it), keyword only "
             f"{out['keyword_p50']:.2f} / {percentile(keyword_times, 99):.2f}; with document_ids "
             f"({len(ids)} documents) hybrid p50 {out['hybrid_filtered_p50']:.2f} ms p99 "
             f"{percentile(filtered['hybrid'], 99):.2f}, keyword only {percentile(filtered['keyword'], 50):.2f} / "
