@@ -16,9 +16,10 @@ The HNSW scan depends on the server's pgvector (``pgvector_version``, read once 
   order can return them slightly out of order, so they are sorted again by their exact distance.
   ``ef_search`` is still raised by the share as below (fewer batches, and recall 0.96 -> 0.98 at 29%). The
   scan visits about k / share candidates, so a namespace holding a small share is scanned exactly when
-  its own rows cost less to compare (``ITERATIVE_CANDIDATE_COST``: under ~4% of 200k vectors, ~2% of
-  1M); so is a document filter naming fewer documents than k. With a document filter the planner
-  itself may read the filter's rows by their index and sort them (exact), when it estimates that cheaper.
+  its own rows cost less to compare (``ITERATIVE_CANDIDATE_COST``; for a top 10, under ~4% of 200k
+  vectors and ~2% of 1M; for hybrid search's top 100, ~12% and ~5%); a document filter counts as its
+  documents' share of the namespace, and one naming fewer documents than k is scanned exactly. The
+  planner itself may also read a filter's rows by their index and sort them, when it estimates that cheaper.
 - **before 0.8** (pgserver's 0.6, or an older server a user runs): no iterative scans. An HNSW scan
   yields at most ``hnsw.ef_search`` rows and the filter is applied after it, so a scope that holds a
   small share of the vectors can get fewer than k rows, or none. Hence the scan is asked for enough
@@ -31,7 +32,8 @@ On both, an HNSW run that still returns fewer than k rows is repeated as an exac
 
 So a search returns k rows whenever the scope holds k vectors; deleted documents never come back
 (their rows cascade away with the document). Measured in docs/benchmarks/hybrid.md ("pgvector HNSW on
-PostgreSQL (issue 12)"), with ``bench/pgvector_hnsw.py``.
+PostgreSQL (issue 12)" and "pgvector 0.8 iterative scans …"), with ``bench/pgvector_hnsw.py`` and
+``bench/pg_hybrid_scale.py``.
 """
 
 from __future__ import annotations
