@@ -25,6 +25,7 @@ from calypso.store.postgres.vector_search import (
     ensure_hnsw_index,
     hnsw_index_name,
     pgvector_version,
+    version_numbers,
 )
 
 pytestmark = pytest.mark.backends("postgres")
@@ -254,6 +255,12 @@ def _runs(search: PgVectorSearch, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(search, "_run", recorded)
     return statements
+
+
+def test_pgvector_versions_compare_as_numbers() -> None:
+    assert version_numbers("0.8.6") == (0, 8, 6) >= ITERATIVE_SCANS
+    assert version_numbers("0.8.1-dev") == (0, 8, 1) and version_numbers("0.10.0") > ITERATIVE_SCANS
+    assert version_numbers("0.6.2") < ITERATIVE_SCANS and version_numbers("0.7.4") < ITERATIVE_SCANS
 
 
 def test_the_test_server_has_iterative_scans_and_the_storage_uses_them(storage: PostgresStorage) -> None:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import threading
 import time
 from collections.abc import Collection
@@ -119,9 +120,12 @@ def ensure_hnsw_index(database: Database, dimension: int) -> bool:
 def pgvector_version(database: Database) -> tuple[int, ...]:
     """The server's pgvector, as numbers (``(0, 8, 6)``); ``()`` when the extension is not installed."""
     row = database.row("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
-    if row is None:
-        return ()
-    return tuple(int(part) for part in str(row[0]).split(".") if part.isdigit())
+    return () if row is None else version_numbers(str(row[0]))
+
+
+def version_numbers(version: str) -> tuple[int, ...]:
+    """``"0.8.6"`` -> ``(0, 8, 6)``; a part's leading digits only (``"0.8.1-dev"`` -> ``(0, 8, 1)``)."""
+    return tuple(int(m.group()) for part in version.split(".") if (m := re.match(r"\d+", part)))
 
 
 def _literal(query: np.ndarray) -> str:
