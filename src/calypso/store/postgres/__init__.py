@@ -41,7 +41,7 @@ from calypso.store.postgres.jobs import PostgresJobStore
 from calypso.store.postgres.keys import PostgresKeyStore
 from calypso.store.postgres.policies import PostgresPolicyStore
 from calypso.store.postgres.responses import PostgresResponseStore
-from calypso.store.postgres.vector_search import PgVectorSearch, ensure_hnsw_index
+from calypso.store.postgres.vector_search import ITERATIVE_SCANS, PgVectorSearch, ensure_hnsw_index, pgvector_version
 from calypso.store.vector_stores_sql import SQLVectorStoreStore
 
 
@@ -69,8 +69,9 @@ class PostgresStorage:
         ``(workspace, namespace) -> PgVectorSearch``; the dimension's HNSW index is built if missing (at 200k
         vectors, 80-110 s on 2 cores, once: every process that starts meanwhile waits for it)."""
         ensure_hnsw_index(self.database, dimension)
+        iterative = pgvector_version(self.database) >= ITERATIVE_SCANS  # read once: the server's pgvector
         return lambda workspace, namespace: PgVectorSearch(
-            self.database, workspace, namespace, model, dimension, ef_search=ef_search
+            self.database, workspace, namespace, model, dimension, ef_search=ef_search, iterative=iterative
         )
 
     def close(self) -> None:

