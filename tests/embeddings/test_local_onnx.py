@@ -56,3 +56,20 @@ def test_idle_threads_do_not_spin(minilm: LocalOnnxEmbedder) -> None:
     options = minilm.session_options()
     assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
     assert options.intra_op_num_threads == minilm.threads
+
+
+def test_queries_run_in_a_spinning_session_of_the_same_model(minilm: LocalOnnxEmbedder) -> None:
+    queries = minilm.for_queries()
+    assert queries is minilm.for_queries() and queries.name == minilm.name  # one sibling, the same vector space
+    assert queries.session_options().get_session_config_entry("session.intra_op.allow_spinning") == "1"
+    assert minilm.session_options().get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    texts = ["Do ducks eat bread?", "0-dimensional biomaterials show inductive properties."]
+    assert np.allclose(queries.embed(texts), minilm.embed(texts), atol=1e-6)
+
+
+def test_search_embeds_queries_by_the_model_not_through_the_disk_cache(minilm: LocalOnnxEmbedder, tmp_path) -> None:
+    from calypso.embeddings import CachedEmbedder, open_sqlite_cache
+    from calypso.embeddings.base import query_embedder
+
+    cached = CachedEmbedder(minilm, open_sqlite_cache(tmp_path / "cache.sqlite"))
+    assert query_embedder(cached) is minilm.for_queries()

@@ -70,13 +70,29 @@ def available() -> bool:
 class LocalOnnxEmbedder:
     """all-MiniLM-L6-v2 (int8) in process; loaded on first use, thread-safe."""
 
-    def __init__(self, *, batch_size: int = 4, max_tokens: int = MAX_TOKENS, threads: int | None = None) -> None:
+    def __init__(
+        self, *, batch_size: int = 4, max_tokens: int = MAX_TOKENS, threads: int | None = None, spinning: bool = False
+    ) -> None:
         self.batch_size = max(1, batch_size)
         self.max_tokens = max_tokens
         self.threads = threads if threads is not None else min(2, os.cpu_count() or 1)
+        self.spinning = spinning
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
+        self._for_queries: LocalOnnxEmbedder | None = None
+
+    def for_queries(self) -> LocalOnnxEmbedder:
+        """The same model in a session of its own whose idle threads spin between its operators: a query is one
+        short text whose latency counts, and waking sleeping threads at each of the model's ~100 operators
+        cost 6.79 against 4.86 ms p50 for 24 word pieces (+1 ms of CPU per query; bench notes in
+        docs/benchmarks/hybrid.md). Passages keep this session, whose threads sleep."""
+        with self._lock:
+            if self._for_queries is None:
+                self._for_queries = LocalOnnxEmbedder(
+                    batch_size=1, max_tokens=self.max_tokens, threads=self.threads, spinning=True
+                )
+            return self._for_queries
 
     @property
     def name(self) -> str:
@@ -114,8 +130,9 @@ class LocalOnnxEmbedder:
             # Idle intra-op threads sleep instead of spinning: on cores shared with the API, the
             # ingestion workers and other processes, spinning burned 40% of the model's CPU for
             # nothing (16.6 against 27.5 passages per CPU second, docs/benchmarks/hybrid.md "Hybrid search
-            # through DocumentService"); a wake-up costs microseconds against ~40 ms per batch.
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            # through DocumentService"); a wake-up costs microseconds against ~40 ms per batch. Queries
+            # run in a spinning session of their own (``for_queries``).
+            options.add_session_config_entry("session.intra_op.allow_spinning", "1" if self.spinning else "0")
             options.log_severity_level = 3
             # The arena keeps the largest batch's activations for the life of the process
             # (1.6 GB peak at batch 32 x 256 pieces, measured): allocate per run instead.

@@ -17,8 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from calypso.config import Settings
-from calypso.embeddings.base import Embedder, covers
-from calypso.embeddings.cache import CachedEmbedder
+from calypso.embeddings.base import Embedder, covers, query_embedder
 from calypso.errors import InvalidRequest
 from calypso.models import Passage, RankingOptions
 from calypso.retrieval.bm25 import BM25Index
@@ -52,9 +51,7 @@ class SearchService:
         self.settings = settings
         self.store = store
         self.embedder = embedder
-        # A query is embedded by the model itself: the content-hash cache on disk is for passages (a lookup,
-        # an insert and a commit per query cost more than they save; recent queries are kept in memory).
-        self._query_embedder = embedder.inner if isinstance(embedder, CachedEmbedder) else embedder
+        self._query_embedder = query_embedder(embedder) if embedder is not None else None  # recent ones cached below
         self.file_links = file_links
         self._indexes = indexes
         self._query_vectors: OrderedDict[str, Any] = OrderedDict()
