@@ -62,6 +62,7 @@ def test_queries_run_in_a_spinning_session_of_the_same_model(minilm: LocalOnnxEm
     queries = minilm.for_queries()
     assert queries is minilm.for_queries() and queries.name == minilm.name  # one sibling, the same vector space
     assert queries.session_options().get_session_config_entry("session.intra_op.allow_spinning") == "1"
+    assert queries.session_options().get_session_config_entry("session.force_spinning_stop") == "1"
     assert minilm.session_options().get_session_config_entry("session.intra_op.allow_spinning") == "0"
     texts = ["Do ducks eat bread?", "0-dimensional biomaterials show inductive properties."]
     assert np.allclose(queries.embed(texts), minilm.embed(texts), atol=1e-6)

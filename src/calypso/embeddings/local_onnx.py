@@ -83,10 +83,10 @@ class LocalOnnxEmbedder:
         self._for_queries: LocalOnnxEmbedder | None = None
 
     def for_queries(self) -> LocalOnnxEmbedder:
-        """The same model in a session of its own whose idle threads spin between its operators: a query is one
-        short text whose latency counts, and waking sleeping threads at each of the model's ~100 operators
-        cost 6.79 against 4.86 ms p50 for 24 word pieces (+1 ms of CPU per query; bench notes in
-        docs/benchmarks/hybrid.md). Passages keep this session, whose threads sleep."""
+        """The same model in a session of its own whose threads spin between its operators during a run and stop
+        when it returns: a query is one short text whose latency counts, and waking sleeping threads at each of
+        the model's ~100 operators cost 6.25 against 4.59 ms p50 for 24 word pieces, with less CPU (9.7 against
+        8.9 ms a query; docs/benchmarks/hybrid.md, session 15). Passages keep this session, whose threads sleep."""
         with self._lock:
             if self._for_queries is None:
                 self._for_queries = LocalOnnxEmbedder(
@@ -133,6 +133,8 @@ class LocalOnnxEmbedder:
             # through DocumentService"); a wake-up costs microseconds against ~40 ms per batch. Queries
             # run in a spinning session of their own (``for_queries``).
             options.add_session_config_entry("session.intra_op.allow_spinning", "1" if self.spinning else "0")
+            if self.spinning:  # ... within a run only: they stop when it returns, so idle cores stay idle
+                options.add_session_config_entry("session.force_spinning_stop", "1")
             options.log_severity_level = 3
             # The arena keeps the largest batch's activations for the life of the process
             # (1.6 GB peak at batch 32 x 256 pieces, measured): allocate per run instead.
