@@ -307,6 +307,7 @@ def hybrid_in_process(settings: Settings, queries: list[str]) -> dict:
         vectors = searcher.vectors(NAMESPACE)  # the service's own vector index
         assert vectors is not None
         graph = vectors.wait_for_graph(timeout=1800)  # searches are exact until then: measure the steady state
+        searcher.indexes.wait_saved(timeout=600)  # and the snapshot it then writes (400 MB at 200k) done
         graph_s = time.perf_counter() - t0  # from the start of the load (the build starts during it)
         rss_graph = proc_status_mb(os.getpid(), "VmRSS")
         recall: list[float] = []
