@@ -72,22 +72,8 @@ def document_from_columns(row: Sequence[Any], loads: Callable[[Any], Any]) -> Do
 
 def chunk_from_columns(row: Sequence[Any], loads: Callable[[Any], Any]) -> StoredChunk:
     """A passage from its ``CHUNK_COLUMNS``; ``loads`` reads a JSON column as the backend returns it."""
-    (
-        key,
-        document_id,
-        index,
-        text,
-        start,
-        end,
-        page_start,
-        page_end,
-        labels,
-        path,
-        modality,
-        sections,
-        confidence,
-        table_header,
-    ) = row
+    key, document_id, *columns = row
+    index, text, start, end, page_start, page_end, labels, path, modality, sections, confidence, table_header = columns
     chunk = Chunk(
         index,
         text,
