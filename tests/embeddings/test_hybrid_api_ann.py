@@ -80,6 +80,7 @@ def test_hybrid_search_with_the_graph_on(client: openai.OpenAI, services: Servic
     assert vectors.graph_rows == 1  # the graph holds the first passage ...
     ids = [first] + [_upload(client, name) for name in ("remote.txt", "parking.txt", "cafe.txt")]
     _embedded(client, ids)
+    services.search.catch_up()  # the index follows the feed on its own thread: applied now, not "soon"
     assert vectors.rows == 4 and vectors.graph_rows == 1  # ... and the others sit in its tail
 
     hits = _search(client, query=MEANING_ONLY)
