@@ -37,7 +37,7 @@ def format_sources(passages: list[Passage]) -> str:
         if passage.has_pages and passage.heading_label:  # without pages the label already is the heading path
             header += " — " + passage.heading_label
         if passage.chunk.table_header:  # rows of a table begun in an earlier passage: their column names
-            header += "\ntable header (from above): " + " ".join(passage.chunk.table_header.splitlines()[:1])
+            header += "\ntable header (from above): " + passage.chunk.table_header.splitlines()[0]
         blocks.append(f"{header}\n<<<\n{passage.chunk.text}\n>>>")
     return "<sources>\n" + "\n\n".join(blocks) + "\n</sources>"
 
