@@ -34,7 +34,7 @@ def test_chunk_and_document_keys_are_never_reused(tmp_path: Path, database_url: 
     assert min(second_keys) > max(first_keys)
     assert store.document_key("b", second.id) > first_doc_key  # type: ignore[operator]
     # Even asked by a stale key, workspace A never reads B's chunk.
-    assert store.get_chunks("a", sorted(first_keys | second_keys)) == {}
+    assert store.get_passages("a", sorted(first_keys | second_keys)) == {}
     services.close()
 
 

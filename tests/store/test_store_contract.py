@@ -88,14 +88,19 @@ def test_add_read_delete_round_trip(storage: Storage) -> None:
     assert [c.chunk.text for c in store.list_chunks("default", "d1", 10, None).items] == ["hello", "world"]
     assert [c.chunk.text for c in store.list_chunks("default", "d1", 10, 0).items] == ["world"]
     assert store.list_chunks("other-workspace", "d1", 10, None).items == []
-    assert store.get_chunks("default", chunk_keys)[chunk_keys[1]].chunk == CHUNKS[1]
-    assert store.get_chunks("default", chunk_keys, "general").keys() == set(chunk_keys)
-    assert store.get_chunks("default", chunk_keys, "elsewhere") == {}
-    assert store.get_chunks("other-workspace", chunk_keys) == {}  # scoped in the query, whatever keys are asked
-    assert store.get_chunks("default", []) == {}
-    assert store.chunk_positions("default", chunk_keys) == {chunk_keys[0]: ("d1", 0), chunk_keys[1]: ("d1", 1)}
-    assert store.chunk_positions("default", chunk_keys, "elsewhere") == {}
-    assert store.chunk_positions("other-workspace", chunk_keys) == {}
+    assert store.get_passages("default", chunk_keys)[chunk_keys[1]][0].chunk == CHUNKS[1]
+    assert store.get_passages("default", chunk_keys, "general").keys() == set(chunk_keys)
+    assert store.get_passages("other-workspace", chunk_keys) == {}  # scoped in the query, whatever keys are asked
+    assert store.get_passages("default", []) == {}
+    passages = store.get_passages("default", chunk_keys, "general")
+    assert {k: (c.chunk, d) for k, (c, d) in passages.items()} == {
+        k: (CHUNKS[i], doc) for i, k in enumerate(chunk_keys)
+    }
+    assert store.get_passages("default", chunk_keys, "elsewhere") == {}
+    assert store.get_passages("other-workspace", chunk_keys) == {}
+    assert store.chunk_positions(chunk_keys) == {chunk_keys[0]: (key, 0), chunk_keys[1]: (key, 1)}
+    assert store.chunk_positions([*chunk_keys, max(chunk_keys) + 1000]).keys() == set(chunk_keys)
+    assert store.chunk_positions([]) == {}
     assert store.get_documents_by_id("default", ["d1"]) == {"d1": doc}
     assert store.get_documents_by_id("other-workspace", ["d1"]) == {}
     assert store.get_pages("default", "d1") == [Page(1, "1", 0, 11)] and store.get_pages("other-workspace", "d1") == []
@@ -116,7 +121,7 @@ def test_add_read_delete_round_trip(storage: Storage) -> None:
     assert deleted is not None and deleted.id == "d1"
     assert store.delete_document("default", "d1") is None
     assert store.get_document("default", "d1") is None
-    assert store.get_chunks("default", chunk_keys) == {}
+    assert store.get_passages("default", chunk_keys) == {}
     assert list(store.namespace_chunks("default", "general")) == []
 
 

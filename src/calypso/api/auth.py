@@ -12,6 +12,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from calypso.config import Settings, revealed
@@ -65,12 +66,19 @@ def workspace_for_header(keys: KeyService, header: str | None) -> str:
 
 
 def current_workspace(request: Request) -> str:
-    """The caller's workspace (FastAPI dependency), as the auth middleware established it."""
+    """The caller's workspace, as the auth middleware established it."""
     workspace = request.scope.get("state", {}).get("workspace")
     return workspace if workspace is not None else authenticate(request)
 
 
-Workspace = Annotated[str, Depends(current_workspace)]
+async def _workspace_dependency(request: Request) -> str:
+    # ``async``: FastAPI runs a plain ``def`` dependency on its thread pool, a hop per request for a dictionary
+    # lookup; only a request the middleware did not see goes to the key store, on the pool.
+    workspace = request.scope.get("state", {}).get("workspace")
+    return workspace if workspace is not None else await run_in_threadpool(authenticate, request)
+
+
+Workspace = Annotated[str, Depends(_workspace_dependency)]
 
 
 def _is_signed_content(scope: Scope) -> bool:
@@ -103,7 +111,7 @@ class AuthMiddleware:
         await self.app(scope, receive, send)
 
 
-def require_admin(request: Request) -> None:
+async def require_admin(request: Request) -> None:
     """Admin routes need CALYPSO_ADMIN_KEY; with auth off and no admin key set, local use is allowed."""
     admin_key = revealed(request.app.state.services.settings.admin_key)
     if not admin_key:

@@ -24,39 +24,43 @@ def services(request: Request) -> Services:
     return built
 
 
-def _documents(request: Request) -> DocumentService:
+# The getters below are ``async``: FastAPI runs a plain ``def`` dependency on its thread pool, and each of those
+# hops cost a request about 0.1-0.3 ms (three per search over HTTP, docs/benchmarks/hybrid.md, issue 30).
+
+
+async def _documents(request: Request) -> DocumentService:
     return services(request).documents
 
 
-def _search(request: Request) -> SearchService:
+async def _search(request: Request) -> SearchService:
     return services(request).search
 
 
-def _answering(request: Request) -> Answerer:
+async def _answering(request: Request) -> Answerer:
     return services(request).answering
 
 
-def _bots(request: Request) -> BotService:
+async def _bots(request: Request) -> BotService:
     return services(request).bots
 
 
-def _conversations(request: Request) -> ConversationService:
+async def _conversations(request: Request) -> ConversationService:
     return services(request).conversations
 
 
-def _responses(request: Request) -> ResponseService:
+async def _responses(request: Request) -> ResponseService:
     return services(request).responses
 
 
-def _keys(request: Request) -> KeyService:
+async def _keys(request: Request) -> KeyService:
     return services(request).keys
 
 
-def _policies(request: Request) -> PolicyService:
+async def _policies(request: Request) -> PolicyService:
     return services(request).policies
 
 
-def _vector_stores(request: Request) -> VectorStoreService:
+async def _vector_stores(request: Request) -> VectorStoreService:
     return services(request).vector_stores
 
 

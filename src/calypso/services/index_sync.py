@@ -266,6 +266,10 @@ class NamespaceIndexes:
             self._save_in_background()
         return index
 
+    def loaded(self, workspace: str, namespace: str) -> BM25Index | None:
+        """The namespace's index if this process holds it already (never loads or builds: does not block)."""
+        return self._indexes.get((workspace, namespace))
+
     def vectors(self, workspace: str, namespace: str) -> VectorSearch | None:
         """The namespace's vector search: the database's (``vector_search``), else its in-memory index (built
         with its BM25 index); None without an embedding model."""

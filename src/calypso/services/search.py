@@ -136,19 +136,20 @@ class SearchService:
             pool = fuse(text_run, dense_run, text_weight=text_weight, embedding_weight=embedding_weight)
             pool = pool[: max(k, NEIGHBOUR_POOL)]
             # Where the pool's passages sit (no text: 50 passages fetched whole cost 0.8 ms), for the smoothing.
-            positions = self.store.chunk_positions(workspace, [key for key, _ in pool], namespace)
+            positions = self.store.chunk_positions([key for key, _ in pool])
             ranked = smooth_neighbours(pool, positions, NEIGHBOUR_WEIGHT)[:k]
         hits = [(key, score) for key, score in ranked if score >= threshold]
-        stored = self.store.get_chunks(workspace, [key for key, _ in hits], namespace)
-        documents = self.store.get_documents_by_id(workspace, list({c.document_id for c in stored.values()}))
+        stored = self.store.get_passages(workspace, [key for key, _ in hits], namespace)
+        documents = {document.id: document for _, document in stored.values()}
         if self.file_links is not None and documents:
             for doc_id, link in self.file_links.file_links(workspace, list(documents)).items():
                 documents[doc_id] = replace(documents[doc_id], file_id=link.file_id)
         passages = []
         for key, score in hits:
-            chunk = stored.get(key)
+            fetched = stored.get(key)
             # A chunk deleted between index lookup and fetch is simply gone.
-            if chunk is not None and chunk.document_id in documents:
+            if fetched is not None:
+                chunk = fetched[0]
                 passages.append(
                     Passage(
                         documents[chunk.document_id],
@@ -159,6 +160,36 @@ class SearchService:
                     )
                 )
         return passages
+
+    def runs_from_memory(
+        self,
+        query: str,
+        namespace: str | None = None,
+        *,
+        workspace: str = DEFAULT_WORKSPACE,
+        ranking: RankingOptions | None = None,
+    ) -> bool:
+        """Whether ``search`` would read only this process's memory and its SQLite file, a millisecond or two
+        at 200k passages: the namespace's index is loaded already, the store is the embedded one, and no model
+        runs (keyword-only, or the query's vector is memoised). The HTTP route runs such a search on its event
+        loop; anything that may wait (a build, the model, PostgreSQL over the network) goes to a thread."""
+        if self.settings.database_url:
+            return False
+        try:
+            namespace = check_namespace(namespace or self.settings.default_namespace)
+            embedding_weight = fusion_weights(ranking)[1]
+        except (InvalidRequest, ValueError):
+            return True  # ``search`` refuses it at once
+        index = self._indexes.loaded(workspace, namespace)
+        if index is None:
+            return False
+        if self._query_embedder is None or embedding_weight == 0:
+            return True
+        with self._query_lock:
+            if query in self._query_vectors:
+                return True
+        vectors = self._indexes.vectors(workspace, namespace)
+        return vectors is None or not len(vectors) or not self._vectors_apply(query, index)
 
     def _vectors_apply(self, query: str, index: BM25Index) -> bool:
         """Whether the model covers both the query's language and the knowledge base's (its passages' most

@@ -145,15 +145,18 @@ class DocumentStore(Protocol):
         """Chunks of one document in ``chunk_index`` order, starting after chunk index ``after``."""
         ...
 
-    def get_chunks(self, workspace: str, keys: Sequence[int], namespace: str | None = None) -> dict[int, StoredChunk]:
-        """The chunks among ``keys`` in the workspace (and namespace); others' keys, or deleted ones, are absent."""
+    def get_passages(
+        self, workspace: str, keys: Sequence[int], namespace: str | None = None
+    ) -> dict[int, tuple[StoredChunk, Document]]:
+        """The chunks among ``keys`` in the workspace (and namespace), each with its document, in one query
+        (one round trip less than chunks then documents: 0.1 ms of a keyword search at 200k on SQLite); others'
+        keys, or deleted ones, are absent."""
         ...
 
-    def chunk_positions(
-        self, workspace: str, keys: Sequence[int], namespace: str | None = None
-    ) -> dict[int, tuple[str, int]]:
-        """(document id, chunk index) of the chunks among ``keys``, as ``get_chunks`` scopes them: where each
-        passage sits, without its text (the neighbour smoothing needs 50 of them, the answer 10)."""
+    def chunk_positions(self, keys: Sequence[int]) -> dict[int, tuple[int, int]]:
+        """(document key, chunk index) of the chunks among ``keys``: where each passage sits, without its text,
+        for the neighbour smoothing of 50 passages a search found in its own namespace's index. Not scoped:
+        joining the documents to check the namespace again doubled its cost (0.39 against 0.17 ms at 200k)."""
         ...
 
     def get_pages(self, workspace: str, document_id: str) -> list[Page]: ...

@@ -41,6 +41,25 @@ CHUNK_COLUMNS = (
     "c.modality, c.sections, c.confidence, c.table_header"
 )
 
+# A passage and its document in one row (``get_passages``): the chunk's columns, then the document's.
+PASSAGE_COLUMNS = CHUNK_COLUMNS + ", " + ", ".join("d." + c.strip() for c in DOC_COLUMNS.split(","))
+_CHUNK_WIDTH = len(CHUNK_COLUMNS.split(","))
+
+
+def passages_from_rows(
+    rows: Sequence[Sequence[Any]], loads: Callable[[Any], Any]
+) -> dict[int, tuple[StoredChunk, Document]]:
+    """``PASSAGE_COLUMNS`` rows as (chunk, document) by chunk key; each document decoded once."""
+    documents: dict[str, Document] = {}
+    found: dict[int, tuple[StoredChunk, Document]] = {}
+    for row in rows:
+        chunk = chunk_from_columns(row[:_CHUNK_WIDTH], loads)
+        document = documents.get(chunk.document_id)
+        if document is None:
+            document = documents[chunk.document_id] = document_from_columns(row[_CHUNK_WIDTH:], loads)
+        found[chunk.key] = (chunk, document)
+    return found
+
 
 def document_from_columns(row: Sequence[Any], loads: Callable[[Any], Any]) -> Document:
     """A document from its ``DOC_COLUMNS``; ``loads`` reads a JSON column as the backend returns it."""

@@ -11,11 +11,12 @@ from calypso.errors import NotFound
 from calypso.models import Chunk, Document, Page, StoredChunk
 from calypso.store.base import DuplicateContent, chunking_columns
 from calypso.store.documents_sql import (
-    CHUNK_COLUMNS,
     DOC_COLUMNS,
+    PASSAGE_COLUMNS,
     DocumentsSQL,
     document_from_columns,
     layout_value,
+    passages_from_rows,
     sections_value,
 )
 from calypso.store.postgres.database import Connection, Database, Row, text
@@ -190,23 +191,20 @@ class PostgresDocumentStore(DocumentsSQL[Database]):
         )
         return {row[0]: row[1] for row in rows}
 
-    def get_chunks(self, workspace: str, keys: Sequence[int], namespace: str | None = None) -> dict[int, StoredChunk]:
+    def get_passages(
+        self, workspace: str, keys: Sequence[int], namespace: str | None = None
+    ) -> dict[int, tuple[StoredChunk, Document]]:
         scope, args = _chunk_scope(workspace, namespace)
         rows = self.database.rows(
-            f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.document_key "
+            f"SELECT {PASSAGE_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.document_key "
             f"WHERE {scope} AND c.key = ANY(%s::bigint[])",
             (*args, list(keys)),
         )
-        return {row[0]: self._chunk(row) for row in rows}
+        return passages_from_rows(rows, self._loads)
 
-    def chunk_positions(
-        self, workspace: str, keys: Sequence[int], namespace: str | None = None
-    ) -> dict[int, tuple[str, int]]:
-        scope, args = _chunk_scope(workspace, namespace)
+    def chunk_positions(self, keys: Sequence[int]) -> dict[int, tuple[int, int]]:
         rows = self.database.rows(
-            "SELECT c.key, d.id, c.chunk_index FROM chunks c JOIN documents d ON d.key = c.document_key "
-            f"WHERE {scope} AND c.key = ANY(%s::bigint[])",
-            (*args, list(keys)),
+            "SELECT key, document_key, chunk_index FROM chunks WHERE key = ANY(%s::bigint[])", (list(keys),)
         )
         return {row[0]: (row[1], row[2]) for row in rows}
 

@@ -12,11 +12,12 @@ from calypso.errors import NotFound
 from calypso.models import Chunk, Document, Page, StoredChunk
 from calypso.store.base import DuplicateContent, chunking_columns
 from calypso.store.documents_sql import (
-    CHUNK_COLUMNS,
     DOC_COLUMNS,
+    PASSAGE_COLUMNS,
     DocumentsSQL,
     document_from_columns,
     layout_value,
+    passages_from_rows,
     sections_value,
 )
 from calypso.store.sqlite.database import Database, batched
@@ -176,32 +177,29 @@ class SQLiteDocumentStore(DocumentsSQL[Database]):
             keys.update({row[0]: row[1] for row in rows})
         return keys
 
-    def get_chunks(self, workspace: str, keys: Sequence[int], namespace: str | None = None) -> dict[int, StoredChunk]:
+    def get_passages(
+        self, workspace: str, keys: Sequence[int], namespace: str | None = None
+    ) -> dict[int, tuple[StoredChunk, Document]]:
         scope, scope_args = _chunk_scope(workspace, namespace)
-        chunks: dict[int, StoredChunk] = {}
+        found: dict[int, tuple[StoredChunk, Document]] = {}
         for batch in batched(keys):
             marks = ",".join("?" * len(batch))
             # CROSS JOIN makes SQLite start from the few chunk keys: left to choose, its planner walked the
             # whole namespace's documents (34 ms instead of 0.4 ms at 200k passages, bench/scale_search.py).
             rows = self.database.rows(
-                f"SELECT {CHUNK_COLUMNS} FROM chunks c CROSS JOIN documents d ON d.key = c.document_key "
+                f"SELECT {PASSAGE_COLUMNS} FROM chunks c CROSS JOIN documents d ON d.key = c.document_key "
                 f"WHERE {scope} AND c.key IN ({marks})",
                 (*scope_args, *batch),
             )
-            chunks.update({row[0]: self._chunk(row) for row in rows})
-        return chunks
+            found.update(passages_from_rows(rows, self._loads))
+        return found
 
-    def chunk_positions(
-        self, workspace: str, keys: Sequence[int], namespace: str | None = None
-    ) -> dict[int, tuple[str, int]]:
-        scope, scope_args = _chunk_scope(workspace, namespace)
-        positions: dict[int, tuple[str, int]] = {}
+    def chunk_positions(self, keys: Sequence[int]) -> dict[int, tuple[int, int]]:
+        positions: dict[int, tuple[int, int]] = {}
         for batch in batched(keys):
             marks = ",".join("?" * len(batch))
             rows = self.database.rows(
-                "SELECT c.key, d.id, c.chunk_index FROM chunks c CROSS JOIN documents d ON d.key = c.document_key "
-                f"WHERE {scope} AND c.key IN ({marks})",
-                (*scope_args, *batch),
+                f"SELECT key, document_key, chunk_index FROM chunks WHERE key IN ({marks})", batch
             )
             positions.update({row[0]: (row[1], row[2]) for row in rows})
         return positions
