@@ -1,0 +1,67 @@
+"""Which searches the HTTP route may run on its event loop: those that read only memory and the SQLite file.
+
+``SearchService.runs_from_memory`` must say no whenever the search could wait: the namespace's index not
+loaded yet (a build), the model to run on the query, PostgreSQL's round trips. A wrong yes would stall every
+other request of the process; a wrong no only costs the thread hop.
+"""
+
+from __future__ import annotations
+
+from calypso.config import Settings
+from calypso.models import RankingOptions
+from calypso.services import open_services
+from calypso.services.embed_worker import embed_all
+
+ENGLISH = [
+    "Customers may return unworn shoes within thirty days of delivery for a full refund.",
+    "Gift cards cannot be refunded or exchanged for cash.",
+]
+KEYWORDS_ONLY = RankingOptions(embedding_weight=0)
+
+
+def test_keyword_searches_of_a_loaded_namespace_run_from_memory(settings: Settings) -> None:
+    services = open_services(settings.model_copy(update={"embedding_model": "none"}))
+    try:
+        search = services.search
+        services.documents.ingest(ENGLISH[0].encode(), "returns.txt", "general")
+        assert not search.runs_from_memory("refund", "general")  # first query: the index builds
+        assert search.search("refund", "general")
+        assert search.runs_from_memory("refund", "general")
+        assert not search.runs_from_memory("refund", "elsewhere")  # another namespace, not loaded
+        assert search.runs_from_memory("refund", "Not a namespace!")  # refused at once anyway
+    finally:
+        services.close()
+
+
+def test_a_query_the_model_must_embed_goes_to_a_thread(settings: Settings) -> None:
+    services = open_services(settings.model_copy(update={"embedding_model": "minilm-l6-v2-int8"}))
+    try:
+        search = services.search
+        for n, text in enumerate(ENGLISH):
+            services.documents.ingest(text.encode(), f"policy{n}.txt", "general")
+        embed_all(services.documents)
+        search.search("warm up", "general", ranking=KEYWORDS_ONLY)  # loads the index without embedding
+        search.catch_up()  # the vectors stored by embed_all reach the index through the feed
+        question = "Can I get my money back for a gift card?"
+        assert not search.runs_from_memory(question, "general")  # hybrid: the model runs on the question
+        assert search.runs_from_memory(question, "general", ranking=KEYWORDS_ONLY)
+        hybrid = search.search(question, "general")
+        assert any(p.vector_score is not None for p in hybrid)
+        assert search.runs_from_memory(question, "general")  # its vector is memoised now
+        assert search.search(question, "general") == hybrid
+        german = "Kann ich eine Geschenkkarte gegen Bargeld zurückgeben?"
+        assert search.runs_from_memory(german, "general")  # the English model does not cover it: keywords only
+        assert all(p.vector_score is None for p in search.search(german, "general"))
+    finally:
+        services.close()
+
+
+def test_postgresql_searches_always_go_to_a_thread(settings: Settings) -> None:
+    services = open_services(settings.model_copy(update={"embedding_model": "none"}))
+    try:
+        services.documents.ingest(ENGLISH[0].encode(), "returns.txt", "general")
+        services.search.search("refund", "general")
+        services.search.settings = settings.model_copy(update={"database_url": "postgresql://elsewhere/db"})
+        assert not services.search.runs_from_memory("refund", "general")
+    finally:
+        services.close()
