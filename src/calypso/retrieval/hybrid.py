@@ -19,6 +19,7 @@ that shares a frequent word or two with the question (a table, an infobox) has n
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
+from operator import itemgetter
 from typing import TypeVar
 
 from calypso.models import RankingOptions
@@ -49,16 +50,19 @@ def fusion_weights(ranking: RankingOptions | None) -> tuple[float, float]:
 def _normalised(run: Sequence[tuple[K, float]]) -> dict[K, float]:
     if not run:
         return {}
-    hi = max(s for _, s in run)
-    lo = min(s for _, s in run)
+    scores = [s for _, s in run]
+    hi, lo = max(scores), min(scores)
     if hi <= lo:
-        return {key: 1.0 for key, _ in run}
-    return {key: (s - lo) / (hi - lo) for key, s in run}
+        return dict.fromkeys((key for key, _ in run), 1.0)
+    span = hi - lo
+    return {key: (s - lo) / span for key, s in run}
 
 
 def _ranked(acc: dict[K, float]) -> list[tuple[K, float]]:
-    # Clamped: float rounding must not let a client see 1.0000000002.
-    return sorted(((key, min(1.0, max(0.0, s))) for key, s in acc.items()), key=lambda kv: -kv[1])
+    # Clamped: float rounding must not let a client see 1.0000000002. Stable, so ties keep their order.
+    clamped = [(key, 1.0 if s > 1.0 else 0.0 if s < 0.0 else s) for key, s in acc.items()]
+    clamped.sort(key=itemgetter(1), reverse=True)
+    return clamped
 
 
 def fuse(
@@ -71,11 +75,12 @@ def fuse(
     """Convex fusion of two ``(key, score)`` runs, best first; every score in [0, 1]."""
     total = text_weight + embedding_weight
     acc: dict[K, float] = {}
+    get = acc.get
     for run, weight in ((text, text_weight), (dense, embedding_weight)):
         if weight == 0:
             continue
         for key, s in _normalised(run).items():
-            acc[key] = acc.get(key, 0.0) + weight * s / total
+            acc[key] = get(key, 0.0) + weight * s / total
     return _ranked(acc)
 
 
