@@ -11,6 +11,7 @@ warm: 150 random rows 0.10 ms, 200 rows 0.14 ms, against 0.07 ms gathered from a
 
 from __future__ import annotations
 
+import mmap
 import os
 import weakref
 from functools import partial
@@ -69,3 +70,17 @@ class RowFile:
 
     def close(self) -> None:
         self._closer()
+
+
+def release_pages(rows: np.ndarray) -> bool:
+    """Unmap the pages a memory map holding ``rows`` has mapped (``madvise(MADV_DONTNEED)``: they stay in the
+    page cache, and a later access maps them again), after a pass over every row; False when ``rows`` is not
+    memory-mapped. 1.2 ms for the 293 MB of rows at 200k passages."""
+    array: object = rows
+    while isinstance(array, np.ndarray) and not isinstance(array, np.memmap):
+        array = array.base
+    mapping = getattr(array, "_mmap", None)  # numpy keeps the mmap object of a memmap there
+    if not isinstance(mapping, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        return False
+    mapping.madvise(mmap.MADV_DONTNEED)
+    return True

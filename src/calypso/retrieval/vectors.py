@@ -46,7 +46,7 @@ import numpy as np
 
 from calypso.embeddings.base import DimensionMismatch
 from calypso.retrieval import ann
-from calypso.retrieval.row_file import RowFile
+from calypso.retrieval.row_file import RowFile, release_pages
 
 log = logging.getLogger("calypso.index")
 
@@ -428,6 +428,9 @@ class ExactVectorIndex:
                             self._graph = fresh
                             self._view = self._snapshot()
                             log.info("vector graph: %d rows in %.1f MB", n, fresh.memory_bytes / 2**20)
+                    # The build (and the exact searches meanwhile) mapped every page of a mapped base; searches
+                    # through the graph read their rows from the file, so let those pages go.
+                    release_pages(base)
                 else:  # in place, a slice at a time: searches go exact while one is added (see ann.py)
                     # A bounded step, then the arrays are taken again: a load's old, larger buffer (trim
                     # replaces it) is not kept alive for the whole extension.
