@@ -35,6 +35,7 @@ from __future__ import annotations
 import atexit
 import logging
 import math
+import os
 import threading
 import weakref
 from collections.abc import Collection, Iterator, Sequence
@@ -605,7 +606,7 @@ def _graph_search(
 
 def _reader(path: Path, rows: int, dimension: int) -> RowFile | None:
     """Rows ``[0, rows)`` read from ``path``; None (they are gathered from the map) when it cannot be opened."""
-    if not rows:
+    if not rows or not hasattr(os, "pread"):  # no pread (Windows): gathered from the map
         return None
     try:
         return RowFile(path, rows, dimension)
