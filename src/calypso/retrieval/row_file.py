@@ -5,8 +5,9 @@ Gathered from a memory map, each candidate's page fault maps about 64 KB of the 
 fault-around), and after a few hundred queries every page of the 293 MB rows file at 200k passages is
 resident: clean page cache, but VmRSS. Read with one ``pread`` per run of consecutive rows, the rows come
 from the page cache into a buffer of their own and nothing stays mapped. Measured at 200k x 384, page cache
-warm: 150 random rows 0.10 ms, 200 rows 0.14 ms, against 0.07 ms gathered from a resident map (1.2 ms with
-``madvise(MADV_DONTNEED)`` after each gather to keep it unmapped).
+warm: 150 of a search's candidate rows 0.20-0.23 ms (~1.6 us a read, as from C: the page-cache lookup, not
+the syscall, which costs 0.08 us), against 0.04 ms gathered from a resident map; unmapping the map after
+each gather (``madvise(MADV_DONTNEED)``, 1.2 ms) and faulting the rows in again costs more than reading.
 """
 
 from __future__ import annotations
