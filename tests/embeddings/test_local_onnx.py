@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -51,21 +53,45 @@ def test_dimension_mismatch_says_how_to_fix(minilm: LocalOnnxEmbedder) -> None:
     assert err.value.status == 409
 
 
-def test_idle_threads_do_not_spin(minilm: LocalOnnxEmbedder) -> None:
-    # Spinning intra-op threads burned ~40% of the model's CPU on shared cores (docs/benchmarks/hybrid.md).
+def test_threads_spin_within_a_run_only(minilm: LocalOnnxEmbedder) -> None:
+    # One session for queries and passages (a second one cost 110-150 MB): its threads spin between operators
+    # during a run (a query 4.4 against 6.1 ms) and stop when it returns, so idle cores stay idle.
     options = minilm.session_options()
-    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "1"
+    assert options.get_session_config_entry("session.force_spinning_stop") == "1"
     assert options.intra_op_num_threads == minilm.threads
+    sleeping = LocalOnnxEmbedder(spinning=False).session_options()
+    assert sleeping.get_session_config_entry("session.intra_op.allow_spinning") == "0"
 
 
-def test_queries_run_in_a_spinning_session_of_the_same_model(minilm: LocalOnnxEmbedder) -> None:
-    queries = minilm.for_queries()
-    assert queries is minilm.for_queries() and queries.name == minilm.name  # one sibling, the same vector space
-    assert queries.session_options().get_session_config_entry("session.intra_op.allow_spinning") == "1"
-    assert queries.session_options().get_session_config_entry("session.force_spinning_stop") == "1"
-    assert minilm.session_options().get_session_config_entry("session.intra_op.allow_spinning") == "0"
-    texts = ["Do ducks eat bread?", "0-dimensional biomaterials show inductive properties."]
-    assert np.allclose(queries.embed(texts), minilm.embed(texts), atol=1e-6)
+def test_queries_embedded_during_a_batch_get_the_vectors_they_get_alone(minilm: LocalOnnxEmbedder) -> None:
+    # The search thread and the embedding worker run the same session at once (onnxruntime's run is thread-safe).
+    passages = [" ".join([text] * 8) for text in TEXTS] * 4
+    queries = ["Do ducks eat bread?", "0-dimensional biomaterials show inductive properties.", "refund policy"]
+    alone_passages, alone_queries = minilm.embed(passages), minilm.embed(queries)
+    got: dict[str, list[np.ndarray]] = {"passages": [], "queries": []}
+    errors: list[BaseException] = []
+
+    def run(name: str, texts: list[str], times: int) -> None:
+        try:
+            for _ in range(times):
+                got[name].append(minilm.embed(texts))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(target=run, args=("passages", passages, 3)),
+        threading.Thread(target=run, args=("queries", queries, 20)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not errors and len(got["passages"]) == 3 and len(got["queries"]) == 20
+    for vectors in got["passages"]:
+        np.testing.assert_allclose(vectors, alone_passages, atol=1e-6)
+    for vectors in got["queries"]:
+        np.testing.assert_allclose(vectors, alone_queries, atol=1e-6)
 
 
 def test_search_embeds_queries_by_the_model_not_through_the_disk_cache(minilm: LocalOnnxEmbedder, tmp_path) -> None:
@@ -73,4 +99,4 @@ def test_search_embeds_queries_by_the_model_not_through_the_disk_cache(minilm: L
     from calypso.embeddings.base import query_embedder
 
     cached = CachedEmbedder(minilm, open_sqlite_cache(tmp_path / "cache.sqlite"))
-    assert query_embedder(cached) is minilm.for_queries()
+    assert query_embedder(cached) is minilm  # the passages' session: one copy of the weights

@@ -46,17 +46,11 @@ class Embedder(Protocol):
 
 def query_embedder(embedder: Embedder) -> Embedder:
     """What search queries are embedded by: the model itself, not through the passages' cache on disk (a lookup,
-    an insert and a commit per query cost more than they save), in the session it offers for one short text at
-    a time (``for_queries``), if any. Wrappers (the cache, declared languages) expose the model as ``inner``."""
-    while True:
-        for_queries = getattr(embedder, "for_queries", None)
-        if callable(for_queries):
-            found: Embedder = for_queries()
-            return found
-        inner = getattr(embedder, "inner", None)
-        if inner is None:
-            return embedder
+    an insert and a commit per query cost more than they save). Wrappers (the cache, declared languages) expose
+    the model as ``inner``."""
+    while (inner := getattr(embedder, "inner", None)) is not None:
         embedder = inner
+    return embedder
 
 
 def covers(embedder: Embedder, language: str) -> bool:

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from calypso.embeddings.base import EmbeddingUnavailable, normalise
+from calypso.heap import return_freed_memory
 
 MODEL_NAME = "minilm-l6-v2-int8"
 DIMENSION = 384
@@ -71,28 +72,15 @@ class LocalOnnxEmbedder:
     """all-MiniLM-L6-v2 (int8) in process; loaded on first use, thread-safe."""
 
     def __init__(
-        self, *, batch_size: int = 4, max_tokens: int = MAX_TOKENS, threads: int | None = None, spinning: bool = False
+        self, *, batch_size: int = 4, max_tokens: int = MAX_TOKENS, threads: int | None = None, spinning: bool = True
     ) -> None:
         self.batch_size = max(1, batch_size)
         self.max_tokens = max_tokens
         self.threads = threads if threads is not None else min(2, os.cpu_count() or 1)
-        self.spinning = spinning
+        self.spinning = spinning  # within a run only (see load); False: the threads sleep between operators
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
-        self._for_queries: LocalOnnxEmbedder | None = None
-
-    def for_queries(self) -> LocalOnnxEmbedder:
-        """The same model in a session of its own whose threads spin between its operators during a run and stop
-        when it returns: a query is one short text whose latency counts, and waking sleeping threads at each of
-        the model's ~100 operators cost 6.25 against 4.59 ms p50 for 24 word pieces, with less CPU (9.7 against
-        8.9 ms a query; docs/benchmarks/hybrid.md, session 15). Passages keep this session, whose threads sleep."""
-        with self._lock:
-            if self._for_queries is None:
-                self._for_queries = LocalOnnxEmbedder(
-                    batch_size=1, max_tokens=self.max_tokens, threads=self.threads, spinning=True
-                )
-            return self._for_queries
 
     @property
     def name(self) -> str:
@@ -127,13 +115,15 @@ class LocalOnnxEmbedder:
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             options.intra_op_num_threads = self.threads
             options.inter_op_num_threads = 1
-            # Idle intra-op threads sleep instead of spinning: on cores shared with the API, the
-            # ingestion workers and other processes, spinning burned 40% of the model's CPU for
-            # nothing (16.6 against 27.5 passages per CPU second, docs/benchmarks/hybrid.md "Hybrid search
-            # through DocumentService"); a wake-up costs microseconds against ~40 ms per batch. Queries
-            # run in a spinning session of their own (``for_queries``).
+            # One session for queries and passages (each session holds its own fp32 copy of the int8 weights,
+            # 110-150 MB), whose intra-op threads spin between the model's ~100 operators during a run and stop
+            # when it returns (``force_spinning_stop``), so idle cores stay idle. A 21-piece query: 4.4 against
+            # 6.1 ms p50 with sleeping threads; passages: 49.8-51.1 against 46.5-48.5 per second wall, 25.4-26.0
+            # against 27.3-28.4 per CPU second (400 SciFact abstracts, batch 4). Spinning between runs too had
+            # burned 40% of the model's CPU on shared cores (docs/benchmarks/hybrid.md). ORT's ``run`` is
+            # thread-safe: a query embedded while the embedding worker runs a batch shares the session.
             options.add_session_config_entry("session.intra_op.allow_spinning", "1" if self.spinning else "0")
-            if self.spinning:  # ... within a run only: they stop when it returns, so idle cores stay idle
+            if self.spinning:
                 options.add_session_config_entry("session.force_spinning_stop", "1")
             options.log_severity_level = 3
             # The arena keeps the largest batch's activations for the life of the process
@@ -144,6 +134,7 @@ class LocalOnnxEmbedder:
             )
             self._inputs = {i.name for i in self._session.get_inputs()}
             self._tokenizer = tokenizer
+            return_freed_memory()  # what creating the session let go: RssAnon 162 -> 105 MB
 
     def session_options(self) -> Any:
         """The onnxruntime options the model runs with (threads, spinning); loads it first."""

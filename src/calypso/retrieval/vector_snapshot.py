@@ -12,7 +12,8 @@ The files, all on disk (fsynced) before the snapshot's ``CURRENT`` names the dir
 - ``graph-<id>.usearch``: the HNSW graph (``retrieval/ann.py``), linked too while unchanged.
 
 ``load`` maps the base rows (``np.load(mmap_mode="r")``: page cache the kernel can reclaim, not
-anonymous memory) and the graph (usearch ``view``), and checks that the parts agree: the model and
+anonymous memory; searches read their candidates from the file, ``retrieval/row_file.py``) and the graph
+(usearch ``view``), and checks that the parts agree: the model and
 dimension, every array's length against the row count, the ranges against the keys and the live
 mask, the graph's own header against the rows it should cover, a sample of rows finding themselves
 in the graph, and the checksums. Row files are checked by shape, not checksummed: reading 300 MB at

@@ -39,8 +39,6 @@ written, so they are file-backed pages rather than anonymous memory.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import fcntl
 import hashlib
 import logging
@@ -55,6 +53,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from calypso.errors import StorageError
+from calypso.heap import return_freed_memory
 from calypso.models import DocumentChange, IndexedChunk
 from calypso.retrieval import vector_snapshot
 from calypso.retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
@@ -237,11 +236,11 @@ class NamespaceIndexes:
                     for doc_key, chunks in self.store.namespace_chunks(workspace, namespace)
                 )
                 log.info("index %s/%s: %d passages built in %.1fs", *key, len(index), time.perf_counter() - started)
-                _return_freed_memory()
             loaded_vectors = self._restore_vectors(key)
             restored = loaded_vectors is not None
             if loaded_vectors is None:
                 loaded_vectors = self._build_vectors(key)
+            return_freed_memory()  # what the build or the snapshot's load let go
             with self._lock:
                 if not self._indexes:
                     self._position = seq if loaded_vectors is None else min(seq, loaded_vectors[1])
@@ -565,12 +564,6 @@ class NamespaceIndexes:
                 self.save(only_changed=True)
             except StorageError as exc:
                 log.warning("could not save the indexes at close: %s", exc)
-
-
-def _return_freed_memory() -> None:
-    """Give the heap a build freed back to the OS (glibc keeps it otherwise: ~160 MB of RSS at 200k passages)."""
-    with contextlib.suppress(OSError, AttributeError):  # not glibc
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _fingerprint(store: DocumentStore, change: DocumentChange) -> list[object]:
