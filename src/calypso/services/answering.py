@@ -289,6 +289,13 @@ class Answerer:
             # Scores are in [0, 1] and mean the share of the query matched, so namespaces merge by score.
             return sorted(passages, key=lambda p: -p.score)[:k]
 
+        # As on /v1/search: a search from memory runs on the event loop, without the thread hop.
+        ranking = scope.ranking
+        if all(
+            self.search.runs_from_memory(query, ns, workspace=request.workspace, ranking=ranking)
+            for ns in scope.namespaces
+        ):
+            return search(), query
         return await asyncio.to_thread(search), query
 
     async def stream(self, request: AskRequest) -> AsyncGenerator[AnswerEvent, None]:
