@@ -7,6 +7,8 @@ other request of the process; a wrong no only costs the thread hop.
 
 from __future__ import annotations
 
+import asyncio
+
 from calypso.config import Settings
 from calypso.models import RankingOptions
 from calypso.services import open_services
@@ -29,6 +31,8 @@ def test_keyword_searches_of_a_loaded_namespace_run_from_memory(settings: Settin
         assert search.runs_from_memory("refund", "general")
         assert not search.runs_from_memory("refund", "elsewhere")  # another namespace, not loaded
         assert search.runs_from_memory("refund", "Not a namespace!")  # refused at once anyway
+        assert asyncio.run(search.search_async("refund", "general")) == search.search("refund", "general")
+        assert asyncio.run(search.search_async("refund", "elsewhere")) == []  # on a thread: the index builds
     finally:
         services.close()
 

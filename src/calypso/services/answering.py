@@ -8,7 +8,6 @@ The API dialects only render these events.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -275,28 +274,18 @@ class Answerer:
             query = next((message_text(m) for m in reversed(request.messages) if m.get("role") == "user"), "")
         k = scope.passage_count or self.settings.passage_count
 
-        def search() -> list[Passage]:
-            passages: list[Passage] = []
-            for namespace in scope.namespaces:
-                passages += self.search.search(
-                    query,
-                    namespace,
-                    document_ids=scope.document_ids,
-                    max_results=k,
-                    workspace=request.workspace,
-                    ranking=scope.ranking,
-                )
-            # Scores are in [0, 1] and mean the share of the query matched, so namespaces merge by score.
-            return sorted(passages, key=lambda p: -p.score)[:k]
-
-        # As on /v1/search: a search from memory runs on the event loop, without the thread hop.
-        ranking = scope.ranking
-        if all(
-            self.search.runs_from_memory(query, ns, workspace=request.workspace, ranking=ranking)
-            for ns in scope.namespaces
-        ):
-            return search(), query
-        return await asyncio.to_thread(search), query
+        passages: list[Passage] = []
+        for namespace in scope.namespaces:
+            passages += await self.search.search_async(
+                query,
+                namespace,
+                document_ids=scope.document_ids,
+                max_results=k,
+                workspace=request.workspace,
+                ranking=scope.ranking,
+            )
+        # Scores are in [0, 1] and mean the share of the query matched, so namespaces merge by score.
+        return sorted(passages, key=lambda p: -p.score)[:k], query
 
     async def stream(self, request: AskRequest) -> AsyncGenerator[AnswerEvent, None]:
         validate_messages(request.messages)

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from functools import partial
-
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.concurrency import run_in_threadpool
 
 from calypso.api.auth import Workspace
 from calypso.api.deps import Search
@@ -31,23 +28,14 @@ class SearchRequest(BaseModel):
 
 @router.post("/search")
 async def search(body: SearchRequest, searcher: Search, workspace: Workspace) -> JSONResponse:
-    ranking = body.ranking_options.to_options() if body.ranking_options else None
-    run = partial(
-        searcher.search,
+    passages = await searcher.search_async(  # on the event loop when it reads only memory, else a thread
         body.query,
         body.namespace,
         document_ids=body.document_ids,
         max_results=body.max_num_results,
         workspace=workspace,
-        ranking=ranking,
+        ranking=body.ranking_options.to_options() if body.ranking_options else None,
     )
-    # A search from memory runs here, on the event loop: the worker-thread hop cost 0.5 ms of a 3.8 ms keyword
-    # search over HTTP at 200k passages (docs/benchmarks/hybrid.md, issue 30). The model, a build and
-    # PostgreSQL's round trips go to a thread, where they do not hold up other requests.
-    if searcher.runs_from_memory(body.query, body.namespace, workspace=workspace, ranking=ranking):
-        passages = run()
-    else:
-        passages = await run_in_threadpool(run)
     # A JSONResponse skips FastAPI's generic encoder: about 0.6 ms less per search.
     return JSONResponse(
         {
