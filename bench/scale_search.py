@@ -444,6 +444,25 @@ class Server:
             self.process.wait()
 
 
+def largest_mappings(pid: int, top: int = 12) -> list[tuple[str, float, float]]:
+    """(mapping, Rss MB, Anonymous MB) of the process's largest mappings by resident size, by file (anonymous
+    mappings by their address range's neighbour-free name: [heap], [anon])."""
+    totals: dict[str, list[float]] = {}
+    name = "[anon]"
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        fields = line.split()
+        if fields and "-" in fields[0] and len(fields[0]) > 8 and not fields[0].endswith(":"):
+            name = fields[5] if len(fields) > 5 else "[anon]"
+        elif fields and fields[0] in ("Rss:", "Anonymous:"):
+            entry = totals.setdefault(name, [0.0, 0.0])
+            entry[0 if fields[0] == "Rss:" else 1] += int(fields[1]) / 1024
+    ranked = sorted(totals.items(), key=lambda item: -item[1][0])[:top]
+    return [(Path(n).name if n.startswith("/") else n, rss, anon) for n, (rss, anon) in ranked]
+
+
+SHOW_MAPPINGS = False  # --mappings
+
+
 def over_http(settings: Settings, queries: list[str], port: int, wait_for: str | None = None) -> dict:
     server = Server(settings, port, queries[0], wait_for)
     try:
@@ -459,6 +478,9 @@ def over_http(settings: Settings, queries: list[str], port: int, wait_for: str |
         rss, hwm = server.memory()
         anon = proc_status_mb(server.process.pid, "RssAnon")  # anonymous memory
         file_backed = proc_status_mb(server.process.pid, "RssFile")  # mapped files: page cache the kernel can reclaim
+        if SHOW_MAPPINGS:
+            for mapping, resident, anonymous in largest_mappings(server.process.pid):
+                print(f"    {resident:7.1f} MB resident ({anonymous:6.1f} anonymous)  {mapping}", flush=True)
     finally:
         server.stop()
     return {
@@ -581,7 +603,10 @@ def main() -> None:
         "--random-vectors", action="store_true", help="with --vectors: random unit vectors, not structured ones"
     )
     ap.add_argument("--no-bm25s", action="store_true", help="skip the bm25s comparison")
+    ap.add_argument("--mappings", action="store_true", help="print each server's largest memory mappings")
     args = ap.parse_args()
+    global SHOW_MAPPINGS
+    SHOW_MAPPINGS = args.mappings
     sizes = [int(s) for s in args.sizes.split(",")]
     backends = args.backends.split(",")
     if args.quick:

@@ -27,8 +27,10 @@ dense-only loses 0.024. Larger batches gain nothing and grow the peak RSS.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
+import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -77,6 +79,15 @@ def available() -> bool:
     except EmbeddingUnavailable:
         return False
     return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "tokenizers", "onnx"))
+
+
+@functools.cache
+def _tokenizer(path: str, max_tokens: int, tokenizer_class: Any) -> Any:
+    """One tokenizer per truncation, shared by the passages' session and the queries' (8 MB each)."""
+    tokenizer = tokenizer_class.from_file(path)
+    tokenizer.enable_truncation(max_length=max_tokens)
+    tokenizer.no_padding()  # padded per batch in ``_run``
+    return tokenizer
 
 
 class LocalOnnxEmbedder:
@@ -128,9 +139,7 @@ class LocalOnnxEmbedder:
                 raise EmbeddingUnavailable(
                     f"The local embedding model needs onnxruntime and tokenizers ({exc}). Run `{INSTALL_HINT}`."
                 ) from exc
-            tokenizer = Tokenizer.from_file(str(tokenizer_path))
-            tokenizer.enable_truncation(max_length=self.max_tokens)
-            tokenizer.no_padding()  # padded per batch below
+            tokenizer = _tokenizer(str(tokenizer_path), self.max_tokens, Tokenizer)
             options = ort.SessionOptions()
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             options.intra_op_num_threads = self.threads
@@ -148,9 +157,13 @@ class LocalOnnxEmbedder:
             # The arena keeps the largest batch's activations for the life of the process
             # (1.6 GB peak at batch 32 x 256 pieces, measured): allocate per run instead.
             options.enable_cpu_mem_arena = False
-            self._session = ort.InferenceSession(
-                minilm_graph.build(model_path, self.precision), sess_options=options, providers=["CPUExecutionProvider"]
-            )
+            # From a file, not the bytes: a session made from bytes keeps them for its life (22 MB at int8).
+            with tempfile.TemporaryDirectory(prefix="calypso-model-") as scratch:
+                graph = Path(scratch, "model.onnx")
+                graph.write_bytes(minilm_graph.build(model_path, self.precision))
+                self._session = ort.InferenceSession(
+                    str(graph), sess_options=options, providers=["CPUExecutionProvider"]
+                )
             self._inputs = {i.name for i in self._session.get_inputs()}
             self._tokenizer = tokenizer
             return_freed_memory()  # what building the graph and the session let go
