@@ -159,14 +159,19 @@ class LocalOnnxEmbedder:
             options.enable_cpu_mem_arena = False
             # From a file, not the bytes: a session made from bytes keeps them for its life (22 MB at int8).
             with tempfile.TemporaryDirectory(prefix="calypso-model-") as scratch:
-                graph = Path(scratch, "model.onnx")
-                graph.write_bytes(minilm_graph.build(model_path, self.precision))
+                graph = self._graph_file(model_path, Path(scratch))
                 self._session = ort.InferenceSession(
                     str(graph), sess_options=options, providers=["CPUExecutionProvider"]
                 )
             self._inputs = {i.name for i in self._session.get_inputs()}
             self._tokenizer = tokenizer
             return_freed_memory()  # what building the graph and the session let go
+
+    def _graph_file(self, model_path: Path, scratch: Path) -> Path:
+        """The ONNX file the session runs: the compact graph at this precision, written into ``scratch``."""
+        graph = scratch / "model.onnx"
+        graph.write_bytes(minilm_graph.build(model_path, self.precision))
+        return graph
 
     def for_queries(self) -> LocalOnnxEmbedder:
         """The same model with int8 products, for search queries: a 21-piece query in about a third of the fp32
