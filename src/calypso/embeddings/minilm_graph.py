@@ -96,52 +96,36 @@ def build(
         nodes.append(helper.make_node(op, inputs, [output], name=output, domain=domain, **attributes))
         return output
 
-    def linear(x: str, module: str, out: str, *, parts: tuple[str, ...] = ()) -> str:
-        """x @ W + b for one module, or for several side by side (``parts``: the QKV product)."""
-        members = [weights.linear[f"{module}.{p}" if p else module] for p in (parts or ("",))]
-        w_q, scale, bias = (np.concatenate([m[i] for m in members], axis=-1) for i in range(3))
-        kind, layer = out.split(".")
-        if precision == "int8" and kind not in fp32_products and out not in fp32_products:
-            return node(
-                "DynamicQuantizeMatMul",
-                [x, constant(f"{out}.w", w_q), constant(f"{out}.scale", scale), "", constant(f"{out}.b", bias)],
-                out,
-                domain="com.microsoft",
-            )
-        # The export's own dequantization, which onnxruntime folds into fp32 weights at load.
+    def int8(out: str) -> bool:
+        return precision == "int8" and out.split(".")[0] not in fp32_products and out not in fp32_products
+
+    def dequantized(out: str, w_q: np.ndarray, scale: np.ndarray) -> str:
+        """The export's own dequantization, which onnxruntime folds into an fp32 weight at load."""
         w = node("Cast", [constant(f"{out}.wq", w_q)], f"{out}.wf", to=TensorProto.FLOAT)
-        w = node("Mul", [w, constant(f"{out}.scale", scale[None, :])], f"{out}.w")
-        product = node("MatMul", [x, w], f"{out}.mm")
+        return node("Mul", [w, constant(f"{out}.scale", scale[None, :])], f"{out}.w")
+
+    def linear(x: str, module: str, out: str) -> str:
+        """x @ W + b."""
+        w_q, scale, bias = weights.linear[module]
+        if int8(out):
+            inputs = [x, constant(f"{out}.w", w_q), constant(f"{out}.scale", scale), "", constant(f"{out}.b", bias)]
+            return node("DynamicQuantizeMatMul", inputs, out, domain="com.microsoft")
+        product = node("MatMul", [x, dequantized(out, w_q, scale)], f"{out}.mm")
         return node("Add", [product, constant(f"{out}.b", bias)], out)
 
     def attention(x: str, module: str, out: str, key_mask: str) -> str:
         """Self-attention over x: the QKV product and the heads in one operator (``QAttention`` on int8
-        weights, ``Attention`` on fp32 ones)."""
+        weights, ``Attention`` on fp32 ones), the query, key and value weights side by side."""
         members = [weights.linear[f"{module}.{part}"] for part in ("query", "key", "value")]
         w_q, scale, bias = (np.concatenate([m[i] for m in members], axis=-1) for i in range(3))
-        kind, _ = out.split(".")
-        if precision == "int8" and kind not in fp32_products and out not in fp32_products:
-            x_q, x_scale, x_zero = f"{out}.xq", f"{out}.xs", f"{out}.xz"
-            nodes.append(helper.make_node("DynamicQuantizeLinear", [x], [x_q, x_scale, x_zero], name=x_q))
-            inputs = [
-                x_q,
-                constant(f"{out}.w", w_q),
-                constant(f"{out}.b", bias),
-                x_scale,
-                constant(f"{out}.scale", scale),
-                key_mask,
-                x_zero,
-            ]
-            return node("QAttention", inputs, f"{out}.context", domain="com.microsoft", num_heads=HEADS)
-        w = node("Cast", [constant(f"{out}.wq", w_q)], f"{out}.wf", to=TensorProto.FLOAT)
-        w = node("Mul", [w, constant(f"{out}.scale", scale[None, :])], f"{out}.w")
-        return node(
-            "Attention",
-            [x, w, constant(f"{out}.b", bias), key_mask],
-            f"{out}.context",
-            domain="com.microsoft",
-            num_heads=HEADS,
-        )
+        if not int8(out):
+            inputs = [x, dequantized(out, w_q, scale), constant(f"{out}.b", bias), key_mask]
+            return node("Attention", inputs, f"{out}.context", domain="com.microsoft", num_heads=HEADS)
+        x_q, x_scale, x_zero = f"{out}.xq", f"{out}.xs", f"{out}.xz"
+        nodes.append(helper.make_node("DynamicQuantizeLinear", [x], [x_q, x_scale, x_zero], name=x_q))
+        w, b, w_scale = constant(f"{out}.w", w_q), constant(f"{out}.b", bias), constant(f"{out}.scale", scale)
+        inputs = [x_q, w, b, x_scale, w_scale, key_mask, x_zero]
+        return node("QAttention", inputs, f"{out}.context", domain="com.microsoft", num_heads=HEADS)
 
     # Embeddings: the word table stays int8, only the looked-up rows are dequantized. Token types are all 0,
     # so their row is folded into the position table.
