@@ -10,12 +10,13 @@ tokens, then L2.
 The weights run in a compact graph built from the package's file (``minilm_graph``), in two precisions:
 
 - passages (``precision="fp32"``): the export's own arithmetic (cosine ≥ 0.9999998 to its vectors), so stored
-  vectors and caches stay valid; 92.8-95.6 against 68-79 SciFact abstracts/s for the export itself (400
-  abstracts, batch 4, 2 cores, docs/benchmarks/hybrid.md). About 105 MB of fp32 weights, loaded on the first
-  passage embedded.
+  vectors and caches stay valid; 1.3 times the export's passages/s in the same process (92.8-95.6 against 68-79
+  SciFact abstracts/s at load ~1.6, batch 4, 2 cores: bench/query_model.py). 62 MB RssAnon, loaded on the
+  first passage embedded.
 - queries (``for_queries()``, ``precision="int8"``): int8 products with activations quantized at run time;
-  cosine 0.990-0.999 (median 0.9945) to the fp32 vectors of the same texts, a 21-piece query in about a third
-  of the time, and about 25 MB of weights: a server that only searches never loads the fp32 ones.
+  cosine 0.994-0.999 (median 0.997) to the fp32 vectors of the same texts, a query in 40% less time than the
+  export (2.19 against 3.71 ms p50 at 200k, bench/scale_search.py), 41 MB RssAnon: a server that only searches
+  never loads the fp32 graph.
 
 Texts are truncated at 128 word pieces, in batches of 4 texts of similar length
 (sorted, then restored to input order). Measured here (bench/embedding_models.py,
@@ -174,9 +175,9 @@ class LocalOnnxEmbedder:
         return graph
 
     def for_queries(self) -> LocalOnnxEmbedder:
-        """The same model with int8 products, for search queries: a 21-piece query in about a third of the fp32
-        time, vectors within cosine 0.99 of the passages' (SciFact nDCG@10 in docs/benchmarks/hybrid.md). Never
-        stored or cached: passages keep the fp32 vectors this model's name stands for."""
+        """The same model with int8 products, for search queries: 40% less time a query, vectors within cosine
+        0.99 of the passages' (SciFact nDCG@10 in docs/benchmarks/hybrid.md, "session 17"). Never stored or
+        cached: passages keep the fp32 vectors this model's name stands for."""
         if self.precision == "int8":
             return self
         with self._lock:

@@ -1,7 +1,7 @@
 """A compact inference graph for the bundled all-MiniLM-L6-v2, built from the shipped model's own weights.
 
 The shipped ``model.onnx`` is a PyTorch (dynamo) export whose int8 weights are dequantized by ``Cast``/``Mul``
-nodes: onnxruntime folds them into fp32 copies at load (about 105 MB resident) and runs some 300 small
+nodes: onnxruntime folds them into fp32 copies at load (96 MB RssAnon) and runs some 300 small
 operators per call, most of them the export's shape plumbing around attention. This module reads the same
 initializers and writes the standard BERT encoder with onnxruntime's fused operators instead: per layer one
 QKV product, ``MultiHeadAttention``, ``SkipLayerNormalization`` and ``Gelu`` (about 12 operators).
@@ -11,7 +11,7 @@ QKV product, ``MultiHeadAttention``, ``SkipLayerNormalization`` and ``Gelu`` (ab
 CPU has them), except the products in ``INT8_FP32_PRODUCTS``; the word-embedding table stays int8 and only
 the looked-up rows are dequantized.
 ``precision="fp32"`` multiplies with the shipped weights dequantized, as the export does: its vectors are the
-export's (cosine 0.9999998 or more on SciFact), from a third fewer operators.
+export's (cosine 0.9999998 or more on SciFact claims) at 1.3 times its passages/s.
 
 Built with the ``onnx`` package at load (a second or less); nothing is written to disk.
 """
@@ -69,9 +69,9 @@ class _Weights:
 
 
 # At int8 precision, the feed-forward output product stays fp32: its input (GELU's output) has the outliers that
-# quantizing a whole tensor with one scale handles worst. SciFact train claims (809), dense nDCG@10 against the
-# passages' fp32 vectors: fp32 queries 0.6400, all products int8 0.6323 (cosine to fp32 median 0.9945),
-# this 0.6389 (median 0.9972) for 1.76 against 1.38 ms a query; fp32 throughout about 3 ms.
+# quantizing a whole tensor with one scale handles worst. Chosen on SciFact's train claims (809), dense nDCG@10
+# against the passages' fp32 vectors: fp32 queries 0.6400, every product int8 0.6323 (cosine to fp32 median
+# 0.9945), this 0.6375 (median 0.9971) for about 0.4 ms more a query (docs/benchmarks/hybrid.md, "session 17").
 INT8_FP32_PRODUCTS = frozenset({"ffn_out"})
 
 
