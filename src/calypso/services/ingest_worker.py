@@ -1,10 +1,11 @@
 """Ingestion workers: claim a job, parse, chunk, analyse, complete; any process, any number of them.
 
-A job runs under a lease that a heartbeat thread renews every third of ``job_lease_seconds``. Nothing
-of the document is written until ``JobStore.complete``, one transaction that also checks the lease is
-still this worker's, so a worker killed at any point leaves an ``in_progress`` document with no pages
-or chunks, which another worker claims once the lease expires. Errors end the job ``failed`` with
-``last_error = {code, message}`` in OpenAI's vector store file codes (see ``error_record``).
+A job runs under a lease that the process's lease keeper renews every third of ``job_lease_seconds``
+(``services/leases.py``). Nothing of the document is written until ``JobStore.complete``, one
+transaction that also checks the lease is still this worker's, so a worker killed at any point leaves
+an ``in_progress`` document with no pages or chunks, which another worker claims once the lease
+expires. Errors end the job ``failed`` with ``last_error = {code, message}`` in OpenAI's vector store
+file codes (see ``error_record``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from calypso import errors
@@ -34,6 +34,7 @@ from calypso.errors import (
 from calypso.ingest.chunking import chunk_document
 from calypso.models import Document, IngestJob
 from calypso.retrieval.tokenize import analyze_many
+from calypso.services.leases import Heartbeat
 from calypso.store.base import JobStore
 
 if TYPE_CHECKING:
@@ -82,33 +83,6 @@ def error_from_record(record: dict[str, Any] | None) -> CalypsoError:
     if not (isinstance(cls, type) and issubclass(cls, CalypsoError)):
         cls = CalypsoError
     return cls(str(record.get("message") or "Ingestion failed."), param=detail.get("param"), code=detail.get("code"))
-
-
-class Heartbeat:
-    """Renews a job's lease from a thread while the job runs; ``lost`` once the lease is someone else's."""
-
-    def __init__(self, jobs: JobStore, job: IngestJob, owner: str, lease_seconds: float) -> None:
-        self._jobs, self._key, self._owner, self._lease = jobs, job.document_key, owner, lease_seconds
-        self._stop = threading.Event()
-        self.lost = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"lease-{job.document_key}", daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._lease / 3):
-            try:
-                if not self._jobs.renew(self._key, self._owner, self._lease):
-                    self.lost.set()
-                    return
-            except CalypsoError as exc:  # the database is away: keep trying until the lease runs out
-                log.warning("renewing the lease on job %s failed: %s", self._key, exc.message)
-
-    def __enter__(self) -> Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 class JobHost(Protocol):
