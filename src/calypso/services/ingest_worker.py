@@ -14,6 +14,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -45,6 +46,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("calypso.ingest.worker")
 
 PASSAGE_BATCH = 256  # passages analysed between progress reports (and checks that the lease still holds)
+# Least time between two progress writes of one job: a document ingested faster (a page of text: about a
+# millisecond) writes none, and its job is only claimed and completed; a long one is still seen moving.
+PROGRESS_SECONDS = 0.25
 Progress = Callable[[int, int, int], None]  # (pages parsed, passages written, passages in all)
 
 
@@ -128,9 +132,16 @@ def run_job(
     settings, jobs, key, doc = service.settings, service.jobs, job.document_key, job.document
     stopping = stopping or threading.Event()
 
+    reported = time.monotonic()  # the claim's time: nothing to report yet
+
     def progress(pages: int, written: int, total: int) -> bool:
+        """Report to ``on_progress``, and to the store at most every PROGRESS_SECONDS; False when the job is lost."""
+        nonlocal reported
         if on_progress is not None:
             on_progress(pages, written, total)
+        if time.monotonic() - reported < PROGRESS_SECONDS:
+            return True  # a lost job is found by the lease keeper, the next report, or complete (which writes nothing)
+        reported = time.monotonic()
         return jobs.report_progress(key, owner, pages, written)
 
     with Heartbeat(jobs, job, owner, settings.job_lease_seconds) as beat:
