@@ -126,6 +126,43 @@ class DocumentService:
         ``expires_after_seconds``: the Files API's expires_after (anchored at creation); the same bytes already
         stored keep their own expiry.
         """
+        document = self._queued(
+            data,
+            filename,
+            namespace,
+            media_type=media_type,
+            metadata=metadata,
+            source_url=source_url,
+            workspace=workspace,
+            chunking=chunking,
+            purpose=purpose,
+            file_id=file_id,
+            expires_after_seconds=expires_after_seconds,
+        )
+        try:
+            stored = self.jobs.submit(document, data)
+        except DuplicateContent as duplicate:  # already here, or landed meanwhile (a concurrent upload)
+            return IngestResult(duplicate.existing, created=False)
+        if wake_workers:
+            self.jobs_waiting.set()
+        return IngestResult(stored, created=True)
+
+    def _queued(
+        self,
+        data: bytes,
+        filename: str,
+        namespace: str | None,
+        *,
+        media_type: str | None,
+        metadata: dict[str, Any] | None,
+        source_url: str | None,
+        workspace: str,
+        chunking: StaticChunking | None,
+        purpose: str | None,
+        file_id: str | None,
+        expires_after_seconds: int | None,
+    ) -> Document:
+        """The upload as an ``in_progress`` document, once the checks that need no parsing pass (``submit``)."""
         namespace = check_namespace(namespace or self.settings.default_namespace)
         filename = self._display_name(filename, source_url)
         if not data:
@@ -141,7 +178,7 @@ class DocumentService:
         detected_type = detect_media_type(data, filename, media_type)  # magic bytes and names: no parsing
         doc_uuid = uuid.uuid4()
         created_at = int(time.time())
-        document = Document(
+        return Document(
             id=str(doc_uuid),
             file_id=file_id or f"file-{doc_uuid.hex}",
             workspace=workspace,
@@ -160,13 +197,6 @@ class DocumentService:
             purpose=purpose,
             expires_at=created_at + expires_after_seconds if expires_after_seconds is not None else None,
         )
-        try:
-            stored = self.jobs.submit(document, data)
-        except DuplicateContent as duplicate:  # already here, or landed meanwhile (a concurrent upload)
-            return IngestResult(duplicate.existing, created=False)
-        if wake_workers:
-            self.jobs_waiting.set()
-        return IngestResult(stored, created=True)
 
     @staticmethod
     def _display_name(filename: str, source_url: str | None) -> str:
@@ -193,10 +223,23 @@ class DocumentService:
     ) -> IngestResult:
         """Submit one document; with ``wait``, return only when its job ended: all or nothing.
 
-        Waiting runs the job in this thread when it can claim it, else polls until another worker ends
-        it. A failed job's document is deleted and its error raised, as if parsed right here.
+        Waiting stores the document with its job already claimed and runs it in this thread (for bytes
+        already in progress here, it claims their job when it can, else polls until another worker ends
+        it). A failed job's document is deleted and its error raised, as if parsed right here.
         """
-        result = self.submit(
+        if not wait:
+            return self.submit(
+                data,
+                filename,
+                namespace,
+                media_type=media_type,
+                metadata=metadata,
+                source_url=source_url,
+                workspace=workspace,
+                purpose=purpose,
+                expires_after_seconds=expires_after_seconds,
+            )
+        document = self._queued(
             data,
             filename,
             namespace,
@@ -204,34 +247,52 @@ class DocumentService:
             metadata=metadata,
             source_url=source_url,
             workspace=workspace,
-            wake_workers=not wait,
+            chunking=None,
             purpose=purpose,
+            file_id=None,
             expires_after_seconds=expires_after_seconds,
         )
-        if not wait or result.document.status != "in_progress":
-            return result
-        return self._wait(result, on_progress)
+        owner = worker_id("inline")
+        try:  # stored with its job already claimed by this thread: one transaction, and no worker woken
+            job = self.jobs.submit_claimed(document, data, owner, self.settings.job_lease_seconds)
+        except DuplicateContent as duplicate:  # already here, or landed meanwhile (a concurrent upload)
+            existing = IngestResult(duplicate.existing, created=False)
+            return existing if existing.document.status != "in_progress" else self._wait(existing, on_progress)
+        return self._run(IngestResult(job.document, created=True), job, owner, data, on_progress)
 
     def _wait(self, result: IngestResult, on_progress: Progress | None) -> IngestResult:
+        """Follow an in-progress document to its end: run its job here when it can be claimed, else poll."""
         doc = result.document
         key = self.store.document_key(doc.workspace, doc.id)
         owner = worker_id("inline")
         job = self.jobs.claim_document(key, owner, self.settings.job_lease_seconds) if key is not None else None
         if job is not None:
-            try:
-                outcome = run_job(self, job, owner, on_progress=on_progress)
-            except CalypsoError:  # the store failed: a waiting caller is promised nothing half-stored
-                if result.created:
-                    with contextlib.suppress(CalypsoError):  # still down: the job is retried after its lease
-                        self.delete(doc.id, doc.workspace)
-                raise
-            if outcome.document is not None:
-                return IngestResult(outcome.document, result.created)
-            if outcome.error is not None:
-                if result.created:
+            return self._run(result, job, owner, None, on_progress)
+        return self._follow(result)
+
+    def _run(
+        self, result: IngestResult, job: IngestJob, owner: str, data: bytes | None, on_progress: Progress | None
+    ) -> IngestResult:
+        """Run a job this thread claimed (``data``: the upload's bytes, when at hand); all or nothing."""
+        doc = result.document
+        try:
+            outcome = run_job(self, job, owner, on_progress=on_progress, data=data)
+        except CalypsoError:  # the store failed: a waiting caller is promised nothing half-stored
+            if result.created:
+                with contextlib.suppress(CalypsoError):  # still down: the job is retried after its lease
                     self.delete(doc.id, doc.workspace)
-                raise outcome.error
-        # Another worker holds the job (or took it from us): follow the document until it ends.
+            raise
+        if outcome.document is not None:
+            return IngestResult(outcome.document, result.created)
+        if outcome.error is not None:
+            if result.created:
+                self.delete(doc.id, doc.workspace)
+            raise outcome.error
+        return self._follow(result)  # another worker took the job from us
+
+    def _follow(self, result: IngestResult) -> IngestResult:
+        """Poll a document another worker is ingesting until it ends."""
+        doc = result.document
         delay = 0.02
         while True:
             current = self.store.get_document(doc.workspace, doc.id)

@@ -120,6 +120,14 @@ class JobOutcome:
     error: CalypsoError | None = None
 
 
+def _content(store: DocumentStore, doc: Document) -> bytes | None:
+    """The document's bytes from the store; None when it is gone."""
+    try:
+        return store.read_content(doc.workspace, doc.id)
+    except NotFound:
+        return None
+
+
 def run_job(
     service: JobHost,
     job: IngestJob,
@@ -127,8 +135,12 @@ def run_job(
     *,
     on_progress: Progress | None = None,
     stopping: threading.Event | None = None,
+    data: bytes | None = None,
 ) -> JobOutcome:
-    """Run one claimed job to its end; never raises for the document's own faults (they fail the job)."""
+    """Run one claimed job to its end; never raises for the document's own faults (they fail the job).
+
+    ``data``: the document's bytes when the caller holds them (it just submitted them), else read from the store.
+    """
     settings, jobs, key, doc = service.settings, service.jobs, job.document_key, job.document
     stopping = stopping or threading.Event()
 
@@ -146,10 +158,8 @@ def run_job(
 
     with Heartbeat(jobs, job, owner, settings.job_lease_seconds) as beat:
         try:
-            try:
-                data = service.store.read_content(doc.workspace, doc.id)
-            except NotFound:  # deleted since the claim: nothing left to ingest, nothing to report
-                return JobOutcome()
+            if data is None and (data := _content(service.store, doc)) is None:
+                return JobOutcome()  # deleted since the claim: nothing left to ingest, nothing to report
             parsed, detected = service.parse(data, doc.filename, doc.media_type)
             if doc.chunking is not None:  # a static strategy asked for when attached to a vector store
                 static = doc.chunking

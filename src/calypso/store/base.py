@@ -239,6 +239,14 @@ class JobStore(Protocol):
         """
         ...
 
+    def submit_claimed(self, doc: Document, content: bytes, worker_id: str, lease_seconds: float) -> IngestJob:
+        """``submit``, with the job claimed by ``worker_id`` in the same transaction (as ``claim_document``
+        would, one attempt counted): for a caller that runs the job at once (``ingest(wait=True)``).
+
+        Raises DuplicateContent as ``submit`` does.
+        """
+        ...
+
     def queue_stats(self) -> QueueStats:
         """Jobs waiting and running, and the oldest one's submission time (for metrics and readiness)."""
         ...

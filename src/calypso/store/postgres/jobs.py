@@ -65,9 +65,15 @@ class PostgresJobStore(JobsSQL[Database]):
         return text(value)
 
     def submit(self, doc: Document, content: bytes) -> Document:
+        return self._submit(doc, content, None, 0).document
+
+    def submit_claimed(self, doc: Document, content: bytes, worker_id: str, lease_seconds: float) -> IngestJob:
+        return self._submit(doc, content, worker_id, lease_seconds)
+
+    def _submit(self, doc: Document, content: bytes, worker_id: str | None, lease_seconds: float) -> IngestJob:
         queued = replace(doc, status="in_progress", last_error=None, page_count=0, chunk_count=0)
 
-        def work(db: Connection) -> Document:
+        def work(db: Connection) -> IngestJob:
             # A failed or cancelled copy never reached search (no chunks, no change): it simply goes.
             db.execute(
                 "DELETE FROM documents WHERE workspace = %s AND namespace = %s AND sha256 = %s "
@@ -77,10 +83,18 @@ class PostgresJobStore(JobsSQL[Database]):
             key = PostgresDocumentStore.insert_document(db, queued)  # DuplicateContent for a live copy
             db.execute("INSERT INTO document_contents (document_key, content) VALUES (%s, %s)", (key, content))
             now = int(time.time())
+            if worker_id is None:
+                db.execute(
+                    "INSERT INTO ingest_jobs (document_key, created_at, updated_at) VALUES (%s, %s, %s)",
+                    (key, now, now),
+                )
+                return IngestJob(queued, key, 0, None)
             db.execute(
-                "INSERT INTO ingest_jobs (document_key, created_at, updated_at) VALUES (%s, %s, %s)", (key, now, now)
+                "INSERT INTO ingest_jobs (document_key, attempts, lease_owner, lease_expires_at, created_at, "
+                f"updated_at) VALUES (%s, 1, %s, {_NOW} + %s, %s, %s)",
+                (key, worker_id, lease_seconds, now, now),
             )
-            return queued
+            return IngestJob(queued, key, 1, worker_id)
 
         return self.database.write(work)
 

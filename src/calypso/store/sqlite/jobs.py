@@ -48,9 +48,15 @@ class SQLiteJobStore(JobsSQL[Database]):
         return json.dumps(value)
 
     def submit(self, doc: Document, content: bytes) -> Document:
+        return self._submit(doc, content, None, 0).document
+
+    def submit_claimed(self, doc: Document, content: bytes, worker_id: str, lease_seconds: float) -> IngestJob:
+        return self._submit(doc, content, worker_id, lease_seconds)
+
+    def _submit(self, doc: Document, content: bytes, worker_id: str | None, lease_seconds: float) -> IngestJob:
         queued = replace(doc, status="in_progress", last_error=None, page_count=0, chunk_count=0)
 
-        def work(db: sqlite3.Connection) -> Document:
+        def work(db: sqlite3.Connection) -> IngestJob:
             existing = db.execute(
                 f"SELECT {DOC_COLUMNS} FROM documents WHERE workspace = ? AND namespace = ? AND sha256 = ?",
                 (doc.workspace, doc.namespace, doc.sha256),
@@ -61,11 +67,14 @@ class SQLiteJobStore(JobsSQL[Database]):
                 # A failed or cancelled copy never reached search (no chunks, no change): it simply goes.
                 db.execute("DELETE FROM documents WHERE key = ?", (existing["key"],))
             key = insert_document(db, queued, content)
-            now = int(time.time())
+            now = time.time()
+            attempts, expires = (0, None) if worker_id is None else (1, now + lease_seconds)
             db.execute(
-                "INSERT INTO ingest_jobs (document_key, created_at, updated_at) VALUES (?, ?, ?)", (key, now, now)
+                "INSERT INTO ingest_jobs (document_key, attempts, lease_owner, lease_expires_at, created_at, "
+                "updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (key, attempts, worker_id, expires, int(now), int(now)),
             )
-            return queued
+            return IngestJob(queued, key, attempts, worker_id)
 
         # The bytes, and their copy in the write-ahead log until a checkpoint.
         return self.database.write(work, needs=2 * len(content))
