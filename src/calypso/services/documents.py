@@ -34,7 +34,7 @@ from calypso.errors import (
 )
 from calypso.ingest.crawl import fetch_page
 from calypso.ingest.filenames import check_filename, display_filename, display_url
-from calypso.ingest.isolation import parse_isolated
+from calypso.ingest.isolation import parse_isolated, parses_in_place
 from calypso.ingest.limits import ParseLimits
 from calypso.ingest.parsers import detect_media_type, parse_document
 from calypso.models import (
@@ -51,7 +51,15 @@ from calypso.models import (
 from calypso.retrieval.tokenize import encode_terms
 from calypso.scope import DEFAULT_WORKSPACE, check_namespace
 from calypso.services.index_sync import NamespaceIndexes
-from calypso.services.ingest_worker import Progress, error_from_record, run_job, worker_id
+from calypso.services.ingest_worker import (
+    Progress,
+    error_from_record,
+    error_record,
+    job_error,
+    prepare,
+    run_job,
+    worker_id,
+)
 from calypso.store.base import DocumentStore, DuplicateContent, EmbeddingStore, JobStore
 
 log = logging.getLogger("calypso.documents")
@@ -69,6 +77,11 @@ def _expired(document: Document, param: str) -> NotFound:
         "and is deleted.",
         param=param,
     )
+
+
+def _stored(terms: list[tuple[str, list[str]]]) -> list[str]:
+    """Each chunk's analysed terms as the store keeps them."""
+    return [encode_terms(t, language) for language, t in terms]
 
 
 class DocumentService:
@@ -252,13 +265,49 @@ class DocumentService:
             file_id=None,
             expires_after_seconds=expires_after_seconds,
         )
+        if parses_in_place(data, document.filename, document.media_type):
+            return self._ingest_at_once(document, data, on_progress)
         owner = worker_id("inline")
         try:  # stored with its job already claimed by this thread: one transaction, and no worker woken
             job = self.jobs.submit_claimed(document, data, owner, self.settings.job_lease_seconds)
         except DuplicateContent as duplicate:  # already here, or landed meanwhile (a concurrent upload)
-            existing = IngestResult(duplicate.existing, created=False)
-            return existing if existing.document.status != "in_progress" else self._wait(existing, on_progress)
+            return self._existing(duplicate.existing, on_progress)
         return self._run(IngestResult(job.document, created=True), job, owner, data, on_progress)
+
+    def _ingest_at_once(self, document: Document, data: bytes, on_progress: Progress | None) -> IngestResult:
+        """A small text upload (``parses_in_place``): parsed, chunked and analysed before anything is stored, then
+        stored completed in one transaction (``JobStore.add_completed``). A failure stores nothing; its error is
+        the one a failed job would give."""
+        existing = self.store.find_duplicate(document.workspace, document.namespace, document.sha256)
+        if existing is not None and existing.status in ("in_progress", "completed"):
+            return self._existing(existing, on_progress)  # as submit would find it: not parsed again
+
+        def progress(pages: int, written: int, total: int) -> bool:
+            if on_progress is not None:
+                on_progress(pages, written, total)
+            return True
+
+        try:
+            prepared = prepare(self, document, data, progress)
+        except Exception as exc:  # noqa: BLE001 - told as a failed job's error is
+            error = job_error(exc, error_record(exc, document.filename))
+            if error is exc:
+                raise
+            raise error from exc
+        assert prepared is not None  # only progress stops it, and this one never does
+        try:
+            self.jobs.add_completed(
+                prepared.document, data, prepared.pages, prepared.chunks, _stored(prepared.terms), self._embed_model
+            )
+        except DuplicateContent as duplicate:  # landed meanwhile (a concurrent upload)
+            return self._existing(duplicate.existing, on_progress)
+        self._indexes.catch_up()  # through the feed, like everyone else's writes: this process reads its own
+        return IngestResult(prepared.document, created=True)
+
+    def _existing(self, document: Document, on_progress: Progress | None) -> IngestResult:
+        """The document already holding an upload's bytes, followed to its end when it is in progress."""
+        result = IngestResult(document, created=False)
+        return result if document.status != "in_progress" else self._wait(result, on_progress)
 
     def _wait(self, result: IngestResult, on_progress: Progress | None) -> IngestResult:
         """Follow an in-progress document to its end: run its job here when it can be claimed, else poll."""
@@ -319,12 +368,15 @@ class DocumentService:
         terms: list[tuple[str, list[str]]],
     ) -> list[int] | None:
         """Store a finished job (None: the worker lost it, nothing written); loaded indexes take it from the feed."""
-        stored_terms = [encode_terms(t, language) for language, t in terms]
-        model = self.embedder.name if self.embedder is not None else None
-        chunk_keys = self.jobs.complete(document_key, owner, document, pages, chunks, stored_terms, model)
+        chunk_keys = self.jobs.complete(document_key, owner, document, pages, chunks, _stored(terms), self._embed_model)
         if chunk_keys is not None:
             self._indexes.catch_up()  # through the feed, like everyone else's writes: this process reads its own
         return chunk_keys
+
+    @property
+    def _embed_model(self) -> str | None:
+        """The model a completed document is queued for (an embedding job), if any."""
+        return self.embedder.name if self.embedder is not None else None
 
     def cancel(self, document_id: str, workspace: str = DEFAULT_WORKSPACE) -> Document:
         """Cancel an in-progress document; Conflict (409) when it already ended."""

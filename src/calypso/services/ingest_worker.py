@@ -120,6 +120,60 @@ class JobOutcome:
     error: CalypsoError | None = None
 
 
+def job_error(exc: BaseException, record: dict[str, Any]) -> CalypsoError:
+    """The error a waiting caller is told of a job that failed with ``exc`` (``record``: its ``error_record``):
+    the document's own error as raised, anything else as the server error the record describes."""
+    if isinstance(exc, CalypsoError) and record["code"] != "server_error":
+        return exc
+    return error_from_record(record)
+
+
+@dataclass
+class Prepared:
+    """A document ready to store: completed (detected type, title, metadata, counts), with its pages, chunks and
+    their analysed terms, ``(language, terms)`` per chunk."""
+
+    document: Document
+    pages: Sequence[Page]
+    chunks: list[Chunk]
+    terms: list[tuple[str, list[str]]]
+
+
+def prepare(service: JobHost, doc: Document, data: bytes, progress: Callable[[int, int, int], bool]) -> Prepared | None:
+    """Parse, chunk and analyse ``doc``'s bytes, writing nothing; None once ``progress`` says stop.
+
+    ``progress(pages parsed, passages analysed, passages in all)`` runs after chunking and after each batch of
+    PASSAGE_BATCH passages analysed; it returns False to stop there.
+    """
+    settings = service.settings
+    parsed, detected = service.parse(data, doc.filename, doc.media_type)
+    if doc.chunking is not None:  # a static strategy asked for when attached to a vector store
+        static = doc.chunking
+        chunks = chunk_document(parsed, static.max_chunk_size_tokens, static.chunk_overlap_tokens, "tokens")
+    else:
+        chunks = chunk_document(parsed, settings.chunk_size, settings.chunk_overlap)
+    if not chunks:
+        raise EmptyDocument(f"{doc.filename} contains no text to index.", param="file")
+    if not progress(len(parsed.pages), 0, len(chunks)):
+        return None
+    terms: list[tuple[str, list[str]]] = []
+    # Analysed once here, stored with the chunks, indexed from the store; in batches, to report progress.
+    for start in range(0, len(chunks), PASSAGE_BATCH):
+        terms.extend(analyze_many(c.text for c in chunks[start : start + PASSAGE_BATCH]))
+        if not progress(len(parsed.pages), len(terms), len(chunks)):
+            return None
+    finished = replace(
+        doc,
+        media_type=detected,
+        title=parsed.title,
+        metadata={**parsed.metadata, **doc.metadata},
+        page_count=len(parsed.pages),
+        chunk_count=len(chunks),
+        status="completed",
+    )
+    return Prepared(finished, parsed.pages, chunks, terms)
+
+
 def _content(store: DocumentStore, doc: Document) -> bytes | None:
     """The document's bytes from the store; None when it is gone."""
     try:
@@ -143,54 +197,34 @@ def run_job(
     """
     settings, jobs, key, doc = service.settings, service.jobs, job.document_key, job.document
     stopping = stopping or threading.Event()
-
     reported = time.monotonic()  # the claim's time: nothing to report yet
 
-    def progress(pages: int, written: int, total: int) -> bool:
-        """Report to ``on_progress``, and to the store at most every PROGRESS_SECONDS; False when the job is lost."""
-        nonlocal reported
-        if on_progress is not None:
-            on_progress(pages, written, total)
-        if time.monotonic() - reported < PROGRESS_SECONDS:
-            return True  # a lost job is found by the lease keeper, the next report, or complete (which writes nothing)
-        reported = time.monotonic()
-        return jobs.report_progress(key, owner, pages, written)
-
     with Heartbeat(jobs, job, owner, settings.job_lease_seconds) as beat:
+
+        def progress(pages: int, written: int, total: int) -> bool:
+            """Report to ``on_progress``, and to the store at most every PROGRESS_SECONDS; False to stop: the
+            job was lost, or this worker is stopping with passages left (the job is released)."""
+            nonlocal reported
+            if on_progress is not None:
+                on_progress(pages, written, total)
+            if beat.lost.is_set():
+                return False
+            if stopping.is_set() and written < total:
+                jobs.release(key, owner)
+                return False
+            if time.monotonic() - reported < PROGRESS_SECONDS:
+                return True  # a lost job is found by the lease keeper, the next report, or complete (writes nothing)
+            reported = time.monotonic()
+            return jobs.report_progress(key, owner, pages, written)
+
         try:
             if data is None and (data := _content(service.store, doc)) is None:
                 return JobOutcome()  # deleted since the claim: nothing left to ingest, nothing to report
-            parsed, detected = service.parse(data, doc.filename, doc.media_type)
-            if doc.chunking is not None:  # a static strategy asked for when attached to a vector store
-                static = doc.chunking
-                chunks = chunk_document(parsed, static.max_chunk_size_tokens, static.chunk_overlap_tokens, "tokens")
-            else:
-                chunks = chunk_document(parsed, settings.chunk_size, settings.chunk_overlap)
-            if not chunks:
-                raise EmptyDocument(f"{doc.filename} contains no text to index.", param="file")
-            if not progress(len(parsed.pages), 0, len(chunks)):
+            prepared = prepare(service, doc, data, progress)
+            if prepared is None:
                 return JobOutcome()
-            terms: list[tuple[str, list[str]]] = []  # (language, terms) per chunk
-            # Analysed once here, stored with the chunks, indexed from the store; in batches, to report progress.
-            for start in range(0, len(chunks), PASSAGE_BATCH):
-                if beat.lost.is_set():
-                    return JobOutcome()
-                if stopping.is_set():
-                    jobs.release(key, owner)
-                    return JobOutcome()
-                terms.extend(analyze_many(c.text for c in chunks[start : start + PASSAGE_BATCH]))
-                if not progress(len(parsed.pages), len(terms), len(chunks)):
-                    return JobOutcome()
-            finished = replace(
-                doc,
-                media_type=detected,
-                title=parsed.title,
-                metadata={**parsed.metadata, **doc.metadata},
-                page_count=len(parsed.pages),
-                chunk_count=len(chunks),
-                status="completed",
-            )
-            if service.complete_job(key, owner, finished, parsed.pages, chunks, terms) is None:
+            finished = prepared.document
+            if service.complete_job(key, owner, finished, prepared.pages, prepared.chunks, prepared.terms) is None:
                 return JobOutcome()
             return JobOutcome(document=finished)
         except InsufficientStorage as exc:
@@ -209,8 +243,7 @@ def run_job(
             record = error_record(exc, doc.filename)
             if not jobs.fail(key, owner, record):
                 return JobOutcome()
-            error = exc if isinstance(exc, CalypsoError) and record["code"] != "server_error" else None
-            return JobOutcome(error=error or error_from_record(record))
+            return JobOutcome(error=job_error(exc, record))
 
 
 class IngestWorkers:

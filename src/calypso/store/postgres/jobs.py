@@ -50,6 +50,19 @@ def _owned(db: Connection, document_key: int, worker_id: str) -> Row | None:
     ).fetchone()
 
 
+def _insert_new(db: Connection, doc: Document, content: bytes) -> int:
+    """Insert ``doc`` with its bytes; its key. DuplicateContent when the namespace holds these bytes in progress or
+    completed; a failed or cancelled copy is deleted (it never reached search: no chunks, no change)."""
+    db.execute(
+        "DELETE FROM documents WHERE workspace = %s AND namespace = %s AND sha256 = %s "
+        "AND status IN ('failed', 'cancelled')",
+        (doc.workspace, doc.namespace, doc.sha256),
+    )
+    key = PostgresDocumentStore.insert_document(db, doc)  # DuplicateContent for a live copy
+    db.execute("INSERT INTO document_contents (document_key, content) VALUES (%s, %s)", (key, content))
+    return key
+
+
 class PostgresJobStore(JobsSQL[Database]):
     """``calypso.store.base.JobStore`` on PostgreSQL."""
 
@@ -74,14 +87,7 @@ class PostgresJobStore(JobsSQL[Database]):
         queued = replace(doc, status="in_progress", last_error=None, page_count=0, chunk_count=0)
 
         def work(db: Connection) -> IngestJob:
-            # A failed or cancelled copy never reached search (no chunks, no change): it simply goes.
-            db.execute(
-                "DELETE FROM documents WHERE workspace = %s AND namespace = %s AND sha256 = %s "
-                "AND status IN ('failed', 'cancelled')",
-                (doc.workspace, doc.namespace, doc.sha256),
-            )
-            key = PostgresDocumentStore.insert_document(db, queued)  # DuplicateContent for a live copy
-            db.execute("INSERT INTO document_contents (document_key, content) VALUES (%s, %s)", (key, content))
+            key = _insert_new(db, queued, content)
             now = int(time.time())
             if worker_id is None:
                 db.execute(
@@ -95,6 +101,28 @@ class PostgresJobStore(JobsSQL[Database]):
                 (key, worker_id, lease_seconds, now, now),
             )
             return IngestJob(queued, key, 1, worker_id)
+
+        return self.database.write(work)
+
+    def add_completed(
+        self,
+        doc: Document,
+        content: bytes,
+        pages: Sequence[Page],
+        chunks: Sequence[Chunk],
+        terms: Sequence[str | None],
+        embed_model: str | None = None,
+    ) -> list[int]:
+        if len(terms) != len(chunks):
+            raise ValueError(f"{len(terms)} terms for {len(chunks)} chunks")
+        completed = replace(doc, status="completed", last_error=None, page_count=len(pages), chunk_count=len(chunks))
+
+        def work(db: Connection) -> list[int]:
+            key = _insert_new(db, completed, content)
+            chunk_keys = write_pages_and_chunks(db, key, pages, chunks, terms)
+            self._queue_embedding(db, key, embed_model)
+            _record_change(db, doc.workspace, doc.namespace, key, "added")
+            return chunk_keys
 
         return self.database.write(work)
 
