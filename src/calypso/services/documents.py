@@ -2,9 +2,9 @@
 
 The API and the CLI both call it. An upload becomes an ``in_progress`` document with an ingestion
 job (``submit``) that a worker (``services/ingest_worker.py``) finishes; ``ingest(wait=True)`` runs
-or follows the job to its end. Writes reach this process's in-memory indexes (and every other
-process's) through the store's change feed (``services/index_sync.py``); searching them is
-``services/search.py``'s. With an embedding model (``embedder``), a completed document is also queued
+or follows the job to its end, or, for a small text upload, stores it completed in one transaction.
+Writes reach this process's in-memory indexes (and every other process's) through the store's change
+feed (``services/index_sync.py``); searching them is ``services/search.py``'s. With an embedding model (``embedder``), a completed document is also queued
 for vectors, which the embedding workers fill in (``services/embed_worker.py``).
 """
 
@@ -236,9 +236,11 @@ class DocumentService:
     ) -> IngestResult:
         """Submit one document; with ``wait``, return only when its job ended: all or nothing.
 
-        Waiting stores the document with its job already claimed and runs it in this thread (for bytes
-        already in progress here, it claims their job when it can, else polls until another worker ends
-        it). A failed job's document is deleted and its error raised, as if parsed right here.
+        Waiting, a small text upload (``parses_in_place``) is parsed before anything is stored, then stored
+        completed in one transaction; any other is stored with its job already claimed, which this thread
+        runs. Bytes already in progress here are followed: their job claimed when it can be, else polled
+        until another worker ends it. A failed job's document is deleted and its error raised, as if parsed
+        right here.
         """
         if not wait:
             return self.submit(
