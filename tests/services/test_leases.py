@@ -17,11 +17,14 @@ class Renewals:
         self.calls: list[tuple[int, float]] = []
         self.lost: set[int] = set()
         self.down: set[int] = set()
+        self.broken: set[int] = set()
 
     def renew(self, document_key: int, worker_id: str, lease_seconds: float) -> bool:
         self.calls.append((document_key, time.monotonic()))
         if document_key in self.down:
             raise StorageError("the database is away")
+        if document_key in self.broken:
+            raise RuntimeError("a bug")
         return document_key not in self.lost
 
     def of(self, key: int) -> int:
@@ -75,6 +78,14 @@ def test_a_failing_renewal_is_retried() -> None:
     with Heartbeat(store, _job(4), "w", 0.15) as beat:
         time.sleep(0.4)
     assert store.of(4) >= 2 and not beat.lost.is_set()
+
+
+def test_a_renewal_that_crashes_stops_no_other_job_s_renewals() -> None:
+    store = Renewals()
+    store.broken.add(6)
+    with Heartbeat(store, _job(6), "w", 0.15), Heartbeat(store, _job(7), "w", 0.15):
+        time.sleep(0.4)
+    assert store.of(6) >= 2 and store.of(7) >= 2
 
 
 def test_jobs_start_no_thread_of_their_own() -> None:

@@ -27,18 +27,18 @@ class Heartbeat:
     """
 
     def __init__(self, jobs: JobStore, job: IngestJob, owner: str, lease_seconds: float) -> None:
-        self._jobs, self._key, self._owner, self.lease_seconds = jobs, job.document_key, owner, lease_seconds
+        self._jobs, self.key, self._owner, self.lease_seconds = jobs, job.document_key, owner, lease_seconds
         self.lost = threading.Event()
         self.due = 0.0  # monotonic time of the next renewal (the keeper's)
 
     def renew(self) -> bool:
         """One renewal; False once the lease is lost (then ``lost`` is set). A store error is logged and retried."""
         try:
-            if not self._jobs.renew(self._key, self._owner, self.lease_seconds):
+            if not self._jobs.renew(self.key, self._owner, self.lease_seconds):
                 self.lost.set()
                 return False
         except CalypsoError as exc:  # the database is away: keep trying until the lease runs out
-            log.warning("renewing the lease on job %s failed: %s", self._key, exc.message)
+            log.warning("renewing the lease on job %s failed: %s", self.key, exc.message)
         return True
 
     def __enter__(self) -> Heartbeat:
@@ -86,6 +86,9 @@ class _Keeper:
                 self._cond.release()
                 try:  # outside the lock: a slow database must not hold up jobs starting and ending
                     kept = beat.renew()
+                except Exception:  # a bug must not end every job's renewals with this thread: retried
+                    log.exception("renewing the lease on job %s failed", beat.key)
+                    kept = True
                 finally:
                     self._cond.acquire()
                     self._renewing = None
