@@ -3,8 +3,8 @@
     git worktree add --detach ../calypso-base <commit>
     PYTHONPATH=src .venv/bin/python bench/ingest_ab.py ../calypso-base . [--uploads 2000] [--rounds 4]
 
-Each round runs each tree in a process of its own (the first tree first in even rounds, second first in
-odd ones, so both see the same machine load): a fresh SQLite data directory with command A's settings
+Each round runs each tree in a process of its own (the first tree first in rounds 1, 3, …, the second in
+2, 4, …, so both see the same machine load): a fresh SQLite data directory with command A's settings
 (bench/hybrid_quality.py: one passage per abstract, the default embedding model, so each completed
 document also queues its embedding job), 20 warm-up uploads (the parse children start, modules load),
 then ``--uploads`` SciFact abstracts, one ``ingest(wait=True)`` each, timed as pages/s. Then, in the
