@@ -11,8 +11,8 @@ from tests_support import WAIT, LiveServer, eval_data_dir, free_port
 
 from calypso.api.app import create_app
 from calypso.config import Settings
-from calypso.errors import PayloadTooLarge, UnprocessableDocument
-from calypso.ingest.isolation import ParserPool
+from calypso.errors import PayloadTooLarge, UnprocessableDocument, UnsupportedMediaType
+from calypso.ingest.isolation import IN_PLACE_BYTES, ParserPool, parse_isolated, parses_in_place
 
 
 def test_a_parse_over_its_budget_is_refused_and_the_next_one_works() -> None:
@@ -78,3 +78,63 @@ def test_the_deprecated_pdf_memory_setting_still_sets_the_one_cap(monkeypatch: p
     monkeypatch.delenv("CALYPSO_PARSE_MEMORY_BYTES")
     monkeypatch.setenv("CALYPSO_MAX_PARSE_MEMORY_BYTES", "0")  # meant "PDFs in the server": ignored
     assert Settings().parse_memory_bytes == Settings.model_fields["parse_memory_bytes"].default
+
+
+def test_only_small_utf8_text_and_markdown_without_front_matter_parse_in_place() -> None:
+    assert parses_in_place(b"Plain words.", "a.txt", None)
+    assert parses_in_place("Caf\u00e9 \u5317\u4eac, UTF-8.".encode(), "a.txt", "text/plain")
+    assert parses_in_place(b"# Title\n\nBody.", "a.md", None)
+    assert parses_in_place(b"README text", "README", "application/octet-stream")
+    assert not parses_in_place("Caf\u00e9 in Windows-1252.".encode("cp1252"), "a.txt", None)  # charset detection
+    assert not parses_in_place("\ufeffUTF-16 with its BOM.".encode("utf-16"), "a.txt", None)
+    assert not parses_in_place(b"---\ntitle: T\n---\n# Title\n", "a.md", None)  # YAML front matter
+    assert not parses_in_place(b"\xef\xbb\xbf---\ntitle: T\n---\n", "a.md", None)
+    assert not parses_in_place(b"x" * (IN_PLACE_BYTES + 1), "a.txt", None)
+    assert not parses_in_place(b"<html><body>Hi</body></html>", "a.html", None)
+    assert not parses_in_place(b"%PDF-1.7\n...", "a.txt", "text/plain")  # PDF bytes whatever the label
+    assert not parses_in_place(b"a,b\n1,2\n", "a.csv", None)
+    assert not parses_in_place(b"  \n ", "a.txt", None)  # empty: refused by the child, as every format
+    assert not parses_in_place(b"{}", "data.json", None)  # an unknown type: refused by the child
+
+
+SAMPLES = [
+    (b"Plain words.\r\nSecond line.\n", "a.txt", None),
+    ("# Caf\u00e9\n\nBody \x07with a bell.\n\n## Two\n\n```\n# not a heading\n```\n".encode(), "a.md", None),
+    (b"\xef\xbb\xbfWith a UTF-8 byte-order mark.", "a.txt", None),
+    (b"Labelled plain, named .md\n# Heading", "notes.md", "text/plain"),
+]
+
+
+@pytest.mark.parametrize(("data", "filename", "media_type"), SAMPLES)
+def test_a_parse_in_place_gives_what_the_child_gives(data: bytes, filename: str, media_type: str | None) -> None:
+    pool = ParserPool(1)
+    try:
+        assert parses_in_place(data, filename, media_type)
+        in_place = parse_isolated(data, filename, media_type, timeout=60, memory_bytes=2 * 1024**3, processes=1)
+        assert in_place == pool.parse(data, filename, media_type, timeout=60, memory_bytes=2 * 1024**3)
+    finally:
+        pool.close()
+
+
+def test_a_binary_text_upload_is_refused_in_place_as_in_the_child() -> None:
+    data = b"\x00\x01\x02 binary \x00" * 50
+    pool = ParserPool(1)
+    try:
+        with pytest.raises(UnsupportedMediaType) as in_place:
+            parse_isolated(data, "data.txt", None, timeout=60, memory_bytes=2 * 1024**3, processes=1)
+        with pytest.raises(UnsupportedMediaType) as in_child:
+            pool.parse(data, "data.txt", None, timeout=60, memory_bytes=2 * 1024**3)
+        assert in_place.value.message == in_child.value.message
+    finally:
+        pool.close()
+
+
+def test_a_yaml_bomb_in_front_matter_is_stopped_in_the_child() -> None:
+    # 534 bytes whose aliases expand to 10^9 values as metadata: why Markdown with front matter keeps its child.
+    lines = ["---", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    data = "\n".join([*lines, "---", "", "# Title", "", "Body."]).encode()
+    assert not parses_in_place(data, "bomb.md", None)
+    with pytest.raises((UnprocessableDocument, PayloadTooLarge)) as caught:
+        parse_isolated(data, "bomb.md", None, timeout=1, memory_bytes=512 * 1024**2, processes=1)
+    assert caught.value.code in ("parse_timeout", "document_too_large", "parse_memory")

@@ -410,6 +410,24 @@ def test_an_expired_lease_is_claimed_again_and_the_old_worker_writes_nothing(
     assert raw.scalar("SELECT COUNT(*) FROM chunks") == 2
 
 
+def test_submit_claimed_stores_the_job_leased_to_its_submitter(storage: Storage, raw: RawDatabase) -> None:
+    job = storage.jobs.submit_claimed(_document("j1", sha="s"), b"raw bytes", "inline", 0.2)
+    key = storage.documents.document_key("default", "j1")
+    assert (job.document_key, job.attempts, job.lease_owner, job.document.status) == (key, 1, "inline", "in_progress")
+    assert storage.documents.read_content("default", "j1") == b"raw bytes"
+    seen = storage.jobs.jobs("default", ["j1"])["j1"]
+    assert (seen.attempts, seen.lease_owner, seen.pages_parsed, seen.passages_written) == (1, "inline", 0, 0)
+    assert storage.jobs.claim("w2", 30) is None  # leased from the start: no worker takes it
+    with pytest.raises(DuplicateContent) as refused:
+        storage.jobs.submit_claimed(_document("j2", sha="s"), b"raw bytes", "other", 30)
+    assert refused.value.existing.id == "j1"
+    time.sleep(0.4)  # the submitter died: its lease runs out and a worker takes the job, a second attempt
+    again = storage.jobs.claim("w2", 30)
+    assert again is not None and again.document_key == key and again.attempts == 2
+    assert storage.jobs.complete(key, "inline", job.document, PAGES, CHUNKS, TERMS) is None
+    assert raw.scalar("SELECT COUNT(*) FROM chunks") == 0
+
+
 def test_release_gives_the_job_back_without_counting_the_attempt(storage: Storage) -> None:
     key = _submit(storage)
     assert storage.jobs.claim("w1", 30) is not None

@@ -9,6 +9,13 @@ calls abort() when an allocation fails (measured), which would take the whole
 server down; a child that aborts dies alone (422 ``parse_memory``), and the next
 parse starts a new one.
 
+One kind of upload skips the child (``parses_in_place``): UTF-8 plain text or Markdown without front
+matter, up to ``IN_PLACE_BYTES``. Its parse is a UTF-8 decode and linear scans of text that the chunker
+and the analyzer then read in the server anyway, so a child would bound nothing they do not; the round
+trip (pickles both ways, a pipe, a context switch) cost six times the parse of a one-page abstract.
+Charset detection (other encodings) and YAML (front matter, whose aliases can expand exponentially)
+stay in a child, as does every other format.
+
 Children are plain ``python -m calypso.ingest.parse_child`` processes speaking
 length-prefixed pickles over stdin/stdout, not multiprocessing (whose spawn
 re-imports the caller's ``__main__`` script in the child, which breaks any script
@@ -20,6 +27,7 @@ so one hostile upload never takes down a parse running beside it.
 from __future__ import annotations
 
 import atexit
+import codecs
 import os
 import pickle
 import queue
@@ -33,8 +41,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
-from calypso.errors import CalypsoError, UnprocessableDocument
+from calypso.errors import CalypsoError, UnprocessableDocument, UnsupportedMediaType
 from calypso.ingest.limits import ParseLimits
+from calypso.ingest.parsers import MARKDOWN, TEXT, detect_media_type, parse_document
 from calypso.models import ParsedDocument
 
 HEADER = struct.Struct("<Q")  # length prefix of each pickled message
@@ -204,6 +213,31 @@ def shared_pool(processes: int) -> ParserPool:
         return pool
 
 
+IN_PLACE_BYTES = 1 << 20  # largest text parsed without a child: well under a time budget at any machine speed
+_IN_PLACE_TYPES = frozenset((TEXT, MARKDOWN))
+
+
+def parses_in_place(data: bytes, filename: str, media_type: str | None) -> bool:
+    """Whether this upload may be parsed in this process (see the module docstring); False when in doubt."""
+    if len(data) > IN_PLACE_BYTES or not data.strip():
+        return False  # an empty upload: the child's parse_document refuses it, as it does every format's
+    try:
+        detected = detect_media_type(data, filename, media_type)
+    except UnsupportedMediaType:
+        return False  # the child refuses it, with the same error
+    if detected not in _IN_PLACE_TYPES:
+        return False
+    if detected == MARKDOWN and data.removeprefix(codecs.BOM_UTF8).startswith(b"---"):
+        return False  # front matter: YAML
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:  # charset detection
+        return False
+    return True
+
+
 def parse_isolated(
     data: bytes,
     filename: str,
@@ -214,5 +248,8 @@ def parse_isolated(
     memory_bytes: int,
     processes: int,
 ) -> tuple[ParsedDocument, str]:
-    """``parse_document`` in a child process, within ``timeout`` seconds and ``memory_bytes``."""
+    """``parse_document`` in a child process, within ``timeout`` seconds and ``memory_bytes``; small UTF-8 text
+    and Markdown in this one (``parses_in_place``)."""
+    if parses_in_place(data, filename, media_type):
+        return parse_document(data, filename, media_type, limits)
     return shared_pool(processes).parse(data, filename, media_type, limits, timeout=timeout, memory_bytes=memory_bytes)

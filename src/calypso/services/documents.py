@@ -2,9 +2,9 @@
 
 The API and the CLI both call it. An upload becomes an ``in_progress`` document with an ingestion
 job (``submit``) that a worker (``services/ingest_worker.py``) finishes; ``ingest(wait=True)`` runs
-or follows the job to its end. Writes reach this process's in-memory indexes (and every other
-process's) through the store's change feed (``services/index_sync.py``); searching them is
-``services/search.py``'s. With an embedding model (``embedder``), a completed document is also queued
+or follows the job to its end, or, for a small text upload, stores it completed in one transaction.
+Writes reach this process's in-memory indexes (and every other process's) through the store's change
+feed (``services/index_sync.py``); searching them is ``services/search.py``'s. With an embedding model (``embedder``), a completed document is also queued
 for vectors, which the embedding workers fill in (``services/embed_worker.py``).
 """
 
@@ -34,7 +34,7 @@ from calypso.errors import (
 )
 from calypso.ingest.crawl import fetch_page
 from calypso.ingest.filenames import check_filename, display_filename, display_url
-from calypso.ingest.isolation import parse_isolated
+from calypso.ingest.isolation import parse_isolated, parses_in_place
 from calypso.ingest.limits import ParseLimits
 from calypso.ingest.parsers import detect_media_type, parse_document
 from calypso.models import (
@@ -51,7 +51,15 @@ from calypso.models import (
 from calypso.retrieval.tokenize import encode_terms
 from calypso.scope import DEFAULT_WORKSPACE, check_namespace
 from calypso.services.index_sync import NamespaceIndexes
-from calypso.services.ingest_worker import Progress, error_from_record, run_job, worker_id
+from calypso.services.ingest_worker import (
+    Progress,
+    error_from_record,
+    error_record,
+    job_error,
+    prepare,
+    run_job,
+    worker_id,
+)
 from calypso.store.base import DocumentStore, DuplicateContent, EmbeddingStore, JobStore
 
 log = logging.getLogger("calypso.documents")
@@ -69,6 +77,11 @@ def _expired(document: Document, param: str) -> NotFound:
         "and is deleted.",
         param=param,
     )
+
+
+def _stored(terms: list[tuple[str, list[str]]]) -> list[str]:
+    """Each chunk's analysed terms as the store keeps them."""
+    return [encode_terms(t, language) for language, t in terms]
 
 
 class DocumentService:
@@ -126,6 +139,43 @@ class DocumentService:
         ``expires_after_seconds``: the Files API's expires_after (anchored at creation); the same bytes already
         stored keep their own expiry.
         """
+        document = self._queued(
+            data,
+            filename,
+            namespace,
+            media_type=media_type,
+            metadata=metadata,
+            source_url=source_url,
+            workspace=workspace,
+            chunking=chunking,
+            purpose=purpose,
+            file_id=file_id,
+            expires_after_seconds=expires_after_seconds,
+        )
+        try:
+            stored = self.jobs.submit(document, data)
+        except DuplicateContent as duplicate:  # already here, or landed meanwhile (a concurrent upload)
+            return IngestResult(duplicate.existing, created=False)
+        if wake_workers:
+            self.jobs_waiting.set()
+        return IngestResult(stored, created=True)
+
+    def _queued(
+        self,
+        data: bytes,
+        filename: str,
+        namespace: str | None,
+        *,
+        media_type: str | None,
+        metadata: dict[str, Any] | None,
+        source_url: str | None,
+        workspace: str,
+        chunking: StaticChunking | None,
+        purpose: str | None,
+        file_id: str | None,
+        expires_after_seconds: int | None,
+    ) -> Document:
+        """The upload as an ``in_progress`` document, once the checks that need no parsing pass (``submit``)."""
         namespace = check_namespace(namespace or self.settings.default_namespace)
         filename = self._display_name(filename, source_url)
         if not data:
@@ -141,7 +191,7 @@ class DocumentService:
         detected_type = detect_media_type(data, filename, media_type)  # magic bytes and names: no parsing
         doc_uuid = uuid.uuid4()
         created_at = int(time.time())
-        document = Document(
+        return Document(
             id=str(doc_uuid),
             file_id=file_id or f"file-{doc_uuid.hex}",
             workspace=workspace,
@@ -160,13 +210,6 @@ class DocumentService:
             purpose=purpose,
             expires_at=created_at + expires_after_seconds if expires_after_seconds is not None else None,
         )
-        try:
-            stored = self.jobs.submit(document, data)
-        except DuplicateContent as duplicate:  # already here, or landed meanwhile (a concurrent upload)
-            return IngestResult(duplicate.existing, created=False)
-        if wake_workers:
-            self.jobs_waiting.set()
-        return IngestResult(stored, created=True)
 
     @staticmethod
     def _display_name(filename: str, source_url: str | None) -> str:
@@ -193,10 +236,25 @@ class DocumentService:
     ) -> IngestResult:
         """Submit one document; with ``wait``, return only when its job ended: all or nothing.
 
-        Waiting runs the job in this thread when it can claim it, else polls until another worker ends
-        it. A failed job's document is deleted and its error raised, as if parsed right here.
+        Waiting, a small text upload (``parses_in_place``) is parsed before anything is stored, then stored
+        completed in one transaction; any other is stored with its job already claimed, which this thread
+        runs. Bytes already in progress here are followed: their job claimed when it can be, else polled
+        until another worker ends it. A failed job's document is deleted and its error raised, as if parsed
+        right here.
         """
-        result = self.submit(
+        if not wait:
+            return self.submit(
+                data,
+                filename,
+                namespace,
+                media_type=media_type,
+                metadata=metadata,
+                source_url=source_url,
+                workspace=workspace,
+                purpose=purpose,
+                expires_after_seconds=expires_after_seconds,
+            )
+        document = self._queued(
             data,
             filename,
             namespace,
@@ -204,34 +262,88 @@ class DocumentService:
             metadata=metadata,
             source_url=source_url,
             workspace=workspace,
-            wake_workers=not wait,
+            chunking=None,
             purpose=purpose,
+            file_id=None,
             expires_after_seconds=expires_after_seconds,
         )
-        if not wait or result.document.status != "in_progress":
-            return result
-        return self._wait(result, on_progress)
+        if parses_in_place(data, document.filename, document.media_type):
+            return self._ingest_at_once(document, data, on_progress)
+        owner = worker_id("inline")
+        try:  # stored with its job already claimed by this thread: one transaction, and no worker woken
+            job = self.jobs.submit_claimed(document, data, owner, self.settings.job_lease_seconds)
+        except DuplicateContent as duplicate:  # already here, or landed meanwhile (a concurrent upload)
+            return self._existing(duplicate.existing, on_progress)
+        return self._run(IngestResult(job.document, created=True), job, owner, data, on_progress)
+
+    def _ingest_at_once(self, document: Document, data: bytes, on_progress: Progress | None) -> IngestResult:
+        """A small text upload (``parses_in_place``): parsed, chunked and analysed before anything is stored, then
+        stored completed in one transaction (``JobStore.add_completed``). A failure stores nothing; its error is
+        the one a failed job would give."""
+        existing = self.store.find_duplicate(document.workspace, document.namespace, document.sha256)
+        if existing is not None and existing.status in ("in_progress", "completed"):
+            return self._existing(existing, on_progress)  # as submit would find it: not parsed again
+
+        def progress(pages: int, written: int, total: int) -> bool:
+            if on_progress is not None:
+                on_progress(pages, written, total)
+            return True
+
+        try:
+            prepared = prepare(self, document, data, progress)
+        except Exception as exc:  # noqa: BLE001 - told as a failed job's error is
+            error = job_error(exc, error_record(exc, document.filename))
+            if error is exc:
+                raise
+            raise error from exc
+        assert prepared is not None  # only progress stops it, and this one never does
+        try:
+            self.jobs.add_completed(
+                prepared.document, data, prepared.pages, prepared.chunks, _stored(prepared.terms), self._embed_model
+            )
+        except DuplicateContent as duplicate:  # landed meanwhile (a concurrent upload)
+            return self._existing(duplicate.existing, on_progress)
+        self._indexes.catch_up()  # through the feed, like everyone else's writes: this process reads its own
+        return IngestResult(prepared.document, created=True)
+
+    def _existing(self, document: Document, on_progress: Progress | None) -> IngestResult:
+        """The document already holding an upload's bytes, followed to its end when it is in progress."""
+        result = IngestResult(document, created=False)
+        return result if document.status != "in_progress" else self._wait(result, on_progress)
 
     def _wait(self, result: IngestResult, on_progress: Progress | None) -> IngestResult:
+        """Follow an in-progress document to its end: run its job here when it can be claimed, else poll."""
         doc = result.document
         key = self.store.document_key(doc.workspace, doc.id)
         owner = worker_id("inline")
         job = self.jobs.claim_document(key, owner, self.settings.job_lease_seconds) if key is not None else None
         if job is not None:
-            try:
-                outcome = run_job(self, job, owner, on_progress=on_progress)
-            except CalypsoError:  # the store failed: a waiting caller is promised nothing half-stored
-                if result.created:
-                    with contextlib.suppress(CalypsoError):  # still down: the job is retried after its lease
-                        self.delete(doc.id, doc.workspace)
-                raise
-            if outcome.document is not None:
-                return IngestResult(outcome.document, result.created)
-            if outcome.error is not None:
-                if result.created:
+            return self._run(result, job, owner, None, on_progress)
+        return self._follow(result)
+
+    def _run(
+        self, result: IngestResult, job: IngestJob, owner: str, data: bytes | None, on_progress: Progress | None
+    ) -> IngestResult:
+        """Run a job this thread claimed (``data``: the upload's bytes, when at hand); all or nothing."""
+        doc = result.document
+        try:
+            outcome = run_job(self, job, owner, on_progress=on_progress, data=data)
+        except CalypsoError:  # the store failed: a waiting caller is promised nothing half-stored
+            if result.created:
+                with contextlib.suppress(CalypsoError):  # still down: the job is retried after its lease
                     self.delete(doc.id, doc.workspace)
-                raise outcome.error
-        # Another worker holds the job (or took it from us): follow the document until it ends.
+            raise
+        if outcome.document is not None:
+            return IngestResult(outcome.document, result.created)
+        if outcome.error is not None:
+            if result.created:
+                self.delete(doc.id, doc.workspace)
+            raise outcome.error
+        return self._follow(result)  # another worker took the job from us
+
+    def _follow(self, result: IngestResult) -> IngestResult:
+        """Poll a document another worker is ingesting until it ends."""
+        doc = result.document
         delay = 0.02
         while True:
             current = self.store.get_document(doc.workspace, doc.id)
@@ -258,12 +370,15 @@ class DocumentService:
         terms: list[tuple[str, list[str]]],
     ) -> list[int] | None:
         """Store a finished job (None: the worker lost it, nothing written); loaded indexes take it from the feed."""
-        stored_terms = [encode_terms(t, language) for language, t in terms]
-        model = self.embedder.name if self.embedder is not None else None
-        chunk_keys = self.jobs.complete(document_key, owner, document, pages, chunks, stored_terms, model)
+        chunk_keys = self.jobs.complete(document_key, owner, document, pages, chunks, _stored(terms), self._embed_model)
         if chunk_keys is not None:
             self._indexes.catch_up()  # through the feed, like everyone else's writes: this process reads its own
         return chunk_keys
+
+    @property
+    def _embed_model(self) -> str | None:
+        """The model a completed document is queued for (an embedding job), if any."""
+        return self.embedder.name if self.embedder is not None else None
 
     def cancel(self, document_id: str, workspace: str = DEFAULT_WORKSPACE) -> Document:
         """Cancel an in-progress document; Conflict (409) when it already ended."""

@@ -1,10 +1,11 @@
 """Ingestion workers: claim a job, parse, chunk, analyse, complete; any process, any number of them.
 
-A job runs under a lease that a heartbeat thread renews every third of ``job_lease_seconds``. Nothing
-of the document is written until ``JobStore.complete``, one transaction that also checks the lease is
-still this worker's, so a worker killed at any point leaves an ``in_progress`` document with no pages
-or chunks, which another worker claims once the lease expires. Errors end the job ``failed`` with
-``last_error = {code, message}`` in OpenAI's vector store file codes (see ``error_record``).
+A job runs under a lease that the process's lease keeper renews every third of ``job_lease_seconds``
+(``services/leases.py``). Nothing of the document is written until ``JobStore.complete``, one
+transaction that also checks the lease is still this worker's, so a worker killed at any point leaves
+an ``in_progress`` document with no pages or chunks, which another worker claims once the lease
+expires. Errors end the job ``failed`` with ``last_error = {code, message}`` in OpenAI's vector store
+file codes (see ``error_record``).
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from calypso import errors
@@ -34,6 +35,7 @@ from calypso.errors import (
 from calypso.ingest.chunking import chunk_document
 from calypso.models import Document, IngestJob
 from calypso.retrieval.tokenize import analyze_many
+from calypso.services.leases import Heartbeat
 from calypso.store.base import JobStore
 
 if TYPE_CHECKING:
@@ -44,6 +46,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("calypso.ingest.worker")
 
 PASSAGE_BATCH = 256  # passages analysed between progress reports (and checks that the lease still holds)
+# Least time between two progress writes of one job: a document ingested faster (a page of text: about a
+# millisecond) writes none, and its job is only claimed and completed; a long one is still seen moving.
+PROGRESS_SECONDS = 0.25
 Progress = Callable[[int, int, int], None]  # (pages parsed, passages written, passages in all)
 
 
@@ -84,33 +89,6 @@ def error_from_record(record: dict[str, Any] | None) -> CalypsoError:
     return cls(str(record.get("message") or "Ingestion failed."), param=detail.get("param"), code=detail.get("code"))
 
 
-class Heartbeat:
-    """Renews a job's lease from a thread while the job runs; ``lost`` once the lease is someone else's."""
-
-    def __init__(self, jobs: JobStore, job: IngestJob, owner: str, lease_seconds: float) -> None:
-        self._jobs, self._key, self._owner, self._lease = jobs, job.document_key, owner, lease_seconds
-        self._stop = threading.Event()
-        self.lost = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"lease-{job.document_key}", daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._lease / 3):
-            try:
-                if not self._jobs.renew(self._key, self._owner, self._lease):
-                    self.lost.set()
-                    return
-            except CalypsoError as exc:  # the database is away: keep trying until the lease runs out
-                log.warning("renewing the lease on job %s failed: %s", self._key, exc.message)
-
-    def __enter__(self) -> Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
 class JobHost(Protocol):
     """What a job needs of the documents service that hosts it (``DocumentService`` is one): its settings,
     stores, parser, and the one call that stores a finished job."""
@@ -142,6 +120,68 @@ class JobOutcome:
     error: CalypsoError | None = None
 
 
+def job_error(exc: BaseException, record: dict[str, Any]) -> CalypsoError:
+    """The error a waiting caller is told of a job that failed with ``exc`` (``record``: its ``error_record``):
+    the document's own error as raised, anything else as the server error the record describes."""
+    if isinstance(exc, CalypsoError) and record["code"] != "server_error":
+        return exc
+    return error_from_record(record)
+
+
+@dataclass
+class Prepared:
+    """A document ready to store: completed (detected type, title, metadata, counts), with its pages, chunks and
+    their analysed terms, ``(language, terms)`` per chunk."""
+
+    document: Document
+    pages: Sequence[Page]
+    chunks: list[Chunk]
+    terms: list[tuple[str, list[str]]]
+
+
+def prepare(service: JobHost, doc: Document, data: bytes, progress: Callable[[int, int, int], bool]) -> Prepared | None:
+    """Parse, chunk and analyse ``doc``'s bytes, writing nothing; None once ``progress`` says stop.
+
+    ``progress(pages parsed, passages analysed, passages in all)`` runs after chunking and after each batch of
+    PASSAGE_BATCH passages analysed; it returns False to stop there.
+    """
+    settings = service.settings
+    parsed, detected = service.parse(data, doc.filename, doc.media_type)
+    if doc.chunking is not None:  # a static strategy asked for when attached to a vector store
+        static = doc.chunking
+        chunks = chunk_document(parsed, static.max_chunk_size_tokens, static.chunk_overlap_tokens, "tokens")
+    else:
+        chunks = chunk_document(parsed, settings.chunk_size, settings.chunk_overlap)
+    if not chunks:
+        raise EmptyDocument(f"{doc.filename} contains no text to index.", param="file")
+    if not progress(len(parsed.pages), 0, len(chunks)):
+        return None
+    terms: list[tuple[str, list[str]]] = []
+    # Analysed once here, stored with the chunks, indexed from the store; in batches, to report progress.
+    for start in range(0, len(chunks), PASSAGE_BATCH):
+        terms.extend(analyze_many(c.text for c in chunks[start : start + PASSAGE_BATCH]))
+        if not progress(len(parsed.pages), len(terms), len(chunks)):
+            return None
+    finished = replace(
+        doc,
+        media_type=detected,
+        title=parsed.title,
+        metadata={**parsed.metadata, **doc.metadata},
+        page_count=len(parsed.pages),
+        chunk_count=len(chunks),
+        status="completed",
+    )
+    return Prepared(finished, parsed.pages, chunks, terms)
+
+
+def _content(store: DocumentStore, doc: Document) -> bytes | None:
+    """The document's bytes from the store; None when it is gone."""
+    try:
+        return store.read_content(doc.workspace, doc.id)
+    except NotFound:
+        return None
+
+
 def run_job(
     service: JobHost,
     job: IngestJob,
@@ -149,53 +189,42 @@ def run_job(
     *,
     on_progress: Progress | None = None,
     stopping: threading.Event | None = None,
+    data: bytes | None = None,
 ) -> JobOutcome:
-    """Run one claimed job to its end; never raises for the document's own faults (they fail the job)."""
+    """Run one claimed job to its end; never raises for the document's own faults (they fail the job).
+
+    ``data``: the document's bytes when the caller holds them (it just submitted them), else read from the store.
+    """
     settings, jobs, key, doc = service.settings, service.jobs, job.document_key, job.document
     stopping = stopping or threading.Event()
-
-    def progress(pages: int, written: int, total: int) -> bool:
-        if on_progress is not None:
-            on_progress(pages, written, total)
-        return jobs.report_progress(key, owner, pages, written)
+    reported = time.monotonic()  # the claim's time: nothing to report yet
 
     with Heartbeat(jobs, job, owner, settings.job_lease_seconds) as beat:
+
+        def progress(pages: int, written: int, total: int) -> bool:
+            """Report to ``on_progress``, and to the store at most every PROGRESS_SECONDS; False to stop: the
+            job was lost, or this worker is stopping with passages left (the job is released)."""
+            nonlocal reported
+            if on_progress is not None:
+                on_progress(pages, written, total)
+            if beat.lost.is_set():
+                return False
+            if stopping.is_set() and written < total:
+                jobs.release(key, owner)
+                return False
+            if time.monotonic() - reported < PROGRESS_SECONDS:
+                return True  # a lost job is found by the lease keeper, the next report, or complete (writes nothing)
+            reported = time.monotonic()
+            return jobs.report_progress(key, owner, pages, written)
+
         try:
-            try:
-                data = service.store.read_content(doc.workspace, doc.id)
-            except NotFound:  # deleted since the claim: nothing left to ingest, nothing to report
+            if data is None and (data := _content(service.store, doc)) is None:
+                return JobOutcome()  # deleted since the claim: nothing left to ingest, nothing to report
+            prepared = prepare(service, doc, data, progress)
+            if prepared is None:
                 return JobOutcome()
-            parsed, detected = service.parse(data, doc.filename, doc.media_type)
-            if doc.chunking is not None:  # a static strategy asked for when attached to a vector store
-                static = doc.chunking
-                chunks = chunk_document(parsed, static.max_chunk_size_tokens, static.chunk_overlap_tokens, "tokens")
-            else:
-                chunks = chunk_document(parsed, settings.chunk_size, settings.chunk_overlap)
-            if not chunks:
-                raise EmptyDocument(f"{doc.filename} contains no text to index.", param="file")
-            if not progress(len(parsed.pages), 0, len(chunks)):
-                return JobOutcome()
-            terms: list[tuple[str, list[str]]] = []  # (language, terms) per chunk
-            # Analysed once here, stored with the chunks, indexed from the store; in batches, to report progress.
-            for start in range(0, len(chunks), PASSAGE_BATCH):
-                if beat.lost.is_set():
-                    return JobOutcome()
-                if stopping.is_set():
-                    jobs.release(key, owner)
-                    return JobOutcome()
-                terms.extend(analyze_many(c.text for c in chunks[start : start + PASSAGE_BATCH]))
-                if not progress(len(parsed.pages), len(terms), len(chunks)):
-                    return JobOutcome()
-            finished = replace(
-                doc,
-                media_type=detected,
-                title=parsed.title,
-                metadata={**parsed.metadata, **doc.metadata},
-                page_count=len(parsed.pages),
-                chunk_count=len(chunks),
-                status="completed",
-            )
-            if service.complete_job(key, owner, finished, parsed.pages, chunks, terms) is None:
+            finished = prepared.document
+            if service.complete_job(key, owner, finished, prepared.pages, prepared.chunks, prepared.terms) is None:
                 return JobOutcome()
             return JobOutcome(document=finished)
         except InsufficientStorage as exc:
@@ -214,8 +243,7 @@ def run_job(
             record = error_record(exc, doc.filename)
             if not jobs.fail(key, owner, record):
                 return JobOutcome()
-            error = exc if isinstance(exc, CalypsoError) and record["code"] != "server_error" else None
-            return JobOutcome(error=error or error_from_record(record))
+            return JobOutcome(error=job_error(exc, record))
 
 
 class IngestWorkers:

@@ -239,6 +239,32 @@ class JobStore(Protocol):
         """
         ...
 
+    def submit_claimed(self, doc: Document, content: bytes, worker_id: str, lease_seconds: float) -> IngestJob:
+        """``submit``, with the job claimed by ``worker_id`` in the same transaction (as ``claim_document``
+        would, one attempt counted): for a caller that runs the job at once (``ingest(wait=True)``).
+
+        Raises DuplicateContent as ``submit`` does.
+        """
+        ...
+
+    def add_completed(
+        self,
+        doc: Document,
+        content: bytes,
+        pages: Sequence[Page],
+        chunks: Sequence[Chunk],
+        terms: Sequence[str | None],
+        embed_model: str | None = None,
+    ) -> list[int]:
+        """Store a document parsed before it was stored, in one transaction and with no job: what ``submit`` then
+        ``complete`` store (bytes, pages, chunks with terms, status completed, an ``added`` change, with
+        ``embed_model`` an embedding job). Counts come from ``pages`` and ``chunks``.
+
+        Raises DuplicateContent as ``submit`` does (a failed or cancelled copy is replaced). Returns the chunk keys
+        in chunk order.
+        """
+        ...
+
     def queue_stats(self) -> QueueStats:
         """Jobs waiting and running, and the oldest one's submission time (for metrics and readiness)."""
         ...

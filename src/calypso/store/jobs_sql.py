@@ -107,7 +107,11 @@ class JobsSQL(SharedSQL[D]):
             ),
         )
         db.execute(self._sql("DELETE FROM ingest_jobs WHERE document_key = ?"), (document_key,))
-        if embed_model is not None:  # its vectors come later, from an embedding worker
+        self._queue_embedding(db, document_key, embed_model)
+
+    def _queue_embedding(self, db: Any, document_key: int, embed_model: str | None) -> None:
+        """With a model, an embedding job for a completed document: its vectors come later, from an embedding worker."""
+        if embed_model is not None:
             db.execute(
                 self._sql(
                     "INSERT INTO embedding_jobs (document_key, model, created_at) VALUES (?, ?, ?) "

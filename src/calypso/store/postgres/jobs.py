@@ -50,6 +50,19 @@ def _owned(db: Connection, document_key: int, worker_id: str) -> Row | None:
     ).fetchone()
 
 
+def _insert_new(db: Connection, doc: Document, content: bytes) -> int:
+    """Insert ``doc`` with its bytes; its key. DuplicateContent when the namespace holds these bytes in progress or
+    completed; a failed or cancelled copy is deleted (it never reached search: no chunks, no change)."""
+    db.execute(
+        "DELETE FROM documents WHERE workspace = %s AND namespace = %s AND sha256 = %s "
+        "AND status IN ('failed', 'cancelled')",
+        (doc.workspace, doc.namespace, doc.sha256),
+    )
+    key = PostgresDocumentStore.insert_document(db, doc)  # DuplicateContent for a live copy
+    db.execute("INSERT INTO document_contents (document_key, content) VALUES (%s, %s)", (key, content))
+    return key
+
+
 class PostgresJobStore(JobsSQL[Database]):
     """``calypso.store.base.JobStore`` on PostgreSQL."""
 
@@ -65,22 +78,51 @@ class PostgresJobStore(JobsSQL[Database]):
         return text(value)
 
     def submit(self, doc: Document, content: bytes) -> Document:
+        return self._submit(doc, content, None, 0).document
+
+    def submit_claimed(self, doc: Document, content: bytes, worker_id: str, lease_seconds: float) -> IngestJob:
+        return self._submit(doc, content, worker_id, lease_seconds)
+
+    def _submit(self, doc: Document, content: bytes, worker_id: str | None, lease_seconds: float) -> IngestJob:
         queued = replace(doc, status="in_progress", last_error=None, page_count=0, chunk_count=0)
 
-        def work(db: Connection) -> Document:
-            # A failed or cancelled copy never reached search (no chunks, no change): it simply goes.
-            db.execute(
-                "DELETE FROM documents WHERE workspace = %s AND namespace = %s AND sha256 = %s "
-                "AND status IN ('failed', 'cancelled')",
-                (doc.workspace, doc.namespace, doc.sha256),
-            )
-            key = PostgresDocumentStore.insert_document(db, queued)  # DuplicateContent for a live copy
-            db.execute("INSERT INTO document_contents (document_key, content) VALUES (%s, %s)", (key, content))
+        def work(db: Connection) -> IngestJob:
+            key = _insert_new(db, queued, content)
             now = int(time.time())
+            if worker_id is None:
+                db.execute(
+                    "INSERT INTO ingest_jobs (document_key, created_at, updated_at) VALUES (%s, %s, %s)",
+                    (key, now, now),
+                )
+                return IngestJob(queued, key, 0, None)
             db.execute(
-                "INSERT INTO ingest_jobs (document_key, created_at, updated_at) VALUES (%s, %s, %s)", (key, now, now)
+                "INSERT INTO ingest_jobs (document_key, attempts, lease_owner, lease_expires_at, created_at, "
+                f"updated_at) VALUES (%s, 1, %s, {_NOW} + %s, %s, %s)",
+                (key, worker_id, lease_seconds, now, now),
             )
-            return queued
+            return IngestJob(queued, key, 1, worker_id)
+
+        return self.database.write(work)
+
+    def add_completed(
+        self,
+        doc: Document,
+        content: bytes,
+        pages: Sequence[Page],
+        chunks: Sequence[Chunk],
+        terms: Sequence[str | None],
+        embed_model: str | None = None,
+    ) -> list[int]:
+        if len(terms) != len(chunks):
+            raise ValueError(f"{len(terms)} terms for {len(chunks)} chunks")
+        completed = replace(doc, status="completed", last_error=None, page_count=len(pages), chunk_count=len(chunks))
+
+        def work(db: Connection) -> list[int]:
+            key = _insert_new(db, completed, content)
+            chunk_keys = write_pages_and_chunks(db, key, pages, chunks, terms)
+            self._queue_embedding(db, key, embed_model)
+            _record_change(db, doc.workspace, doc.namespace, key, "added")
+            return chunk_keys
 
         return self.database.write(work)
 

@@ -155,6 +155,8 @@ class Database:
         free = self._disk_free()
         if free < LOG_ROOM_BYTES:
             return False
+        if free >= needs + HEADROOM_BYTES:
+            return True  # the disk alone has room: the file's free pages need not be counted (two statements)
         pages = self._writer.execute("PRAGMA freelist_count").fetchone()[0]
         size = self._writer.execute("PRAGMA page_size").fetchone()[0]
         return bool(free + pages * size >= needs + HEADROOM_BYTES)

@@ -36,6 +36,19 @@ def _owned(db: sqlite3.Connection, document_key: int, worker_id: str) -> sqlite3
     return found
 
 
+def _no_live_copy(db: sqlite3.Connection, doc: Document) -> None:
+    """DuplicateContent when the namespace holds ``doc``'s bytes in progress or completed; a failed or cancelled
+    copy is deleted (it never reached search: no chunks, no change)."""
+    existing = db.execute(
+        f"SELECT {DOC_COLUMNS} FROM documents WHERE workspace = ? AND namespace = ? AND sha256 = ?",
+        (doc.workspace, doc.namespace, doc.sha256),
+    ).fetchone()
+    if existing is not None:
+        if existing["status"] in ("in_progress", "completed"):
+            raise DuplicateContent(document_from_row(existing))
+        db.execute("DELETE FROM documents WHERE key = ?", (existing["key"],))
+
+
 class SQLiteJobStore(JobsSQL[Database]):
     """``calypso.store.base.JobStore`` on SQLite."""
 
@@ -48,27 +61,50 @@ class SQLiteJobStore(JobsSQL[Database]):
         return json.dumps(value)
 
     def submit(self, doc: Document, content: bytes) -> Document:
+        return self._submit(doc, content, None, 0).document
+
+    def submit_claimed(self, doc: Document, content: bytes, worker_id: str, lease_seconds: float) -> IngestJob:
+        return self._submit(doc, content, worker_id, lease_seconds)
+
+    def _submit(self, doc: Document, content: bytes, worker_id: str | None, lease_seconds: float) -> IngestJob:
         queued = replace(doc, status="in_progress", last_error=None, page_count=0, chunk_count=0)
 
-        def work(db: sqlite3.Connection) -> Document:
-            existing = db.execute(
-                f"SELECT {DOC_COLUMNS} FROM documents WHERE workspace = ? AND namespace = ? AND sha256 = ?",
-                (doc.workspace, doc.namespace, doc.sha256),
-            ).fetchone()
-            if existing is not None:
-                if existing["status"] in ("in_progress", "completed"):
-                    raise DuplicateContent(document_from_row(existing))
-                # A failed or cancelled copy never reached search (no chunks, no change): it simply goes.
-                db.execute("DELETE FROM documents WHERE key = ?", (existing["key"],))
+        def work(db: sqlite3.Connection) -> IngestJob:
+            _no_live_copy(db, doc)
             key = insert_document(db, queued, content)
-            now = int(time.time())
+            now = time.time()
+            attempts, expires = (0, None) if worker_id is None else (1, now + lease_seconds)
             db.execute(
-                "INSERT INTO ingest_jobs (document_key, created_at, updated_at) VALUES (?, ?, ?)", (key, now, now)
+                "INSERT INTO ingest_jobs (document_key, attempts, lease_owner, lease_expires_at, created_at, "
+                "updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (key, attempts, worker_id, expires, int(now), int(now)),
             )
-            return queued
+            return IngestJob(queued, key, attempts, worker_id)
 
         # The bytes, and their copy in the write-ahead log until a checkpoint.
         return self.database.write(work, needs=2 * len(content))
+
+    def add_completed(
+        self,
+        doc: Document,
+        content: bytes,
+        pages: Sequence[Page],
+        chunks: Sequence[Chunk],
+        terms: Sequence[str | None],
+        embed_model: str | None = None,
+    ) -> list[int]:
+        completed = replace(doc, status="completed", last_error=None, page_count=len(pages), chunk_count=len(chunks))
+
+        def work(db: sqlite3.Connection) -> list[int]:
+            _no_live_copy(db, doc)
+            key = insert_document(db, completed, content)
+            chunk_keys = write_pages_and_chunks(db, key, pages, chunks, terms)
+            self._queue_embedding(db, key, embed_model)
+            _record_change(db, doc.workspace, doc.namespace, key, "added")
+            return chunk_keys
+
+        # The bytes as submit counts them, the passages as complete does.
+        return self.database.write(work, needs=2 * len(content) + 3 * sum(len(chunk.text) for chunk in chunks))
 
     def _claim(self, worker_id: str, lease_seconds: float, document_key: int | None) -> IngestJob | None:
         def work(db: sqlite3.Connection) -> IngestJob | None:
