@@ -10,8 +10,8 @@ tokens, then L2.
 The weights run in a compact graph built from the package's file (``minilm_graph``), in two precisions:
 
 - passages (``precision="fp32"``): the export's own arithmetic (cosine ≥ 0.9999998 to its vectors), so stored
-  vectors and caches stay valid; 1.3 times the export's passages/s in the same process (92.8-95.6 against 68-79
-  SciFact abstracts/s at load ~1.6, batch 4, 2 cores: bench/query_model.py). 62 MB RssAnon, loaded on the
+  vectors and caches stay valid; 1.3 times the export's passages/s in the same process (bench/query_model.py;
+  92.8-95.6 against 68-79 SciFact abstracts/s at load ~1.6, batch 4, 2 cores). 62 MB RssAnon, loaded on the
   first passage embedded.
 - queries (``for_queries()``, ``precision="int8"``): int8 products with activations quantized at run time;
   cosine 0.994-0.999 (median 0.997) to the fp32 vectors of the same texts, a query in 40% less time than the
