@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 from typing import Any
 
 import httpx
@@ -317,3 +320,41 @@ def test_documents_are_resources_of_their_workspace_only(secured: Secured) -> No
     assert "/view?expires=" in text and "Mont Blanc" in text
     _, read_b = asyncio.run(read(secured.key_b))
     assert isinstance(read_b, Exception) and "not_found" in str(read_b)
+
+
+LAZY_SDK = """
+import asyncio, json, sys
+import httpx
+from calypso.api.app import create_app
+from calypso.config import Settings
+
+app = create_app(Settings(home=sys.argv[1], embedding_model="none"))
+initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+
+async def main():
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            search = await client.post("/v1/search", json={"query": "refunds"})
+            before = "mcp" in sys.modules
+            answers = await asyncio.gather(*(client.post(
+                "/mcp", json=initialize, headers={"accept": "application/json, text/event-stream"}) for _ in range(3)))
+    print(json.dumps({"search": search.status_code, "before": before, "after": "mcp" in sys.modules,
+                      "mcp": [a.status_code for a in answers], "server": answers[0].json()["result"]["serverInfo"]}))
+
+asyncio.run(main())
+"""
+
+
+def test_the_sdk_is_loaded_by_the_first_mcp_request_not_at_start(tmp_path) -> None:
+    # 21 MB of every API process's memory: only a process that serves MCP pays it. Three requests at once
+    # all wait for the one start; a fresh interpreter, as this one has imported the SDK long ago.
+    run = subprocess.run(
+        [sys.executable, "-c", LAZY_SDK, str(tmp_path / "home")], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    seen = json.loads(run.stdout.strip().splitlines()[-1])
+    assert seen["search"] == 200 and seen["before"] is False
+    assert seen["mcp"] == [200, 200, 200] and seen["after"] is True
+    assert seen["server"]["name"] == "calypso"
