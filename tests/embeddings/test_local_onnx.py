@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -139,3 +144,31 @@ def test_a_process_that_only_searches_never_loads_the_fp32_weights() -> None:
     fresh = LocalOnnxEmbedder()
     query_embedder(fresh).embed(["how do cells divide?"])
     assert fresh._session is None and fresh.for_queries()._session is not None
+
+
+CACHED_QUERY = """
+import json, sys
+from calypso.embeddings.local_onnx import LocalOnnxEmbedder, graph_cache_dir
+vector = LocalOnnxEmbedder().for_queries().embed(["how do cells divide?"])[0]
+print(json.dumps({"onnx": "onnx" in sys.modules, "files": sorted(p.name for p in graph_cache_dir().iterdir()),
+                  "vector": vector.tolist()}))
+"""
+
+
+def _query_in_a_fresh_process(cache: Path) -> dict:
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    run = subprocess.run([sys.executable, "-c", CACHED_QUERY], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def test_the_graph_is_built_once_per_user_and_later_processes_skip_onnx(tmp_path: Path) -> None:
+    first = _query_in_a_fresh_process(tmp_path)
+    assert first["onnx"] is True and len(first["files"]) == 1 and first["files"][0].startswith("minilm-int8-")
+    second = _query_in_a_fresh_process(tmp_path)
+    assert second["onnx"] is False and second["files"] == first["files"]
+    assert second["vector"] == first["vector"]
+    # A damaged file (a disk filled mid-copy, an edit) is built again, not trusted and not fatal.
+    (tmp_path / "calypso" / "models" / first["files"][0]).write_bytes(b"not a graph")
+    third = _query_in_a_fresh_process(tmp_path)
+    assert third["files"] == first["files"] and third["vector"] == first["vector"]

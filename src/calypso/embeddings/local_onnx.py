@@ -18,6 +18,12 @@ The weights run in a compact graph built from the package's file (``minilm_graph
   export (2.19 against 3.71 ms p50 at 200k, bench/scale_search.py), 41 MB RssAnon: a server that only searches
   never loads the fp32 graph.
 
+The compact graph is built once per user, into ``<user cache>/calypso/models`` (``platformdirs``; on Linux
+``$XDG_CACHE_HOME`` or ``~/.cache``), under a name that changes with the package's file, the builder's code,
+the precision and the ``onnx`` version: later processes read it without importing ``onnx`` (8 MB of anonymous
+memory and 3 MB of libraries in every server, 0.2 s of build). A cache that cannot be written, or a file
+onnxruntime refuses, means building into a temporary directory as before.
+
 Texts are truncated at 128 word pieces, in batches of 4 texts of similar length
 (sorted, then restored to input order). Measured here (bench/embedding_models.py,
 docs/benchmarks/retrieval.md, 2 busy cores): 63-94 SciFact abstracts/s, against 16-27/s at
@@ -29,7 +35,10 @@ dense-only loses 0.024. Larger batches gain nothing and grow the peak RSS.
 from __future__ import annotations
 
 import functools
+import hashlib
+import importlib.metadata
 import importlib.util
+import logging
 import os
 import tempfile
 import threading
@@ -42,6 +51,8 @@ import numpy as np
 from calypso.embeddings import minilm_graph
 from calypso.embeddings.base import EmbeddingUnavailable, normalise
 from calypso.heap import return_freed_memory
+
+log = logging.getLogger("calypso.embeddings")
 
 MODEL_NAME = "minilm-l6-v2-int8"
 DIMENSION = 384
@@ -80,6 +91,34 @@ def available() -> bool:
     except EmbeddingUnavailable:
         return False
     return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "tokenizers", "onnx"))
+
+
+def graph_cache_dir() -> Path:
+    from platformdirs import user_cache_path
+
+    return user_cache_path("calypso") / "models"
+
+
+def cached_graph(model_path: Path, precision: minilm_graph.Precision) -> Path | None:
+    """The compact graph's file in the user's cache, built there on the first call; None if it cannot be written."""
+    stat = model_path.stat()
+    key = hashlib.sha256(Path(minilm_graph.__file__).read_bytes())
+    for field in (model_path, stat.st_size, stat.st_mtime_ns, sorted(minilm_graph.INT8_FP32_PRODUCTS)):
+        key.update(f"\0{field}".encode())
+    key.update(importlib.metadata.version("onnx").encode())
+    path = graph_cache_dir() / f"minilm-{precision}-{key.hexdigest()[:16]}.onnx"
+    if path.is_file():
+        return path
+    graph = minilm_graph.build(model_path, precision)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=path.name, suffix=".part", delete=False) as part:
+            part.write(graph)
+        os.replace(part.name, path)  # whole or absent: another process may be reading this name
+    except OSError as exc:
+        log.info("the model's graph is not cached (%s): built at every start", exc)
+        return None
+    return path
 
 
 @functools.cache
@@ -133,7 +172,6 @@ class LocalOnnxEmbedder:
                 return
             model_path, tokenizer_path = model_files()
             try:
-                import onnx  # noqa: F401 - builds the graph (minilm_graph)
                 import onnxruntime as ort
                 from tokenizers import Tokenizer
             except ImportError as exc:
@@ -158,18 +196,34 @@ class LocalOnnxEmbedder:
             # The arena keeps the largest batch's activations for the life of the process
             # (1.6 GB peak at batch 32 x 256 pieces, measured): allocate per run instead.
             options.enable_cpu_mem_arena = False
+
             # From a file, not the bytes: a session made from bytes keeps them for its life (22 MB at int8).
+            def session(graph: Path) -> Any:
+                return ort.InferenceSession(str(graph), sess_options=options, providers=["CPUExecutionProvider"])
+
             with tempfile.TemporaryDirectory(prefix="calypso-model-") as scratch:
                 graph = self._graph_file(model_path, Path(scratch))
-                self._session = ort.InferenceSession(
-                    str(graph), sess_options=options, providers=["CPUExecutionProvider"]
-                )
+                try:
+                    self._session = session(graph)
+                except Exception:  # onnxruntime's own errors: a damaged cache file is built again
+                    if not graph.is_relative_to(graph_cache_dir()):
+                        raise
+                    log.warning("the cached model graph %s could not be read: building it again", graph)
+                    graph.unlink(missing_ok=True)
+                    self._session = session(self._graph_file(model_path, Path(scratch)))
             self._inputs = {i.name for i in self._session.get_inputs()}
             self._tokenizer = tokenizer
             return_freed_memory()  # what building the graph and the session let go
 
     def _graph_file(self, model_path: Path, scratch: Path) -> Path:
-        """The ONNX file the session runs: the compact graph at this precision, written into ``scratch``."""
+        """The ONNX file the session runs: the compact graph at this precision, from the user's cache (built
+        there once), or written into ``scratch`` when the cache cannot be written."""
+        try:
+            cached = cached_graph(model_path, self.precision)
+        except ImportError as exc:
+            raise EmbeddingUnavailable(f"The local embedding model needs onnx ({exc}). Run `{INSTALL_HINT}`.") from exc
+        if cached is not None:
+            return cached
         graph = scratch / "model.onnx"
         graph.write_bytes(minilm_graph.build(model_path, self.precision))
         return graph

@@ -23,7 +23,6 @@ from dataclasses import replace
 from typing import Any
 
 import grpc
-from xai_sdk.proto import chat_pb2, chat_pb2_grpc, sample_pb2, usage_pb2
 
 from calypso.bots import Bot, bot_scope
 from calypso.citations.events import Done
@@ -34,6 +33,7 @@ from calypso.errors import InvalidRequest, NotFound
 from calypso.grpc_api.base import Servicer, complete
 from calypso.grpc_api.convert import ranking, timestamp
 from calypso.grpc_api.errors import rpc, rpc_stream
+from calypso.grpc_api.protos import chat_pb2, chat_pb2_grpc, sample_pb2, usage_pb2
 from calypso.scope import MAX_PASSAGES, RetrievalScope, check_namespace
 from calypso.services.answering import AskRequest, validate_messages
 from calypso.services.bots import ask_request

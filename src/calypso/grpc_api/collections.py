@@ -13,13 +13,13 @@ from typing import Any, TypeAlias
 import grpc
 from google.protobuf import empty_pb2
 from pydantic import TypeAdapter, ValidationError
-from xai_sdk.proto import collections_pb2, collections_pb2_grpc
 
 from calypso.api.schemas.bounds import Attributes, MetadataValue, Name
 from calypso.errors import InvalidRequest
 from calypso.grpc_api import convert
 from calypso.grpc_api.base import Servicer, complete
 from calypso.grpc_api.errors import rpc
+from calypso.grpc_api.protos import collections_pb2, collections_pb2_grpc
 from calypso.grpc_api.staging import StagedUploads
 from calypso.services import Services
 from calypso.services.vector_stores import StoreState

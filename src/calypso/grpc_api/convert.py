@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
-from xai_sdk.proto import collections_pb2, files_pb2, shared_pb2
 
 from calypso.errors import InvalidRequest
+from calypso.grpc_api.protos import collections_pb2, files_pb2, shared_pb2
 from calypso.models import Document, Order, RankingOptions
 from calypso.services.vector_stores import StoreFile, StoreState
 

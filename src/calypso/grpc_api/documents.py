@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import grpc
-from xai_sdk.proto import documents_pb2, documents_pb2_grpc
 
 from calypso.dialects.xai import chunk_id
 from calypso.errors import InvalidRequest
 from calypso.grpc_api import convert
 from calypso.grpc_api.base import Servicer, complete
 from calypso.grpc_api.errors import rpc
+from calypso.grpc_api.protos import documents_pb2, documents_pb2_grpc
 from calypso.models import Passage
 from calypso.services.vector_stores import MAX_SEARCH_RESULTS
 

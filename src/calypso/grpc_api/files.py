@@ -12,12 +12,12 @@ from collections.abc import AsyncIterator
 from typing import TypeAlias
 
 import grpc
-from xai_sdk.proto import files_pb2, files_pb2_grpc
 
 from calypso.errors import EmptyDocument, InvalidRequest, PayloadTooLarge
 from calypso.grpc_api import convert
 from calypso.grpc_api.base import Servicer, authorization, complete
 from calypso.grpc_api.errors import rpc
+from calypso.grpc_api.protos import files_pb2, files_pb2_grpc
 from calypso.grpc_api.staging import Intake, StagedFile, StagedUploads, StagingFull
 from calypso.services import Services
 

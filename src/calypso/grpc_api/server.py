@@ -16,7 +16,6 @@ import logging
 import weakref
 
 import grpc
-from xai_sdk.proto import chat_pb2_grpc, collections_pb2_grpc, documents_pb2_grpc, files_pb2_grpc
 
 from calypso.citations.links import LinkSigner
 from calypso.config import Settings
@@ -25,6 +24,7 @@ from calypso.grpc_api.chat import ChatService
 from calypso.grpc_api.collections import CollectionsService
 from calypso.grpc_api.documents import DocumentsService
 from calypso.grpc_api.files import FilesService
+from calypso.grpc_api.protos import chat_pb2_grpc, collections_pb2_grpc, documents_pb2_grpc, files_pb2_grpc
 from calypso.grpc_api.staging import StagedUploads
 from calypso.services import Services
 
