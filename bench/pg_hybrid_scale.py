@@ -16,7 +16,8 @@ Measured, each printed as it comes:
 - in process, through ``open_services`` with ``pg_vector_search=hnsw``: ``PgVectorSearch`` top 10 for
   every SciFact claim embedded by the real model, p50/p99 and recall@10 against the exact top 10
   (numpy over the same vectors), for the whole namespace and with a document filter of
-  ``--filter-docs`` documents and of 10% of them; the service's hybrid search p50/p99;
+  ``--filter-docs`` documents and of 10% of them (then the whole namespace again at each ``--ef-sweep``
+  setting); the service's hybrid search p50/p99;
 - over HTTP, ``calypso serve`` on the database: first with no model (keyword only: the process's
   keyword index, its RSS), then with the model and ``hnsw``: ``POST /v1/search`` hybrid p50/p99 over
   one keep-alive connection, the same with ``document_ids`` (``--filter-docs`` documents), and the
@@ -111,30 +112,37 @@ def in_process(
             f"{args.filter_docs} documents": {int(d) for d in all_docs[: args.filter_docs]},
             "10% of documents": {int(d) for d in all_docs[::10]},
         }
-        for label, docs in scopes.items():
-            mask = None if docs is None else np.isin(doc_keys, list(docs))
-            truth = [exact_top(x, keys, q, mask, DEPTH) for q in qvs]
+        sweep = [(label, docs, vectors.ef_search) for label, docs in scopes.items()]
+        sweep += [("namespace", None, ef) for ef in args.ef_sweep if ef != vectors.ef_search]
+        truths: dict[str, list[list[int]]] = {}
+        for label, docs, ef in sweep:
+            vectors.ef_search = ef
+            if label not in truths:
+                mask = None if docs is None else np.isin(doc_keys, list(docs))
+                truths[label] = [exact_top(x, keys, q, mask, DEPTH) for q in qvs]
             for k in (K, DEPTH):  # the top 10 asked alone, and the hybrid search's depth (its first 10 scored too)
                 plan = vectors.plan(k, docs)
                 for q in qvs[:10]:  # warm
                     vectors.search(q, k, docs)
                 times, recalls, recalls10 = [], [], []
-                for q, want in zip(qvs, truth):
+                for q, want in zip(qvs, truths[label]):
                     t = time.perf_counter()
                     found = [key for key, _ in vectors.search(q, k, docs)]
                     times.append((time.perf_counter() - t) * 1000)
                     recalls.append(len(set(found) & set(want[:k])) / k)
                     recalls10.append(len(set(found[:K]) & set(want[:K])) / K)
-                name = f"{label.split()[0]}_k{k}"
+                name = f"{label.split()[0]}_k{k}" + ("" if ef == sweep[0][2] else f"_ef{ef}")
                 out[f"vector_{name}_p50"], out[f"vector_{name}_p99"] = percentile(times, 50), percentile(times, 99)
                 out[f"recall_{name}"], out[f"recall10_{name}"] = float(np.mean(recalls)), float(np.mean(recalls10))
                 print(
-                    f"  PgVectorSearch top {k}, {label} (plan: {'HNSW ef_search=' + str(plan) if plan else 'exact'}): "
+                    f"  PgVectorSearch top {k}, {label} (setting ef_search={ef}; plan: "
+                    f"{'HNSW ef_search=' + str(plan) if plan else 'exact'}): "
                     f"p50 {percentile(times, 50):.2f} ms p99 {percentile(times, 99):.2f} ms, recall@{k} "
                     f"{np.mean(recalls):.4f}, recall@10 of its first 10 {np.mean(recalls10):.4f} ({len(qvs)} queries; "
                     f"load average {loadavg()})",
                     flush=True,
                 )
+        vectors.ef_search = sweep[0][2]
         keyword = RankingOptions(embedding_weight=0)
         for q in queries[:20]:
             search.search(q, NAMESPACE, max_results=K)
@@ -202,6 +210,12 @@ def main() -> None:
     ap.add_argument("--filter-docs", type=int, default=50)
     ap.add_argument("--port", type=int, default=8763)
     ap.add_argument("--load-limit", type=float, default=7200)
+    ap.add_argument(
+        "--ef-sweep",
+        type=lambda text: [int(v) for v in text.split(",") if v],
+        default=[],
+        help="more hnsw.ef_search settings to measure the whole namespace's top 10 and top 100 at, e.g. 300,400",
+    )
     args = ap.parse_args()
     queries = list(be.load_queries(be.scifact_dir()).values())[: args.queries]
     pg = Postgres()
