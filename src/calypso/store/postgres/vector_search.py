@@ -150,7 +150,7 @@ class PgVectorSearch:
         model: str,
         dimension: int,
         *,
-        ef_search: int = 200,
+        ef_search: int = 400,  # CALYPSO_PG_HNSW_EF_SEARCH's default (config.py: recall at 1M)
         iterative: bool = False,
     ) -> None:
         self.database = database
