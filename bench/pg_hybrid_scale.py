@@ -167,13 +167,15 @@ def in_process(
                 if i >= 20:
                     filtered[name].append((time.perf_counter() - t) * 1000)
         out["hybrid_filtered_p50"] = percentile(filtered["hybrid"], 50)
+        out["keyword_index_mb"] = search.index(NAMESPACE).memory_bytes() / 2**20  # after the searches: impacts too
         print(
             f"  SearchService hybrid in process: p50 {out['hybrid_p50']:.2f} ms p99 {out['hybrid_p99']:.2f} ms "
             f"(each query new to the service: the model embeds it), keyword only "
             f"{out['keyword_p50']:.2f} / {percentile(keyword_times, 99):.2f}; with document_ids "
             f"({len(ids)} documents) hybrid p50 {out['hybrid_filtered_p50']:.2f} ms p99 "
             f"{percentile(filtered['hybrid'], 99):.2f}, keyword only {percentile(filtered['keyword'], 50):.2f} / "
-            f"{percentile(filtered['keyword'], 99):.2f}; load average {loadavg()}",
+            f"{percentile(filtered['keyword'], 99):.2f}; the keyword index holds {out['keyword_index_mb']:.0f} MB; "
+            f"load average {loadavg()}",
             flush=True,
         )
     finally:
@@ -286,7 +288,7 @@ def main() -> None:
         "size", "load_s", "hnsw_build_s", "http_p50", "http_p99", "http_filtered_p50", "rss_mb", "keyword_rss_mb",
         "keyword_http_p50", "hybrid_p50", "keyword_p50", "vector_namespace_k10_p50", "recall_namespace_k10",
         "vector_namespace_k100_p50", "recall_namespace_k100", "recall10_namespace_k100", "vector_10%_k100_p50",
-        "recall_10%_k100", "vector_50_k100_p50",
+        "recall_10%_k100", "vector_50_k100_p50", "keyword_index_mb",
     )  # fmt: skip
     print(
         "summary: "
