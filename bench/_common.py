@@ -63,6 +63,16 @@ class Postgres:
             self.admin(f"ALTER SYSTEM SET {setting} = off")
         self.admin("SELECT pg_reload_conf()")
 
+    def restart_with(self, **settings: str) -> None:
+        """Settings that take a restart (``shared_buffers``), then the restart: same socket, same URLs."""
+        import importlib
+
+        for name, value in settings.items():
+            self.admin(f"ALTER SYSTEM SET {name} = '{value}'")
+        commands = importlib.import_module(f"{self.package}._commands")
+        log = str(self.pgdata / "log")
+        commands.pg_ctl(["-w", "-m", "fast", "-l", log, "restart"], pgdata=self.pgdata, user=self.server.system_user)
+
     def admin(self, sql: str, url: str | None = None) -> list[tuple]:
         import psycopg
 

@@ -213,6 +213,12 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=8763)
     ap.add_argument("--load-limit", type=float, default=7200)
     ap.add_argument(
+        "--shared-buffers",
+        default="",
+        help="PostgreSQL's shared_buffers, e.g. 3GB (the server's default, 128MB, when not given): docs/deploy.md "
+        "asks for room for the HNSW index (1,953 MB at 1M)",
+    )
+    ap.add_argument(
         "--ef-sweep",
         type=lambda text: [int(v) for v in text.split(",") if v],
         default=[],
@@ -221,6 +227,8 @@ def main() -> None:
     args = ap.parse_args()
     queries = list(be.load_queries(be.scifact_dir()).values())[: args.queries]
     pg = Postgres()
+    if args.shared_buffers:
+        pg.restart_with(shared_buffers=args.shared_buffers)
     work = Path(tempfile.mkdtemp(prefix="calypso-pg-hybrid-"))
     row: dict = {"size": args.size}
     try:
@@ -228,8 +236,9 @@ def main() -> None:
         database = Database(url, max_size=2)
         pg.admin("CREATE EXTENSION IF NOT EXISTS vector", url)
         version = pg.admin("SELECT version()")[0][0].split(",")[0]
+        buffers = pg.admin("SHOW shared_buffers")[0][0]
         print(
-            f"{version}, pgvector {'.'.join(map(str, pgvector_version(database)))} ({pg.package}); {os.cpu_count()} CPUs, "
+            f"{version} (shared_buffers {buffers}), pgvector {'.'.join(map(str, pgvector_version(database)))} ({pg.package}); {os.cpu_count()} CPUs, "
             f"{mem_available_mb() / 1024:.1f} GB available; load average {loadavg()}",
             flush=True,
         )
