@@ -28,6 +28,7 @@ from pathlib import Path
 
 import beir_eval as be  # bench/ is sys.path[0] when run as a script
 import numpy as np
+from proc_figures import proc_status_mb
 
 try:
     import calypso  # noqa: F401
@@ -36,11 +37,7 @@ except ImportError:
 
 
 def rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
+    return proc_status_mb(os.getpid(), "VmRSS")
 
 
 def peak_rss_mb() -> float:

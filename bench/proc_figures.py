@@ -6,20 +6,21 @@ import os
 from pathlib import Path
 
 
-def mem_available_mb() -> float:
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def proc_status_mb(pid: int, field: str) -> float:
-    with open(f"/proc/{pid}/status") as f:
+def _kb_field_mb(path: str, field: str) -> float:
+    """A ``Field:   N kB`` line of a /proc file, in MB; NaN when the file has no such line."""
+    with open(path) as f:
         for line in f:
             if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def mem_available_mb() -> float:
+    return _kb_field_mb("/proc/meminfo", "MemAvailable")
+
+
+def proc_status_mb(pid: int, field: str) -> float:
+    return _kb_field_mb(f"/proc/{pid}/status", field)
 
 
 def proc_cpu_s(pid: int) -> float:

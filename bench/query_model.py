@@ -34,6 +34,7 @@ from pathlib import Path
 import beir_eval as be  # bench/ is sys.path[0] when run as a script
 import numpy as np
 from _common import percentile
+from proc_figures import proc_status_mb
 
 from calypso.embeddings.local_onnx import LocalOnnxEmbedder
 
@@ -55,10 +56,7 @@ def embedder(way: str) -> LocalOnnxEmbedder:
 
 
 def rss_anon_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("RssAnon:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+    return proc_status_mb(os.getpid(), "RssAnon")
 
 
 def memory_child(way: str) -> None:

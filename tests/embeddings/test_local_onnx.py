@@ -172,3 +172,14 @@ def test_the_graph_is_built_once_per_user_and_later_processes_skip_onnx(tmp_path
     (tmp_path / "calypso" / "models" / first["files"][0]).write_bytes(b"not a graph")
     third = _query_in_a_fresh_process(tmp_path)
     assert third["files"] == first["files"] and third["vector"] == first["vector"]
+
+
+def test_a_cache_that_cannot_be_written_means_building_at_every_start(tmp_path: Path) -> None:
+    (tmp_path / "calypso").write_text("a file where the cache directory would go")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    script = (
+        "from calypso.embeddings.local_onnx import LocalOnnxEmbedder as E; print(E().for_queries().embed(['x']).shape)"
+    )
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.strip() == "(1, 384)"

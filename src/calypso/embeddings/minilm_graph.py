@@ -13,7 +13,8 @@ the looked-up rows are dequantized.
 ``precision="fp32"`` multiplies with the shipped weights dequantized, as the export does: its vectors are the
 export's (cosine 0.9999998 or more on SciFact claims) at 1.3 times its passages/s.
 
-Built with the ``onnx`` package at load (a second or less); nothing is written to disk.
+Built with the ``onnx`` package; ``local_onnx`` keeps the bytes in the user's cache, so later processes skip
+this module's work and ``onnx`` itself.
 """
 
 from __future__ import annotations

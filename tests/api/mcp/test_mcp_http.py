@@ -12,6 +12,7 @@ import httpx
 import pytest
 from mcp.types import CallToolResult
 from mcp_support import Secured, alps_questions, mcp_client
+from tests_support import WAIT
 
 from calypso.api.mcp.http import transport_security
 from calypso.config import Settings
@@ -358,3 +359,29 @@ def test_the_sdk_is_loaded_by_the_first_mcp_request_not_at_start(tmp_path) -> No
     assert seen["search"] == 200 and seen["before"] is False
     assert seen["mcp"] == [200, 200, 200] and seen["after"] is True
     assert seen["server"]["name"] == "calypso"
+
+
+def test_chinese_search_and_two_questions_in_a_second_knowledge_base(secured: Secured) -> None:
+    # Workspace "globex", its own knowledge base: the Alps tests above see nothing of it.
+    policy = "退款政策\n\n礼品卡一律不予退款，也不能兑换现金。\n\n运费由客户承担，除非商品在运输途中损坏。\n"
+    uploaded = httpx.post(
+        f"{secured.url}/v1/documents",
+        params=WAIT,
+        data={"namespace": "zh"},
+        files={"file": ("退款政策.txt", policy.encode())},
+        headers={"Authorization": f"Bearer {secured.key_b}"},
+        timeout=60,
+    )
+    assert uploaded.status_code in (200, 201) and uploaded.json()["status"] == "completed", uploaded.text
+    searched, gift, shipping = call(
+        secured.url,
+        secured.key_b,
+        ("search", {"query": "礼品卡退款", "knowledge_base": "zh"}),
+        ("ask", {"question": "礼品卡可以退款吗？", "knowledge_base": "zh"}),
+        ("ask", {"question": "运费由谁承担？", "knowledge_base": "zh"}),
+    )
+    top = searched.structured_content["results"][0]
+    assert top["filename"] == "退款政策.txt" and "礼品卡一律不予退款" in top["text"]
+    assert "礼品卡一律不予退款" in gift.structured_content["answer"] and gift.structured_content["citations"]
+    assert "运费由客户承担" in shipping.structured_content["answer"]
+    assert shipping.structured_content["citations"][0]["quote"] in policy
