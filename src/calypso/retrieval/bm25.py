@@ -36,14 +36,17 @@ from numpy.typing import NDArray
 
 from calypso.retrieval.bm25_segments import (
     _I64,
+    PostingFiles,
     _Floats,
     _Int32s,
     _Int64s,
     _merge,
     _Params,
     _Segment,
+    write_merged,
 )
 from calypso.retrieval.languages import detect
+from calypso.retrieval.row_file import link_saved
 from calypso.retrieval.tokenize import ANALYZER_VERSION, DEFAULT_ANALYZER
 
 # Tuned on SciFact qrels/train.tsv (bench/retrieval_quality.py).
@@ -66,6 +69,36 @@ _FILE_FORMAT = 1  # of save/load; bump when the layout of the files changes
 # (chunk_key, text), (chunk_key, text, terms) or (chunk_key, text, terms, language): terms already analyzed
 # (e.g. stored) skip tokenising; their text may then be "" (the language, when given, is the passage's).
 Chunks = Sequence[tuple[int, str] | tuple[int, str, list[str] | None] | tuple[int, str, list[str] | None, str | None]]
+
+
+# What ``save`` wrote: one group of segments a saved segment, in order (more than one: merged on the way).
+Saved = tuple[tuple[_Segment, ...], ...]
+
+
+def _written_as_one(segs: Sequence[_Segment]) -> int:
+    """Where the run of segments ``save`` writes as one segment starts: the newest ones, held in memory, and the
+    saved ones before them while each is under ``_MERGE_RATIO`` times the run so far."""
+    start = len(segs)
+    while start and segs[start - 1].files is None:
+        start -= 1
+    if start == len(segs):
+        return start  # nothing new: every segment is linked
+    size = sum(s.n_postings for s in segs[start:])
+    while start and segs[start - 1].n_postings < _MERGE_RATIO * size:
+        start -= 1
+        size += segs[start].n_postings
+    return start
+
+
+def _open_segment(directory: Path, i: int, row_start: int) -> _Segment:
+    """Segment ``i`` of a saved index, its arrays mapped and its postings read from the files."""
+    files = PostingFiles(directory / f"seg{i}")
+    # Plain ndarrays over the mappings: every slice of an ``np.memmap`` builds another memmap
+    # (``__array_finalize__``), about 80 slices and 0.2 ms a search at 200k passages.
+    fields = {
+        name: np.asarray(np.load(files.path(name), mmap_mode="r", allow_pickle=False)) for name in _Segment._ARRAYS
+    }
+    return _Segment(row_start, files=files, **fields)
 
 
 class _Vocab(dict[str, int]):
@@ -421,14 +454,16 @@ class BM25Index:
             ptr = seg.indptr
             imp = snap.impacts[si]
             for i, a, e in zip(hit.tolist(), ptr[pos[hit]].tolist(), ptr[pos[hit] + 1].tolist()):
-                if imp is not None:
+                if seg.files is not None:  # read from the page cache, held only for this search
+                    plists[i].append((*seg.files.postings(a, e), lut))
+                elif imp is not None:
                     plists[i].append((seg.rows[a:e], imp[a:e], None))
                 else:
                     plists[i].append((seg.rows[a:e], seg.codes[a:e], lut))
                     snap.paid[si] += e - a
-            # Ski rental: once lookups through the (tf, dl) table have cost as much as
-            # precomputing every posting's impact for these statistics, precompute it.
-            if imp is None and snap.paid[si] > seg.n_postings:
+            # Ski rental: once lookups through the (tf, dl) table have cost as much as precomputing every
+            # posting's impact for these statistics, precompute it (in memory: not for a segment read from files).
+            if imp is None and seg.files is None and snap.paid[si] > seg.n_postings:
                 impacts = snap.impacts[si] = lut.take(seg.codes)
                 seg.impact = (snap.params, impacts)
         scores = np.zeros(snap.n_rows, np.float32)
@@ -500,8 +535,15 @@ class BM25Index:
         """Whether a document (by key) is indexed."""
         return doc_key in self._docs
 
-    def save(self, directory: Path, meta: dict[str, Any] | None = None) -> None:
-        """Write the index into ``directory`` (created; files in it are replaced), ``meta`` in its manifest.
+    def save(self, directory: Path, meta: dict[str, Any] | None = None) -> Saved:
+        """Write the index into ``directory`` (created; files in it are replaced), ``meta`` in its manifest;
+        returns what was written, for :meth:`settle`.
+
+        A segment read from an earlier save's files is hard-linked from them (they never change) where it can
+        be. The segments held in memory (the newest) are written as one, with the older ones while those are
+        smaller than ``_MERGE_RATIO`` times them (``_written_as_one``): a built index is saved as a single
+        segment, which a search reads with one ``pread`` a term, and each posting is rewritten a logarithmic
+        number of times over the index's life.
 
         Only the default analyzer's indexes can be saved: the manifest names its version,
         and ``load`` refuses files written under another one.
@@ -519,6 +561,8 @@ class BM25Index:
                 "docs": np.array([(d, s, c) for d, (s, c) in self._docs.items()], _I64).reshape(-1, 3),
             }
             segs = list(self._segs)  # immutable: written outside the lock
+            one = _written_as_one(segs)
+            groups: Saved = tuple((seg,) for seg in segs[:one]) + ((tuple(segs[one:]),) if one < len(segs) else ())
             vocab = list(self._vocab)  # insertion order is term id order
             manifest = {
                 "format": _FILE_FORMAT,
@@ -528,7 +572,7 @@ class BM25Index:
                 "n_rows": n,
                 "n_live": self._n_live,
                 "total_len": self._total_len,
-                "segments": [s.row_start for s in segs],
+                "segments": [group[0].row_start for group in groups],
                 "languages": dict(self._languages),
                 "seen": self._seen,
                 "meta": meta or {},
@@ -536,9 +580,17 @@ class BM25Index:
         directory.mkdir(parents=True, exist_ok=True)
         for name, array in tables.items():
             np.save(directory / f"{name}.npy", array)
-        for i, seg in enumerate(segs):
+        for i, group in enumerate(groups):
             for name in _Segment._ARRAYS:
-                np.save(directory / f"seg{i}.{name}.npy", getattr(seg, name))
+                (directory / f"seg{i}.{name}.npy").unlink(missing_ok=True)
+            if len(group) > 1:
+                write_merged(group, directory / f"seg{i}")
+                continue
+            seg = group[0]
+            for name in _Segment._ARRAYS:
+                target = directory / f"seg{i}.{name}.npy"
+                if seg.files is None or not link_saved(seg.files.path(name), target):
+                    np.save(target, getattr(seg, name))
         (directory / "vocab.txt").write_text("\n".join(vocab), encoding="utf-8")
         (directory / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
         for path in directory.iterdir():  # on disk before anyone points at it
@@ -547,6 +599,20 @@ class BM25Index:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+        return groups
+
+    def settle(self, directory: Path, saved: Saved) -> None:
+        """After ``save(directory)`` is committed: search the saved segments from its files instead of memory
+        (those not merged away since), so a built index lets go of its postings and the older snapshot can go."""
+        opened = [_open_segment(directory, i, group[0].row_start) for i, group in enumerate(saved)]
+        with self._lock:
+            segs = self._segs
+            for group, seg in zip(saved, opened):
+                at = next((j for j, s in enumerate(segs) if s is group[0]), len(segs))
+                held = segs[at : at + len(group)]
+                if len(held) == len(group) and all(a is b for a, b in zip(held, group)):
+                    segs[at : at + len(group)] = [seg]  # still there, unmerged
+            self._snap = None
 
     @staticmethod
     def manifest(directory: Path) -> dict[str, Any]:
@@ -555,8 +621,9 @@ class BM25Index:
         return manifest
 
     @classmethod
-    def load(cls, directory: Path, *, mmap: bool = True) -> BM25Index:
-        """An index from ``save``'s files; posting arrays memory-mapped read-only when ``mmap``.
+    def load(cls, directory: Path) -> BM25Index:
+        """An index from ``save``'s files: its segments' arrays mapped read-only, their postings read from the
+        files by searches (``PostingFiles``); the small tables in memory.
 
         Raises ValueError when the files come from another format or analyzer version
         (build afresh then), OSError when they are missing.
@@ -564,15 +631,9 @@ class BM25Index:
         manifest = cls.manifest(directory)
         if manifest.get("format") != _FILE_FORMAT or manifest.get("analyzer") != ANALYZER_VERSION:
             raise ValueError(f"index files in {directory} are of another format or analyzer version")
-        mode: Any = "r" if mmap else None
 
-        def array(name: str, mapped: bool = False) -> NDArray[Any]:
-            loaded: NDArray[Any] = np.load(
-                directory / f"{name}.npy", mmap_mode=mode if mapped else None, allow_pickle=False
-            )
-            # A plain ndarray over the same mapping: every slice of an ``np.memmap`` builds another memmap
-            # (``__array_finalize__``), about 80 slices and 0.2 ms a search at 200k passages.
-            return np.asarray(loaded)
+        def array(name: str) -> NDArray[Any]:
+            return np.asarray(np.load(directory / f"{name}.npy", allow_pickle=False))
 
         index = cls(k1=manifest["k1"], b=manifest["b"])
         vocab_text = (directory / "vocab.txt").read_text(encoding="utf-8")
@@ -588,9 +649,7 @@ class BM25Index:
         index._n_live, index._total_len = int(manifest["n_live"]), int(manifest["total_len"])
         index._languages.update(manifest.get("languages", {}))
         index._seen = int(manifest.get("seen", 0))
-        for i, row_start in enumerate(manifest["segments"]):
-            fields = {name: array(f"seg{i}.{name}", mapped=True) for name in _Segment._ARRAYS}
-            index._segs.append(_Segment(int(row_start), **fields))
+        index._segs = [_open_segment(directory, i, int(row_start)) for i, row_start in enumerate(manifest["segments"])]
         dead = np.flatnonzero(~index._row_live)
         index._dead = [dead] if len(dead) else []
         index._n_dead = len(dead)

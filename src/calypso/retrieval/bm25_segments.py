@@ -8,10 +8,13 @@ are coded into small per-segment tables so a change of avgdl only recomputes tho
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from calypso.retrieval.row_file import SliceFile
 
 _I64 = np.int64
 
@@ -35,17 +38,45 @@ def _codes(key: _Int64s) -> tuple[_Intps, _Codes]:
     return np.unique(key, return_inverse=True)
 
 
+class PostingFiles:
+    """A saved segment's files (``<prefix>.<array>.npy``) with its inverted postings read by ``pread``: searches
+    copy only the slices of their terms, so the postings stay out of the process's memory whatever it searches."""
+
+    def __init__(self, prefix: Path) -> None:
+        self.prefix = prefix
+        self._rows, self._codes = SliceFile(self.path("rows")), SliceFile(self.path("codes"))
+        self._forward = SliceFile(self.path("fwd_terms"))
+
+    def path(self, array: str) -> Path:
+        return _array_path(self.prefix, array)
+
+    def postings(self, start: int, stop: int) -> tuple[_Int32s, _Codes]:
+        """The rows and (tf, dl) codes of postings [start, stop)."""
+        return self._rows.read(start, stop), self._codes.read(start, stop)
+
+    def forward(self, start: int, stop: int) -> _Int32s:
+        """Forward postings [start, stop): the rows' term ids."""
+        return self._forward.read(start, stop)
+
+
+def _array_path(prefix: Path, array: str) -> Path:
+    return prefix.with_name(f"{prefix.name}.{array}.npy")
+
+
 class _Segment:
     """Immutable postings for rows [row_start, row_stop).
 
     Inverted: ``terms`` (sorted term ids), ``indptr``, ``rows`` (int32, ascending per
     term), ``codes`` (index into ``pair_tf``/``pair_dl``). Forward: ``fwd_terms`` sliced by
     ``fwd_ptr[row - row_start]``, the distinct terms of each row, used to keep df exact.
+    ``files``: where a loaded segment's arrays are saved; its searches read postings from them (see
+    :class:`PostingFiles`), its arrays are mapped for what reads them whole (merges, compaction).
     """
 
     _ARRAYS = ("terms", "indptr", "rows", "codes", "pair_tf", "pair_dl", "fwd_ptr", "fwd_terms")
     __slots__ = (
         "codes",
+        "files",
         "fwd_ptr",
         "fwd_terms",
         "impact",
@@ -79,8 +110,10 @@ class _Segment:
         pair_dl: _Intps,
         fwd_ptr: _Int64s,
         fwd_terms: _Int32s,
+        files: PostingFiles | None = None,
     ) -> None:
         self.row_start = row_start
+        self.files = files
         self.impact: tuple[_Params, _Floats] | None = None  # see search
         self.terms, self.indptr, self.rows, self.codes = terms, indptr, rows, codes
         self.pair_tf, self.pair_dl, self.fwd_ptr, self.fwd_terms = pair_tf, pair_dl, fwd_ptr, fwd_terms
@@ -138,6 +171,15 @@ class _Segment:
     def n_postings(self) -> int:
         return len(self.rows)
 
+    def postings(self, start: int, stop: int) -> tuple[_Int32s, _Codes]:
+        """Postings [start, stop) in posting order: read from the files when it has them, else sliced."""
+        if self.files is not None:
+            return self.files.postings(start, stop)
+        return self.rows[start:stop], self.codes[start:stop]
+
+    def forward(self, start: int, stop: int) -> _Int32s:
+        return self.files.forward(start, stop) if self.files is not None else self.fwd_terms[start:stop]
+
     def lut(self, k1: float, b: float, avgdl: float) -> _Floats:
         """Per (tf, dl) pair: tf / (tf + k1*(1-b+b*dl/avgdl)), as float32."""
         tf = self.pair_tf.astype(np.float64)
@@ -145,8 +187,10 @@ class _Segment:
         return (tf / (tf + norm)).astype(np.float32)
 
     def nbytes(self) -> int:
+        """Bytes held in memory: a segment read from its files keeps only its term directory and pair tables."""
         impact = self.impact[1].nbytes if self.impact is not None else 0
-        arrays: int = sum(getattr(self, a).nbytes for a in self._ARRAYS)
+        names = self._ARRAYS if self.files is None else ("terms", "indptr", "pair_tf", "pair_dl")
+        arrays: int = sum(getattr(self, a).nbytes for a in names)
         return impact + arrays
 
 
@@ -199,3 +243,77 @@ def _merge(segs: Sequence[_Segment], live: _Bools, row_map: _Int64s | None = Non
         fwd_ptr=fwd_ptr,
         fwd_terms=np.concatenate(fwd_terms),
     )
+
+
+class _NpyWriter:
+    """A flat ``.npy`` array of known length and dtype written in pieces (what is written leaves memory)."""
+
+    def __init__(self, path: Path, dtype: np.dtype[Any], length: int) -> None:
+        self.file = open(path, "wb")  # noqa: SIM115 - closed by close()
+        self.dtype, self.left = dtype, length
+        header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": (length,)}
+        np.lib.format.write_array_header_2_0(self.file, header)
+
+    def write(self, part: NDArray[Any]) -> None:
+        self.file.write(np.ascontiguousarray(part, self.dtype).data)
+        self.left -= len(part)
+
+    def close(self) -> None:
+        self.file.close()
+        if self.left:
+            raise ValueError(f"{self.file.name}: {self.left} items short")
+
+
+def write_merged(segs: Sequence[_Segment], prefix: Path, batch: int = 1 << 22) -> None:
+    """Write adjacent segments as one (``<prefix>.<array>.npy``) without holding it: term by term in batches of
+    about ``batch`` postings, each term's postings from every input in row order. Dead rows are kept (searches
+    mask them, df already leaves them out), so rows keep their numbers; compaction drops them later."""
+    if any(a.row_stop != b.row_start for a, b in zip(segs, segs[1:])):
+        raise ValueError("only adjacent segments merge into one file")
+    terms = np.unique(np.concatenate([s.terms for s in segs]))
+    width = max(int(s.pair_dl.max(initial=0)) for s in segs) + 1
+    pkeys = [s.pair_tf * width + s.pair_dl for s in segs]
+    pairs = np.unique(np.concatenate(pkeys))
+    recode = [np.searchsorted(pairs, pk) for pk in pkeys]  # each input's codes -> the merged table's
+    where = [np.searchsorted(terms, s.terms) for s in segs]  # each input's terms among the merged ones
+    total = np.zeros(len(terms), _I64)
+    for s, w in zip(segs, where):
+        total[w] += np.diff(s.indptr)
+    indptr = np.zeros(len(terms) + 1, _I64)
+    np.cumsum(total, out=indptr[1:])
+    code_type = np.dtype(np.uint16 if len(pairs) <= 1 << 16 else np.uint32)
+    pair_tf, pair_dl = np.divmod(pairs, width)
+    for name, array in (("terms", terms), ("indptr", indptr), ("pair_tf", pair_tf), ("pair_dl", pair_dl)):
+        np.save(_array_path(prefix, name), array)
+    rows = _NpyWriter(_array_path(prefix, "rows"), np.dtype(np.int32), int(indptr[-1]))
+    codes = _NpyWriter(_array_path(prefix, "codes"), code_type, int(indptr[-1]))
+    t0 = 0
+    while t0 < len(terms):  # terms [t0, t1): about ``batch`` postings
+        t1 = max(t0 + 1, int(np.searchsorted(indptr, indptr[t0] + batch, side="right")) - 1)
+        base = indptr[t0:t1] - indptr[t0]  # where each term's run starts in this batch
+        out_rows = np.empty(int(indptr[t1] - indptr[t0]), np.int32)
+        out_codes = np.empty(len(out_rows), code_type)
+        for s, w, rc in zip(segs, where, recode):
+            lo, hi = np.searchsorted(w, [t0, t1])
+            if lo == hi:
+                continue
+            a, e = int(s.indptr[lo]), int(s.indptr[hi])
+            r, c = s.postings(a, e)
+            count = np.diff(s.indptr[lo : hi + 1])
+            tix = np.repeat(w[lo:hi] - t0, count)
+            pos = base[tix] + np.arange(e - a) - np.repeat(s.indptr[lo:hi] - a, count)
+            out_rows[pos], out_codes[pos] = r, rc[c]
+            base[w[lo:hi] - t0] += count
+        rows.write(out_rows)
+        codes.write(out_codes)
+        t0 = t1
+    rows.close()
+    codes.close()
+    offsets = np.cumsum([0] + [int(s.fwd_ptr[-1]) for s in segs])
+    fwd_ptr = np.concatenate([np.zeros(1, _I64)] + [s.fwd_ptr[1:] + o for s, o in zip(segs, offsets)])
+    np.save(_array_path(prefix, "fwd_ptr"), fwd_ptr)
+    forward = _NpyWriter(_array_path(prefix, "fwd_terms"), np.dtype(np.int32), int(offsets[-1]))
+    for s in segs:
+        for a in range(0, int(s.fwd_ptr[-1]), batch):
+            forward.write(s.forward(a, min(a + batch, int(s.fwd_ptr[-1]))))
+    forward.close()

@@ -17,8 +17,54 @@ import os
 import weakref
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+
+def npy_layout(path: Path) -> tuple[tuple[int, ...], bool, np.dtype[Any], int]:
+    """(shape, Fortran order, dtype, offset of the data) of the ``.npy`` file at ``path``."""
+    with open(path, "rb") as file:
+        version = np.lib.format.read_magic(file)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(file)
+        else:
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(file)
+        return shape, fortran, np.dtype(dtype), file.tell()
+
+
+def link_saved(source: Path, target: Path) -> bool:
+    """Hard-link an earlier snapshot's file into a new one (saved files never change); False when it is gone."""
+    try:
+        os.link(source, target)
+    except OSError:
+        return False
+    return True
+
+
+class SliceFile:
+    """The flat array saved at ``path`` (a ``.npy`` file), read by slice with ``pread``: a copy from the page
+    cache, which the kernel shares between processes and counts in none's RSS (a map's touched pages it does).
+    A read of one slice costs a few microseconds plus the copy."""
+
+    def __init__(self, path: Path) -> None:
+        shape, fortran, dtype, self.offset = npy_layout(path)
+        if fortran or len(shape) != 1:
+            raise ValueError(f"{path} holds a {shape} array, not a flat one")
+        self.path, self.dtype, self.length = path, dtype, int(shape[0])
+        fd = self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        self._closer = weakref.finalize(self, os.close, fd)
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        """Items [start, stop) as a new array."""
+        out = np.empty(stop - start, self.dtype)
+        view, at = out.view(np.uint8).data, self.offset + start * self.dtype.itemsize
+        while view:
+            got = os.preadv(self._fd, [view], at)
+            if got <= 0:
+                raise OSError(f"{self.path}: short read at byte {at}")
+            view, at = view[got:], at + got
+        return out
 
 
 class RowFile:
@@ -29,13 +75,7 @@ class RowFile:
     """
 
     def __init__(self, path: Path, rows: int, dimension: int) -> None:
-        with open(path, "rb") as file:
-            version = np.lib.format.read_magic(file)
-            if version == (1, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(file)
-            else:
-                shape, fortran, dtype = np.lib.format.read_array_header_2_0(file)
-            offset = file.tell()
+        shape, fortran, dtype, offset = npy_layout(path)
         if dtype != np.float32 or fortran or shape != (rows, dimension):
             raise ValueError(f"{path} holds {shape} {dtype}, not {rows} rows of {dimension} float32")
         self.path, self.rows, self.dimension = path, rows, dimension

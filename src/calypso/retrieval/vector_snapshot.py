@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from calypso.retrieval import ann
+from calypso.retrieval.row_file import link_saved
 from calypso.retrieval.vectors import ExactVectorIndex, Frozen
 
 log = logging.getLogger("calypso.index")
@@ -89,7 +90,7 @@ def save(frozen: Frozen, snapshot: Path, model: str, dimension: int, meta: dict[
         graph_name = f"graph-{uuid.uuid4().hex[:12]}.usearch"
         graph_file = directory / graph_name
         mapped = frozen.graph.mapped
-        linked = _link(mapped, graph_file) if mapped is not None else False
+        linked = link_saved(mapped, graph_file) if mapped is not None else False
         old_crc = _previous_crc(mapped) if linked and mapped is not None else None
         if old_crc is None:
             graph_file.unlink(missing_ok=True)
@@ -101,7 +102,9 @@ def save(frozen: Frozen, snapshot: Path, model: str, dimension: int, meta: dict[
     row_files: list[list[object]] = []
     base_name = f"rows-{uuid.uuid4().hex[:12]}.npy"
     base_file = directory / base_name
-    linked = frozen.base_file is not None and b > 0 and n - b <= TAIL_FILE_ROWS and _link(frozen.base_file, base_file)
+    linked = (
+        frozen.base_file is not None and b > 0 and n - b <= TAIL_FILE_ROWS and link_saved(frozen.base_file, base_file)
+    )
     if linked:
         row_files.append([base_name, 0, b])
         if n > b:
@@ -295,15 +298,6 @@ def _write_rows(path: Path, parts: list[np.ndarray], dimension: int) -> None:
         for part in parts:
             for at in range(0, len(part), WRITE_ROWS):
                 file.write(np.ascontiguousarray(part[at : at + WRITE_ROWS], dtype=np.float32).data)
-
-
-def _link(source: Path, target: Path) -> bool:
-    """Hard-link an earlier save's file (files in a snapshot never change); False when it is gone."""
-    try:
-        os.link(source, target)
-    except OSError:
-        return False
-    return True
 
 
 def _previous_crc(mapped: Path) -> int | None:

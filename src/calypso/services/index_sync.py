@@ -101,13 +101,6 @@ class SnapshotDirectory:
         directory = self.path / name
         return directory if name.startswith("snap-") and (directory / "manifest.json").is_file() else None
 
-    def save(self, index: BM25Index, meta: dict[str, object]) -> Path | None:
-        """Write a new snapshot, point ``CURRENT`` at it (atomic), remove the older ones; None when another saver is at it."""
-        with self.writing() as directory:
-            if directory is not None:
-                index.save(directory, meta)
-            return directory
-
     @contextmanager
     def writing(self) -> Iterator[Path | None]:
         """A new snapshot directory to fill; ``CURRENT`` points at it once the block ends without an error, and the
@@ -365,7 +358,7 @@ class NamespaceIndexes:
             if not self._covers(seq, meta.get("change")):
                 log.warning("index snapshot %s belongs to another database; building afresh", directory)
                 return None
-            index = BM25Index.load(directory, mmap=True)
+            index = BM25Index.load(directory)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             log.warning("index snapshot %s unusable (%s); building afresh", directory, exc)
             return None
@@ -500,7 +493,10 @@ class NamespaceIndexes:
                 index = self._indexes[key]
                 meta: dict[str, object] = {"seq": self._position, "change": self._fingerprint_at(self._position)}
                 unsaved = self._unsaved.get(key, 0)
-                index.save(directory, meta)
+                segments = index.save(directory, meta)
+        assert directory is not None  # committed: its files stay until a later save's are
+        index.settle(directory, segments)
+        return_freed_memory()  # the postings a build held
         with self._lock:
             self._unsaved[key] = self._unsaved.get(key, 0) - unsaved
         if vectors is not None and vectors_saved is not None:
