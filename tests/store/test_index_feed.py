@@ -206,3 +206,29 @@ def test_an_unusable_snapshot_is_rebuilt_from_the_store(tmp_path: Path, database
         assert [p.document.filename for p in other.search.search("harbour lighthouse")] == ["lamps.txt"]
     assert "another database" in caplog.text
     other.close()
+
+
+@pytest.mark.backends("postgres")
+def test_on_postgresql_a_built_index_is_searched_from_the_process_own_files(tmp_path: Path, database_url: str) -> None:
+    rng = random.Random(5)
+    settings = Settings(home=tmp_path)
+    services = open_services(settings)
+    services.documents.ingest(_text(rng, 30), "harbour.txt")
+    services.documents.ingest("港口的起重机每年春天检修。灯塔的灯每周清洁一次。".encode(), "港口.txt")
+    index = services.search.index("general")
+    assert services.search.indexes.wait_saved(timeout=60)
+    own = [p for p in (tmp_path / "index-own").iterdir() if not p.name.startswith(".")]
+    assert len(own) == 1 and (own[0] / "default" / "general" / "CURRENT").is_file()
+    assert index.segment_count == 1 and all(seg.files is not None for seg in index._segs)
+    _assert_same(index, _fresh(services.documents))
+    assert [p.document.filename for p in services.search.search("起重机 检修")] == ["港口.txt"]
+    services.documents.ingest(_text(rng, 3), "late.txt")  # after the save: in memory until the next one
+    _assert_same(index, _fresh(services.documents))
+
+    other = open_services(settings)  # a second API process on the same host: its own files, none of the first's
+    assert other.search.search("harbour crane")
+    assert other.search.indexes.wait_saved(timeout=60)
+    assert len([p for p in (tmp_path / "index-own").iterdir() if not p.name.startswith(".")]) == 2
+    other.close()
+    services.close()
+    assert not any((tmp_path / "index-own").iterdir())  # each removed its own at close

@@ -402,10 +402,15 @@ class BM25Index:
         self._segs.append(_Segment.from_forward(r0, np.concatenate(counts), term, tf, self._row_len[r0:r1]))
         segs = self._segs
         limit = max(_MAX_MERGED, sum(s.n_postings for s in segs) // 8)
-        while len(segs) > 1 and (
-            segs[-2].n_postings < _SMALL_SEGMENT
-            or segs[-2].n_postings < _MERGE_RATIO * segs[-1].n_postings
-            and segs[-2].n_postings + segs[-1].n_postings <= limit
+        # Not into a segment read from files: ``save`` merges those, a stream that holds none of them in memory.
+        while (
+            len(segs) > 1
+            and segs[-2].files is None
+            and (
+                segs[-2].n_postings < _SMALL_SEGMENT
+                or segs[-2].n_postings < _MERGE_RATIO * segs[-1].n_postings
+                and segs[-2].n_postings + segs[-1].n_postings <= limit
+            )
         ):
             segs[-2:] = [_merge(segs[-2:], self._row_live)]
 

@@ -59,6 +59,7 @@ from calypso.retrieval import vector_snapshot
 from calypso.retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
 from calypso.retrieval.tokenize import decode_language, decode_terms
 from calypso.retrieval.vectors import ExactVectorIndex
+from calypso.services.process_directory import ProcessDirectory
 from calypso.store.base import DocumentStore, EmbeddingStore, VectorSearch
 
 log = logging.getLogger("calypso.index")
@@ -140,10 +141,12 @@ class SnapshotDirectory:
 class NamespaceIndexes:
     """One BM25 index per (workspace, namespace), loaded or built on first use, kept equal to the store.
 
-    ``snapshots``: the directory for index snapshots, or None to always build from the
-    store (PostgreSQL: a file beside one API process cannot tell which database it
-    describes for sure, and API processes there are meant to be disposable). ``follow``:
-    start the follower thread with the first index (off: only ``catch_up`` applies changes).
+    ``snapshots``: the directory for index snapshots, or None to always build from the store and keep
+    every index in memory. ``own``: instead, a directory of this process's own (PostgreSQL: a file
+    beside one API process cannot tell which database it describes for sure, and API processes
+    there are meant to be disposable): indexes are built from the store, saved there and searched
+    from those files, never loaded from it; it is removed at close. ``follow``: start the follower
+    thread with the first index (off: only ``catch_up`` applies changes).
     """
 
     def __init__(
@@ -151,6 +154,7 @@ class NamespaceIndexes:
         store: DocumentStore,
         snapshots: Path | None = None,
         *,
+        own: ProcessDirectory | None = None,
         follow: bool = True,
         embeddings: EmbeddingStore | None = None,
         model: str | None = None,
@@ -162,7 +166,8 @@ class NamespaceIndexes:
         # (workspace, namespace) -> a search the database runs (pgvector HNSW): nothing loaded, nothing to follow.
         self.vector_search = vector_search
         self._searches: dict[Key, VectorSearch] = {}  # vector_search's, one per namespace asked
-        self.snapshots = snapshots
+        self.snapshots = own.path if own is not None else snapshots
+        self._own = own
         self.follow = follow
         # Vectors of ``model`` are indexed beside BM25 when both are given.
         self.embeddings = embeddings if model else None
@@ -553,14 +558,17 @@ class NamespaceIndexes:
             self._saver.start()
 
     def close(self, *, save: bool = True) -> None:
-        """Stop following the feed and (snapshots on) save the indexes that changed since their snapshot."""
+        """Stop following the feed and (snapshots on) save the indexes that changed since their snapshot;
+        remove the process's own directory (``own``) instead."""
         self._stop.set()
         for vectors in list(self._vectors.values()):
             vectors.close()
         for thread in (self._follower, self._saver):
             if thread is not None:
                 thread.join(timeout=30)
-        if save:
+        if self._own is not None:
+            self._own.remove()  # searches still running keep reading the files they opened
+        elif save:
             try:
                 self.save(only_changed=True)
             except StorageError as exc:
