@@ -72,6 +72,18 @@ def _files(paths: list[str]) -> Iterator[Path]:
             yield path
 
 
+def _raise_open_files_limit() -> None:
+    """Let a server open as many files as the system allows it: each large keyword segment keeps three open
+    for its searches' reads (retrieval/bm25_segments.py), and 1024, a common default, is a few hundred."""
+    import contextlib
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+        with contextlib.suppress(ValueError, OSError):  # some systems cap it below the hard limit (macOS: OPEN_MAX)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -82,6 +94,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from calypso.services import open_services
 
     settings = _settings(args)
+    _raise_open_files_limit()
     services = open_services(settings, exclusive=True)
     if settings.demo:
         added = ingest_demo(services.documents)

@@ -13,6 +13,7 @@ import pytest
 from postgres_support import RawDatabase
 
 from calypso.config import Settings
+from calypso.retrieval import bm25 as bm25_mod
 from calypso.retrieval.bm25 import BM25Index
 from calypso.services import open_services
 from calypso.services.documents import DocumentService
@@ -209,7 +210,10 @@ def test_an_unusable_snapshot_is_rebuilt_from_the_store(tmp_path: Path, database
 
 
 @pytest.mark.backends("postgres")
-def test_on_postgresql_a_built_index_is_searched_from_the_process_own_files(tmp_path: Path, database_url: str) -> None:
+def test_on_postgresql_a_built_index_is_searched_from_the_process_own_files(
+    tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bm25_mod, "_FILE_POSTINGS_MIN", 0)  # this small index too
     rng = random.Random(5)
     settings = Settings(home=tmp_path)
     services = open_services(settings)

@@ -64,6 +64,7 @@ _ADD_BATCH = 4096  # chunks analysed per locked append (bounds the Python term l
 _COMPACT_MIN = 1024  # renumber rows once this many, and a quarter of them, are dead
 _DIRECT_TOPK_ROWS = 1 << 15  # below this, top-k takes all positive rows (no k-th bound)
 _LANGUAGE_SAMPLE = 8  # detect the language of one passage in this many (for query_language)
+_FILE_POSTINGS_MIN = 1 << 16  # a saved segment with fewer postings is loaded into memory, not read from its files
 _FILE_FORMAT = 1  # of save/load; bump when the layout of the files changes
 
 # (chunk_key, text), (chunk_key, text, terms) or (chunk_key, text, terms, language): terms already analyzed
@@ -91,8 +92,13 @@ def _written_as_one(segs: Sequence[_Segment]) -> int:
 
 
 def _open_segment(directory: Path, i: int, row_start: int) -> _Segment:
-    """Segment ``i`` of a saved index, its arrays mapped and its postings read from the files."""
+    """Segment ``i`` of a saved index, its arrays mapped and its postings read from the files; a small one is read
+    into memory whole (it costs under 0.7 MB, and keeps no files open: a namespace's large segments hold three)."""
     files = PostingFiles(directory / f"seg{i}")
+    if files.n_postings < _FILE_POSTINGS_MIN:
+        files.close()
+        fields = {name: np.load(files.path(name), allow_pickle=False) for name in _Segment._ARRAYS}
+        return _Segment(row_start, **fields)
     # Plain ndarrays over the mappings: every slice of an ``np.memmap`` builds another memmap
     # (``__array_finalize__``), about 80 slices and 0.2 ms a search at 200k passages.
     fields = {

@@ -47,6 +47,14 @@ class PostingFiles:
         self._rows, self._codes = SliceFile(self.path("rows")), SliceFile(self.path("codes"))
         self._forward = SliceFile(self.path("fwd_terms"))
 
+    @property
+    def n_postings(self) -> int:
+        return self._rows.length
+
+    def close(self) -> None:
+        for file in (self._rows, self._codes, self._forward):
+            file.close()
+
     def path(self, array: str) -> Path:
         return _array_path(self.prefix, array)
 

@@ -55,6 +55,9 @@ class SliceFile:
         fd = self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         self._closer = weakref.finalize(self, os.close, fd)
 
+    def close(self) -> None:
+        self._closer()
+
     def read(self, start: int, stop: int) -> np.ndarray:
         """Items [start, stop) as a new array."""
         out = np.empty(stop - start, self.dtype)
