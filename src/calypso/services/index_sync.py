@@ -501,7 +501,8 @@ class NamespaceIndexes:
                 segments = index.save(directory, meta)
         assert directory is not None  # committed: its files stay until a later save's are
         index.settle(directory, segments)
-        return_freed_memory()  # the postings a build held
+        del segments  # the last reference to the segments held in memory: freed here, then given back
+        return_freed_memory()
         with self._lock:
             self._unsaved[key] = self._unsaved.get(key, 0) - unsaved
         if vectors is not None and vectors_saved is not None:
