@@ -283,7 +283,8 @@ def main() -> None:
         row.update({"http_p50": http["http_p50"], "http_p99": http["http_p99"], "rss_mb": http["server_rss_mb"]})
         print(
             f"  hybrid over HTTP (model, hnsw): ready {http['ready_s']:.1f} s, p50 {http['http_p50']:.2f} ms p99 "
-            f"{http['http_p99']:.2f} ms; server RSS {http['server_rss_mb']:.0f} MB (peak {http['server_hwm_mb']:.0f}); "
+            f"{http['http_p99']:.2f} ms (mean {http['http_mean']:.2f}, of which the server measured "
+            f"{http['server_mean']:.2f}); server RSS {http['server_rss_mb']:.0f} MB (peak {http['server_hwm_mb']:.0f}); "
             f"load average {loadavg()}",
             flush=True,
         )

@@ -403,6 +403,18 @@ class Server:
             if self.wait_for and re.search(self.wait_for, line):
                 self.logged.set()
 
+    def search_mean_ms(self) -> float:
+        """Mean time the server itself measured for ``POST /v1/search`` so far (its request-duration histogram):
+        against the client's mean, what the client, the connection and uvicorn's parsing add."""
+        text = httpx.get(self.url + "/metrics", timeout=30).text
+        found = {}
+        for kind in ("sum", "count"):
+            match = re.search(
+                rf'^calypso_http_request_duration_seconds_{kind}{{method="POST",route="/v1/search"}} (\S+)$', text, re.M
+            )
+            found[kind] = float(match.group(1)) if match else float("nan")
+        return 1000 * found["sum"] / found["count"] if found["count"] else float("nan")
+
     def memory(self) -> tuple[float, float]:
         return proc_status_mb(self.process.pid, "VmRSS"), proc_status_mb(self.process.pid, "VmHWM")
 
@@ -430,6 +442,7 @@ def over_http(settings: Settings, queries: list[str], port: int, wait_for: str |
                 response = client.post("/v1/search", json={"query": q, "max_num_results": 10})
                 times.append((time.perf_counter() - t) * 1000)
                 response.raise_for_status()
+        server_ms = server.search_mean_ms()
         rss, hwm = server.memory()
         anon = proc_status_mb(server.process.pid, "RssAnon")  # anonymous memory
         file_backed = proc_status_mb(server.process.pid, "RssFile")  # mapped files: page cache the kernel can reclaim
@@ -443,6 +456,8 @@ def over_http(settings: Settings, queries: list[str], port: int, wait_for: str |
         "waited_s": server.wait_s,
         "http_p50": percentile(times, 50),
         "http_p99": percentile(times, 99),
+        "http_mean": sum(times) / len(times),
+        "server_mean": server_ms,
         "server_rss_mb": rss,
         "server_rss_anon_mb": anon,
         "server_rss_file_mb": file_backed,
