@@ -403,17 +403,18 @@ class Server:
             if self.wait_for and re.search(self.wait_for, line):
                 self.logged.set()
 
-    def search_mean_ms(self) -> float:
-        """Mean time the server itself measured for ``POST /v1/search`` so far (its request-duration histogram):
-        against the client's mean, what the client, the connection and uvicorn's parsing add."""
+    def search_totals(self) -> tuple[float, float]:
+        """(seconds, requests) the server itself measured for ``POST /v1/search`` so far (its request-duration
+        histogram): the mean between two readings, against the client's, is what the client, the connection
+        and uvicorn's parsing add."""
         text = httpx.get(self.url + "/metrics", timeout=30).text
-        found = {}
+        found = []
         for kind in ("sum", "count"):
             match = re.search(
                 rf'^calypso_http_request_duration_seconds_{kind}{{method="POST",route="/v1/search"}} (\S+)$', text, re.M
             )
-            found[kind] = float(match.group(1)) if match else float("nan")
-        return 1000 * found["sum"] / found["count"] if found["count"] else float("nan")
+            found.append(float(match.group(1)) if match else float("nan"))
+        return found[0], found[1]
 
     def memory(self) -> tuple[float, float]:
         return proc_status_mb(self.process.pid, "VmRSS"), proc_status_mb(self.process.pid, "VmHWM")
@@ -437,12 +438,14 @@ def over_http(settings: Settings, queries: list[str], port: int, wait_for: str |
         with httpx.Client(base_url=server.url, timeout=120) as client:
             for q in queries[:20]:
                 client.post("/v1/search", json={"query": q, "max_num_results": 10}).raise_for_status()
+            seconds, requests = server.search_totals()
             for q in queries:
                 t = time.perf_counter()
                 response = client.post("/v1/search", json={"query": q, "max_num_results": 10})
                 times.append((time.perf_counter() - t) * 1000)
                 response.raise_for_status()
-        server_ms = server.search_mean_ms()
+        seconds_after, requests_after = server.search_totals()
+        server_ms = 1000 * (seconds_after - seconds) / (requests_after - requests)
         rss, hwm = server.memory()
         anon = proc_status_mb(server.process.pid, "RssAnon")  # anonymous memory
         file_backed = proc_status_mb(server.process.pid, "RssFile")  # mapped files: page cache the kernel can reclaim
