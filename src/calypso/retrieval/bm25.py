@@ -468,12 +468,10 @@ class BM25Index:
             ptr = seg.indptr
             imp = snap.impacts[si]
             for i, a, e in zip(hit.tolist(), ptr[pos[hit]].tolist(), ptr[pos[hit] + 1].tolist()):
-                if seg.files is not None:  # read from the page cache, held only for this search
-                    plists[i].append((*seg.files.postings(a, e), lut))
-                elif imp is not None:
+                if imp is not None:
                     plists[i].append((seg.rows[a:e], imp[a:e], None))
-                else:
-                    plists[i].append((seg.rows[a:e], seg.codes[a:e], lut))
+                else:  # a segment read from files copies its slices from the page cache, for this search only
+                    plists[i].append((*seg.postings(a, e), lut))
                     snap.paid[si] += e - a
             # Ski rental: once lookups through the (tf, dl) table have cost as much as precomputing every
             # posting's impact for these statistics, precompute it (in memory: not for a segment read from files).
