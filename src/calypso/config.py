@@ -158,6 +158,16 @@ class Settings(BaseSettings):
         "for documents that may need OCR (PDFs and images).",
     )
     ocr_dpi: int = Field(150, ge=50, le=600, description="Resolution PDF pages are rendered at for OCR.")
+    ocr_engine: Literal["auto", "paddle", "tesseract"] = Field(
+        "auto",
+        description="OCR engine: 'paddle' (PP-OCRv6 tiny, faster-paddle), 'tesseract' (Debian's tesseract-ocr), or "
+        "'auto': PP-OCRv6, and Tesseract for a page whose script PP-OCRv6 reads badly (kana, Hangul...).",
+    )
+    ocr_languages: str = Field(
+        "eng",
+        description="Tesseract languages ('+'-separated, e.g. 'eng+deu') for pages Tesseract reads in Latin script; "
+        "pages of other scripts add their own pack when installed (chi_sim, jpn, kor...).",
+    )
     max_image_pixels: int = Field(
         100_000_000,
         ge=1,
