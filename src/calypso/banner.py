@@ -2,7 +2,7 @@
 
 A user reads this first: the generator in use (the built-in extractive answerer, or the upstream model
 and whether it answered a probe), the embedding model and the languages it covers, the data directory
-or database, the HTTP, gRPC and MCP addresses, and whether API keys are required.
+or database, the OCR engine, the HTTP, gRPC and MCP addresses, and whether API keys are required.
 """
 
 from __future__ import annotations
@@ -53,6 +53,15 @@ def search_summary(embedder: Embedder | None) -> str:
         f"Search: keywords in every language, with {embedder.name}'s vectors for {covered} "
         "(other languages by keywords alone: docs/languages.md)."
     )
+
+
+def ocr_line(settings: Settings) -> str:
+    """Which engine reads scans and images (CALYPSO_OCR_ENGINE), or that OCR is off."""
+    if not settings.ocr_enabled:
+        return "OCR: off (CALYPSO_OCR_ENABLED=false): images and scans without a text layer are refused."
+    from calypso.ingest.ocr import describe
+
+    return f"OCR: {describe(settings.ocr_engine, settings.ocr_languages)}."
 
 
 def storage_line(settings: Settings) -> str:

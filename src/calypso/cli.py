@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from pydantic import ValidationError
 
-from calypso.banner import generator_line, port_in_use, search_summary, storage_line
+from calypso.banner import generator_line, ocr_line, port_in_use, search_summary, storage_line
 from calypso.cli_remote import RunningServer, ServerClient, discovered_home, remove_record, running_server, write_record
 from calypso.config import Settings, settings_problems, settings_table
 from calypso.errors import CalypsoError
@@ -105,6 +105,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(generator_line(settings))
     print(search_summary(services.search.embedder))
     print(storage_line(settings))
+    print(ocr_line(settings))
     print(f"HTTP API on http://{settings.host}:{settings.port}/v1 (OpenAPI: /openapi.json; playground: /)")
     print(f"MCP (streamable HTTP) at http://{settings.host}:{settings.port}/mcp; `calypso mcp` serves stdio clients")
     grpc_port = settings.grpc_port

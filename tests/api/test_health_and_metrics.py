@@ -36,6 +36,7 @@ def test_healthz_and_readyz_answer_without_a_key(kb, http) -> None:
     assert body["status"] == "ready"
     assert body["checks"]["database"] == {"ok": True, "backend": body["checks"]["database"]["backend"]}
     assert body["checks"]["ingest_workers"]["running"] == body["checks"]["ingest_workers"]["started"] >= 1
+    assert body["checks"]["ocr"]["engine"].startswith("PP-OCRv6 tiny (faster-paddle")  # issue 40
 
 
 def test_readyz_says_which_check_fails_when_the_workers_are_gone(server, http) -> None:

@@ -65,13 +65,13 @@ def test_failing_ocr_leaves_a_failed_file_with_last_error_and_nothing_stored(
     openai_client, http, settings, data_dir, monkeypatch
 ) -> None:
     settings.parse_processes = 0  # parse in this process, where the engine is made to be missing
-    monkeypatch.setattr(ocr, "_engine", None)
-    monkeypatch.setitem(__import__("sys").modules, "rapidocr_onnxruntime", None)
+    monkeypatch.setattr(ocr, "_engines", {})
+    monkeypatch.setitem(__import__("sys").modules, "faster_paddle", None)
     store = openai_client.vector_stores.create(name="Broken OCR")
     photo = (data_dir / MORE / "images/phototest-rotated-180.png").read_bytes()
     file = openai_client.vector_stores.files.upload_and_poll(vector_store_id=store.id, file=("photo.png", photo))
     assert file.status == "failed" and file.last_error is not None
-    assert "OCR is not available" in file.last_error.message and "rapidocr-onnxruntime" in file.last_error.message
+    assert "OCR is not available" in file.last_error.message and "faster-paddle" in file.last_error.message
     assert http.post(f"/v1/vector_stores/{store.id}/search", json={"query": "quick brown dog"}).json()["data"] == []
     document = http.get(f"/v1/documents/{file.document_id}").json() if hasattr(file, "document_id") else None
     if document is not None:

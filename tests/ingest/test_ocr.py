@@ -6,7 +6,6 @@ import io
 from pathlib import Path
 
 import hostile_files
-import numpy as np
 import pytest
 from PIL import Image
 from tests_support import eval_data_dir
@@ -16,7 +15,6 @@ from calypso.ingest import ocr
 from calypso.ingest.isolation import ParserPool
 from calypso.ingest.limits import ParseLimits
 from calypso.ingest.ocr_pages import readable_share
-from calypso.ingest.ocr_spaces import restore_spaces
 from calypso.ingest.parsers import detect_media_type, parse_document
 from calypso.models import ParsedDocument
 
@@ -79,7 +77,7 @@ def test_rotated_page_whose_image_is_sideways_is_read_upright() -> None:
 
 
 def test_text_pdf_pages_are_not_recognised(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ocr, "_engine", _CrashingEngine())  # any recognition would fail the parse
+    monkeypatch.setitem(ocr._engines, "paddle", _CrashingEngine())  # any recognition would fail the parse
     parsed, _ = parse_document(_read("tables_pdf/health.pdf"), "health.pdf")
     assert [page.modality for page in parsed.pages] == ["text"] and "ocr_pages" not in parsed.metadata
     # The IRS manual's pages 2 and 400 are blank (no text, no image): nothing to recognise there either.
@@ -116,18 +114,6 @@ def test_image_types_are_known_by_name_and_by_bytes(phototest: bytes) -> None:
     assert detect_media_type(b"\xff\xd8\xff\xe0rest", "x", None) == "image/jpeg"
     assert detect_media_type(b"II*\x00rest", "page.tif", None) == "image/tiff"
     assert detect_media_type(b"", "photo.JPG", "image/jpg") == "image/jpeg"
-
-
-def test_spaces_the_recogniser_dropped_come_back_from_the_blank_columns() -> None:
-    # A 20-pixel-high line: "ab" then a 9-pixel blank run (a word gap), "cd", and letter gaps of 1 pixel.
-    line = np.full((20, 60, 3), 255, dtype=np.uint8)
-    for left in (5, 11, 26, 32, 46, 52):  # letters 5 pixels wide
-        line[4:16, left : left + 5] = 0
-    # The recogniser's columns (8 model pixels each, the line scaled to 48 high) at the letters' centres.
-    columns = [int((left + 2.5) * 48 / 20 / 8) for left in (5, 11, 26, 32, 46, 52)]
-    text, confidences = restore_spaces("abcdef", columns, [0.9] * 6, line)
-    assert text == "ab cd ef" and len(confidences) == len(text)
-    assert restore_spaces("12", columns[1:3], [0.9, 0.9], line)[0] == "12"  # digits stay together
 
 
 def test_garbage_text_layer_counts_as_missing() -> None:
@@ -182,23 +168,27 @@ def test_document_time_limit_names_its_own_setting(phototest: bytes) -> None:
 
 
 def test_missing_engine_is_a_clear_error(phototest: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ocr, "_engine", None)
-    monkeypatch.setitem(__import__("sys").modules, "rapidocr_onnxruntime", None)  # import fails as if absent
+    monkeypatch.setattr(ocr, "_engines", {})
+    monkeypatch.setitem(__import__("sys").modules, "faster_paddle", None)  # import fails as if absent
     with pytest.raises(UnprocessableDocument) as info:
         parse_document(phototest, "photo.png")
-    assert info.value.code == "ocr_unavailable" and "rapidocr-onnxruntime" in info.value.message
+    assert info.value.code == "ocr_unavailable" and "pip install 'faster-paddle'" in info.value.message
 
 
-class _CrashingEngine:
-    def preprocess(self, image):
+class _CrashingEngine(ocr.OcrEngine):
+    name = "crashing"
+
+    def read(self, image: Image.Image, deadline: ocr.Deadline) -> list[ocr.Line]:
         raise RuntimeError("onnxruntime: bad allocation")
 
 
 def test_crashing_engine_is_a_clear_error(phototest: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ocr, "_engine", _CrashingEngine())
+    monkeypatch.setitem(ocr._engines, "paddle", _CrashingEngine())
     with pytest.raises(UnprocessableDocument) as info:
         parse_document(phototest, "photo.png")
-    assert info.value.code == "ocr_failed" and "bad allocation" in info.value.message
+    assert (
+        info.value.code == "ocr_failed" and "bad allocation" in info.value.message and "crashing" in info.value.message
+    )
 
 
 def test_a_scan_gets_the_ocr_time_budget_in_the_parse_child_under_the_memory_cap() -> None:

@@ -39,6 +39,8 @@ class ParseLimits:
     ocr_page_timeout_seconds: float = _default_float("ocr_page_timeout_seconds")
     ocr_timeout_seconds: float = _default_float("ocr_timeout_seconds")
     ocr_dpi: int = _default("ocr_dpi")
+    ocr_engine: str = str(Settings.model_fields["ocr_engine"].default)
+    ocr_languages: str = str(Settings.model_fields["ocr_languages"].default)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ParseLimits:

@@ -1,93 +1,75 @@
-"""OCR: the text, word boxes and confidence of one page image, by RapidOCR's PP-OCRv4 models on CPU.
+"""OCR: the text, word boxes and confidence of one page image, by the engine the page needs.
 
-The engine is ``rapidocr-onnxruntime``: its wheel ships the detection, orientation and recognition ONNX
-models (Chinese and English), run by the onnxruntime the embeddings use, so nothing downloads at run time.
-It was chosen over Tesseract by word recall on the ground truth (``docs/benchmarks/ocr.md``). It is
-loaded once per process (a parse child keeps it between documents), on first use.
+An engine (``OcrEngine``) reads the lines of an image as it stands; this module does the rest for every
+engine alike: the page's orientation (a page read upside down or sideways is read again turned), the
+choice of engine for the page's script, reading order, and word boxes as fractions of the image as given
+(the page as a viewer shows it). The engines, side by side:
 
-Orientation: the orientation model turns each upside-down line; a page whose lines mostly read upside
-down, or sideways, is read again in the frame where its text stands upright, so the lines come in
-reading order. Word boxes are fractions of the image as given (the page as a viewer shows it).
+- ``ocr_paddle.PaddleEngine``: PP-OCRv6 tiny through ``faster-paddle`` (MIT; the models are inside the wheel,
+  ONNX Runtime is linked in, no OpenCV). The default: about 1 CPU-second a page, and the best word recall on
+  the Latin-script ground truth (``docs/benchmarks.md``). Its recogniser knows Chinese and Latin script;
+  Japanese kana and Hangul come out garbled, at low confidence.
+- ``ocr_tesseract.TesseractEngine``: Debian's ``tesseract-ocr`` (with its language packs), run as a
+  subprocess. With ``CALYPSO_OCR_ENGINE=auto`` it reads a page PP-OCRv6 read badly (confidence under
+  ``SCRIPT_CHECK_CONFIDENCE``) whose script Tesseract's script detection (OSD) names as one PP-OCRv6 lacks
+  (``TESSERACT_SCRIPTS``), when that language pack is installed; ``CALYPSO_OCR_ENGINE=tesseract`` reads every
+  page with it, in ``CALYPSO_OCR_LANGUAGES``.
+
+Both are loaded once per process (a parse child keeps them between documents), on first use.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from PIL import Image
 
 from calypso.errors import UnprocessableDocument
-from calypso.ingest import ocr_threads
-from calypso.ingest.ocr_spaces import restore_spaces
 from calypso.models import WordBox
 
+# A page PP-OCRv6 reads at a lower (character-weighted) confidence than this may be upside down: it is read
+# again turned half a turn, and the better reading kept. Upright English pages read at 0.94-0.99, upside-down
+# ones at 0.60-0.65 (measured on the ground-truth images).
+FLIP_CHECK_CONFIDENCE = 0.8
+# Under this confidence, ``auto`` asks Tesseract which script the page is in (a Japanese page: 0.67-0.73;
+# a Chinese one: 0.96-0.99).
+SCRIPT_CHECK_CONFIDENCE = 0.85
+# Scripts (as Tesseract's OSD names them) PP-OCRv6 tiny reads badly, and the Tesseract pack that reads them.
+TESSERACT_SCRIPTS = {
+    "Japanese": "jpn",
+    "Katakana": "jpn",
+    "Hiragana": "jpn",
+    "Hangul": "kor",
+    "Korean": "kor",
+    "Cyrillic": "rus",
+    "Arabic": "ara",
+    "Hebrew": "heb",
+    "Greek": "ell",
+    "Devanagari": "hin",
+    "Thai": "tha",
+}
+# A larger image is shrunk to this longest side first: the detector works at 1600 at most, and an
+# uncompressed copy of a 100-megapixel photo for the engine would cost 300 MB.
+MAX_SIDE = 3000
 # Lines the recogniser is less sure of than this are noise (specks, ruling, photos), not text.
 MIN_LINE_CONFIDENCE = 0.5
-# RapidOCR shrinks larger images to this side (max_side_len) before detecting; word boxes are fractions anyway.
-MAX_SIDE = 2000
-# Recognition runs in slices of this many lines, so a page with thousands of boxes still meets its deadline.
-_REC_SLICE = 32
-
-_engine: Any = None
-_engine_lock = threading.Lock()
 
 
-def _load_engine() -> Any:
-    """The RapidOCR engine (its models load in about 0.2 s), or UnprocessableDocument when it cannot load."""
-    try:
-        from rapidocr_onnxruntime import RapidOCR
-    except Exception as exc:  # ImportError, or OSError from a missing system library under OpenCV
-        raise UnprocessableDocument(
-            f"OCR is not available on this server ({type(exc).__name__}: {exc}), so text in images and scanned "
-            "pages cannot be read. Install the OCR engine (pip install 'rapidocr-onnxruntime' "
-            "'opencv-python-headless'; see docs/formats.md), or upload a file with a text layer.",
-            param="file",
-            code="ocr_unavailable",
-        ) from exc
-    threads = ocr_threads.threads
-    return RapidOCR(intra_op_num_threads=threads) if threads > 0 else RapidOCR()
+class Deadline:
+    """The time one page's OCR may take; ``check`` raises ``ocr_timeout`` past it."""
 
-
-def engine() -> Any:
-    """The process's OCR engine, loaded on first use."""
-    global _engine
-    with _engine_lock:
-        if _engine is None:
-            _engine = _load_engine()
-        return _engine
-
-
-@dataclass(frozen=True)
-class OcrPage:
-    """The text recognised on one page: lines joined by newlines, words boxed, offsets into ``text``."""
-
-    text: str
-    confidence: float | None  # mean word confidence, 0..1; None when nothing was recognised
-    words: tuple[WordBox, ...]
-
-    def shifted(self, offset: int) -> tuple[WordBox, ...]:
-        """The word boxes with their spans moved ``offset`` characters on (the page's start in the document)."""
-        return tuple(WordBox(w.start + offset, w.end + offset, w.x0, w.y0, w.x1, w.y1) for w in self.words)
-
-
-@dataclass(frozen=True)
-class _Line:
-    text: str
-    char_confidences: tuple[float, ...]
-    quad: np.ndarray  # 4 x 2 points in the original image, pixels
-    rotated_crop: bool  # the crop stood taller than wide: its text runs up or down the page
-    flipped: bool  # the orientation model turned it 180 degrees
-
-
-class _Deadline:
     def __init__(self, seconds: float, what: str) -> None:
         self.seconds = seconds
         self.what = what
         self.end = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        return self.end - time.monotonic()
 
     def check(self) -> None:
         if time.monotonic() > self.end:
@@ -99,40 +81,122 @@ class _Deadline:
             )
 
 
-def _read_lines(ocr: Any, bgr: np.ndarray, deadline: _Deadline) -> list[_Line]:
-    """Detect, orient and recognise the lines of ``bgr`` (RapidOCR's own stages, with deadline checks)."""
-    raw_h, raw_w = bgr.shape[:2]
-    img, ratio_h, ratio_w = ocr.preprocess(bgr)
-    img, record = ocr.maybe_add_letterbox(img, {"preprocess": {"ratio_h": ratio_h, "ratio_w": ratio_w}})
-    boxes, _ = ocr.auto_text_det(img)
-    if boxes is None or len(boxes) == 0:
-        return []
-    deadline.check()
-    crops = ocr.get_crop_img_list(img, boxes)
-    rotated = [box_height(box) / max(box_width(box), 1.0) >= 1.5 for box in boxes]
-    crops, orientation, _ = ocr.text_cls(crops)
-    deadline.check()
-    recognised: list[tuple[str, float, list[Any]]] = []
-    for begin in range(0, len(crops), _REC_SLICE):
-        recognised.extend(ocr.text_rec(crops[begin : begin + _REC_SLICE], True)[0])
+@dataclass(frozen=True)
+class Line:
+    """One line as an engine read it: its text, confidence (0..1), box (x0, y0, x1, y1 in pixels of the image
+    it was given), and word spans with their boxes when the engine gives them (else a word's share of the
+    line's box follows its characters)."""
+
+    text: str
+    confidence: float
+    box: tuple[float, float, float, float]
+    words: tuple[tuple[int, int, float, float, float, float], ...] = ()
+
+
+class OcrEngine:
+    """An OCR engine: ``read`` returns the lines of an image (any size, RGB), in any order, upright or not.
+
+    It raises UnprocessableDocument (``ocr_unavailable`` when it cannot run here, ``ocr_timeout`` past
+    ``deadline``, ``ocr_failed`` when it fails on the image). ``name`` names it in the banner and logs.
+    """
+
+    name = "engine"
+
+    def read(self, image: Image.Image, deadline: Deadline) -> list[Line]:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class OcrPage:
+    """The text recognised on one page: lines joined by newlines, words boxed, offsets into ``text``."""
+
+    text: str
+    confidence: float | None  # mean word confidence, 0..1; None when nothing was recognised
+    words: tuple[WordBox, ...]
+    engine: str = ""  # the engine that read it ("PP-OCRv6 tiny", "Tesseract jpn")
+
+    def shifted(self, offset: int) -> tuple[WordBox, ...]:
+        """The word boxes with their spans moved ``offset`` characters on (the page's start in the document)."""
+        return tuple(WordBox(w.start + offset, w.end + offset, w.x0, w.y0, w.x1, w.y1) for w in self.words)
+
+
+# The engines of this process, by key ("paddle", "tesseract:eng"), loaded on first use.
+_engines: dict[str, OcrEngine] = {}
+_engines_lock = threading.Lock()
+# Built-in engines: name -> factory(languages). Tests and extensions register through the same table.
+ENGINES: dict[str, Callable[[str], OcrEngine]] = {}
+
+
+def _builtin() -> None:
+    if not ENGINES:
+        from calypso.ingest.ocr_paddle import PaddleEngine
+        from calypso.ingest.ocr_tesseract import TesseractEngine
+
+        ENGINES.setdefault("paddle", lambda languages: PaddleEngine())
+        ENGINES.setdefault("tesseract", TesseractEngine)
+
+
+def engine(name: str = "paddle", languages: str = "") -> OcrEngine:
+    """The process's engine ``name`` (for Tesseract, in ``languages``), loaded on first use."""
+    _builtin()
+    key = f"{name}:{languages}" if name != "paddle" else name
+    with _engines_lock:
+        found = _engines.get(key)
+        if found is None:
+            found = _engines[key] = ENGINES[name](languages)
+        return found
+
+
+def _score(lines: list[Line]) -> float:
+    """Character-weighted mean confidence of ``lines`` (0 for none)."""
+    chars = sum(len(line.text) for line in lines)
+    return sum(line.confidence * len(line.text) for line in lines) / chars if chars else 0.0
+
+
+def _sideways(lines: list[Line]) -> bool:
+    """Whether most text stands in boxes taller than wide: lines running up or down the page."""
+    long = [line for line in lines if len(line.text) >= 3]
+    tall = sum(len(ln.text) for ln in long if (ln.box[3] - ln.box[1]) >= 1.5 * max(ln.box[2] - ln.box[0], 1.0))
+    return tall * 2 > sum(len(line.text) for line in long) > 0
+
+
+def _turned(image: Image.Image, turns: int) -> Image.Image:
+    """``image`` turned ``turns`` quarter turns anticlockwise."""
+    return image.rotate(90 * turns, expand=True) if turns % 4 else image
+
+
+def _read_upright(ocr: OcrEngine, image: Image.Image, deadline: Deadline) -> tuple[list[Line], int]:
+    """The lines of ``image`` in the frame where its text stands upright, and that frame's quarter turns."""
+    lines = ocr.read(image, deadline)
+    turns = 0
+    candidates: list[int] = []
+    if _sideways(lines):
+        candidates = [1, 3]
+    elif lines and _score(lines) < FLIP_CHECK_CONFIDENCE:
+        candidates = [2]
+    best = _score(lines) if not candidates or candidates == [2] else -1.0
+    for candidate in candidates:
         deadline.check()
-    quads = ocr._get_origin_points(boxes, record, raw_h, raw_w)
-    lines = []
-    for quad, turned, crop, (label, _), (text, confidence, info) in zip(quads, rotated, crops, orientation, recognised):
-        if float(confidence) < MIN_LINE_CONFIDENCE or not text.strip():
-            continue
-        columns = [column for word in info[2] for column in word]
-        text, confidences = restore_spaces(text, columns, [float(c) for c in info[4]], crop)
-        lines.append(_Line(text, tuple(confidences), quad, turned, label == "180"))
-    return lines
+        read = ocr.read(_turned(image, candidate), deadline)
+        if _score(read) > best:
+            lines, turns, best = read, candidate, _score(read)
+    return lines, turns
 
 
-def box_width(box: np.ndarray) -> float:
-    return float(max(np.linalg.norm(box[0] - box[1]), np.linalg.norm(box[2] - box[3])))
+def _choose_tesseract(image: Image.Image, lines: list[Line], languages: str, deadline: Deadline) -> str | None:
+    """The Tesseract languages for a page PP-OCRv6 read badly, when its script needs them; else None."""
+    from calypso.ingest import ocr_tesseract
 
-
-def box_height(box: np.ndarray) -> float:
-    return float(max(np.linalg.norm(box[0] - box[3]), np.linalg.norm(box[1] - box[2])))
+    if not lines or _score(lines) >= SCRIPT_CHECK_CONFIDENCE or not ocr_tesseract.available():
+        return None
+    script = ocr_tesseract.detect_script(image, deadline)
+    pack = TESSERACT_SCRIPTS.get(script or "")
+    if pack is None or pack not in ocr_tesseract.installed_languages():
+        return None
+    extra = [
+        lang for lang in languages.split("+") if lang and lang != pack and lang in ocr_tesseract.installed_languages()
+    ]
+    return "+".join([pack, *extra])
 
 
 def _to_frame(points: np.ndarray, quarter_turns: int, width: float, height: float) -> np.ndarray:
@@ -154,67 +218,36 @@ def _from_frame(points: np.ndarray, quarter_turns: int, width: float, height: fl
     return _to_frame(points, (4 - quarter_turns) % 4, width, height)
 
 
-def _reading_frame(lines: list[_Line], bgr: np.ndarray, ocr: Any, deadline: _Deadline) -> tuple[list[_Line], int]:
-    """The lines and the quarter turns (anticlockwise) that stand the page's text upright."""
-    chars = sum(len(line.text) for line in lines) or 1
-    if sum(len(line.text) for line in lines if line.rotated_crop) * 2 > chars:
-        # Sideways: the detector boxes each line upright (taller than wide); read the page turned a quarter.
-        turned = np.ascontiguousarray(np.rot90(bgr))
-        height, width = bgr.shape[:2]
-        lines = [
-            _Line(line.text, line.char_confidences, _from_frame(line.quad, 1, width, height), False, line.flipped)
-            for line in _read_lines(ocr, turned, deadline)
-        ]
-        chars = sum(len(line.text) for line in lines) or 1
-        base = 1
-    else:
-        base = 0
-    upside_down = sum(len(line.text) for line in lines if line.flipped) * 2 > chars
-    return lines, (base + 2) % 4 if upside_down else base
-
-
-def _sorted_in_frame(
-    lines: list[_Line], turns: int, width: float, height: float
-) -> list[tuple[_Line, np.ndarray, bool]]:
-    """The lines in reading order (top to bottom, left to right in the upright frame), with their upright quads
-    and whether each ends its row (boxes side by side, a table's cells, are one row of text)."""
-    framed = [(line, _to_frame(line.quad, turns, width, height)) for line in lines]
-    framed.sort(key=lambda item: (float(item[1][:, 1].min()), float(item[1][:, 0].min())))
-    # Lines whose tops lie within half a line height are one row: left to right.
-    rows: list[list[tuple[_Line, np.ndarray]]] = []
-    for item in framed:
-        top = float(item[1][:, 1].min())
+def _rows(lines: list[Line]) -> list[tuple[Line, bool]]:
+    """The lines in reading order (top to bottom, left to right), each with whether it ends its row (boxes side
+    by side, a table's cells, are one row of text)."""
+    ordered = sorted(lines, key=lambda line: (line.box[1], line.box[0]))
+    rows: list[list[Line]] = []
+    for line in ordered:
         if rows:
-            last = rows[-1][0][1]
-            if abs(top - float(last[:, 1].min())) < 0.5 * (float(last[:, 1].max()) - float(last[:, 1].min())):
-                rows[-1].append(item)
+            last = rows[-1][0].box
+            if abs(line.box[1] - last[1]) < 0.5 * (last[3] - last[1]):  # tops within half a line height
+                rows[-1].append(line)
                 continue
-        rows.append([item])
-    ordered: list[tuple[_Line, np.ndarray, bool]] = []
+        rows.append([line])
+    out: list[tuple[Line, bool]] = []
     for row in rows:
-        row.sort(key=lambda it: float(it[1][:, 0].min()))
-        ordered.extend((line, quad, index == len(row) - 1) for index, (line, quad) in enumerate(row))
-    return ordered
+        row.sort(key=lambda line: line.box[0])
+        out.extend((line, index == len(row) - 1) for index, line in enumerate(row))
+    return out
 
 
-def _page(lines: list[tuple[_Line, np.ndarray, bool]], turns: int, width: float, height: float) -> OcrPage:
+def _page(lines: list[Line], turns: int, width: float, height: float, engine_name: str) -> OcrPage:
+    """The page of ``lines`` (read in the frame turned ``turns``), word boxes in the image as given."""
     parts: list[str] = []
     words: list[WordBox] = []
     confidences: list[float] = []
     pos = 0
-    for line, upright, row_end in lines:
+    for line, row_end in _rows(lines):
         text = line.text
-        x0, x1 = float(upright[:, 0].min()), float(upright[:, 0].max())
-        y0, y1 = float(upright[:, 1].min()), float(upright[:, 1].max())
-        span = max(len(text), 1)
-        start = 0
-        for word in text.split():
-            start = text.index(word, start)
-            end = start + len(word)
-            # The recogniser gives one box per line: a word's share of it follows its characters.
-            corners = np.array(
-                [[x0 + (x1 - x0) * start / span, y0], [x0 + (x1 - x0) * end / span, y1]], dtype=np.float32
-            )
+        spans = line.words or _shares(text, line.box)
+        for start, end, wx0, wy0, wx1, wy1 in spans:
+            corners = np.array([[wx0, wy0], [wx1, wy1]], dtype=np.float32)
             shown = _from_frame(corners, turns, width, height)
             words.append(
                 WordBox(
@@ -226,47 +259,92 @@ def _page(lines: list[tuple[_Line, np.ndarray, bool]], turns: int, width: float,
                     _fraction(shown[:, 1].max(), height),
                 )
             )
-            chars = line.char_confidences[start:end] if len(line.char_confidences) >= end else ()
-            confidences.append(float(np.mean(chars)) if chars else float(np.mean(line.char_confidences or (0.0,))))
-            start = end
+            confidences.append(line.confidence)
         parts.append(text + ("\n" if row_end else " "))
         pos += len(text) + 1
     confidence = round(float(np.mean(confidences)), 4) if confidences else None
-    return OcrPage("".join(parts)[:-1], confidence, tuple(words))
+    return OcrPage("".join(parts)[:-1], confidence, tuple(words), engine_name)
+
+
+def _shares(
+    text: str, box: tuple[float, float, float, float]
+) -> tuple[tuple[int, int, float, float, float, float], ...]:
+    """Word spans of ``text`` with boxes cut from the line's ``box`` in proportion to their characters."""
+    x0, y0, x1, y1 = box
+    span = max(len(text), 1)
+    out = []
+    start = 0
+    for word in text.split():
+        start = text.index(word, start)
+        end = start + len(word)
+        out.append((start, end, x0 + (x1 - x0) * start / span, y0, x0 + (x1 - x0) * end / span, y1))
+        start = end
+    return tuple(out)
 
 
 def _fraction(value: float, whole: float) -> float:
     return round(min(max(float(value) / whole, 0.0), 1.0), 5)
 
 
-def recognise(image: Image.Image, *, what: str, timeout_seconds: float) -> OcrPage:
+def is_wide(char: str) -> bool:
+    """Whether ``char`` is written without spaces between words (CJK ideographs, kana, full-width punctuation)."""
+    return unicodedata.east_asian_width(char) in ("W", "F")
+
+
+def recognise(
+    image: Image.Image,
+    *,
+    what: str,
+    timeout_seconds: float,
+    engine_name: str = "auto",
+    languages: str = "eng",
+) -> OcrPage:
     """The text on ``image`` (any mode), its word boxes and mean word confidence, within ``timeout_seconds``.
 
-    ``what`` names the page in errors ("page 3 of 'scan.pdf'"). Raises UnprocessableDocument: OCR not
-    available (``ocr_unavailable``), past the time limit (``ocr_timeout``) or the engine failed (``ocr_failed``).
+    ``engine_name`` is CALYPSO_OCR_ENGINE (``auto``, ``paddle``, ``tesseract``), ``languages`` Tesseract's
+    CALYPSO_OCR_LANGUAGES. ``what`` names the page in errors ("page 3 of 'scan.pdf'"). Raises
+    UnprocessableDocument: OCR not available (``ocr_unavailable``), past the time limit (``ocr_timeout``) or the
+    engine failed (``ocr_failed``).
     """
-    ocr = engine()
-    deadline = _Deadline(timeout_seconds, what)
-    if max(image.size) > MAX_SIDE:  # the detector works at most this large: shrink first, in less memory
+    deadline = Deadline(timeout_seconds, what)
+    if max(image.size) > MAX_SIDE:
         scale = MAX_SIDE / max(image.size)
-        image = image.resize(
-            (max(1, round(image.width * scale)), max(1, round(image.height * scale))), Image.Resampling.BILINEAR
-        )
+        size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+        image = image.resize(size, Image.Resampling.BILINEAR)
     rgb = image if image.mode == "RGB" else image.convert("RGB")
-    bgr = np.ascontiguousarray(np.asarray(rgb)[:, :, ::-1])
-    height, width = bgr.shape[:2]
+    width, height = rgb.size
+    first = "tesseract" if engine_name == "tesseract" else "paddle"
+    ocr = engine(first, languages if first == "tesseract" else "")
     try:
-        lines = _read_lines(ocr, bgr, deadline)
-        lines, turns = _reading_frame(lines, bgr, ocr, deadline)
-    except UnprocessableDocument:
-        raise
-    except MemoryError:
+        lines, turns = _read_upright(ocr, rgb, deadline)
+        if engine_name == "auto":
+            packs = _choose_tesseract(_turned(rgb, turns), lines, languages, deadline)
+            if packs is not None:
+                deadline.check()
+                ocr = engine("tesseract", packs)
+                lines = ocr.read(_turned(rgb, turns), deadline)
+    except (UnprocessableDocument, MemoryError):
         raise
     except Exception as exc:  # noqa: BLE001 - an engine failure is the document's failure, said plainly
         raise UnprocessableDocument(
-            f"The OCR engine failed on {what} ({type(exc).__name__}: {exc}). Upload a cleaner scan or a file with "
-            "a text layer.",
+            f"The OCR engine ({ocr.name}) failed on {what} ({type(exc).__name__}: {exc}). Upload a cleaner scan or "
+            "a file with a text layer.",
             param="file",
             code="ocr_failed",
         ) from exc
-    return _page(_sorted_in_frame(lines, turns, width, height), turns, width, height)
+    lines = [line for line in lines if line.confidence >= MIN_LINE_CONFIDENCE and line.text.strip()]
+    return _page(lines, turns, width, height, ocr.name)
+
+
+def describe(engine_name: str, languages: str) -> str:
+    """The OCR engine(s) a server with these settings runs, for the banner and ``/readyz`` (loads no model)."""
+    from calypso.ingest import ocr_paddle, ocr_tesseract
+
+    tesseract = ocr_tesseract.describe()
+    if engine_name == "tesseract":
+        return f"{tesseract} ({languages})" if tesseract else "Tesseract (not installed: apt-get install tesseract-ocr)"
+    paddle = ocr_paddle.describe()
+    if engine_name == "paddle" or not tesseract:
+        return paddle
+    packs = sorted(set(TESSERACT_SCRIPTS.values()) & set(ocr_tesseract.installed_languages()))
+    return f"{paddle}; {tesseract} for {', '.join(packs)}" if packs else paddle

@@ -58,7 +58,13 @@ class OcrBudget:
             raise self._over()
         page_limit = self.limits.ocr_page_timeout_seconds
         try:
-            page = recognise(image, what=what, timeout_seconds=min(page_limit, remaining))
+            page = recognise(
+                image,
+                what=what,
+                timeout_seconds=min(page_limit, remaining),
+                engine_name=self.limits.ocr_engine,
+                languages=self.limits.ocr_languages,
+            )
         except UnprocessableDocument as exc:
             if exc.code == "ocr_timeout" and remaining < page_limit:
                 raise self._over() from exc  # the document's budget ran out, not the page's

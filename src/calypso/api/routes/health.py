@@ -17,6 +17,7 @@ from calypso import __version__
 from calypso.api.metrics import CONTENT_TYPE, Metrics
 from calypso.config import revealed
 from calypso.errors import AuthenticationFailed, NotFound
+from calypso.ingest.ocr import describe
 from calypso.services import Services
 
 router = APIRouter(tags=["meta"])
@@ -50,7 +51,8 @@ def _ingestion(request: Request, services: Services, queued: int | None) -> dict
 
 @router.get("/readyz", responses={503: {"description": "Not ready: the failing checks say why."}})
 async def readyz(request: Request) -> JSONResponse:
-    """Ready to serve: the database answers, the index follower runs, the ingestion and embedding workers live."""
+    """Ready to serve: the database answers, the index follower runs, the ingestion and embedding workers live;
+    ``ocr`` names the engine that reads scans."""
     services: Services = request.app.state.services
     checks: dict[str, dict[str, Any]] = {}
     queued: int | None = None
@@ -68,6 +70,14 @@ async def readyz(request: Request) -> JSONResponse:
     checks["indexes"] = {"ok": indexes.following, "namespaces_loaded": len(indexes.sizes())}
     checks["ingest_workers"] = _ingestion(request, services, queued)
     checks["embed_workers"] = _workers(request, "embed_workers")
+    settings = services.settings
+    # Which engine reads scans; informative: a server without OCR still serves text documents.
+    engine = (
+        await asyncio.to_thread(describe, settings.ocr_engine, settings.ocr_languages)
+        if settings.ocr_enabled
+        else "off"
+    )
+    checks["ocr"] = {"ok": True, "engine": engine}
     ready = all(check["ok"] for check in checks.values())
     body = {"status": "ready" if ready else "not_ready", "checks": checks}
     return JSONResponse(body, status_code=200 if ready else 503)

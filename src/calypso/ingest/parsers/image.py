@@ -93,7 +93,8 @@ def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS) -> P
             f"No text was recognised in the image {filename!r}. Upload a sharper scan or photo of the text.",
             param="file",
         )
-    metadata = {"page_count": len(pages), "ocr_pages": len(pages), "format": image.format or ""}
+    engines = ", ".join(sorted({page.engine for _, page in frames if page.words}))
+    metadata = {"page_count": len(pages), "ocr_pages": len(pages), "format": image.format or "", "ocr_engine": engines}
     return ParsedDocument(text=text, pages=pages, title=filename, metadata=metadata)
 
 

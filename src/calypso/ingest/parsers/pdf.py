@@ -137,9 +137,10 @@ def _parse(data: bytes, filename: str, limits: ParseLimits) -> ParsedDocument:
         pages.append(Page(number=1, label="1", start=0, end=0))
     # "10811.exe" is a file name, not a title: such metadata gives way to the name of the uploaded file.
     title = plausible_title(meta.get("Title")) or filename
-    metadata = {"page_count": count}
+    metadata: dict[str, object] = {"page_count": count}
     if recognised:
         metadata["ocr_pages"] = len(recognised)
+        metadata["ocr_engine"] = ", ".join(sorted({page.engine for page in recognised.values()}))
     metadata.update({ours: meta[key].strip() for key, ours in _METADATA_KEYS.items() if meta.get(key, "").strip()})
     return ParsedDocument(text=text, pages=pages, title=title, metadata=metadata)
 
