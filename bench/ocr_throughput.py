@@ -2,10 +2,11 @@
 
 Both go through the real parse children (``ParserPool``, CALYPSO_PARSE_PROCESSES=2, the default memory cap):
 
-- OCR: the scanned Alps PDF (``make_scanned.py``, 25 image-only pages) split into one document per child,
-  parsed at once, so both children recognise; pages/s over the wall time, and each child's peak RSS
-  (VmHWM) with the engine loaded. The engine's load is timed apart (a warm-up parse) as a server pays it
-  once per child.
+- OCR: the scanned Alps PDF (``make_scanned.py``, 25 image-only pages) as one document: its child shares
+  its pages with the idle one (``ingest/ocr_share.py``); pages/s over the wall time, each child's peak RSS
+  (VmHWM) with the engine loaded, and the per-page progress the pool reported. ``--split`` instead parses
+  it as one document per child, at once (the issue-23 measurement). The engine's load is timed apart (a
+  warm-up parse) as a server pays it once per child.
 - Text layer: the text PDFs of ../shared/data/ingestion-docs parsed in the same pool (pages/s; the
   target is >= 900), to show that pages with a text layer are never rendered or recognised.
 
@@ -68,6 +69,7 @@ def peak_rss_mb(pid: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dpi", type=int, default=150)
+    parser.add_argument("--split", action="store_true", help="one document per child instead of one in all")
     args = parser.parse_args()
     settings = Settings()
     limits = replace(ParseLimits.from_settings(settings), ocr_dpi=args.dpi)
@@ -75,7 +77,7 @@ def main() -> None:
     processes = 2
     root = be.data_root()
     scan = make_scanned(root / "alps-wiki-qa/alps_wiki.pdf", dpi=150)  # the scan itself: 150 dpi
-    pieces = split(scan, processes)
+    pieces = split(scan, processes) if args.split else [scan]
     print(
         f"cores: {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}; parse children: {processes}, "
         f"memory cap {memory / 2**30:.1f} GiB; OCR at {args.dpi} dpi"
@@ -98,15 +100,22 @@ def main() -> None:
             thread.join()
         print(f"warm-up (children started, engine loaded): {time.perf_counter() - t:.1f}s")
 
-        results: list[object] = [None] * processes
+        results: list[object] = [None] * len(pieces)
+        progress: list[tuple[float, int, int]] = []
 
         def run(index: int) -> None:
             results[index] = pool.parse(
-                pieces[index], f"scan-{index}.pdf", None, limits, timeout=3600, memory_bytes=memory
+                pieces[index],
+                f"scan-{index}.pdf",
+                None,
+                limits,
+                timeout=3600,
+                memory_bytes=memory,
+                on_pages=lambda read, total: progress.append((time.perf_counter(), read, total)),
             )
 
         t = time.perf_counter()
-        threads = [threading.Thread(target=run, args=(i,)) for i in range(processes)]
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(len(pieces))]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -120,6 +129,11 @@ def main() -> None:
             f"({ocr_seconds / max(ocr_pages, 1):.1f} s a page); peak RSS per child: "
             + ", ".join(f"{mb:.0f} MB" for mb in rss)
         )
+        if progress:
+            first = progress[0][0] - t
+            print(
+                f"progress: {len(progress)} reports, the first at {first:.1f}s, the last {progress[-1][1:]} (read, total)"
+            )
 
         text_pages = 0
         t = time.perf_counter()

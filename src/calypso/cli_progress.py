@@ -32,11 +32,14 @@ class FileProgress:
 
     def update(self, pages: int, written: int, total: int) -> None:
         done = BAR_WIDTH * written // total if total else 0
-        line = f"{self.name}  [{'#' * done}{'.' * (BAR_WIDTH - done)}] {count(pages, 'page')}, {written}/{count(total, 'passage')}"
+        if not total:  # still parsing: a scan's pages as OCR reads them
+            line = f"{self.name}  [{'.' * BAR_WIDTH}] {count(pages, 'page')} read by OCR"
+        else:
+            line = f"{self.name}  [{'#' * done}{'.' * (BAR_WIDTH - done)}] {count(pages, 'page')}, {written}/{count(total, 'passage')}"
         if self.tty:
             self.stream.write("\r" + line + "\x1b[K")
             self._drawn = True
-        elif written in (0, total) or time.monotonic() - self._last_plain >= 1:
+        elif (total and written in (0, total)) or time.monotonic() - self._last_plain >= 1:
             self.stream.write(line + "\n")
             self._last_plain = time.monotonic()
         self.stream.flush()

@@ -38,38 +38,23 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import IO, Any
 
 from calypso.errors import CalypsoError, UnprocessableDocument, UnsupportedMediaType
 from calypso.ingest.limits import ParseLimits
+from calypso.ingest.ocr_share import (
+    Collected,
+    CollectRequest,
+    OcrPagesRequest,
+    OcrStarted,
+    PageRecognised,
+    Share,
+    ShareRequest,
+)
 from calypso.ingest.parsers import MARKDOWN, TEXT, detect_media_type, parse_document
 from calypso.models import ParsedDocument
 
 HEADER = struct.Struct("<Q")  # length prefix of each pickled message
-
-
-@dataclass(frozen=True)
-class OcrStarted:
-    """Sent by a child before its answer when the document needs OCR: its time budget grows by ``seconds``
-    (CALYPSO_OCR_TIMEOUT_SECONDS), so a text document keeps the short budget and a scan gets a longer one."""
-
-    seconds: float
-
-
-# Set in a parse child (``parse_child.py``) to send OcrStarted to the server; None in the server itself.
-_ocr_announcer: Callable[[float], None] | None = None
-
-
-def on_ocr_start(callback: Callable[[float], None] | None) -> None:
-    global _ocr_announcer
-    _ocr_announcer = callback
-
-
-def announce_ocr(seconds: float) -> None:
-    """Called as a document's OCR starts (``ocr_budget.py``): in a parse child, the parse's budget grows."""
-    if _ocr_announcer is not None:
-        _ocr_announcer(seconds)
 
 
 def send_message(stream: IO[bytes], value: Any) -> None:
@@ -116,16 +101,24 @@ class _Child:
             size -= len(chunk)
         return b"".join(chunks)
 
-    def parse(self, request: tuple[Any, ...], timeout: float) -> Any:
+    def parse(self, request: Any, timeout: float, handle: Callable[[Any], Any] | None = None) -> Any:
+        """Send ``request``; its answer, within ``timeout`` (grown by each ``OcrStarted``). The messages the child
+        sends meanwhile (``ocr_share.py``) go to ``handle``; those that ask (share, collect) get its return value."""
         assert self.process.stdin is not None
         send_message(self.process.stdin, request)
         deadline = time.monotonic() + timeout
         while True:
             (size,) = HEADER.unpack(self._read_exactly(HEADER.size, deadline))
             message = pickle.loads(self._read_exactly(size, deadline))
-            if not isinstance(message, OcrStarted):
+            if isinstance(message, OcrStarted):
+                deadline += message.seconds
+            elif not isinstance(message, (PageRecognised, ShareRequest, CollectRequest)):
                 return message
-            deadline += message.seconds
+            reply = handle(message) if handle is not None else None
+            if isinstance(message, ShareRequest):
+                send_message(self.process.stdin, reply or Share(message.pages))
+            elif isinstance(message, CollectRequest):
+                send_message(self.process.stdin, reply or Collected())
 
     def kill(self) -> None:
         self.process.kill()
@@ -151,19 +144,30 @@ class ParserPool:
                 return _Child(self._ocr_threads)
         return self._idle.get()
 
-    def parse(
+    def _take_idle(self) -> _Child | None:
+        """A child free right now (started if the pool is not full), or None: helpers never wait."""
+        with self._lock:
+            try:
+                return self._idle.get_nowait()
+            except queue.Empty:
+                if self._created < self._size:
+                    self._created += 1
+                    return _Child(self._ocr_threads)
+        return None
+
+    def _run(
         self,
-        data: bytes,
+        request: Any,
         filename: str,
-        media_type: str | None,
-        limits: ParseLimits | None = None,
-        *,
         timeout: float,
         memory_bytes: int,
-    ) -> tuple[ParsedDocument, str]:
-        child = self._take()  # waiting for a free child does not count against the budget
+        handle: Callable[[Any], Any] | None,
+        child: _Child | None = None,
+    ) -> Any:
+        """``request`` on ``child`` or one taken from the pool (given back, or replaced when killed); its answer."""
+        child = child or self._take()  # waiting for a free child does not count against the budget
         try:
-            outcome = child.parse((data, filename, media_type, limits, memory_bytes), timeout)
+            return child.parse(request, timeout, handle)
         except TimeoutError:
             child.kill()
             child = _Child(self._ocr_threads)
@@ -187,6 +191,25 @@ class ParserPool:
             ) from None
         finally:
             self._idle.put(child)
+
+    def parse(
+        self,
+        data: bytes,
+        filename: str,
+        media_type: str | None,
+        limits: ParseLimits | None = None,
+        *,
+        timeout: float,
+        memory_bytes: int,
+        on_pages: Callable[[int, int], None] | None = None,
+    ) -> tuple[ParsedDocument, str]:
+        """Parse in a child; a scanned PDF's pages are shared with the children idle when its OCR starts.
+        ``on_pages(read, to read)`` follows its OCR page by page."""
+        sharing = _Sharing(self, data, filename, limits, timeout, memory_bytes, on_pages)
+        outcome = self._run(
+            (data, filename, media_type, limits, memory_bytes), filename, timeout, memory_bytes, sharing
+        )
+        sharing.join()  # helpers still running when the parse failed early
         if isinstance(outcome, CalypsoError):
             raise outcome
         if isinstance(outcome, BaseException):
@@ -197,6 +220,81 @@ class ParserPool:
     def close(self) -> None:
         while not self._idle.empty():
             self._idle.get().kill()
+
+
+class _Sharing:
+    """One document's OCR across the pool (``ocr_share.py``): its pages counted, shared with idle children."""
+
+    def __init__(
+        self,
+        pool: ParserPool,
+        data: bytes,
+        filename: str,
+        limits: ParseLimits | None,
+        timeout: float,
+        memory_bytes: int,
+        on_pages: Callable[[int, int], None] | None,
+    ) -> None:
+        self.pool, self.data, self.filename, self.limits = pool, data, filename, limits
+        self.timeout, self.memory_bytes, self.on_pages = timeout, memory_bytes, on_pages
+        self.read = self.total = 0
+        self.lock = threading.Lock()
+        self.helpers: list[threading.Thread] = []
+        self.results: list[Any] = []
+
+    def __call__(self, message: Any) -> Any:
+        if isinstance(message, OcrStarted) and message.pages:
+            self._count(total=message.pages)
+        elif isinstance(message, PageRecognised):
+            self._count(read=1)
+        elif isinstance(message, ShareRequest):
+            return self._share(message.pages)
+        elif isinstance(message, CollectRequest):
+            return self._collect()
+        return None
+
+    def _count(self, read: int = 0, total: int = 0) -> None:
+        with self.lock:
+            self.read += read
+            self.total = max(self.total, total)
+            if self.on_pages is not None:
+                self.on_pages(self.read, self.total)
+
+    def _share(self, pages: tuple[int, ...]) -> Share:
+        """Pages dealt in turn to this child and to each idle one (at most one page each less than the first)."""
+        children: list[_Child] = []
+        while len(children) + 1 < min(self.pool._size, len(pages)):
+            child = self.pool._take_idle()
+            if child is None:
+                break
+            children.append(child)
+        parts = [pages[i :: len(children) + 1] for i in range(len(children) + 1)]
+        for child, part in zip(children, parts[1:], strict=True):
+            thread = threading.Thread(target=self._help, args=(child, part), daemon=True, name="ocr-helper")
+            thread.start()
+            self.helpers.append(thread)
+        return Share(parts[0])
+
+    def _help(self, child: _Child, pages: tuple[int, ...]) -> None:
+        request = OcrPagesRequest(self.data, self.filename, pages, self.limits, self.memory_bytes)
+        try:
+            outcome = self.pool._run(request, self.filename, self.timeout, self.memory_bytes, self, child)
+        except Exception as exc:  # noqa: BLE001 - given to the document's own child, which raises it
+            outcome = exc
+        self.results.append(outcome)
+
+    def join(self) -> None:
+        for thread in self.helpers:
+            thread.join()
+
+    def _collect(self) -> Collected:
+        self.join()
+        pages: dict[int, Any] = {}
+        for outcome in self.results:
+            if isinstance(outcome, BaseException):
+                return Collected(error=outcome)
+            pages.update(outcome)
+        return Collected(pages)
 
 
 _shared: dict[int, ParserPool] = {}
@@ -247,9 +345,11 @@ def parse_isolated(
     timeout: float,
     memory_bytes: int,
     processes: int,
+    on_pages: Callable[[int, int], None] | None = None,
 ) -> tuple[ParsedDocument, str]:
     """``parse_document`` in a child process, within ``timeout`` seconds and ``memory_bytes``; small UTF-8 text
-    and Markdown in this one (``parses_in_place``)."""
+    and Markdown in this one (``parses_in_place``). ``on_pages(read, to read)`` follows OCR page by page."""
     if parses_in_place(data, filename, media_type):
         return parse_document(data, filename, media_type, limits)
-    return shared_pool(processes).parse(data, filename, media_type, limits, timeout=timeout, memory_bytes=memory_bytes)
+    pool = shared_pool(processes)
+    return pool.parse(data, filename, media_type, limits, timeout=timeout, memory_bytes=memory_bytes, on_pages=on_pages)

@@ -7,9 +7,9 @@ import time
 from PIL import Image
 
 from calypso.errors import UnprocessableDocument
-from calypso.ingest.isolation import announce_ocr
 from calypso.ingest.limits import ParseLimits, too_large
 from calypso.ingest.ocr import OcrPage, recognise
+from calypso.ingest.ocr_share import announce_ocr, page_recognised
 
 
 def ocr_unavailable_for(filename: str, what: str, why: str) -> UnprocessableDocument:
@@ -34,14 +34,15 @@ def check_ocr_pages(count: int, filename: str, limits: ParseLimits) -> None:
 
 
 class OcrBudget:
-    """Recognises a document's pages one by one, each within the per-page limit and all within the document's."""
+    """Recognises a document's pages one by one, each within the per-page limit and all within the document's;
+    tells the server how many are to come (``pages``) and each one read (its ``progress``)."""
 
-    def __init__(self, limits: ParseLimits, filename: str) -> None:
+    def __init__(self, limits: ParseLimits, filename: str, pages: int) -> None:
         self.limits = limits
         self.filename = filename
         self.deadline = time.monotonic() + limits.ocr_timeout_seconds
         self.pages = 0
-        announce_ocr(limits.ocr_timeout_seconds)
+        announce_ocr(limits.ocr_timeout_seconds, pages)
 
     def _over(self) -> UnprocessableDocument:
         return UnprocessableDocument(
@@ -70,4 +71,5 @@ class OcrBudget:
                 raise self._over() from exc  # the document's budget ran out, not the page's
             raise
         self.pages += 1
+        page_recognised()
         return page

@@ -2,10 +2,11 @@
 results out.
 
 Each request is ``(data, filename, media_type, limits, memory_bytes)``; the answer is
-``(ParsedDocument, media_type)`` or the exception raised. Before the answer, a parse that starts OCR sends
-``OcrStarted(seconds)``: its time budget grows by that much. The argument is the OCR engine's thread count (0: onnxruntime's default). The address-space
-cap applies to each parse; stray prints from libraries go to stderr, never
-into the protocol stream.
+``(ParsedDocument, media_type)`` or the exception raised. Before the answer, a parse that OCRs talks to the
+server (``ocr_share.py``: its budget grows, its pages are counted and shared with idle children). A request
+``OcrPagesRequest`` asks for some pages of another child's PDF; the answer is ``{index: OcrPage}``. The
+argument is the OCR engine's thread count (0: every core). The address-space cap applies to each request;
+stray prints from libraries go to stderr, never into the protocol stream.
 """
 
 from __future__ import annotations
@@ -13,14 +14,33 @@ from __future__ import annotations
 import os
 import resource
 import sys
+from typing import Any
 
 from calypso.errors import PayloadTooLarge
 
 
-def _serve(threads: int) -> None:
-    from calypso.ingest import ocr_threads
-    from calypso.ingest.isolation import OcrStarted, on_ocr_start, receive_message, send_message
+def _handle(request: Any, link: Any) -> object:
+    """The answer to one request (raises what the parse raises)."""
+    from calypso.ingest.limits import DEFAULT_LIMITS
+    from calypso.ingest.ocr_share import OcrPagesRequest
     from calypso.ingest.parsers import parse_document
+
+    if isinstance(request, OcrPagesRequest):
+        from calypso.ingest.parsers.pdf import recognise_pages
+
+        link.sharing = False  # a helper reads its share; it does not share it again
+        try:
+            return recognise_pages(request.data, request.filename, request.pages, request.limits or DEFAULT_LIMITS)
+        finally:
+            link.sharing = True
+    data, filename, media_type, limits, _ = request
+    return parse_document(data, filename, media_type, limits)
+
+
+def _serve(threads: int) -> None:
+    from calypso.ingest import ocr_share, ocr_threads
+    from calypso.ingest import parsers as _parsers  # noqa: F401 - imported before the cap, not under it
+    from calypso.ingest.isolation import receive_message, send_message
 
     ocr_threads.set_threads(threads)
 
@@ -29,17 +49,22 @@ def _serve(threads: int) -> None:
     os.dup2(2, 1)  # anything a library prints lands in stderr
     sys.stdout = sys.stderr
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    on_ocr_start(lambda seconds: send_message(answers, OcrStarted(seconds)))
+    link = ocr_share.ParentLink(lambda message: send_message(answers, message), lambda: receive_message(requests))
+    ocr_share.set_link(link)
     while True:
         try:
-            data, filename, media_type, limits, memory_bytes = receive_message(requests)
+            request = receive_message(requests)
         except EOFError:
             return
+        if isinstance(request, ocr_share.OcrPagesRequest):
+            filename, memory_bytes = request.filename, request.memory_bytes
+        else:
+            filename, memory_bytes = request[1], request[4]
         soft = memory_bytes if hard == resource.RLIM_INFINITY else min(memory_bytes, hard)
         outcome: object
         try:
             resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-            outcome = parse_document(data, filename, media_type, limits)
+            outcome = _handle(request, link)
         except MemoryError:
             outcome = PayloadTooLarge(
                 f"Parsing {filename!r} needs more than {memory_bytes:,} bytes of memory (setting "

@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,7 @@ from calypso.ingest.crawl import fetch_page
 from calypso.ingest.filenames import check_filename, display_filename, display_url
 from calypso.ingest.isolation import parse_isolated, parses_in_place
 from calypso.ingest.limits import ParseLimits
+from calypso.ingest.ocr_share import local_progress
 from calypso.ingest.parsers import detect_media_type, parse_document
 from calypso.models import (
     Chunk,
@@ -462,12 +463,20 @@ class DocumentService:
             raise _expired(document, "file_id")
         return document
 
-    def parse(self, data: bytes, filename: str, media_type: str | None) -> tuple[ParsedDocument, str]:
-        """Parse in child processes (``parse_processes``), under the parse limits; ``(parsed, media type)``."""
+    def parse(
+        self,
+        data: bytes,
+        filename: str,
+        media_type: str | None,
+        on_pages: Callable[[int, int], None] | None = None,
+    ) -> tuple[ParsedDocument, str]:
+        """Parse in child processes (``parse_processes``), under the parse limits; ``(parsed, media type)``.
+        ``on_pages(read, to read)`` follows a scan's OCR page by page."""
         settings = self.settings
         limits = ParseLimits.from_settings(settings)
         if settings.parse_processes == 0:
-            return parse_document(data, filename, media_type, limits)
+            with local_progress(on_pages):
+                return parse_document(data, filename, media_type, limits)
         return parse_isolated(
             data,
             filename,
@@ -476,6 +485,7 @@ class DocumentService:
             timeout=settings.parse_timeout_seconds,
             memory_bytes=settings.parse_memory_bytes,
             processes=settings.parse_processes,
+            on_pages=on_pages,
         )
 
     def crawl(

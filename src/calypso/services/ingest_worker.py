@@ -98,7 +98,13 @@ class JobHost(Protocol):
     jobs: JobStore
     jobs_waiting: threading.Event  # set when a job is submitted: wakes idle workers
 
-    def parse(self, data: bytes, filename: str, media_type: str | None) -> tuple[ParsedDocument, str]: ...
+    def parse(
+        self,
+        data: bytes,
+        filename: str,
+        media_type: str | None,
+        on_pages: Callable[[int, int], None] | None = None,
+    ) -> tuple[ParsedDocument, str]: ...
 
     def complete_job(
         self,
@@ -143,10 +149,15 @@ def prepare(service: JobHost, doc: Document, data: bytes, progress: Callable[[in
     """Parse, chunk and analyse ``doc``'s bytes, writing nothing; None once ``progress`` says stop.
 
     ``progress(pages parsed, passages analysed, passages in all)`` runs after chunking and after each batch of
-    PASSAGE_BATCH passages analysed; it returns False to stop there.
+    PASSAGE_BATCH passages analysed; it returns False to stop there. While a scan is recognised, it runs after
+    each page with the pages read so far (and no passages yet): a stop then waits for the parse to end.
     """
     settings = service.settings
-    parsed, detected = service.parse(data, doc.filename, doc.media_type)
+
+    def pages_read(read: int, total: int) -> None:
+        progress(read, 0, 0)
+
+    parsed, detected = service.parse(data, doc.filename, doc.media_type, on_pages=pages_read)
     if doc.chunking is not None:  # a static strategy asked for when attached to a vector store
         static = doc.chunking
         chunks = chunk_document(parsed, static.max_chunk_size_tokens, static.chunk_overlap_tokens, "tokens")

@@ -77,7 +77,7 @@ def parse(data: bytes, filename: str, limits: ParseLimits = DEFAULT_LIMITS) -> P
     _check_size(image, filename, limits, 1)
     if not limits.ocr_enabled:
         raise ocr_unavailable_for(filename, "is an image", "OCR is switched off (setting CALYPSO_OCR_ENABLED)")
-    budget = OcrBudget(limits, filename)
+    budget = OcrBudget(limits, filename, int(getattr(image, "n_frames", 1) or 1))
     texts: list[str] = []
     pages: list[Page] = []
     pos = 0

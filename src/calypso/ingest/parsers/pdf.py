@@ -23,6 +23,7 @@ from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits, too_large
 from calypso.ingest.ocr import OcrPage
 from calypso.ingest.ocr_budget import OcrBudget, check_ocr_pages, ocr_unavailable_for
 from calypso.ingest.ocr_pages import needs_ocr, render_for_ocr
+from calypso.ingest.ocr_share import collect_pages, share_pages
 from calypso.ingest.parsers.bombs import check_flate_streams
 from calypso.ingest.titles import plausible_title
 from calypso.models import Page, ParsedDocument
@@ -163,12 +164,36 @@ def _recognise_scanned_pages(
         raise ocr_unavailable_for(
             filename, "has no text layer (a scan?)", "OCR is switched off (setting CALYPSO_OCR_ENABLED)"
         )
-    budget = OcrBudget(limits, filename)
-    recognised: dict[int, OcrPage] = {}
-    for index in scanned:
-        image = render_for_ocr(pdf, index, limits)
-        page = budget.recognise(image, f"page {index + 1} of {filename!r}")
+    recognised = _recognise(pdf, share_pages(scanned), limits, filename, len(scanned))
+    # The pages other parse children read meanwhile (``ocr_share.py``): the same PDF, a share of its pages each.
+    recognised.update(collect_pages(list(recognised), scanned))
+    for index, page in list(recognised.items()):
         if page.text.strip() or not texts[index].strip():
-            recognised[index] = page
             texts[index] = page.text
+        else:
+            del recognised[index]  # nothing read over a text layer that has something: the layer is kept
     return recognised
+
+
+def _recognise(
+    pdf: pdfium.PdfDocument, pages: list[int], limits: ParseLimits, filename: str, announced: int
+) -> dict[int, OcrPage]:
+    budget = OcrBudget(limits, filename, announced)
+    recognised: dict[int, OcrPage] = {}
+    for index in pages:
+        image = render_for_ocr(pdf, index, limits)
+        recognised[index] = budget.recognise(image, f"page {index + 1} of {filename!r}")
+    return recognised
+
+
+def recognise_pages(data: bytes, filename: str, pages: tuple[int, ...], limits: ParseLimits) -> dict[int, OcrPage]:
+    """OCR of ``pages`` (indexes) of the PDF ``data``: a helper child's share of another child's document."""
+    with _LOCK:
+        try:
+            pdf = pdfium.PdfDocument(data)
+        except pdfium.PdfiumError as exc:
+            raise _load_error(exc, filename) from exc
+        try:
+            return _recognise(pdf, list(pages), limits, filename, 0)
+        finally:
+            pdf.close()
