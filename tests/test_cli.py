@@ -30,7 +30,7 @@ def test_ingest_reports_ingested_duplicate_and_refused(tmp_path: Path, data_dir:
     assert result.returncode == 1, result.stderr  # some files were refused
     out = result.stdout
     assert "ingested  " in out and "notes.md" in out and "federal-register-2020-17221.pdf" in out
-    assert "(1 passage, namespace ops)" in out and "(15 pages, " in out
+    assert "(1 section, 1 passage, namespace ops)" in out and "(15 pages, " in out  # a Markdown file: sections
     assert "refused   " in out and "empty.txt" in out and "empty" in out.lower()
     assert "program.exe" in out and "supported" in out.lower()
     refused_json = next(line for line in out.splitlines() if "data.json" in line)
@@ -314,7 +314,7 @@ def test_cli_commands_use_the_running_servers_knowledge_base(tmp_path: Path) -> 
         ingested = run([sys.executable, "-m", "calypso.cli", "ingest", str(note)])
         assert ingested.returncode == 0, ingested.stderr
         assert f"served by http://127.0.0.1:{port}: sending the files there" in ingested.stderr
-        assert "ingested  " in ingested.stdout and "(1 passage, namespace general)" in ingested.stdout
+        assert "ingested  " in ingested.stdout and "(1 section, 1 passage, namespace general)" in ingested.stdout
         again = run([sys.executable, "-m", "calypso.cli", "ingest", str(note)])
         assert "duplicate" in again.stdout and again.returncode == 0
         hits = httpx.post(f"http://127.0.0.1:{port}/v1/search", json={"query": "harbour ferry island"}).json()

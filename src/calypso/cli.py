@@ -228,7 +228,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 summary.passages += doc.chunk_count
                 state = "ingested "
             print(
-                f"{state} {path} -> {doc.id} ({extent(doc.media_type, doc.page_count, doc.chunk_count)}, "
+                f"{state} {path} -> {doc.id} ({extent(doc.media_type, doc.page_count, doc.chunk_count, doc.metadata)}, "
                 f"namespace {doc.namespace})",
                 flush=True,
             )
@@ -412,7 +412,7 @@ def _ingest_through(server: RunningServer, args: argparse.Namespace, settings: S
             state = "ingested " if created else "duplicate"
             print(
                 f"{state} {path} -> {doc['id']} "
-                f"({extent(doc['media_type'], doc['page_count'], doc['chunk_count'])}, namespace {doc['namespace']})",
+                f"({extent(doc['media_type'], doc['page_count'], doc['chunk_count'], doc.get('metadata'))}, namespace {doc['namespace']})",
                 flush=True,
             )
     finally:

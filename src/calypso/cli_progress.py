@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from calypso.locators import locator_style
+from calypso.locators import extent as document_extent
 
 BAR_WIDTH = 24
 
@@ -72,11 +72,8 @@ class IngestSummary:
         )
 
 
-def extent(media_type: str, pages: int, passages: int) -> str:
-    """ "15 pages, 40 passages", "3 slides, 5 passages", or "12 passages" for a document without pages
-    a reader could find (DOCX, HTML, Markdown: located by headings, so "1 page" would mislead)."""
-    style = locator_style(media_type, pages)
-    if style == "heading":
-        return count(passages, "passage")
-    unit = {"page": "page", "slide": "slide", "label": "part"}[style]
-    return f"{count(pages, unit)}, {count(passages, 'passage')}"
+def extent(media_type: str, pages: int, passages: int, metadata: dict[str, object] | None = None) -> str:
+    """ "15 pages, 40 passages", "3 slides, 5 passages", "3 sheets, 9 passages", "4 sections, 12 passages", or
+    "12 passages" for a document without parts a reader could count (``locators.extent``)."""
+    size = document_extent(media_type, pages, metadata)
+    return f"{size}, {count(passages, 'passage')}" if size else count(passages, "passage")

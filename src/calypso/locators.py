@@ -64,3 +64,26 @@ def page_locator(style: LocatorStyle, labels: Sequence[str]) -> str:
 def heading_locator(path: Sequence[str]) -> str:
     """A heading path as readers see it: "Chapter 3 › Trustee Compensation"; "" when there is none."""
     return " › ".join(path)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def extent(media_type: str, page_count: int, metadata: dict[str, object] | None = None) -> str:
+    """How big a document is in its own units: "15 pages", "12 slides", "3 sheets", "4 sections"; "" when it has
+    none a reader could count (a text without headings). ``metadata``: the parser's ``sheets`` and ``sections``
+    counts (``parsers.parse_document`` records them)."""
+    metadata = metadata or {}
+    style = locator_style(media_type, page_count)
+    sheets = metadata.get("sheets")
+    if isinstance(sheets, int):
+        return _count(sheets, "sheet")
+    if style == "page":
+        return _count(page_count, "page")
+    if style == "slide":
+        return _count(page_count, "slide")
+    if style == "label":
+        return _count(page_count, "part")
+    sections = metadata.get("sections")
+    return _count(sections, "section") if isinstance(sections, int) and sections > 0 else ""

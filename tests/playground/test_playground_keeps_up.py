@@ -129,7 +129,8 @@ def test_upload_rows_tell_success_failure_and_can_be_dismissed(
     done.wait_for(timeout=30_000)
     failed.wait_for(timeout=30_000)
     # Success: a full blue bar, plurals right. Failure: a red bar and the API's reason, in one line.
-    assert done.locator(".upload-status").inner_text() == "ready · 1 page, 1 passage"
+    # A Markdown file is counted in sections, never "1 page" (issue 40).
+    assert done.locator(".upload-status").inner_text() == "ready · 1 section, 1 passage"
     assert done.locator("progress").evaluate("(bar) => [bar.value, getComputedStyle(bar).accentColor]") == [1, BLUE]
     assert failed.locator("progress").evaluate("(bar) => getComputedStyle(bar).accentColor") == RED
     reason = failed.locator(".upload-status").inner_text()
@@ -177,6 +178,10 @@ DESCRIBED = """async () => {
     describeDocument({ ...ready, embeddings: { status: "in_progress", passages_embedded: 0, passages: 84 } }),
     describeDocument({ ...ready, embeddings: { status: "in_progress", passages_embedded: 12, passages: 84 } }),
     describeDocument({ ...ready, page_count: 2, chunk_count: 1, embeddings: { status: "completed" } }),
+    describeDocument({ ...ready, page_count: 12, extent: "12 slides" }),
+    describeDocument({ ...ready, page_count: 7, extent: "3 sheets" }),
+    describeDocument({ ...ready, extent: "" }),
+    describeDocument({ status: "in_progress", progress: { pages_parsed: 3, passages_written: 0 } }),
   ];
 }"""
 
@@ -188,7 +193,11 @@ def test_finished_rows_clear_themselves_and_statuses_read_right(context: Any, pl
         "processing · 1 page, 2 passages",
         "ready · 1 page, 84 passages · embedding queued",
         "ready · 1 page, 84 passages · embedding 12/84",
-        "ready · 2 pages, 1 passage",
+        "ready · 2 pages, 1 passage",  # a server without ``extent``
+        "ready · 12 slides, 84 passages",
+        "ready · 3 sheets, 84 passages",
+        "ready · 84 passages",  # nothing a reader could count: no invented "1 page"
+        "processing · 3 pages read",  # a scan's pages, one by one, as OCR reads them
     ]
 
 
@@ -475,9 +484,9 @@ def test_the_bar_is_not_full_before_the_document_is_ready(context: Any, playgrou
     row = page.locator(".upload")
     page.locator(".upload[data-state='working']").wait_for(timeout=10_000)
     assert row.locator("progress").evaluate("(bar) => bar.position") == -1  # indeterminate, not full
-    row.filter(has_text="processing · 1 page, 0 passages").wait_for(timeout=10_000)
+    row.filter(has_text="processing · 1 page read").wait_for(timeout=10_000)
     page.locator(".upload[data-state='embedding']").wait_for(timeout=10_000)
-    assert row.locator(".upload-status").inner_text() == "ready · 1 page, 1 passage · embedding queued"
+    assert row.locator(".upload-status").inner_text() == "ready · 1 section, 1 passage · embedding queued"
     assert row.locator("progress").evaluate("(bar) => bar.value") == 0
     page.locator(".upload[data-state='done']").wait_for(timeout=10_000)
-    assert row.locator(".upload-status").inner_text() == "ready · 1 page, 1 passage"
+    assert row.locator(".upload-status").inner_text() == "ready · 1 section, 1 passage"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from calypso.locators import extent
 from calypso.models import Document, IngestJob, Passage, StoredChunk
 
 # OpenAI's FileObject status for each document status.
@@ -62,6 +63,9 @@ def document_object(
         "sha256": doc.sha256,
         "page_count": doc.page_count,
         "chunk_count": doc.chunk_count,
+        # "12 slides", "3 sheets", "4 sections", "15 pages" ("" when nothing a reader could count): the playground
+        # and the CLI say a document's size in its own units, never "1 page" for a Markdown file.
+        "extent": extent(doc.media_type, doc.page_count, doc.metadata) if doc.status == "completed" else "",
         "source_url": doc.source_url,
         "status": doc.status,
         "last_error": _last_error(doc),
@@ -91,8 +95,10 @@ def file_object(doc: Document) -> dict[str, Any]:
     }
 
 
-def chunk_object(stored: StoredChunk) -> dict[str, Any]:
+def chunk_object(stored: StoredChunk, document: Document | None = None) -> dict[str, Any]:
+    """A stored passage; with its ``document``, ``locator_label`` says where it is, as a search result's does."""
     chunk = stored.chunk
+    located = {} if document is None else {"locator_label": Passage(document, chunk, 0.0).locator_label}
     return {
         "object": "document.chunk",
         "document_id": stored.document_id,
@@ -104,6 +110,8 @@ def chunk_object(stored: StoredChunk) -> dict[str, Any]:
         "page_end": chunk.page_end,
         "page_labels": list(chunk.page_labels),
         "heading_path": list(chunk.heading_path),
+        **located,
+        **({"table_header": chunk.table_header} if chunk.table_header else {}),
     }
 
 

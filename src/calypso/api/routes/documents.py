@@ -104,9 +104,11 @@ def list_chunks(
     limit: Limit = 100,
     after: int | None = Query(None, ge=-1, le=2**62),
 ) -> dict[str, Any]:
-    """Chunks in `chunk_index` order; page with `after` = the last `chunk_index` seen."""
+    """Chunks in `chunk_index` order; page with `after` = the last `chunk_index` seen. Each says where it is
+    (`locator_label`: "p. 4", "slide 3", `'Segments'!A4:F19`, a heading path) as search results do."""
+    document = documents.get(document_id, workspace)
     page = documents.chunks(document_id, limit, after, workspace=workspace)
-    return list_object([chunk_object(c) for c in page.items], page.has_more, id_key="chunk_index")
+    return list_object([chunk_object(c, document) for c in page.items], page.has_more, id_key="chunk_index")
 
 
 @router.post("/{document_id}/cancel")

@@ -23,6 +23,7 @@ from typing import Protocol
 
 from calypso.errors import EmptyDocument, UnsupportedMediaType
 from calypso.ingest.limits import DEFAULT_LIMITS, MAX_ZIP_MEMBERS, ParseLimits
+from calypso.locators import locator_style
 from calypso.models import ParsedDocument
 from calypso.text.control import CONTROL, OffsetShift, clean_text
 
@@ -291,7 +292,20 @@ def parse_document(
             else " Upload a file that contains text."
         )
         raise EmptyDocument(f"No extractable text in {filename!r}.{hint}", param="file")
+    _count_parts(parsed, detected)
     return parsed, detected
+
+
+def _count_parts(parsed: ParsedDocument, media_type: str) -> None:
+    """The counts ``locators.extent`` says a document's size in: a workbook's sheets, the sections of a document
+    located by headings ("4 sections", not "1 page")."""
+    style = locator_style(media_type, len(parsed.pages))
+    if media_type == XLSX:
+        parsed.metadata["sheets"] = sum(1 for heading in parsed.headings if heading.level == 1)
+    elif media_type in (CSV, TSV):
+        parsed.metadata["sheets"] = 1  # one table, however many blocks it is cut into
+    elif style == "heading" and parsed.headings:
+        parsed.metadata["sections"] = len(parsed.headings)
 
 
 __all__ = [

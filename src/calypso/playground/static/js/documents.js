@@ -3,7 +3,7 @@
 import { deleteJson, getJson, listAll, uploadDocument } from "./api.js";
 import { el, humanBytes } from "./dom.js";
 import { acceptAttribute, isAccepted, unsupportedMessage } from "./formats.js";
-import { UploadRow, describeDocument, plural } from "./uploads.js";
+import { UploadRow, describeDocument, plural, sizeOf } from "./uploads.js";
 
 const ENDED = new Set(["completed", "failed", "cancelled"]);
 const POLL_MS = 400;
@@ -146,7 +146,7 @@ export class Documents {
       }
     });
     const detail = doc.status === "completed"
-      ? `${plural(doc.page_count, "page")} · ${humanBytes(doc.bytes)}`
+      ? `${sizeOf(doc).replace(/, $/, " · ")}${humanBytes(doc.bytes)}`
       : doc.status;
     return el("li", { class: `document ${doc.status}`, "data-key": rowKey(doc) },
       el("div", { class: "document-main" },
@@ -158,7 +158,7 @@ export class Documents {
 
 /** What a document row shows: when this changes, the row is drawn again. */
 function rowKey(doc) {
-  return JSON.stringify([doc.id, doc.status, doc.filename, doc.title, doc.page_count, doc.bytes]);
+  return JSON.stringify([doc.id, doc.status, doc.filename, doc.title, doc.page_count, doc.extent, doc.bytes]);
 }
 
 /** Make ``list``'s children exactly ``rows``, in order, moving as few nodes as possible: a kept node

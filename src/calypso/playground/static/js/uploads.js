@@ -10,15 +10,24 @@ export function plural(count, word) {
   return `${count} ${count === 1 ? word : `${word}s`}`;
 }
 
+/** A completed document's size in its own units and a separator ("12 slides, ", "4 sections, "), or "" when
+ * it has none a reader could count: never "1 page" for a Markdown file. Older servers send no ``extent``. */
+export function sizeOf(doc) {
+  const extent = doc.extent === undefined ? plural(doc.page_count, "page") : doc.extent;
+  return extent ? `${extent}, ` : "";
+}
+
 /** The status of a document that is being ingested or is ready, in one line. */
 export function describeDocument(doc) {
   if (doc.status !== "completed") {
     const p = doc.progress || {};
     if (p.detail) return `waiting · ${p.detail}`; // nothing can take the job: say why, not "0 pages"
     if (p.state === "queued") return "queued · waiting for an ingestion worker";
+    // While a scan is read by OCR, pages come in one by one before any passage is written.
+    if (p.pages_parsed && !p.passages_written) return `processing · ${plural(p.pages_parsed, "page")} read`;
     return `processing · ${plural(p.pages_parsed || 0, "page")}, ${plural(p.passages_written || 0, "passage")}`;
   }
-  const ready = `ready · ${plural(doc.page_count, "page")}, ${plural(doc.chunk_count, "passage")}`;
+  const ready = `ready · ${sizeOf(doc)}${plural(doc.chunk_count, "passage")}`;
   const embeddings = doc.embeddings;
   if (!embeddings || embeddings.status !== "in_progress") return ready;
   // Keyword search works already; the vectors follow (hybrid search once they are in).
