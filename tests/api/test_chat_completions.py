@@ -43,8 +43,9 @@ def fake() -> Iterator[FakeUpstream]:
 def live(tmp_path_factory, fake: FakeUpstream) -> Iterator[LiveServer]:
     bots = [
         Bot(id="source-bot", namespace="general", marker_style="source"),
-        Bot(id="fake-numeric", namespace="general", generator="upstream"),
-        Bot(id="fake-source", namespace="general", marker_style="source", generator="upstream"),
+        # Markers as the model wrote them (attribution off): fill would re-cite a sentence its marker names wrongly.
+        Bot(id="fake-numeric", namespace="general", generator="upstream", attribution="off"),
+        Bot(id="fake-source", namespace="general", marker_style="source", generator="upstream", attribution="off"),
         Bot(id="fake-no-kb", namespace=None, generator="upstream"),
         Bot(id="no-citations", namespace="general", include_citations=False),
     ]

@@ -58,17 +58,27 @@ def test_fill_cites_supported_uncited_sentences_only() -> None:
     answer, _ = compose([RAW])
     assert _cited(answer) == [
         (FRANKISH, [(2, "inferred")]),
-        (STRETCH, [(3, "model")]),  # the model's own marker, kept even though weak (flagged)
+        # The model's [Source 3] does not support it and passage 1 does: the model named the wrong source,
+        # so the sentence is cited to passage 1 and [Source 3] is reported as unsupported (issue 39).
+        (STRETCH, [(1, "inferred")]),
         ("Glaciers cover parts of the range.", [(3, "inferred")]),
     ]
-    assert answer.attribution_counts() == {"model": 1, "inferred": 2}
+    assert [(u.retrieval_number, u.marker, u.text) for u in answer.unsupported] == [(3, "[Source 3]", STRETCH)]
+    assert answer.attribution_counts() == {"model": 0, "inferred": 3}
     # Display numbers follow first citation, inferred or not.
-    assert [(s.retrieval_number, s.display_number) for s in answer.sources] == [(1, 3), (2, 1), (3, 2)]
+    assert [(s.retrieval_number, s.display_number) for s in answer.sources] == [(1, 2), (2, 1), (3, 3)]
     inferred = [m for m in answer.markers if m.inferred]
     assert [(m.position, m.raw, m.valid_numbers) for m in inferred] == [
         (len(FRANKISH), "", (2,)),
+        (answer.text.index(STRETCH) + len(STRETCH), "", (1,)),
         (len(answer.text), "", (3,)),
     ]
+
+
+def test_fill_keeps_a_weak_model_citation_when_no_passage_supports_the_sentence() -> None:
+    answer, _ = compose([f"{CAT} [Source 3]."])
+    assert _cited(answer) == [(CAT, [(3, "model")])]  # kept, and flagged weak by its sentence status
+    assert answer.unsupported == []
 
 
 def test_off_is_the_models_markers_only() -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from calypso.citations.markers import (
     MAX_BRACKET,
+    MAX_NAMED,
     MAX_URL,
     Marker,
     MarkerPiece,
@@ -63,7 +64,7 @@ MARKERS: list[tuple[str, list[tuple[int, str, tuple[int, ...]]]]] = [
     ("[see [3]]", [(5, "[3]", (3,))]),
     ("[[3]x", [(1, "[3]", (3,))]),
     ("[[3]", [(1, "[3]", (3,))]),  # "[[3]" at end of text
-    ("[[1], [2]]", [(1, "[1]", (1,)), (6, "[2]", (2,))]),
+    ("[[1], [2]]", [(1, "[1], [2]", (1, 2))]),  # a list joined by a comma is one marker (issue 39)
     ("[Source 1 [2]", [(10, "[2]", (2,))]),
     # code: only markers outside code count
     ("`[1]` and [2]", [(10, "[2]", (2,))]),
@@ -172,8 +173,8 @@ def _feed_checked(stream: MarkerStream, delta: str) -> list[TextPiece | MarkerPi
     """Feed one delta and check the held suffix stays bounded."""
     pieces = stream.feed(delta)
     held = len(stream.held)
-    assert held <= MAX_BRACKET + MAX_URL + 2
-    assert not stream.held or stream.held[0] in "[【"
+    assert held <= MAX_NAMED + MAX_URL + 2 * MAX_BRACKET
+    assert not stream.held or stream.held[0] in "[【(S"
     return pieces
 
 
@@ -341,8 +342,14 @@ def test_possible_marker_prefix_is_held(prefix: str) -> None:
     assert "".join(p.text if isinstance(p, TextPiece) else p.marker.raw for p in flushed) == prefix
 
 
-@pytest.mark.parametrize("text", ["[Sx", "[N", "[a", "[Source x", "[1x", "[0", "[1.", "【x", "[[x", "[^x", "[1000"])
+@pytest.mark.parametrize("text", ["[^x", "(x", "(Sx", "Sx", "Sources x", "[Source x\n"])
 def test_dead_prefix_is_released_immediately(text: str) -> None:
+    assert MarkerStream().feed(text) == [TextPiece(text)]
+
+
+@pytest.mark.parametrize("text", ["[Sx]", "[a b]", "[Source x]", "[1x]", "[1.5]", "【x】", "[1000]", "[x\n"])
+def test_bracket_that_names_nothing_is_released_at_its_end(text: str) -> None:
+    """A bracket may name a document ("[alps_wiki.pdf]"): held until its closer or a line break, no longer."""
     assert MarkerStream().feed(text) == [TextPiece(text)]
 
 
@@ -377,3 +384,50 @@ def test_linear_time_char_by_char() -> None:
     started = time.perf_counter()
     assert _stream(list(text)) == _segments_from_markers(text)
     assert time.perf_counter() - started < 10  # ~70k chars; quadratic behaviour would take far longer
+
+
+# Forms real models write (issue 39): by name, in parentheses, bare, with a page, joined by words.
+MODEL_FORMS = [
+    ("According to [Source 2], moraines.", "[Source 2]", (2,), (), False),
+    ("Lakes (Source 2).", "(Source 2)", (2,), (), False),
+    ("Lakes (Sources 1 and 3).", "(Sources 1 and 3)", (1, 3), (), False),
+    ("Lakes [Source: alps_wiki.pdf].", "[Source: alps_wiki.pdf]", (), ("alps_wiki.pdf",), False),
+    ("Lakes [alps_wiki.pdf, p. 3].", "[alps_wiki.pdf, p. 3]", (), ("alps_wiki.pdf",), False),
+    ("Lakes 【alps_wiki.pdf】.", "【alps_wiki.pdf】", (), ("alps_wiki.pdf",), False),
+    ("Source 2 says so.", "Source 2", (2,), (), True),
+    ("See Sources 1 and 3.", "Sources 1 and 3", (1, 3), (), True),
+    ("Skulls [Source 3] (p. 15), seven.", "[Source 3] (p. 15)", (3,), (), False),
+    ("Skulls [Source 3, p. 15].", "[Source 3, p. 15]", (3,), (), False),
+    ("the sources [1] and [2], so", "[1] and [2]", (1, 2), (), False),
+    ("Lakes [Source 1 and Source 2].", "[Source 1 and Source 2]", (1, 2), (), False),
+    ("湖泊【1】和【2】。", "【1】和【2】", (1, 2), (), False),
+]
+
+
+@pytest.mark.parametrize(("text", "raw", "numbers", "names", "bare"), MODEL_FORMS, ids=[m[0] for m in MODEL_FORMS])
+def test_model_forms(text: str, raw: str, numbers: tuple[int, ...], names: tuple[str, ...], bare: bool) -> None:
+    (marker,) = find_markers(text)
+    assert (marker.raw, marker.numbers, marker.names, marker.bare) == (raw, numbers, names, bare)
+    assert text[marker.start : marker.end] == raw
+    for cut in range(len(text) + 1):  # any split while streaming finds the same marker
+        stream = MarkerStream()
+        pieces = _feed_checked(stream, text[:cut]) + _feed_checked(stream, text[cut:]) + stream.flush()
+        found = [p.marker for p in pieces if isinstance(p, MarkerPiece)]
+        assert found == [marker]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[citation needed]",
+        "The Source of the Rhine.",
+        "the river source 2 km away",
+        "resource 2",
+        "Source 2nd",
+        "(2)",
+        "[see above]",
+        "Sources say 3 lakes.",
+    ],
+)
+def test_prose_that_looks_like_a_marker(text: str) -> None:
+    assert find_markers(text) == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from calypso.citations.events import MarkerEvent, TextEvent
@@ -26,6 +27,7 @@ from calypso.citations.grounded import (
     utf16_len,
 )
 from calypso.citations.inference import Attributor, complete_sentences, may_end_sentence
+from calypso.citations.marker_prose import NounMarkers
 from calypso.citations.markers import MarkerPiece, MarkerStream, TextPiece
 from calypso.text.control import CONTROL
 from calypso.text.sentences import last_sentence_start, settled_end
@@ -55,6 +57,7 @@ class AnswerComposer:
         self._floor = 0  # where the next sentence to attribute starts
         self._pending: int | None = None  # the first sentence end still open (text from here is held)
         self.markers = MarkerStream()
+        self.nouns = NounMarkers()
         self.plain: list[str] = []
         self.plain_len = 0
         # Where each plain piece starts, in code points and in UTF-16 units: a marker then reads only
@@ -72,10 +75,10 @@ class AnswerComposer:
     def feed(self, delta: str) -> list[TextEvent | MarkerEvent]:
         delta = CONTROL.sub("", delta)  # never shown to a reader (a model may copy them from old passages)
         self.raw.append(delta)
-        return self._handle(self.markers.feed(delta))
+        return self._handle(self.nouns.feed(self._resolved(self.markers.feed(delta))))
 
     def flush(self) -> list[TextEvent | MarkerEvent]:
-        events = self._handle(self.markers.flush())
+        events = self._handle(self.nouns.feed(self._resolved(self.markers.flush())) + self.nouns.flush())
         if self.attributor is not None:
             events += self._attribute(self.plain_len, final=True)
         if self.held_space:
@@ -83,11 +86,38 @@ class AnswerComposer:
             self.held_space = ""
         return events
 
+    def _resolved(self, pieces: list[TextPiece | MarkerPiece]) -> list[TextPiece | MarkerPiece]:
+        """Markers as the composer takes them: documents named resolved to their passages; a bare "Source 7"
+        that names no passage, or a footnote the passage itself has, is text."""
+        out: list[TextPiece | MarkerPiece] = []
+        for piece in pieces:
+            if isinstance(piece, MarkerPiece):
+                marker = piece.marker
+                if marker.names:
+                    named = tuple(n for name in marker.names for n in self._named(name))
+                    piece = MarkerPiece(replace(marker, numbers=tuple(dict.fromkeys(marker.numbers + named))))
+                valid = any(1 <= n <= len(self.sources) for n in piece.marker.numbers)
+                if (marker.bare and not valid) or self._is_footnote(marker.raw):
+                    piece = TextPiece(marker.raw)  # prose, or the passage's own footnote copied: not a citation
+            out.append(piece)
+        return out
+
+    def _named(self, name: str) -> list[int]:
+        """Retrieval numbers of the passages of the document called ``name`` (its file name, with or without
+        its extension, or its title)."""
+        wanted = name.casefold().strip()
+        out = []
+        for source in self.sources:
+            document = source.passage.document
+            filename = document.filename.casefold()
+            names = {filename, filename.rsplit(".", 1)[0], (document.title or "").casefold()}
+            if wanted in names:
+                out.append(source.retrieval_number)
+        return out
+
     def _handle(self, pieces: list[TextPiece | MarkerPiece]) -> list[TextEvent | MarkerEvent]:
         events: list[TextEvent | MarkerEvent] = []
         for piece in pieces:
-            if isinstance(piece, MarkerPiece) and self._is_footnote(piece.marker.raw):
-                piece = TextPiece(piece.marker.raw)  # the passage's own footnote, copied: text, not a citation
             if isinstance(piece, TextPiece):
                 # Spaces before a marker are dropped from the plain text, so hold them until we know.
                 # Only the new piece is scanned: re.search(r"[ \t]+$") over held + new was quadratic.
@@ -230,6 +260,10 @@ class AnswerComposer:
         position = self.plain_len
         valid = tuple(n for n in marker.numbers if 1 <= n <= len(self.sources))
         segment_index = self._segment_for(position) if valid else None
+        if marker.names and segment_index is not None and len(valid) > 1:
+            # "[Source: alps_wiki.pdf]" names a document: cite the one of its passages that best supports the text.
+            text = self.segments[segment_index].text
+            valid = (max(valid, key=lambda n: self.find_quote(text, self.sources[n - 1]).support),)
         kept: list[int] = []
         taken_out: list[int] = []  # verify: below the threshold, reported instead of shown
         newly: list[Source] = []
@@ -243,7 +277,10 @@ class AnswerComposer:
                     continue
                 source = self.sources[number - 1]
                 quote = self.find_quote(segment.text, source)
-                if self.verify and not quote.supported:
+                if not quote.supported and (self.verify or self._supported_elsewhere(segment.text, number)):
+                    # verify takes out every citation below the threshold; fill only one whose sentence another
+                    # retrieved passage supports: the model named the wrong source (Qwen2.5-Coder-1.5B did in 5
+                    # of 26 Alps answers, issue 39), and the sentence is cited to the passage that says it.
                     taken_out.append(number)
                     self.unsupported.append(
                         UnsupportedCitation(number, marker.raw, segment.start, segment.end, segment.text, quote.support)
@@ -267,7 +304,7 @@ class AnswerComposer:
             position=position,
             raw=marker.raw,
             leading_space=leading,
-            numbers=marker.numbers,
+            numbers=valid if marker.names else marker.numbers,
             valid_numbers=tuple(kept),
             segment_index=segment_index if kept else None,
             unsupported=tuple(taken_out),
@@ -275,6 +312,12 @@ class AnswerComposer:
         self.placements.append(placement)
         segment = self.segments[segment_index] if segment_index is not None and kept else None
         return MarkerEvent(placement, segment, newly, added)
+
+    def _supported_elsewhere(self, text: str, number: int) -> bool:
+        if self.attributor is None:
+            return False
+        found = self.attributor.best(text)
+        return found is not None and found[0].retrieval_number != number
 
     def _segment_for(self, position: int) -> int | None:
         """Index of the segment a marker at ``position`` cites, creating it if needed."""

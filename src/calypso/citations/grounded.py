@@ -139,6 +139,7 @@ class GroundedAnswer:
     attribution: str = "off"  # off | fill | verify: what Calypso did about uncited sentences (inference.py)
     unsupported: list[UnsupportedCitation] = field(default_factory=list)  # verify: model citations taken out
     sentences: list[SentenceSupport] = field(default_factory=list)  # each sentence's status (citations/claims.py)
+    answers_question: bool | None = None  # False: no supported sentence answers it (citations/relevance.py)
 
     def attribution_counts(self) -> dict[str, int]:
         """How many (segment, source) citations came from the model's markers and how many were inferred."""
@@ -184,10 +185,20 @@ def grounded_sources_state(answer: GroundedAnswer, hidden: bool = False) -> str:
     """available | hidden | missing | none (docs/citations.md defines them)."""
     if not answer.knowledge_base or not answer.retrieval_ran:
         return "none"
-    if not answer.cited_sources:
+    if not answer.cited_sources or not answer_is_grounded(answer):
         return "missing"
     # include_citations false: sources were used but the bot shows none, exactly like a hiding policy.
     return "hidden" if hidden or not answer.citations_enabled else "available"
+
+
+def answer_is_grounded(answer: GroundedAnswer) -> bool:
+    """False when the documents do not answer: claims are cited but none is supported (the model invented
+    them), or no supported sentence answers the question. Its text is kept and marked, never shown as grounded.
+    (An answer with no cited sentence at all cites no source: ``missing`` already.)"""
+    if answer.answers_question is False:
+        return False
+    statuses = {s.status for s in answer.sentences}
+    return "supported" in statuses or "weak" not in statuses
 
 
 def grounding_status(answer: GroundedAnswer, hidden: bool = False) -> dict[str, Any]:
@@ -272,6 +283,7 @@ def claims_summary(answer: GroundedAnswer) -> dict[str, object]:
     ]
     return {
         "support": answer_support(sentences),
+        "answers_question": answer.answers_question,
         "coverage": coverage(sentences),
         **counts,
         "unsupported_spans": flagged,

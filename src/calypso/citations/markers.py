@@ -1,12 +1,19 @@
 """Find the citation markers models write, in complete text or incrementally while streaming.
 
-Recognised forms (``N`` is a positive integer below 1000, written without leading zeros):
+Recognised forms (``N`` is a positive integer below 1000, written without leading zeros), as small and
+large models write them (issue 39):
 
-* ``[Source N]``, ``[Sources N, M]``, ``[source: N]``, ``[SourceN]``, ``[Source 1, Source 2]``
+* ``[Source N]``, ``[Sources N, M]``, ``[source: N]``, ``[SourceN]``, ``[Source 1, Source 2]``, ``[Source 1 and 2]``
 * ``[N]``, ``[N, M]``, ``[N,M]``, ``[N; M]``, ranges ``[N-M]`` / ``[N–M]`` (expanded, at most 20 long)
 * full-width ``【N】``, ``【Source N】``, ``【N, M】``
 * double brackets ``[[N]]`` and links ``[[N]](url)`` / ``[N](url)``: the ``(url)`` belongs to the marker
 * footnotes ``[^N]``
+* parenthesised ``(Source N)``, ``(Sources 1 and 3)``; bare ``Source N`` as a word (capitalised)
+  (``bare``: the caller keeps it as text when N names no passage, since it may be prose)
+* by name: ``[Source: alps_wiki.pdf]``, ``[alps_wiki.pdf]``, ``【alps_wiki.pdf】`` (``names``; a bracket
+  needs the ``Source:`` prefix or a file extension, so "[citation needed]" stays text)
+* a page given with it belongs to the marker: ``[Source 2, p. 15]``, ``[Source 2] (p. 15)``, ``(Source 2, page 3)``
+* a list joined by words: ``[1] and [2]``, ``[1], [3]``, ``Source 1 and Source 2`` is one marker
 
 Markers inside code spans and fenced code blocks are ignored. Numbers are reported as written;
 deciding which of them name a retrieved passage is the caller's job.
@@ -18,6 +25,7 @@ text. The scanner only ever decides from characters it has seen (or from end-of-
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 MAX_BRACKET = 64  # longest bracket part ("[Source 1, Source 2, ...]"), so a stray "[" never stalls
@@ -28,6 +36,14 @@ _SPACE = " \t"
 _SEPS = ",;，"
 _DASHES = "-–"
 _PREFIX = "source"
+_OPENERS = "[【(S"
+_JOINING = ("and", "und", "et", "&", "和", "与", "與", "及", "、")
+_PAGE_WORDS = ("pp.", "p.", "pages", "page", "pg.", "s.", "seite", "第")
+MAX_NAMED = 160  # longest "[Source: a document name.pdf, p. 3]"
+_NAMED = re.compile(
+    r"(?P<prefix>(?i:sources?)\s*[:：]\s*)?(?P<name>[^,，]+?)\s*(?:[,，]\s*(?:pp?\.|pages?|S\.|Seite|第)\s*\d.*)?"
+)
+_FILE_NAME = re.compile(r"\.[A-Za-z][A-Za-z0-9]{1,4}$")
 _URL_STOP = set('()[]<>`"')
 
 
@@ -43,6 +59,8 @@ class Marker:
     end: int
     numbers: tuple[int, ...]
     raw: str
+    names: tuple[str, ...] = ()  # documents cited by name ("[Source: alps_wiki.pdf]")
+    bare: bool = False  # "Source 2" without brackets: prose unless the number names a passage
 
 
 @dataclass(frozen=True)
@@ -120,29 +138,109 @@ class _Parser:
             self.j += 1
             self.spaces()
 
-    def body(self) -> list[int]:
-        """``item (sep item)*`` with optional spaces around, where item is ``[Source] N`` or ``N-M``."""
-        numbers: list[int] = []
+    def word(self, words: tuple[str, ...]) -> bool:
+        """One of ``words`` (case-insensitive) at the cursor; an alphabetic word must end at a non-letter."""
+        start = self.j
+        for word in words:
+            self.j = start
+            try:
+                for expected in word:
+                    c = self.peek()
+                    if not c or c.lower() != expected:
+                        raise _Fail
+                    self.j += 1
+                if word[-1].isascii() and word[-1].isalpha() and (c := self.peek()) and c.isalpha():
+                    raise _Fail
+                return True
+            except _Fail:
+                continue
+        self.j = start
+        return False
+
+    def separator(self) -> bool:
+        """Between two cited items: ``,`` ``;`` ``、`` or a joining word ("and", "und", "和"), spaces around."""
+        start = self.j
         self.spaces()
-        while True:
-            self.prefix()
-            first = self.number()
+        c = self.peek()
+        if c and c in _SEPS:
+            self.j += 1
+            self.spaces()
+            if self.word(_JOINING):
+                self.spaces()
+            return True
+        if self.word(_JOINING):
+            self.spaces()
+            return True
+        self.j = start
+        return False
+
+    def page(self, comma: bool = True) -> bool:
+        """A page given with a citation: ``, p. 15``, `` page 3``, ``, pp. 14-15``, ``，第15页``."""
+        start = self.j
+        try:
+            if comma and (c := self.peek()) and c in ",，":
+                self.j += 1
+            self.spaces()
+            if not self.word(_PAGE_WORDS):
+                raise _Fail
+            self.spaces()
+            self.number()
             self.spaces()
             if (c := self.peek()) and c in _DASHES:
                 self.j += 1
                 self.spaces()
-                last = self.number()
-                self.spaces()
-                if not 0 <= last - first < MAX_RANGE:
-                    raise _Fail
-                numbers.extend(range(first, last + 1))
-            else:
-                numbers.append(first)
-            if (c := self.peek()) and c in _SEPS:
-                self.j += 1
-                self.spaces()
-                continue
-            return numbers
+                self.number()
+            self.word(("页", "頁"))
+            return True
+        except _Fail:
+            self.j = start
+            return False
+
+    def item(self, numbers: list[int]) -> None:
+        """``[Source] N`` or ``N-M``, appended to ``numbers``."""
+        self.prefix()
+        first = self.number()
+        self.spaces()
+        if (c := self.peek()) and c in _DASHES:
+            self.j += 1
+            self.spaces()
+            last = self.number()
+            self.spaces()
+            if not 0 <= last - first < MAX_RANGE:
+                raise _Fail
+            numbers.extend(range(first, last + 1))
+        else:
+            numbers.append(first)
+
+    def body(self) -> list[int]:
+        """``item (sep item)*`` with optional spaces around, then an optional page."""
+        numbers: list[int] = []
+        self.spaces()
+        self.item(numbers)
+        while True:
+            before = self.j
+            if not self.separator():
+                break
+            try:
+                self.item(numbers)
+            except _Fail:
+                self.j = before  # "Source 2, and the lake …": the list ended before the separator
+                break
+        self.page()
+        self.spaces()
+        return numbers
+
+    def name(self, closer: str) -> str:
+        """A document named in brackets: ``Source: alps_wiki.pdf`` or ``alps_wiki.pdf``, up to ``closer``."""
+        begin = self.j
+        while (c := self.peek()) != closer:
+            if not c or c in "[]【】()\n":
+                raise _Fail
+            self.j += 1
+        found = _NAMED.fullmatch(self.s[begin : self.j].strip())
+        if found is None or not (found["prefix"] or _FILE_NAME.search(found["name"])):
+            raise _Fail
+        return found["name"].strip()
 
     def url_suffix(self, end: int) -> int:
         """End of an optional ``(url)`` right after the bracket part ending at ``end``."""
@@ -162,29 +260,118 @@ class _Parser:
         return self.j + 1 if any(ch in url for ch in "/:.#") else end
 
 
-def _match(s: str, i: int, final: bool) -> tuple[int, list[int]] | None:
-    """Marker at ``s[i]`` (an opener): ``(end, numbers)``, or None; raises ``_Partial`` if undecided."""
+@dataclass
+class _Found:
+    end: int
+    numbers: list[int]
+    names: list[str]
+    bare: bool = False
+
+
+def _match_one(s: str, i: int, final: bool) -> _Found | None:
+    """One marker at ``s[i]`` (an opener), or None; raises ``_Partial`` if undecided."""
     p = _Parser(s, i + 1, final, i + MAX_BRACKET)
+    opener = s[i]
     try:
-        if s[i] == "【":
+        if opener == "S":  # bare "Source 2", capitalised ("the source 2 km away" is prose), then numbers
+            p.j = i
+            for expected in _PREFIX:
+                c = p.peek()
+                if not c or c.lower() != expected:
+                    raise _Fail
+                p.j += 1
+            if (c := p.peek()) and c.lower() == "s":
+                p.j += 1
+            if p.peek() not in (" ", ":"):
+                raise _Fail
+            p.j = i
             numbers = p.body()
-            p.expect("】")
-            return p.j, numbers
-        if p.peek() == "^":
+            while p.j > i and s[p.j - 1] in _SPACE:
+                p.j -= 1
+            if (c := p.peek()) and (c.isalnum() or c == "_"):
+                raise _Fail  # "source 2km", "Source 2nd"
+            return _Found(p.j, numbers, [], bare=True)
+        if opener == "(":  # "(Source 2)": the word Source is required, "(2)" is prose
+            if (c := p.peek()) and c.lower() != "s":
+                raise _Fail
+            numbers = p.body()
+            p.expect(")")
+            return _Found(p.j, numbers, [])
+        closer = "】" if opener == "【" else "]"
+        if opener == "[" and p.peek() == "^":
             p.j += 1
             numbers = [p.number()]
             p.expect("]")
-            return p.j, numbers
-        double = p.peek() == "["
+            return _Found(p.j, numbers, [])
+        double = opener == "[" and p.peek() == "["
         if double:
             p.j += 1
-        numbers = p.body()
-        p.expect("]")
+        try:
+            numbers = p.body()
+            p.expect(closer)
+        except _Fail:
+            if double:
+                raise
+            p = _Parser(s, i + 1, final, i + MAX_NAMED)
+            named = p.name(closer)
+            p.expect(closer)
+            return _Found(p.j, [], [named])
         if double:
             p.expect("]")
-        return p.url_suffix(p.j), numbers
+        if opener == "【":
+            return _Found(p.j, numbers, [])
+        return _Found(p.url_suffix(p.j), numbers, [])
     except _Fail:
         return None
+
+
+def _page_suffix(s: str, end: int, final: bool) -> int:
+    """End of a page reference in parentheses right after a marker ("[Source 2] (p. 15)"), else ``end``."""
+    p = _Parser(s, end, final, end + 24)
+    try:
+        p.spaces()
+        p.expect("(（")
+        p.spaces()
+        if not p.page(comma=False):
+            return end
+        p.expect(")）")
+        return p.j
+    except _Fail:
+        return end
+
+
+def _continuation(s: str, end: int, final: bool) -> _Found | None:
+    """A further marker joined to the one ending at ``end`` ("[1] and [2]", "[1], [3]"), or None."""
+    p = _Parser(s, end, final, end + 12)
+    try:
+        if not p.separator():
+            return None
+        c = p.peek()
+    except _Fail:
+        return None
+    if not c or c not in _OPENERS:
+        return None
+    if c == "S" and not _word_start(s[p.j - 1]):
+        return None
+    return _match_one(s, p.j, final)
+
+
+def _match(s: str, i: int, final: bool) -> _Found | None:
+    """The marker (with its page and joined markers) at ``s[i]``, or None; raises ``_Partial`` if undecided."""
+    found = _match_one(s, i, final)
+    if found is None:
+        return None
+    while True:
+        found.end = _page_suffix(s, found.end, final)
+        more = _continuation(s, found.end, final)
+        if more is None:
+            return found
+        found = _Found(more.end, found.numbers + more.numbers, found.names + more.names, found.bare and more.bare)
+
+
+def _word_start(previous: str) -> bool:
+    """Whether a bare "Source" after ``previous`` starts a word."""
+    return not (previous.isalnum() or previous in "_-/[【(")
 
 
 _TEXT, _SPAN, _FENCE = 0, 1, 2
@@ -246,8 +433,9 @@ class _CodeState:
 class MarkerStream:
     """Incremental splitter: feed raw deltas, get TextPiece/MarkerPiece in order.
 
-    Everything that cannot start a marker is emitted at once; only a suffix beginning at ``[`` or
-    ``【`` that could still become a marker is held (at most MAX_BRACKET + MAX_URL characters).
+    Everything that cannot start a marker is emitted at once; only a suffix beginning at an opener
+    (``[``, ``【``, ``(``, a word-initial ``S``) that could still become a marker is held (at most
+    MAX_NAMED + MAX_URL characters and a joined marker).
     Each feed costs O(len(delta) + held).
     """
 
@@ -255,6 +443,7 @@ class MarkerStream:
         self._held = ""  # raw text not yet emitted; empty or starting at a possible marker
         self._offset = 0  # stream offset of self._held[0]
         self._code = _CodeState()
+        self._previous = " "  # the character before ``_held``: a bare "Source" must start a word
 
     @property
     def held(self) -> str:
@@ -277,18 +466,19 @@ class MarkerStream:
         while i < len(s):
             c = s[i]
             code.resolve(c)
-            if code.mode == _TEXT and c in "[【":
+            if code.mode == _TEXT and c in _OPENERS and (c != "S" or _word_start(s[i - 1] if i else self._previous)):
                 try:
                     found = _match(s, i, final)
                 except _Partial:
                     break
                 if found is not None:
-                    end, numbers = found
+                    end = found.end
                     if text_start < i:
                         out.append(TextPiece(s[text_start:i]))
                     raw = s[i:end]
-                    unique = tuple(dict.fromkeys(numbers))
-                    out.append(MarkerPiece(Marker(self._offset + i, self._offset + end, unique, raw)))
+                    unique = tuple(dict.fromkeys(found.numbers))
+                    marker = Marker(self._offset + i, self._offset + end, unique, raw, tuple(found.names), found.bare)
+                    out.append(MarkerPiece(marker))
                     code.line_start = False  # markers hold no newlines, backticks or tildes at line start
                     i = text_start = end
                     continue
@@ -296,6 +486,8 @@ class MarkerStream:
             i += 1
         if text_start < i:
             out.append(TextPiece(s[text_start:i]))
+        if i:
+            self._previous = s[i - 1]
         self._held = s[i:]
         self._offset += i
         return out

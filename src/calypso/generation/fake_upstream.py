@@ -211,10 +211,12 @@ def example_for(schema: Any, defs: dict[str, Any], text: str) -> Any:
         return {name: example_for(sub, defs, text) for name, sub in properties.items()}
     if kind == "array":
         return [example_for(schema.get("items") or {}, defs, text)] * max(1, int(schema.get("minItems", 1)))
-    if kind == "integer":
-        return int(schema.get("minimum", 1))
-    if kind == "number":
-        return float(schema.get("minimum", 1))
+    if kind in ("integer", "number"):
+        # As a model would: the number the quoted sentence gives, when it fits the schema's bounds.
+        low, high = schema.get("minimum", float("-inf")), schema.get("maximum", float("inf"))
+        given = [float(n) for n in re.findall(r"\d+(?:\.\d+)?", text)]
+        value = next((n for n in given if low <= n <= high), schema.get("minimum", 1))
+        return int(value) if kind == "integer" else float(value)
     if kind == "boolean":
         return True
     if kind == "null":

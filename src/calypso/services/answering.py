@@ -15,6 +15,7 @@ from typing import Any
 
 from calypso.citations.claims import SentenceTracker
 from calypso.citations.composer import AnswerComposer
+from calypso.citations.relevance import NameCheck, answers_question
 from calypso.citations.events import AnswerEvent, Done, MarkerEvent, Retrieved, SentenceEvent, TextEvent, ToolCallsEvent
 from calypso.citations.grounded import GroundedAnswer, Quote, Source
 from calypso.citations.inference import AttributionMode, Attributor
@@ -309,9 +310,10 @@ class Answerer:
             searched=passages is not None,
         )
         mode = self.attribution_mode(request)
-        attributor = Attributor(sources, self.find_quote, mode) if mode != "off" and sources else None
+        find_quote = NameCheck(query or "", self.find_quote)
+        attributor = Attributor(sources, find_quote, mode) if mode != "off" and sources else None
         composer = AnswerComposer(
-            sources, self.find_quote, self.settings.unsupported_citations == "drop", attributor=attributor
+            sources, find_quote, self.settings.unsupported_citations == "drop", attributor=attributor
         )
         tracker = SentenceTracker(fixed=OWN_SENTENCES)
         finish: Finish | None = None
@@ -352,6 +354,8 @@ class Answerer:
         for number, status in enumerate(tracker.finish(answer), start=before):
             yield SentenceEvent(status, number, answer.text[status.start : status.end])
         answer.sentences = tracker.sentences
+        if query and answer.cited_sources:
+            answer.answers_question = answers_question(query, answer)
         yield Done(answer)
 
     async def answer(self, request: AskRequest) -> GroundedAnswer:
