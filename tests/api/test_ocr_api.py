@@ -82,3 +82,28 @@ def test_hostile_image_upload_is_refused_and_nothing_stored(api) -> None:
     response = api.post("/v1/documents", files={"file": ("bomb.png", hostile_files.png_bomb(20_000))}, params=WAIT)
     assert response.status_code == 413 and response.json()["error"]["code"] == "image_too_large"
     assert api.get("/v1/documents").json()["data"] == []
+
+
+def test_a_chinese_scan_is_found_by_its_own_words(api) -> None:
+    """Issue 40: a scanned Chinese page (Noto Serif CJK SC) is read by PP-OCRv6 and searched by a Chinese phrase."""
+    from pathlib import Path
+
+    from PIL import ImageDraw, ImageFont
+
+    font_file = Path("/usr/share/fonts/opentype/noto/NotoSerifCJK-Regular.ttc")
+    if not font_file.is_file():
+        if __import__("os").environ.get("CI"):
+            pytest.fail("fonts-noto-cjk is not installed (apt-get install fonts-noto-cjk)")
+        pytest.skip("fonts-noto-cjk is not installed (apt-get install fonts-noto-cjk)")
+    font = ImageFont.truetype(str(font_file), 30, index=2)
+    lines = ["广茂铁路是中国广东省内的一条铁路，", "由广东广茂铁路有限责任公司管理运营，", "全长约三百六十五公里。"]
+    page = Image.new("L", (800, 300), 255)
+    for row, line in enumerate(lines):
+        ImageDraw.Draw(page).text((40, 40 + 70 * row), line, font=font, fill=0)
+    png = io.BytesIO()
+    page.save(png, "PNG")
+    document = api.post("/v1/documents", files={"file": ("scan-zh.png", png.getvalue())}, params=WAIT).json()
+    assert document["status"] == "completed" and document["metadata"]["ocr_engine"] == "PP-OCRv6 tiny", document
+    found = api.post("/v1/search", json={"query": "广茂铁路由哪家公司管理运营？"}).json()["data"]
+    assert found and found[0]["attributes"]["document_id"] == document["id"]
+    assert found[0]["attributes"]["modality"] == "ocr" and "管理运营" in found[0]["content"][0]["text"]
