@@ -179,3 +179,17 @@ def test_the_banner_names_the_engine() -> None:
     assert "off" in ocr_line(Settings(ocr_enabled=False))
     if shutil.which("tesseract") and "jpn" in ocr_tesseract.installed_languages():
         assert "Tesseract" in ocr_line(Settings()) and "jpn" in ocr_line(Settings())
+
+
+def test_tesseract_reads_in_the_parse_child_under_its_memory_cap() -> None:
+    from calypso.ingest.isolation import ParserPool
+
+    _tesseract("eng")
+    pool = ParserPool(1)
+    try:
+        limits = ParseLimits(ocr_engine="tesseract")
+        parsed, _ = pool.parse(_latin_page(), "page.png", None, limits, timeout=60, memory_bytes=2 * 1024**3)
+        assert "lazy dog" in parsed.text and parsed.metadata["ocr_engine"] == "Tesseract eng"
+        assert parsed.pages[0].words  # word boxes cross the process boundary
+    finally:
+        pool.close()

@@ -88,3 +88,18 @@ def test_parsing_in_this_process_reads_every_page_itself_and_reports_them() -> N
         parsed, _ = parse_document(scanned_pdf(3), "survey.pdf")
     _check_pages(parsed.text, parsed.pages, 3)
     assert reports == [(0, 3), (1, 3), (2, 3), (3, 3)]
+
+
+def test_an_ingestion_reports_each_page_as_ocr_reads_it(tmp_path) -> None:
+    from calypso.config import Settings
+    from calypso.services import open_services
+
+    services = open_services(Settings(home=tmp_path / "home", parse_processes=2))
+    seen: list[tuple[int, int, int]] = []
+    try:
+        result = services.documents.ingest(scanned_pdf(3), "survey.pdf", on_progress=lambda *r: seen.append(r))
+    finally:
+        services.close()
+    assert result.document.status == "completed" and result.document.page_count == 3
+    assert [r for r in seen if r[2] == 0 and r[0]] == [(1, 0, 0), (2, 0, 0), (3, 0, 0)]  # while OCR runs
+    assert seen[-1][1] == seen[-1][2] > 0  # then the passages

@@ -37,6 +37,11 @@ def _handle(request: Any, link: Any) -> object:
     return parse_document(data, filename, media_type, limits)
 
 
+def _out_of_memory(exc: ImportError) -> bool:
+    message = str(exc).lower()
+    return "failed to map segment" in message or "cannot allocate memory" in message
+
+
 def _serve(threads: int) -> None:
     from calypso.ingest import ocr_share, ocr_threads
     from calypso.ingest import parsers as _parsers  # noqa: F401 - imported before the cap, not under it
@@ -65,13 +70,16 @@ def _serve(threads: int) -> None:
         try:
             resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
             outcome = _handle(request, link)
-        except MemoryError:
-            outcome = PayloadTooLarge(
-                f"Parsing {filename!r} needs more than {memory_bytes:,} bytes of memory (setting "
-                "CALYPSO_PARSE_MEMORY_BYTES); split the file or raise the limit.",
-                param="file",
-                code="document_too_large",
-            )
+        except (MemoryError, ImportError) as exc:
+            if isinstance(exc, ImportError) and not _out_of_memory(exc):
+                outcome = exc
+            else:  # a library loaded under the cap (numpy, the OCR engine) could not map its code: memory too
+                outcome = PayloadTooLarge(
+                    f"Parsing {filename!r} needs more than {memory_bytes:,} bytes of memory (setting "
+                    "CALYPSO_PARSE_MEMORY_BYTES); split the file or raise the limit.",
+                    param="file",
+                    code="document_too_large",
+                )
         except Exception as exc:  # noqa: BLE001 - sent back to the server, which decides
             outcome = exc
         finally:
