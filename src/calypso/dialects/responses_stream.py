@@ -219,7 +219,9 @@ class ResponsesStreamRenderer:
     def _done(self, answer: GroundedAnswer) -> list[dict[str, Any]]:
         wire, options = self.wire, self.options
         text = self._text()
-        message = wire.message_item(text, list(self._annotations), "completed")
+        # A max_output_tokens cut is OpenAI's "incomplete" (reason max_output_tokens), not "completed".
+        status = "incomplete" if answer.finish_reason == "length" else "completed"
+        message = wire.message_item(text, list(self._annotations), status)
         output = []
         search_done: list[dict[str, Any]] = []
         if answer.retrieval_ran and answer.knowledge_base:
@@ -239,14 +241,16 @@ class ResponsesStreamRenderer:
             output.append(message)
         calls, call_events = self._function_calls(len(output))
         output += calls
-        response = wire.skeleton("completed", output, citations=all_source_urls(answer, options))
+        response = wire.skeleton(status, output, citations=all_source_urls(answer, options))
+        if status == "incomplete":
+            response["incomplete_details"] = {"reason": "max_output_tokens"}
         response["usage"] = usage(answer)
         # Plain text (no links) keeps the plain answer's offsets: an empty map.
         offsets = self._linker.offsets if self._linker is not None else OffsetMap()
         aicore = place_claims(aicore_metadata(answer, options), offsets, text)
         response["metadata"] = {**response["metadata"], "_aicore": aicore}
         self.response = response
-        return [*closing, *call_events, *search_done, {"type": "response.completed", "response": response}]
+        return [*closing, *call_events, *search_done, {"type": f"response.{status}", "response": response}]
 
 
 def render_response(

@@ -55,6 +55,7 @@ export class Answer {
         if (data.sentence) this.sentences.push(data.sentence);
         return false;
       case "response.completed":
+      case "response.incomplete": // cut at max_output_tokens: the answer so far, final all the same
         this.adoptFinal(data.response);
         return true;
       case "error":
