@@ -79,6 +79,29 @@ def test_a_japanese_page_is_read_by_tesseract_and_a_chinese_one_by_pp_ocrv6() ->
     assert "武田信玄" in parsed.text and "丰富游戏内的剧情" in parsed.text
 
 
+KOREAN = (
+    "대한민국은 동아시아의 한반도 남부에 위치한 민주공화국이다. 수도는 서울특별시이며, 국기는 태극기, "
+    "국가는 애국가, 공용어는 한국어이다. 인구는 약 오천만 명이다."
+)
+
+
+def test_a_korean_page_is_read_by_tesseract_with_the_spaces_between_its_words() -> None:
+    _tesseract("kor", "osd")
+    _need(FONT.is_file(), "fonts-noto-cjk")
+    font = ImageFont.truetype(str(FONT), 30, index=1)  # Noto Serif CJK KR
+    image = Image.new("L", (1100, 400), 255)
+    for row, start in enumerate(range(0, len(KOREAN), 30)):
+        ImageDraw.Draw(image).text((40, 40 + 60 * row), KOREAN[start : start + 30], font=font, fill=0)
+    data = io.BytesIO()
+    image.save(data, "PNG")
+    parsed, _ = parse_document(data.getvalue(), "korean.png")
+    assert parsed.metadata["ocr_engine"].startswith("Tesseract kor")
+    words = parsed.text.split()
+    # Hangul syllables of one word stay together; words stay apart (Tesseract boxes syllables one by one).
+    expected = ("대한민국은", "동아시아의", "한반도", "남부에", "위치한", "수도는", "태극기,", "공용어는", "인구는")
+    assert sum(word in words for word in expected) >= 7, parsed.text
+
+
 def test_paddle_setting_keeps_pp_ocrv6_for_every_page() -> None:
     _need(FONT.is_file(), "fonts-noto-cjk")
     parsed, _ = parse_document(_page(JAPANESE, 20), "japanese.png", limits=ParseLimits(ocr_engine="paddle"))
@@ -108,7 +131,7 @@ def test_tesseract_tsv_lines_join_cjk_without_spaces_and_latin_with_them() -> No
         "5\t1\t1\t1\t3\t1\t10\t70\t30\t20\t95\tnext",
     ]
     lines = ocr_tesseract.lines_from_tsv(header + "\n".join(rows) + "\n")
-    assert [line.text for line in lines] == ["名前は OK", "next"]
+    assert [line.text for line in lines] == ["名前は OK", "next"]  # CJK: no space; Latin: one
     assert lines[0].words[2] == (4, 6, 60.0, 10.0, 100.0, 30.0)
     assert lines[0].box == (10.0, 10.0, 100.0, 30.0)
     assert abs(lines[0].confidence - (0.9 * 2 + 0.8 + 0.7 * 2) / 5) < 1e-9

@@ -286,9 +286,14 @@ def _fraction(value: float, whole: float) -> float:
     return round(min(max(float(value) / whole, 0.0), 1.0), 5)
 
 
+def is_hangul(char: str) -> bool:
+    return "\uac00" <= char <= "\ud7af" or "\u1100" <= char <= "\u11ff" or "\u3130" <= char <= "\u318f"
+
+
 def is_wide(char: str) -> bool:
-    """Whether ``char`` is written without spaces between words (CJK ideographs, kana, full-width punctuation)."""
-    return unicodedata.east_asian_width(char) in ("W", "F")
+    """Whether ``char`` is written without spaces between words: CJK ideographs, kana, full-width punctuation;
+    not Hangul (Korean puts spaces between its words)."""
+    return not is_hangul(char) and unicodedata.east_asian_width(char) in ("W", "F")
 
 
 def recognise(

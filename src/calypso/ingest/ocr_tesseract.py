@@ -20,7 +20,7 @@ from PIL import Image
 
 from calypso.errors import UnprocessableDocument
 from calypso.ingest import ocr_threads
-from calypso.ingest.ocr import Deadline, Line, OcrEngine, is_wide
+from calypso.ingest.ocr import Deadline, Line, OcrEngine, is_hangul, is_wide
 
 BINARY = "tesseract"
 
@@ -93,12 +93,29 @@ def detect_script(image: Image.Image, deadline: Deadline) -> str | None:
     "Latin" ...), or None when it cannot tell."""
     if "osd" not in installed_languages():
         return None
-    try:
-        out = _run(image, ["--psm", "0", "-l", "osd"], deadline)
-    except RuntimeError:  # too little text to tell: OSD exits non-zero
-        return None
-    found = re.search(r"^Script:\s*(\S+)", out, re.MULTILINE)
-    return found.group(1) if found else None
+    for copies in (1, OSD_COPIES):
+        try:
+            out = _run(_stacked(image, copies), ["--psm", "0", "-l", "osd"], deadline)
+        except RuntimeError:  # too little text to tell: OSD exits non-zero
+            continue
+        found = re.search(r"^Script:\s*(\S+)", out, re.MULTILINE)
+        if found:
+            return found.group(1)
+    return None
+
+
+# OSD will not name the script of a page with a few lines ("Too few characters"); the same lines stacked this
+# many times give it enough (a two-line Korean label: none, then "Hangul").
+OSD_COPIES = 4
+
+
+def _stacked(image: Image.Image, copies: int) -> Image.Image:
+    if copies == 1 or image.height * copies > 4 * max(image.width, 1000):
+        return image  # a page of text already; and no tall strip of a tall image
+    out = Image.new(image.mode, (image.width, image.height * copies), "white")
+    for copy in range(copies):
+        out.paste(image, (0, copy * image.height))
+    return out
 
 
 class TesseractEngine(OcrEngine):
@@ -125,6 +142,23 @@ class TesseractEngine(OcrEngine):
         return lines_from_tsv(tsv)
 
 
+# Tesseract's Korean "words" are often single syllables: two stand in one word unless a gap this share of
+# the line's height parts them (a space is about a quarter of an em; syllables touch).
+HANGUL_SPACE = 0.25
+
+
+def _spaced(
+    before: str, after: str, previous: tuple[int, int, float, float, float, float], left: float, height: float
+) -> bool:
+    """Whether a space parts two of Tesseract's words: not between CJK characters (written without spaces), between
+    Hangul syllables only where the page shows a gap, always elsewhere."""
+    if is_wide(before) and is_wide(after):
+        return False
+    if is_hangul(before) and is_hangul(after):
+        return left - previous[4] > HANGUL_SPACE * max(height, previous[5] - previous[3])
+    return True
+
+
 def lines_from_tsv(tsv: str) -> list[Line]:
     """Tesseract's TSV (one row per word) as lines: words joined by a space, except between two wide characters
     (CJK is written without spaces; Tesseract boxes its characters one by one)."""
@@ -140,9 +174,9 @@ def lines_from_tsv(tsv: str) -> list[Line]:
         confidences: list[float] = []
         for row in rows:
             word = row["text"].strip()
-            if text and not (is_wide(text[-1]) and is_wide(word[0])):
-                text += " "
             left, top = float(row["left"]), float(row["top"])
+            if text and _spaced(text[-1], word[0], words[-1], left, float(row["height"])):
+                text += " "
             words.append(
                 (len(text), len(text) + len(word), left, top, left + float(row["width"]), top + float(row["height"]))
             )
