@@ -66,6 +66,12 @@ def peak_rss_mb(pid: int) -> float:
     return 0.0
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (/proc/<pid>/stat, fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dpi", type=int, default=150)
@@ -114,6 +120,8 @@ def main() -> None:
                 on_pages=lambda read, total: progress.append((time.perf_counter(), read, total)),
             )
 
+        children = [child.process.pid for child in list(pool._idle.queue)]
+        cpu_before = sum(cpu_seconds(pid) for pid in children)
         t = time.perf_counter()
         threads = [threading.Thread(target=run, args=(i,)) for i in range(len(pieces))]
         for thread in threads:
@@ -121,13 +129,14 @@ def main() -> None:
         for thread in threads:
             thread.join()
         ocr_seconds = time.perf_counter() - t
-        children = [child.process.pid for child in list(pool._idle.queue)]
+        cpu = sum(cpu_seconds(pid) for pid in children) - cpu_before
         rss = [peak_rss_mb(pid) for pid in children]
         ocr_pages = sum(len(r[0].pages) for r in results if r is not None)  # type: ignore[index]
         print(
             f"OCR: {ocr_pages} pages in {ocr_seconds:.1f}s = {ocr_pages / ocr_seconds:.2f} pages/s "
             f"({ocr_seconds / max(ocr_pages, 1):.1f} s a page); peak RSS per child: "
             + ", ".join(f"{mb:.0f} MB" for mb in rss)
+            + f"; the children's CPU: {cpu / max(ocr_pages, 1):.2f} s a page, {cpu / ocr_seconds:.2f} cores busy"
         )
         if progress:
             first = progress[0][0] - t
