@@ -30,7 +30,7 @@ try:
     import calypso  # noqa: F401
 except ImportError:  # running from a checkout without an install
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from calypso.citations.grounded import GroundedAnswer
+from calypso.citations.grounded import GroundedAnswer, grounded_sources_state
 from calypso.config import Settings
 from calypso.generation import phrases
 from calypso.scope import RetrievalScope
@@ -62,6 +62,11 @@ def declined(answer: GroundedAnswer) -> bool:
     return not cited and answer.text.strip() in phrases.NOT_FOUND.values()
 
 
+def not_grounded(answer: GroundedAnswer) -> bool:
+    """Declined, or reported as not found (``missing``): quotes that do not answer the question (issue 39)."""
+    return declined(answer) or grounded_sources_state(answer) == "missing"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--keyword-only", action="store_true", help="no embedding model")
@@ -86,13 +91,18 @@ def main() -> None:
 
             alps = [ask(r["question"]) for r in rows]
             answered = sum(not declined(a) for a in alps)
+            shown = sum(not not_grounded(a) for a in alps)
             gold = 0
             for r, a in zip(rows, alps):
                 answers = [r["answer"]] if isinstance(r.get("answer"), str) else list(r.get("answers") or [])
                 cited = " ".join(s.text for s in a.segments if s.citations).lower()
                 gold += any(x and x.lower() in cited for x in answers)
-            off = sum(declined(ask(c)) for c in claims[:60])
-            near = sum(declined(ask(q)) for q in NEAR_TOPIC)
+            off_answers = [ask(c) for c in claims[:60]]
+            near_answers = [ask(q) for q in NEAR_TOPIC]
+            off = sum(map(declined, off_answers))
+            near = sum(map(declined, near_answers))
+            off_missing = sum(map(not_grounded, off_answers))
+            near_missing = sum(map(not_grounded, near_answers))
         finally:
             services.close()
     mode = "keyword only" if args.keyword_only else "hybrid (server default)"
@@ -100,6 +110,11 @@ def main() -> None:
     print(f"  Alps questions answered {answered}/39, gold answer inside a cited segment {gold}/39")
     print(f"  declined: SciFact claims {off}/60, near-topic questions {near}/{len(NEAR_TOPIC)}")
     print(f"  declined overall {off + near}/{60 + len(NEAR_TOPIC)} ({(off + near) / (60 + len(NEAR_TOPIC)):.0%})")
+    print(f"  Alps questions shown as grounded (state available) {shown}/39")
+    print(
+        f"  declined or not found (state missing): SciFact claims {off_missing}/60, near-topic {near_missing}/"
+        f"{len(NEAR_TOPIC)}"
+    )
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import openai
 import pytest
 
 from calypso.demo import ingest_demo

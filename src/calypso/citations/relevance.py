@@ -49,7 +49,7 @@ _NUMBER = re.compile(
 _ASKING = frozenset(
     "describe explain tell list name give summarize summarise define mention show compare outline identify "
     "please what which who whom whose where when why how is are was were do does did can could should would "
-    "will has have had in on at for from according".split()
+    "will has have had in on at for from according happen happened happens".split()
 )
 
 
@@ -131,8 +131,8 @@ def answers_question(question: str, answer: GroundedAnswer) -> bool | None:
     supported = [s for s in answer.sentences if s.status == "supported"]
     if not supported:
         return None
-    names = question_names(question)
-    others = focus - names
+    names = _folded(question_names(question))
+    others = _folded(focus) - names
     quantity = _WANTS_QUANTITY.search(question) is not None
     for sentence in supported:
         text = answer.text[sentence.start : sentence.end]
@@ -142,12 +142,14 @@ def answers_question(question: str, answer: GroundedAnswer) -> bool | None:
             if segment.start < sentence.end and segment.end > sentence.start
             for c in segment.citations
         ]
-        own = set(content_stems(text))
-        quoted = own.union(*(content_stems(q.text) for _, q in cited))
-        around = quoted.union(*(content_stems(_passage_text(s)) for s, _ in cited))
+        own = _folded(content_stems(text))
+        quoted = own.union(*(_folded(content_stems(q.text)) for _, q in cited))
+        around = quoted.union(*(_folded(content_stems(_passage_text(s))) for s, _ in cited))
         if names and not names <= around:
             continue
-        if others and not others & quoted:
+        # The question's names in the sentence itself make it about the question ("What is Stefan Schmid's
+        # profession?" answered "According to geologist Stefan Schmid, …"); else one more of its words must be.
+        if others and not (names and names <= own) and not others & quoted:
             continue
         if quantity and not _NUMBER.search(text):
             continue

@@ -15,10 +15,10 @@ from typing import Any
 
 from calypso.citations.claims import SentenceTracker
 from calypso.citations.composer import AnswerComposer
-from calypso.citations.relevance import NameCheck, answers_question
 from calypso.citations.events import AnswerEvent, Done, MarkerEvent, Retrieved, SentenceEvent, TextEvent, ToolCallsEvent
 from calypso.citations.grounded import GroundedAnswer, Quote, Source
 from calypso.citations.inference import AttributionMode, Attributor
+from calypso.citations.relevance import NameCheck, answers_question
 from calypso.citations.support import SUPPORT_THRESHOLD, best_evidence
 from calypso.config import Settings, revealed
 from calypso.errors import InvalidRequest
