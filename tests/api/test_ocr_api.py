@@ -107,3 +107,25 @@ def test_a_chinese_scan_is_found_by_its_own_words(api) -> None:
     found = api.post("/v1/search", json={"query": "广茂铁路由哪家公司管理运营？"}).json()["data"]
     assert found and found[0]["attributes"]["document_id"] == document["id"]
     assert found[0]["attributes"]["modality"] == "ocr" and "管理运营" in found[0]["content"][0]["text"]
+
+
+def test_a_missing_tesseract_is_a_clear_422_and_nothing_stored(api, settings, monkeypatch) -> None:
+    from calypso.ingest import ocr_tesseract
+
+    settings.parse_processes = 0  # parse in this process, where the binary is made to be missing
+    settings.ocr_engine = "tesseract"
+    monkeypatch.setattr(ocr, "_engines", {})
+    monkeypatch.setattr(ocr_tesseract, "BINARY", "/nonexistent/tesseract")
+    ocr_tesseract.installed_languages.cache_clear()
+    try:
+        page = Image.new("L", (400, 100), 255)
+        png = io.BytesIO()
+        page.save(png, "PNG")
+        response = api.post("/v1/documents", files={"file": ("scan.png", png.getvalue())}, params=WAIT)
+    finally:
+        ocr_tesseract.installed_languages.cache_clear()
+    assert response.status_code == 422, response.text
+    error = response.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"} and error["code"] == "ocr_unavailable"
+    assert "apt-get install tesseract-ocr" in error["message"] and error["param"] == "file"
+    assert api.get("/v1/documents").json()["data"] == []
