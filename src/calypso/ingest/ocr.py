@@ -6,7 +6,7 @@ choice of engine for the page's script, reading order, and word boxes as fractio
 (the page as a viewer shows it). The engines, side by side:
 
 - ``ocr_paddle.PaddleEngine``: PP-OCRv6 tiny through ``faster-paddle`` (MIT; the models are inside the wheel,
-  ONNX Runtime is linked in, no OpenCV). The default: about 1 CPU-second a page, and the best word recall on
+  ONNX Runtime is linked in, no OpenCV). The default: about 0.7 CPU-seconds a page, and the best word recall on
   the Latin-script ground truth (``docs/benchmarks.md``). Its recogniser knows Chinese and Latin script;
   Japanese kana and Hangul come out garbled, at low confidence.
 - ``ocr_tesseract.TesseractEngine``: Debian's ``tesseract-ocr`` (with its language packs), run as a
