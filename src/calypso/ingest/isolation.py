@@ -22,6 +22,11 @@ re-imports the caller's ``__main__`` script in the child, which breaks any scrip
 that calls Calypso without an ``if __name__ == "__main__"`` guard): no copy of the
 server's threads or locks, started on first use and reused one document at a time,
 so one hostile upload never takes down a parse running beside it.
+
+A scan's OCR is the one parse spread over several children (``ocr_share.py``): its child asks for help as
+OCR starts, and the children idle at that moment each read a share of its pages from their own copy of the
+PDF, under their own cap and time budget (``_Sharing``). A helper is never waited for: with no child idle, a
+document reads all its pages itself.
 """
 
 from __future__ import annotations
