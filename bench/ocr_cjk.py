@@ -51,7 +51,10 @@ def char_recall(truth: str, recognised: str) -> tuple[float, str]:
 def measure(language: str, pdf: Path, truth: str, show: bool) -> None:
     engines = ["auto", "paddle"] + (["tesseract"] if PACKS[language] in ocr_tesseract.installed_languages() else [])
     for engine in engines:
-        limits = ParseLimits(ocr_engine=engine, ocr_languages=PACKS[language])
+        # Limits far above the defaults: Tesseract takes 20-120 s a Chinese page on a shared machine.
+        limits = ParseLimits(
+            ocr_engine=engine, ocr_languages=PACKS[language], ocr_page_timeout_seconds=1200, ocr_timeout_seconds=7200
+        )
         t = time.perf_counter()
         parsed, _ = parse_document(pdf.read_bytes(), pdf.name, limits=limits)
         seconds = time.perf_counter() - t

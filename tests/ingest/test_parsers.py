@@ -333,7 +333,12 @@ Refunds take 5 days.
 def test_markdown_front_matter_and_headings() -> None:
     parsed, media_type = parse_document(FRONT_MATTER_DOC.encode(), "policy.md")
     assert media_type == MARKDOWN
-    assert parsed.metadata == {"title": "Refund policy", "updated": "2024-05-01", "tags": ["billing", "refunds"]}
+    assert parsed.metadata == {
+        "title": "Refund policy",
+        "updated": "2024-05-01",
+        "tags": ["billing", "refunds"],
+        "sections": 2,  # its headings: "2 sections" where a PDF says "6 pages"
+    }
     assert parsed.title == "Refund policy"
     assert parsed.text.startswith("# Refunds") and "updated:" not in parsed.text
     assert [(h.level, h.title) for h in parsed.headings] == [(1, "Refunds"), (2, "Timing")]
@@ -344,8 +349,13 @@ def test_markdown_front_matter_and_headings() -> None:
 def test_markdown_bad_front_matter_is_kept() -> None:
     source = "---\ntitle: [unclosed\n---\n# Heading\nbody\n"
     parsed, _ = parse_document(source.encode(), "bad.markdown")
-    assert parsed.text.startswith("---\ntitle: [unclosed") and parsed.metadata == {}
+    assert parsed.text.startswith("---\ntitle: [unclosed") and parsed.metadata == {"sections": 1}
     assert parsed.title == "Heading"
+
+
+def test_front_matter_keeps_its_own_sections_key() -> None:
+    parsed, _ = parse_document(b"---\nsections: [intro, fees]\n---\n# Intro\n\nText.\n", "own.md")
+    assert parsed.metadata == {"sections": ["intro", "fees"]}  # the author's, not replaced by the heading count
 
 
 def test_github_terms_front_matter() -> None:

@@ -300,12 +300,13 @@ def _count_parts(parsed: ParsedDocument, media_type: str) -> None:
     """The counts ``locators.extent`` says a document's size in: a workbook's sheets, the sections of a document
     located by headings ("4 sections", not "1 page")."""
     style = locator_style(media_type, len(parsed.pages))
+    # setdefault: a Markdown file's own front matter may say "sections:" already; it is the author's, kept.
     if media_type == XLSX:
-        parsed.metadata["sheets"] = sum(1 for heading in parsed.headings if heading.level == 1)
+        parsed.metadata.setdefault("sheets", sum(1 for heading in parsed.headings if heading.level == 1))
     elif media_type in (CSV, TSV):
-        parsed.metadata["sheets"] = 1  # one table, however many blocks it is cut into
+        parsed.metadata.setdefault("sheets", 1)  # one table, however many blocks it is cut into
     elif style == "heading" and parsed.headings:
-        parsed.metadata["sections"] = len(parsed.headings)
+        parsed.metadata.setdefault("sections", len(parsed.headings))
 
 
 __all__ = [
