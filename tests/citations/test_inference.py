@@ -124,6 +124,10 @@ def _key(answer: GroundedAnswer) -> tuple:
         f"{FRANKISH}\n\n- {STRETCH}\n- {CAT}\nGlaciers cover parts of the range! Tourism is a major industry [9]. "
         "They stretch about 1,200 km across eight countries, e.g. Austria [1]",
         f'"{FRANKISH}" {CAT}...  Monasteries spread at the same time. ',
+        # Markers as real models write them (issue 39): as nouns, by name, in parentheses, with a page.
+        f"According to [Source 2], the Frankish expansion introduced feudalism. [Source 1] says the Alps stretch "
+        f"about 1,200 km (Source 1). As Source 3 notes, tourism is a major industry [Source: a.txt, p. 1]. {CAT} "
+        "Glaciers cover parts of the range.",
     ],
 )
 def test_streaming_equals_one_shot_for_every_split(raw: str, mode: str) -> None:

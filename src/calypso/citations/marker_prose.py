@@ -102,7 +102,8 @@ class NounMarkers:
         if _OBJECT_BEFORE.search(before[-40:]):
             phrase = source_phrase(piece.marker, before, sentence_start=False)
             self._deferred.append(piece)
-            return out + self._pass(" " + phrase if before == self._tail else phrase)
+            joined = before != self._tail or not before or _has_cjk(before[-1]) or _has_cjk(phrase)
+            return out + self._pass(phrase if joined else " " + phrase)
         if _SENTENCE_START.search(before[-12:]) and not self._deferred:
             self._opening = piece
             return out
