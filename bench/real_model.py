@@ -385,7 +385,12 @@ def ask(client: Any, mode: str, bot: str, question: str) -> Reply:
                     if event.type == "response.output_text.delta" and first is None:
                         first = time.perf_counter() - started
                         first_at, first_text = time.perf_counter(), event.delta
-                response = stream.get_final_response()
+                    # The SDK's get_final_response() knows only response.completed; a max_output_tokens cut
+                    # ends with response.incomplete, as OpenAI's own streams do.
+                    if event.type in ("response.completed", "response.incomplete", "response.failed"):
+                        response = event.response
+            if response is None:
+                raise RuntimeError("the stream ended without a final response")
         data = response.model_dump()
         text = response.output_text
         status = _status_from(data.get("metadata") or {})

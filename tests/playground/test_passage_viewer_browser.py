@@ -10,6 +10,7 @@ first passage is that document's.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,7 @@ def page(browser: Any) -> Any:
 def test_partial_answer_marked_and_viewer_opened_for_md_pdf_and_docx(
     page: Any, playground: LiveServer, upstream: FakeUpstream, tmp_path: Path
 ) -> None:
+    tmp_path = Path(os.environ.get("CALYPSO_SCREENSHOTS", tmp_path))
     errors = _console_errors(page)
     namespaces = {kind: _upload(playground, kind) for kind in DOCUMENTS}
     page.goto(playground.url + "/")
@@ -138,6 +140,15 @@ def test_partial_answer_marked_and_viewer_opened_for_md_pdf_and_docx(
     page.wait_for_selector("#answer-card[aria-busy='true'] #answer-text .claim.unsupported", timeout=30_000)
     page.wait_for_selector("#answer-card[aria-busy='false']", timeout=60_000)
     assert _flat(page.locator("#answer-text .claim.unsupported").inner_text()) == INVENTED
+
+    # Only invented: the documents do not answer it (issue 39). The text stays, marked; no sources are shown.
+    upstream.script(Script.from_text(INVENTED, token_size=4))
+    _ask(page, namespaces["md"], DOCUMENTS["md"][1])
+    assert badge.inner_text() == "Not in the documents" and badge.get_attribute("data-tone") == "warn"
+    assert "shown as the model wrote it" in page.locator("#state-hint").inner_text()
+    assert _flat(page.locator("#answer-text .claim.unsupported").inner_text()) == INVENTED
+    assert not page.get_by_role("region", name="Sources").is_visible()
+    page.screenshot(path=str(tmp_path / "not-in-documents.png"), full_page=True)
 
     # A PDF: its page rendered with the quote boxed, and the quote marked in the passage text.
     upstream.script(Script.markerless(quote=(1,)))

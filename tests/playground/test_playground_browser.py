@@ -314,7 +314,7 @@ def test_hidden_missing_and_none_states(
     # Retrieval that finds nothing: missing, no sources panel.
     page.get_by_label("Answer with").select_option("calypso-rag-agent")
     _ask(page, NONSENSE)
-    assert page.locator("#state-badge").inner_text() == "No sources found"
+    assert page.locator("#state-badge").inner_text() == "Not in the documents"
     assert "nothing usable was found" in page.locator("#state-hint").inner_text()
     assert not page.get_by_role("region", name="Sources").is_visible()
 

@@ -181,6 +181,11 @@ GROUNDING_HINTS = {
 }
 
 
+# ``missing`` for an answer whose text the documents do not back: the text is kept, its sentences marked.
+UNSUPPORTED_HINT = "The documents do not support this answer: none of its claims is in the cited passages."
+NOT_ANSWERED_HINT = "The documents were searched, but what they say does not answer this question."
+
+
 def grounded_sources_state(answer: GroundedAnswer, hidden: bool = False) -> str:
     """available | hidden | missing | none (docs/citations.md defines them)."""
     if not answer.knowledge_base or not answer.retrieval_ran:
@@ -204,10 +209,13 @@ def answer_is_grounded(answer: GroundedAnswer) -> bool:
 def grounding_status(answer: GroundedAnswer, hidden: bool = False) -> dict[str, Any]:
     """The compact status block every dialect carries (seed 000's keys)."""
     state = grounded_sources_state(answer, hidden)
+    hint = GROUNDING_HINTS[state]
+    if state == "missing" and answer.cited_sources:  # passages were cited, yet they do not answer
+        hint = NOT_ANSWERED_HINT if answer.answers_question is False else UNSUPPORTED_HINT
     return {
         "retrieval_status": answer.retrieval_status,
         "grounded_sources_state": state,
-        "grounded_sources_hint": GROUNDING_HINTS[state],
+        "grounded_sources_hint": hint,
         "generator": answer.generator,
         "attribution": attribution_summary(answer, hidden),
         "claims": claims_summary(answer),

@@ -12,7 +12,7 @@ export const STATES = {
   available: { label: "Grounded", tone: "ok" },
   partial: { label: "Partly grounded", tone: "partial" }, // available, but some claim is unsupported or weak
   hidden: { label: "Sources hidden", tone: "muted" },
-  missing: { label: "No sources found", tone: "warn" },
+  missing: { label: "Not in the documents", tone: "warn" }, // nothing found, or the text is not backed by it
   none: { label: "Not grounded", tone: "muted" },
 };
 

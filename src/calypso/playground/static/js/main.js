@@ -247,6 +247,9 @@ function stateHint(answer) {
     hint = hint.charAt(0).toUpperCase() + hint.slice(1);
   } else if (answer.state === "available" && weakCitation) {
     hint += " Some sentences are only weakly supported by their source: see Evidence.";
+  } else if (answer.state === "missing" && claims && claims.supported + claims.weak + claims.unsupported > 0) {
+    // The model answered anyway: its text stays, marked, and the reader is told the documents do not back it.
+    hint += " The answer is shown as the model wrote it; its sentences are marked.";
   }
   return hint;
 }
