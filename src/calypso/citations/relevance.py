@@ -146,6 +146,15 @@ def answers_question(question: str, answer: GroundedAnswer) -> bool | None:
         quoted = own.union(*(_folded(content_stems(q.text)) for _, q in cited))
         around = quoted.union(*(_folded(content_stems(_passage_text(s))) for s, _ in cited))
         if names and not names <= around:
+            # A terse answer ("1865 [Source 3]") cited to a passage that has its words but not the question's
+            # names: any retrieved passage that has every word of the sentence and the names will do.
+            for source in answer.sources:
+                terms = _folded(content_stems(_passage_text(source)))
+                if own and own <= terms and names <= terms:
+                    around |= terms
+                    quoted |= terms
+                    break
+        if names and not names <= around:
             continue
         # The question's names in the sentence itself make it about the question ("What is Stefan Schmid's
         # profession?" answered "According to geologist Stefan Schmid, …"); else one more of its words must be.
