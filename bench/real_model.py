@@ -439,7 +439,7 @@ def ask(client: Any, mode: str, bot: str, question: str) -> Reply:
         citations = [
             {
                 "page": c.get("page_number") or c.get("page"),
-                "document": c.get("filename"),
+                "document": c.get("filename") or c.get("source_filename"),
                 "attribution": c.get("attribution"),
             }
             for c in cites
