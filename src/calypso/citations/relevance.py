@@ -53,11 +53,11 @@ _ASKING = frozenset(
 )
 
 
-def question_names(question: str) -> frozenset[str]:
+def question_names(question: str, language: str = "en") -> frozenset[str]:
     """Content stems of the names an English question holds: its capitalised words, the first one only when
     it is not a word questions are asked with. None for other languages (German capitalises every noun; CJK
-    has no capitals)."""
-    if not question.strip() or detect(question, "en") != "en":
+    has no capitals). ``language``: the documents', for a question too short to tell its own."""
+    if not question.strip() or detect(question, language) != "en":
         return frozenset()
     words = _CAPITALISED.findall(question)
     if words and question.lstrip().startswith(words[0]) and words[0].lower() in _ASKING:
@@ -65,15 +65,16 @@ def question_names(question: str) -> frozenset[str]:
     return frozenset(content_stems(" ".join(words)))
 
 
-def _focus(question: str) -> frozenset[str]:
+def _focus(question: str, fallback: str = "en") -> frozenset[str]:
     """The question's content stems, without its question words and the verbs it asks with."""
-    language = detect(question, "en")
+    language = detect(question, fallback)
     asking = set(content_stems(" ".join(_ASKING)))
-    return frozenset(t for t in drop_question_terms(content_stems(question), language, _analyze) if t not in asking)
+    terms = content_stems(question, language)
+    return frozenset(t for t in drop_question_terms(terms, language, _analyze) if t not in asking)
 
 
 def _analyze(text: str, language: str) -> list[str]:
-    return content_stems(text)
+    return content_stems(text, language)
 
 
 class NameCheck:
@@ -86,13 +87,14 @@ class NameCheck:
     popular tourist destination"). Applied to answers only: on AttributionBench's long multi-claim answers
     the second rule would cost about 2 points of balanced accuracy (docs/benchmarks.md, issue 39)."""
 
-    def __init__(self, question: str, find_quote: QuoteFinder) -> None:
-        self.names = question_names(question)
+    def __init__(self, question: str, find_quote: QuoteFinder, sources: list[Source]) -> None:
+        self.language = passages_language(sources)
+        self.names = question_names(question, self.language)
         self.find_quote = find_quote
 
     def __call__(self, segment_text: str, source: Source) -> Quote:
         quote = self.find_quote(segment_text, source)
-        if not quote.supported or not _is_english(segment_text):
+        if not quote.supported or detect(segment_text, self.language) != "en":
             return quote
         passage = _folded(content_stems(_passage_text(source)))
         own = _folded(content_stems(segment_text))
@@ -113,8 +115,9 @@ def _folded(stems: Iterable[str]) -> set[str]:
     return {unicodedata.normalize("NFKD", s).encode("ascii", "ignore").decode() or s for s in stems}
 
 
-def _is_english(text: str) -> bool:
-    return text.isascii() or detect(text, "en") == "en"
+def passages_language(sources: list[Source]) -> str:
+    """The language the retrieved passages are written in (of their first few thousand characters)."""
+    return detect(" ".join(s.passage.chunk.text for s in sources[:3]), "en")
 
 
 def _passage_text(source: Source) -> str:
@@ -125,13 +128,14 @@ def _passage_text(source: Source) -> str:
 def answers_question(question: str, answer: GroundedAnswer) -> bool | None:
     """Whether a supported sentence of ``answer`` answers ``question``; None when there is nothing to judge
     (no question, or no supported sentence: the answer is not grounded either way)."""
-    focus = _focus(question)
+    language = passages_language(answer.sources)
+    focus = _focus(question, language)
     if not question.strip() or not focus:
         return None
     supported = [s for s in answer.sentences if s.status == "supported"]
     if not supported:
         return None
-    names = _folded(question_names(question))
+    names = _folded(question_names(question, language))
     others = _folded(focus) - names
     quantity = _WANTS_QUANTITY.search(question) is not None
     for sentence in supported:
@@ -142,14 +146,14 @@ def answers_question(question: str, answer: GroundedAnswer) -> bool | None:
             if segment.start < sentence.end and segment.end > sentence.start
             for c in segment.citations
         ]
-        own = _folded(content_stems(text))
-        quoted = own.union(*(_folded(content_stems(q.text)) for _, q in cited))
-        around = quoted.union(*(_folded(content_stems(_passage_text(s))) for s, _ in cited))
+        own = _folded(content_stems(text, language))
+        quoted = own.union(*(_folded(content_stems(q.text, language)) for _, q in cited))
+        around = quoted.union(*(_folded(content_stems(_passage_text(s), language)) for s, _ in cited))
         if names and not names <= around:
             # A terse answer ("1865 [Source 3]") cited to a passage that has its words but not the question's
             # names: any retrieved passage that has every word of the sentence and the names will do.
             for source in answer.sources:
-                terms = _folded(content_stems(_passage_text(source)))
+                terms = _folded(content_stems(_passage_text(source), language))
                 if own and own <= terms and names <= terms:
                     around |= terms
                     quoted |= terms

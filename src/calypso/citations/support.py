@@ -203,14 +203,15 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     return _spans(text or "")
 
 
-def _terms(text: str) -> list[str]:
-    """Content stems of ``text`` in order; the analyzer makes runs of CJK characters character bigrams."""
-    return _ANALYZER.tokenize(text)
+def _terms(text: str, fallback: str = "en") -> list[str]:
+    """Content stems of ``text`` in order; the analyzer makes runs of CJK characters character bigrams.
+    ``fallback``: the language when ``text`` alone does not tell (a short sentence)."""
+    return _ANALYZER.tokenize(text, fallback)
 
 
-def content_stems(text: str) -> list[str]:
+def content_stems(text: str, fallback: str = "en") -> list[str]:
     """The content stems the scorer compares (stop words out, each language stemmed, CJK as bigrams)."""
-    return _terms(text)
+    return _terms(text, fallback)
 
 
 def _numbers(text: str) -> set[str]:
@@ -271,9 +272,13 @@ class Analysis:
         claim = _clean_claim(claim)
         self.spans = _spans(passage)
         sentences = [passage[s:e] for s, e in self.spans]
-        claim_terms = _terms(claim)
+        # A short sentence does not tell its language ("308 Punkte gab die Verteidigung der Panthers ab." has no
+        # German stop word the detector counts): it and the passage's sentences are read in the passage's, so
+        # that both sides are stemmed alike (English stems of a German claim matched nothing).
+        language = detect(passage, "en")
+        claim_terms = _terms(claim, language)
         unique = list(dict.fromkeys(claim_terms))
-        sentence_terms = [_terms(s) for s in sentences]
+        sentence_terms = [_terms(s, language) for s in sentences]
         sentence_sets = [set(t) for t in sentence_terms]
         n_terms = len(unique)
 

@@ -310,7 +310,7 @@ class Answerer:
             searched=passages is not None,
         )
         mode = self.attribution_mode(request)
-        find_quote = NameCheck(query or "", self.find_quote)
+        find_quote = NameCheck(query or "", self.find_quote, sources)
         attributor = Attributor(sources, find_quote, mode) if mode != "off" and sources else None
         composer = AnswerComposer(
             sources, find_quote, self.settings.unsupported_citations == "drop", attributor=attributor
