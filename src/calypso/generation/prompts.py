@@ -12,7 +12,7 @@ from calypso.retrieval.languages import detect
 # without the line that forbids it, and answered Chinese questions in English without the language's name.
 CITING_INSTRUCTIONS = """\
 Answer the user's last question using only the numbered sources below, in a few sentences.
-End each sentence that uses a source with its number in brackets, like this: The Alps stretch across eight countries [Source 2].
+End each sentence that uses a source with that source's number in brackets, as in "(your sentence) [Source 2]."
 Write the bracketed number only after the sentence: never "according to Source 2" or a source's name in the text.
 If the sources do not contain the answer, reply only: The sources do not say. Do not guess or add what the sources do not say.
 Answer in the language of the user's question, whatever the language of the sources; keep names and numbers as the sources write them.
