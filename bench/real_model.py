@@ -214,20 +214,29 @@ class RecordingProxy:
                 return Response(reply.content, reply.status_code, media_type="application/json")
 
             async def relay() -> Any:
+                try:
+                    async for line in lines():
+                        yield line
+                finally:  # also when Calypso closes the stream at its finish chunk, before [DONE]
+                    exchange.seconds = exchange.seconds or time.perf_counter() - started
+
+            async def lines() -> Any:
                 async with client.stream("POST", self.upstream + "/chat/completions", json=body) as reply:
                     async for line in reply.aiter_lines():
                         if line.startswith("data: ") and line != "data: [DONE]":
                             try:
-                                delta = json.loads(line[6:])["choices"][0]["delta"].get("content") or ""
+                                choice = json.loads(line[6:])["choices"][0]
+                                delta = choice["delta"].get("content") or ""
                             except (KeyError, IndexError, ValueError):
-                                delta = ""
+                                choice, delta = {}, ""
                             now = time.perf_counter()
+                            if choice.get("finish_reason"):  # the model is done with this answer
+                                exchange.seconds = now - started
                             if delta and exchange.first_token is None:
                                 exchange.first_token = now - started
                             exchange.text += delta
                             exchange.marks.append((now, len(exchange.text)))
                         yield line + "\n"
-                exchange.seconds = time.perf_counter() - started
 
             return StreamingResponse(relay(), media_type="text/event-stream")
 
@@ -609,6 +618,7 @@ def main() -> None:
             if fake is not None:
                 fake.script(Script.from_text(recorded.get(f"{q.set}/{q.qid}", "The sources do not say.")))
             before = len(proxy.exchanges)
+            asked = time.perf_counter()
             try:
                 reply = ask(client, mode, bot, q.text)
             except openai.APIError as exc:
@@ -621,6 +631,9 @@ def main() -> None:
             row = score(q, reply)
             row["mode"] = mode
             row["raw"] = exchange.text
+            # Where Calypso's own time went: before its upstream request reached the model, and after.
+            row["before_model_ms"] = round((exchange.started - asked) * 1000, 1) if exchange.started else None
+            row["calypso_ms"] = round((reply.seconds - exchange.seconds) * 1000, 1)
             results.append(row)
             if reply.first_at is not None:
                 # Calypso's own delay to the first text: from when the model had written as much text as the
@@ -636,6 +649,7 @@ def main() -> None:
                 print(f"--- {q.set}/{q.qid} [{mode}] {q.text}  gold={q.answers[:1]} pages={q.gold_pages}")
                 print(f"    raw:  {exchange.text!r}")
                 print(f"    text: {reply.text!r}")
+                print(f"    calypso {row['calypso_ms']} ms ({row['before_model_ms']} ms before the model was asked)")
                 print(
                     f"    state {row['state']}/{row['support']} markers {row['model_markers']} inferred "
                     f"{row['inferred']} cites {[c['page'] for c in reply.citations]} {marks}"
