@@ -297,7 +297,11 @@ class Answerer:
 
         generation = GenerationRequest(
             messages=build_messages(
-                request.messages, passages, request.system_prompt, structured=request.response_format is not None
+                request.messages,
+                passages,
+                request.system_prompt,
+                structured=request.response_format is not None,
+                tools=bool(request.tools),
             ),
             temperature=request.temperature,
             max_tokens=request.max_tokens,
