@@ -42,19 +42,24 @@ def make_scanned(source: Path, dpi: int = 150, seed: int = 23) -> bytes:
             width, height = page.get_size()
             jpeg = scan_page(page.render(scale=dpi / 72, grayscale=True).to_pil(), rng)
             page.close()
-            target = scanned.new_page(width, height)
-            picture = pdfium.PdfImage.new(scanned)
-            picture.load_jpeg(io.BytesIO(jpeg), inline=True)
-            picture.set_matrix(pdfium.PdfMatrix().scale(width, height))
-            target.insert_obj(picture)
-            target.gen_content()
-            target.close()
+            add_image_page(scanned, jpeg, width, height)
         out = io.BytesIO()
         scanned.save(out)
         return out.getvalue()
     finally:
         scanned.close()
         original.close()
+
+
+def add_image_page(document: pdfium.PdfDocument, jpeg: bytes, width: float, height: float) -> None:
+    """A page of ``width`` x ``height`` points holding only the JPEG image: what a scanner writes."""
+    target = document.new_page(width, height)
+    picture = pdfium.PdfImage.new(document)
+    picture.load_jpeg(io.BytesIO(jpeg), inline=True)
+    picture.set_matrix(pdfium.PdfMatrix().scale(width, height))
+    target.insert_obj(picture)
+    target.gen_content()
+    target.close()
 
 
 def main() -> None:

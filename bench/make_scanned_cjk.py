@@ -29,7 +29,7 @@ from pathlib import Path
 import beir_eval as be  # bench/ is sys.path[0] when run as a script
 import numpy as np
 import pypdfium2 as pdfium
-from make_scanned import scan_page
+from make_scanned import add_image_page, scan_page
 from PIL import Image, ImageDraw, ImageFont
 
 FONTS = Path("/usr/share/fonts/opentype/noto")
@@ -118,14 +118,7 @@ def make_pdf(pages: list[ScanPage], font: ImageFont.FreeTypeFont, seed: int) -> 
     try:
         for page in pages:
             jpeg = scan_page(render(page, font), rng)
-            width, height = PAGE[0] * 72 / DPI, PAGE[1] * 72 / DPI
-            target = document.new_page(width, height)
-            picture = pdfium.PdfImage.new(document)
-            picture.load_jpeg(io.BytesIO(jpeg), inline=True)
-            picture.set_matrix(pdfium.PdfMatrix().scale(width, height))
-            target.insert_obj(picture)
-            target.gen_content()
-            target.close()
+            add_image_page(document, jpeg, PAGE[0] * 72 / DPI, PAGE[1] * 72 / DPI)
         out = io.BytesIO()
         document.save(out)
         return out.getvalue()
