@@ -145,6 +145,16 @@ def test_a_real_model_through_chat_completions_streamed(model_kb, openai_client)
     body = content.split("\n\nSources:")[0]
     assert body.strip() and not LEFTOVER_MARKER.search(body)
     assert any(c.choices and c.choices[0].finish_reason in ("stop", "length") for c in chunks)
+    # A second turn, the first answer in its history: checked as the first one was.
+    history = [
+        {"role": "user", "content": QUESTION},
+        {"role": "assistant", "content": body},
+        {"role": "user", "content": "And can I return a gift card?"},
+    ]
+    second = openai_client.chat.completions.create(model="calypso-rag-agent", messages=history, max_tokens=64)
+    text = (second.choices[0].message.content or "").split("\n\nSources:")[0]
+    assert text.strip() and not LEFTOVER_MARKER.search(text)
+    assert second.choices[0].message.model_extra["_aicore"]["grounded_sources_state"] in ("available", "missing")
 
 
 def test_max_tokens_cuts_the_answer_and_says_so(model_kb, openai_client) -> None:

@@ -202,3 +202,49 @@ def test_a_correct_answer_stays_grounded(fake, http) -> None:
     meta = response["metadata"]["_aicore"]
     assert meta["claims"]["support"] == "supported" and meta["claims"]["answers_question"] is True
     assert meta["grounded_sources_state"] == "available"
+
+
+ZH_TEXT = (
+    "锣鼓经\n\n锣鼓经是大陆传统器乐及戏曲里面常用的打击乐记谱方法。锣鼓经常用的节奏型称为「锣鼓点」。"
+    "以中文字的声音模拟敲击乐的声音，纪录打击乐的各种不同的演奏方法。\n"
+)
+
+
+def test_a_chinese_answer_with_its_marker_used_as_a_noun(alps, fake, http) -> None:
+    alps.ingest(ZH_TEXT.encode("utf-8"), "luogujing.txt")
+    question = "锣鼓经常用的节奏型称为什么？"
+    raw = "根据【1】，锣鼓经常用的节奏型称为「锣鼓点」。"
+    response = ask_responses(http, fake, question, raw)
+    content = _message(response)
+    assert content["text"] == "根据资料，锣鼓经常用的节奏型称为「锣鼓点」。"
+    (annotation,) = content["annotations"]
+    assert annotation["_aicore"]["supported"] is True and annotation["filename"] == "luogujing.txt"
+    assert response["metadata"]["_aicore"]["grounded_sources_state"] == "available"
+    assert fake.requests[-1]["messages"][0]["content"].endswith(
+        "The question is in Chinese: write your answer in Chinese."
+    )
+    message = ask_chat(http, fake, "calypso-rag-agent", question, raw)
+    assert message["content"].startswith("根据资料，锣鼓经常用的节奏型称为「锣鼓点」[1]。")
+
+
+def test_a_second_turn_is_checked_as_the_first(fake, http) -> None:
+    first = ask_responses(
+        http,
+        fake,
+        "Where was Otzi the Iceman discovered?",
+        "According to [Source 1], Ötzi was discovered by hikers on the Similaun glacier.",
+    )
+    assert _message(first)["text"].startswith("According to the source, Ötzi was discovered")
+    raw = "The Zugspitze was first climbed in 1938. [Source 1]"
+    fake.script(Script.from_text(raw, token_size=3))
+    second = http.post(
+        "/v1/responses",
+        json={
+            "model": "calypso-rag-agent",
+            "input": "When was the Zugspitze first climbed?",
+            "previous_response_id": first["id"],
+        },
+    ).json()
+    meta = second["metadata"]["_aicore"]
+    assert meta["grounded_sources_state"] == "missing" and meta["claims"]["supported"] == 0
+    assert fake.requests[-1]["messages"][-2]["role"] == "assistant"  # the first turn went with it

@@ -46,7 +46,7 @@ CASES = [
         "As stated in [1] and [2], lakes freeze",
         [("text", "As stated in the sources, lakes freeze "), ("marker", "[1] and [2]")],
     ),
-    ("根据【2】，湖泊结冰。", [("text", "根据资料，湖泊结冰"), ("text", " "), ("marker", "【2】"), ("text", "。")]),
+    ("根据【2】，湖泊结冰。", [("text", "根据资料，湖泊结冰"), ("marker", "【2】"), ("text", "。")]),
     ("Lakes freeze [2]. Rivers flow.", [("text", "Lakes freeze "), ("marker", "[2]"), ("text", ". Rivers flow.")]),
     ("It is 3.5 km long, see [2] for 4.5 more.", None),  # "3.5" is no sentence end
 ]

@@ -145,6 +145,8 @@ class NounMarkers:
 
     def _release_deferred(self) -> list[Piece]:
         deferred, self._deferred = self._deferred, []
+        if self._tail and _has_cjk(self._tail[-1]):
+            return list(deferred)  # CJK text sets markers without a space: "称为「锣鼓点」[1]。"
         return [TextPiece(" "), *deferred]  # the space the composer keeps as the marker's leading space
 
     def _pass(self, text: str) -> list[Piece]:
@@ -170,4 +172,5 @@ def _sentence_end(text: str, final: bool) -> int | None:
 
 
 def _has_cjk(text: str) -> bool:
-    return any("\u3040" <= c <= "\u9fff" or "\uac00" <= c <= "\ud7af" for c in text)
+    # CJK punctuation (「」，。) and fullwidth forms too: a marker after "」" takes no space either.
+    return any("\u3000" <= c <= "\u9fff" or "\uac00" <= c <= "\ud7af" or "\uff00" <= c <= "\uffef" for c in text)

@@ -21,6 +21,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from functools import cache
 
 from calypso.citations.grounded import GroundedAnswer, Quote, Source
 from calypso.citations.support import SUBSTITUTION_FACTOR, content_stems
@@ -68,9 +69,13 @@ def question_names(question: str, language: str = "en") -> frozenset[str]:
 def _focus(question: str, fallback: str = "en") -> frozenset[str]:
     """The question's content stems, without its question words and the verbs it asks with."""
     language = detect(question, fallback)
-    asking = set(content_stems(" ".join(_ASKING)))
     terms = content_stems(question, language)
-    return frozenset(t for t in drop_question_terms(terms, language, _analyze) if t not in asking)
+    return frozenset(t for t in drop_question_terms(terms, language, _analyze) if t not in _asking_stems())
+
+
+@cache
+def _asking_stems() -> frozenset[str]:
+    return frozenset(content_stems(" ".join(_ASKING)))
 
 
 def _analyze(text: str, language: str) -> list[str]:
@@ -89,16 +94,19 @@ class NameCheck:
 
     def __init__(self, question: str, find_quote: QuoteFinder, sources: list[Source]) -> None:
         self.language = passages_language(sources)
-        self.names = question_names(question, self.language)
+        self.names = _folded(question_names(question, self.language))
         self.find_quote = find_quote
+        self._passages: dict[int, set[str]] = {}  # retrieval number -> its folded stems: asked once per source
 
     def __call__(self, segment_text: str, source: Source) -> Quote:
         quote = self.find_quote(segment_text, source)
         if not quote.supported or detect(segment_text, self.language) != "en":
             return quote
-        passage = _folded(content_stems(_passage_text(source)))
+        passage = self._passages.get(source.retrieval_number)
+        if passage is None:
+            passage = self._passages[source.retrieval_number] = _folded(content_stems(_passage_text(source)))
         own = _folded(content_stems(segment_text))
-        named = _folded(self.names) & own
+        named = self.names & own
         swapped = _names(segment_text) - passage
         if (named and not named <= passage) or (swapped and _names(quote.text) - own):
             return replace(quote, support=round(quote.support * SUBSTITUTION_FACTOR, 4), supported=False)
