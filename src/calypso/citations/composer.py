@@ -279,8 +279,8 @@ class AnswerComposer:
                 quote = self.find_quote(segment.text, source)
                 if not quote.supported and (self.verify or self._supported_elsewhere(segment.text, number)):
                     # verify takes out every citation below the threshold; fill only one whose sentence another
-                    # retrieved passage supports: the model named the wrong source (Qwen2.5-Coder-1.5B did in 5
-                    # of 26 Alps answers, issue 39), and the sentence is cited to the passage that says it.
+                    # retrieved passage supports: the model named the wrong source (Qwen2.5-Coder-1.5B did in
+                    # several Alps answers, issue 39), and the sentence is cited to the passage that says it.
                     taken_out.append(number)
                     self.unsupported.append(
                         UnsupportedCitation(number, marker.raw, segment.start, segment.end, segment.text, quote.support)
