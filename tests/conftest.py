@@ -35,7 +35,19 @@ from calypso.services.search import SearchService
 os.environ.setdefault("CALYPSO_EMBEDDING_MODEL", "none")
 
 BACKENDS = ("sqlite", "postgres")
-BOTH_BACKENDS = ("tests/store/", "tests/api/test_documents_api.py", "tests/api/test_auth_and_isolation.py")
+BOTH_BACKENDS = (
+    "tests/store/",
+    "tests/services/test_embeddings.py",
+    "tests/services/test_full_disk.py",
+    "tests/services/test_index_feed.py",
+    "tests/services/test_ingest_workers.py",
+    "tests/services/test_inline_ingestion.py",
+    "tests/services/test_knowledge_base.py",
+    "tests/services/test_process_safety.py",
+    "tests/services/test_restart_after_kill.py",
+    "tests/api/test_documents_api.py",
+    "tests/api/test_auth_and_isolation.py",
+)
 SESSION_BACKEND = os.environ.get("CALYPSO_TEST_BACKEND", "sqlite")
 
 
@@ -61,8 +73,8 @@ SLOW_FILES = (
     "tests/api/test_property_regressions.py",
     "tests/api/test_request_models_property.py",
     "tests/api/test_openapi_conformance.py",
-    "tests/store/test_full_disk.py",
-    "tests/store/test_restart_after_kill.py",
+    "tests/services/test_full_disk.py",
+    "tests/services/test_restart_after_kill.py",
 )
 
 
