@@ -529,8 +529,8 @@ class NamespaceIndexes:
         return not vectors.building and vectors.graph_rows > 0 and (saved is None or saved[3] != vectors.graph_rows)
 
     def wait_saved(self, timeout: float) -> bool:
-        """Wait until no snapshot save runs or is due for a built graph; False on timeout. For benchmarks: a save
-        writes ~400 MB at 200k passages, which searches measured meanwhile would pay for."""
+        """Wait until no snapshot save runs or is due for a built graph; False on timeout. The settle point that
+        tests check saved files at and benchmarks time searches from (a save writes ~400 MB at 200k passages)."""
         end = time.monotonic() + timeout
         while self.snapshots is not None and time.monotonic() < end:
             with self._lock:
