@@ -374,6 +374,10 @@ class Settings(BaseSettings):
     def database_path(self) -> Path:
         return self.home / DATABASE_FILE
 
+    def namespace_or_default(self, namespace: str | None) -> str:
+        """The namespace a request named, or the default one: the one place a missing namespace is filled in."""
+        return namespace or self.default_namespace
+
 
 def settings_table() -> list[tuple[str, str, str]]:
     """(environment variable, default, help) for every setting."""
