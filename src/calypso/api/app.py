@@ -32,6 +32,7 @@ from calypso.api.routes import (
     playground,
     responses,
     search,
+    vector_store_files,
     vector_stores,
     viewer,
 )
@@ -118,6 +119,7 @@ def create_app(
         viewer,
         search,
         vector_stores,
+        vector_store_files,
         models,
         bots,
         responses,
