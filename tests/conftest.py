@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from postgres_support import PgServer, start_pg_server
+from postgres_support import start_pg_server
 from tests_support import REPO, LiveServer, eval_data_dir, free_port
 
 from calypso.api.app import create_app
@@ -27,8 +27,9 @@ from calypso.demo import ingest_demo
 from calypso.embeddings import local_onnx
 from calypso.generation.fake_upstream import FakeUpstream, Script
 from calypso.services import Services, open_services
-from calypso.services.documents import DocumentService
+from calypso.services.ingestion import IngestionService
 from calypso.services.search import SearchService
+from testkit.postgres import PgServer
 
 # Keyword-only unless a test asks for the embedding model (tests/embeddings): loading it and embedding
 # every upload in the background would slow every other test for nothing they check.
@@ -155,8 +156,9 @@ def services(settings: Settings) -> Iterator[Services]:
 
 
 @pytest.fixture
-def kb(services: Services) -> DocumentService:
-    return services.documents
+def kb(services: Services) -> IngestionService:
+    """What tests put documents in with."""
+    return services.ingestion
 
 
 @pytest.fixture
@@ -165,7 +167,7 @@ def searcher(services: Services) -> SearchService:
 
 
 @pytest.fixture
-def agent_upstream(kb: DocumentService, settings: Settings) -> Iterator[FakeUpstream]:
+def agent_upstream(kb: IngestionService, settings: Settings) -> Iterator[FakeUpstream]:
     """The demo knowledge base, answered by the scripted upstream acting as a model in an agent loop
     (``Script.agent``: it calls an offered function, answers a schema with JSON, else cites)."""
     ingest_demo(kb)

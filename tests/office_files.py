@@ -7,7 +7,7 @@ import struct
 import zipfile
 import zlib
 
-from hostile_files import _CHUNK, _repeated_deflate, _zip
+from testkit.hostile_files import _CHUNK, _repeated_deflate, _zip
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _SHEET_NS = b'<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import uvicorn
 
+from calypso.services.ingestion import Upload
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -137,8 +139,8 @@ def served_knowledge_base(home: Path, upstream_url: str, documents: list[str], b
     )
     services = open_services(settings)
     for name in documents:
-        services.documents.ingest((docs / name).read_bytes(), Path(name).name)
-    ingest_demo(services.documents)
+        services.ingestion.ingest(Upload((docs / name).read_bytes(), Path(name).name))
+    ingest_demo(services.ingestion)
     for bot in bots:
         services.bots.create(DEFAULT_WORKSPACE, bot)
     app = create_app(settings, services)

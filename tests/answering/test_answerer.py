@@ -15,6 +15,7 @@ from calypso.generation.fake_upstream import FakeUpstream, Script
 from calypso.scope import RetrievalScope
 from calypso.services import Services, open_services
 from calypso.services.answering import Answerer, AskRequest
+from calypso.services.ingestion import Upload
 
 
 def _user(text: str) -> list[dict]:
@@ -47,14 +48,14 @@ def loaded_kb(tmp_path: Path, data_dir: Path):
     """Services over real documents: a PDF with page labels, a Federal Register PDF, Markdown."""
     settings = Settings(home=tmp_path / "home")
     services = open_services(settings)
-    kb = services.documents
+    kb = services.ingestion
     docs = data_dir / "ingestion-docs"
     for path in [
         docs / "pdf/federal-register-2020-17221.pdf",
         docs / "pdf/GeoTopo-komprimiert.pdf",
         docs / "md/github-terms-of-service.md",
     ]:
-        kb.ingest(path.read_bytes(), path.name)
+        kb.ingest(Upload(path.read_bytes(), path.name))
     from calypso.demo import ingest_demo
 
     ingest_demo(kb)

@@ -12,6 +12,7 @@ from calypso.generation import phrases
 from calypso.scope import RetrievalScope
 from calypso.services import Services
 from calypso.services.answering import Answerer, AskRequest
+from calypso.services.ingestion import Upload
 
 POLICY = """# 退款政策 😀
 
@@ -38,7 +39,7 @@ def _ask(services: Services, question: str, scope: RetrievalScope = SCOPE):
 
 @pytest.fixture
 def zh_kb(services: Services) -> Services:
-    services.documents.ingest(POLICY.encode("utf-8"), "policy.md", "zh")
+    services.ingestion.ingest(Upload(POLICY.encode("utf-8"), "policy.md", "zh"))
     return services
 
 
@@ -102,11 +103,11 @@ def test_hostile_documents_are_answered_from_and_lose_nothing(services: Services
         "Refunds take 👨‍👩‍👧 five days."
     )
     for name, body in (("line.txt", line), ("mixed.txt", mixed)):
-        document = services.documents.ingest(body.encode("utf-8"), name, "hostile").document
+        document = services.ingestion.ingest(Upload(body.encode("utf-8"), name, "hostile")).document
         covered = bytearray(len(body))
         after = None
         while True:  # every stored chunk, page by page
-            listing = services.documents.store.list_chunks(document.workspace, document.id, 500, after)
+            listing = services.storage.documents.list_chunks(document.workspace, document.id, 500, after)
             for stored in listing.items:
                 c = stored.chunk
                 assert body[c.start : c.end] == c.text

@@ -11,6 +11,7 @@ from calypso.generation import phrases
 from calypso.scope import RetrievalScope
 from calypso.services import Services
 from calypso.services.answering import Answerer, AskRequest
+from calypso.services.ingestion import Upload
 
 
 def _ask(services: Services, question: str):  # type: ignore[no-untyped-def]
@@ -22,7 +23,7 @@ def _ask(services: Services, question: str):  # type: ignore[no-untyped-def]
 @pytest.fixture
 def alps(services: Services, data_dir: Path) -> Services:
     pdf = data_dir / "alps-wiki-qa" / "alps_wiki.pdf"
-    services.documents.ingest(pdf.read_bytes(), pdf.name)
+    services.ingestion.ingest(Upload(pdf.read_bytes(), pdf.name))
     return services
 
 

@@ -256,7 +256,7 @@ def test_public_base_url_is_used_for_links(tmp_path: Path) -> None:
     services = open_services(settings)
     from calypso.demo import ingest_demo
 
-    ingest_demo(services.documents)
+    ingest_demo(services.ingestion)
     with LiveServer(create_app(settings, services), free_port()) as live:
         body = httpx.post(f"{live.url}/v1/responses", json={"input": QUESTION}).json()
     services.close()

@@ -8,12 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bad_requests import CASES, Answer, documented_table, run_all, table
 from fastapi.testclient import TestClient
 
 from calypso.api.app import create_app
 from calypso.config import Settings
 from calypso.services import open_services
+from testkit.bad_requests import CASES, Answer, documented_table, run_all, table
 
 ADMIN = "admin-secret-for-bad-requests"
 

@@ -20,6 +20,7 @@ from calypso.config import Settings
 from calypso.errors import NotFound, StorageError
 from calypso.services import Services, open_services
 from calypso.services.bots import BotService
+from calypso.services.ingestion import Upload
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests_support import LiveServer, eval_data_dir
@@ -318,10 +319,10 @@ QUESTION = "How does GitHub share personal data with third parties and what are 
 
 
 def test_document_restricted_bot_never_cites_an_excluded_document(settings: Settings, services: Services) -> None:
-    kb = services.documents
+    kb = services.ingestion
     docs = eval_data_dir() / "ingestion-docs" / "md"
-    privacy = kb.ingest((docs / "github-general-privacy-statement.md").read_bytes(), "privacy.md").document
-    terms = kb.ingest((docs / "github-terms-of-service.md").read_bytes(), "terms.md").document
+    privacy = kb.ingest(Upload((docs / "github-general-privacy-statement.md").read_bytes(), "privacy.md")).document
+    terms = kb.ingest(Upload((docs / "github-terms-of-service.md").read_bytes(), "terms.md")).document
     # The test only proves something if the best passage sits in the excluded document.
     best = services.search.search(QUESTION, max_results=settings.passage_count)
     assert best[0].document.id == privacy.id

@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from calypso.services.ingestion import Upload
 from calypso.text.sentences import sentence_spans
 
 
 @pytest.fixture
 def alps_kb(kb, data_dir: Path):
     html = data_dir / "alps-wiki-qa/alps_wiki.html"
-    kb.ingest(html.read_bytes(), html.name)
+    kb.ingest(Upload(html.read_bytes(), html.name))
     return kb
 
 

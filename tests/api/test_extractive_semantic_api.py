@@ -101,6 +101,6 @@ def test_the_server_wires_the_model_into_the_extractive_answerer(settings: Setti
             assert isinstance(similarity, EmbeddingSimilarity) is wired, update
             if wired:
                 assert isinstance(similarity, EmbeddingSimilarity)
-                assert similarity.embedder is services.documents.embedder
+                assert similarity.embedder is services.vectors.embedder
         finally:
             services.close()

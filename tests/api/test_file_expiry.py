@@ -73,12 +73,12 @@ def test_an_expired_file_is_hidden_at_once_then_swept_with_its_store_copies(
     assert "expired" in gone.value.message
     with pytest.raises(openai.NotFoundError):
         client.files.content(doomed.id)
-    assert services.documents.store.get_document_by_file_id("default", doomed.id) is not None  # not swept yet
+    assert services.storage.documents.get_document_by_file_id("default", doomed.id) is not None  # not swept yet
 
     # The server's sweep deletes it, and the copy the vector store made: its passages leave search.
     monkeypatch.setattr(services.vector_stores, "delete_expired_files", sweeps)
     deadline = real_time() + 10
-    while services.documents.store.get_document_by_file_id("default", doomed.id) is not None:
+    while services.storage.documents.get_document_by_file_id("default", doomed.id) is not None:
         assert real_time() < deadline, "the sweep did not delete the expired file"
         time.sleep(0.05)
     assert client.vector_stores.files.list(store.id).data == []

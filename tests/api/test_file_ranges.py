@@ -8,13 +8,15 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
+from calypso.services.ingestion import Upload
+
 PDF = "ingestion-docs/pdf/scotus-transcript-p1.pdf"
 
 
 @pytest.fixture
 def signed_pdf(kb, data_dir: Path, http: httpx.Client) -> tuple[str, bytes]:
     path = data_dir / PDF
-    kb.ingest(path.read_bytes(), path.name)
+    kb.ingest(Upload(path.read_bytes(), path.name))
     response = http.post("/v1/responses", json={"input": "Knowles v. Mirzayance", "include": ["inline_citations"]})
     # A citation opens the passage viewer; its "download the original" is the same access on /content.
     viewer = next(u for u in response.json()["citations"] if "&page=" in u)

@@ -8,6 +8,7 @@ import pytest
 
 from calypso.citations.footnotes import is_passage_footnote
 from calypso.generation.fake_upstream import FakeUpstream, Script
+from calypso.services.ingestion import Upload
 
 COPIED = (
     "A duckling is a young duck in downy plumage[1] or baby duck,[2] but in the food trade a young "
@@ -18,7 +19,7 @@ COPIED = (
 @pytest.fixture
 def duck_upstream(kb, data_dir: Path):
     path = data_dir / "ingestion-docs/html/wiki_duck.html"
-    kb.ingest(path.read_bytes(), path.name)
+    kb.ingest(Upload(path.read_bytes(), path.name))
     with FakeUpstream() as upstream:
         kb.settings.llm_base_url = upstream.base_url
         kb.settings.llm_model = "fake-model"

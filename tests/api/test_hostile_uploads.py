@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from functools import partial
 
-import hostile_files
 import httpx
 import pytest
 from tests_support import WAIT
+
+from testkit import hostile_files
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ import pypdfium2 as pdfium
 import pytest
 
 from calypso.generation.fake_upstream import FakeUpstream, Script
+from calypso.services.ingestion import Upload
 from calypso.text.sentences import sentence_spans
 
 QUESTION = "What did the Frankish expansion and the Bavarian expansion introduce?"
@@ -34,7 +35,7 @@ def _words(text: str) -> str:
 @pytest.fixture
 def alps(kb, data_dir: Path) -> dict[str, Any]:
     pdf = data_dir / "alps-wiki-qa/alps_wiki.pdf"
-    kb.ingest(pdf.read_bytes(), pdf.name)
+    kb.ingest(Upload(pdf.read_bytes(), pdf.name))
     document = pdfium.PdfDocument(str(pdf))
     pages = {n + 1: _words(document[n].get_textpage().get_text_range()) for n in range(len(document))}
     document.close()

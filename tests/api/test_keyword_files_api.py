@@ -8,6 +8,7 @@ import pytest
 from test_search_from_memory_api import DUCKS, POLICY_ZH, _word_file
 
 from calypso.retrieval import bm25 as bm25_mod
+from calypso.services.ingestion import Upload
 
 QUERIES = {"礼品卡可以退款吗？": "退款政策.docx", "Quarterly Duck Survey": "pptx_chart.pptx"}
 
@@ -23,27 +24,27 @@ def _settled(searcher) -> None:
     assert all(seg.files is not None for seg in searcher.index("general")._segs)
 
 
-def test_search_from_the_files_finds_chinese_word_and_english_slides(http, kb, searcher, data_dir) -> None:
-    zh = kb.ingest(_word_file(POLICY_ZH), "退款政策.docx").document
-    kb.ingest((data_dir / DUCKS).read_bytes(), "pptx_chart.pptx")
+def test_search_from_the_files_finds_chinese_word_and_english_slides(http, kb, searcher, services, data_dir) -> None:
+    zh = kb.ingest(Upload(_word_file(POLICY_ZH), "退款政策.docx")).document
+    kb.ingest(Upload((data_dir / DUCKS).read_bytes(), "pptx_chart.pptx"))
     first = {q: http.post("/v1/search", json={"query": q}).json() for q in QUERIES}  # builds, then saves
     _settled(searcher)
     for query, filename in QUERIES.items():
         again = http.post("/v1/search", json={"query": query}).json()
         assert again == first[query] and again["data"][0]["filename"] == filename
     # A document added after the save (held in memory) and one deleted (its rows in the file-backed segment).
-    late = kb.ingest(b"Quarterly duck counts by pond, survey of spring.", "ducks.txt").document
+    late = kb.ingest(Upload(b"Quarterly duck counts by pond, survey of spring.", "ducks.txt")).document
     assert {p["filename"] for p in http.post("/v1/search", json={"query": "duck survey"}).json()["data"]} >= {
         "ducks.txt",
         "pptx_chart.pptx",
     }
-    kb.delete(zh.id)
+    services.documents.delete(zh.id)
     assert http.post("/v1/search", json={"query": "礼品卡可以退款吗？"}).json()["data"] == []
     assert http.post("/v1/search", json={"query": "duck counts pond"}).json()["data"][0]["filename"] == late.filename
 
 
 def test_bad_searches_on_the_files_are_openai_errors(http, kb, searcher) -> None:
-    kb.ingest(_word_file(POLICY_ZH), "退款政策.docx")
+    kb.ingest(Upload(_word_file(POLICY_ZH), "退款政策.docx"))
     http.post("/v1/search", json={"query": "礼品卡"}).raise_for_status()
     _settled(searcher)
     for body, param in [
@@ -58,7 +59,7 @@ def test_bad_searches_on_the_files_are_openai_errors(http, kb, searcher) -> None
 
 
 def test_an_answers_second_turn_from_the_files_through_the_sdk(openai_client, http, kb, searcher) -> None:
-    kb.ingest(_word_file(POLICY_ZH), "退款政策.docx")
+    kb.ingest(Upload(_word_file(POLICY_ZH), "退款政策.docx"))
     http.post("/v1/search", json={"query": "礼品卡"}).raise_for_status()
     _settled(searcher)
     messages = [{"role": "user", "content": "礼品卡可以退款吗？"}]

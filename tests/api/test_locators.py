@@ -11,6 +11,7 @@ import pytest
 
 from calypso.citations.links import text_fragment
 from calypso.generation.prompts import format_sources
+from calypso.services.ingestion import Upload
 
 HANDBOOK = "ingestion-docs/docx/doj-ust-chapter13-trustee-handbook-872p.docx"
 DUCK = "ingestion-docs/html/wiki_duck.html"
@@ -21,7 +22,7 @@ def located_kb(kb, searcher, data_dir: Path):
     """The search service over the handbook, the duck page and a transcript."""
     for name in (HANDBOOK, DUCK, "ingestion-docs/pdf/scotus-transcript-p1.pdf"):
         path = data_dir / name
-        kb.ingest(path.read_bytes(), path.name)
+        kb.ingest(Upload(path.read_bytes(), path.name))
     return searcher
 
 
@@ -133,7 +134,7 @@ Premium members get free express delivery on every order.
 def test_a_quote_is_located_by_the_heading_above_it_not_the_passage_end(kb, searcher, openai_client) -> None:
     """Three sections in one passage: a quote of each is located by its own heading, not by the section most
     of the passage is in (issue 24)."""
-    kb.ingest(SECTIONED.encode(), "store_guide.md")
+    kb.ingest(Upload(SECTIONED.encode(), "store_guide.md"))
     (passage,) = searcher.search("shipping costs euros per order", max_results=1)
     assert passage.locator_label == "Store guide › Shipping costs"  # the middle section
     assert [s.heading_path[-1] for s in passage.chunk.sections] == [

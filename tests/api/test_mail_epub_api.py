@@ -9,10 +9,11 @@ from email.policy import default as default_policy
 from functools import partial
 from pathlib import Path
 
-import hostile_files
 import httpx
 import pytest
 from tests_support import WAIT, wait_for_document
+
+from testkit import hostile_files
 
 MORE = "ingestion-docs-more"
 

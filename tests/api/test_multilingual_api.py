@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from calypso.services.ingestion import Upload
+
 POLICY = (
     "# 退款政策 😀\n\n## 礼品卡\n\n礼品卡一律不予退款，也不能兑换现金 🎁。礼品卡余额可以在有效期内多次使用，"
     "有效期为自购买之日起三年。\n\n## 运费\n\n运费由客户承担，除非商品在运输途中损坏。𠀋损坏的商品请在签收后"
@@ -19,7 +21,7 @@ def _utf16_slice(text: str, start: int, end: int) -> str:
 
 @pytest.fixture
 def zh_kb(kb):
-    kb.ingest(POLICY.encode("utf-8"), "policy.md")
+    kb.ingest(Upload(POLICY.encode("utf-8"), "policy.md"))
     return kb
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import io
 
-import hostile_files
 import pytest
 from PIL import Image
 from tests_support import WAIT
 
 from calypso.ingest import ocr
+from testkit import hostile_files
 
 MORE = "ingestion-docs-more"
 

@@ -141,7 +141,7 @@ CHECKS = [accepted_unless_stated, response_schema_conformance, content_type_conf
 def live_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     config = _settings(tmp_path_factory.mktemp("conformance") / "home")
     services = open_services(config)
-    ingest_demo(services.documents)
+    ingest_demo(services.ingestion)
     try:
         with LiveServer(create_app(config, services), free_port()) as live:
             yield live

@@ -18,7 +18,7 @@ import httpx
 
 from calypso.citations.links import signature
 from calypso.models import Chunk, Document, Page, WordBox
-from calypso.services.documents import DocumentService
+from calypso.services.ingestion import IngestionService, Upload
 from calypso.viewer.passage import build_view
 
 HOSTILE = b"""# Security notes
@@ -53,8 +53,8 @@ def _mark(page: str) -> str:
     return html.unescape(found.group(1))
 
 
-def test_a_markdown_citation_opens_the_passage_with_its_quote_marked_and_escaped(api, kb: DocumentService) -> None:
-    kb.ingest(HOSTILE, "security.md")
+def test_a_markdown_citation_opens_the_passage_with_its_quote_marked_and_escaped(api, kb: IngestionService) -> None:
+    kb.ingest(Upload(HOSTILE, "security.md"))
     annotation = _citations(api, HOSTILE_QUESTION)[0]
     url = annotation["url"]
     assert "/view?" in url and "#" not in url
@@ -84,8 +84,8 @@ def test_a_markdown_citation_opens_the_passage_with_its_quote_marked_and_escaped
     assert content.status_code == 200 and content.content == HOSTILE
 
 
-def test_tampered_expired_and_unknown_links(api, kb: DocumentService, services) -> None:
-    result = kb.ingest(HOSTILE, "security.md")
+def test_tampered_expired_and_unknown_links(api, kb: IngestionService, services) -> None:
+    result = kb.ingest(Upload(HOSTILE, "security.md"))
     url = _citations(api, HOSTILE_QUESTION)[0]["url"]
     parts = urlsplit(url)
     query = _query(url)
@@ -118,8 +118,8 @@ def test_tampered_expired_and_unknown_links(api, kb: DocumentService, services) 
     assert api.get(view).status_code == 200
 
 
-def test_the_raw_file_keeps_head_and_range(api, kb: DocumentService) -> None:
-    kb.ingest(HOSTILE, "security.md")
+def test_the_raw_file_keeps_head_and_range(api, kb: IngestionService) -> None:
+    kb.ingest(Upload(HOSTILE, "security.md"))
     url = _citations(api, HOSTILE_QUESTION)[0]["url"]
     query = _query(url)
     content = urlsplit(url).path.replace("/view", "/content")
@@ -130,9 +130,11 @@ def test_the_raw_file_keeps_head_and_range(api, kb: DocumentService) -> None:
     assert ranged.status_code == 206 and ranged.content == HOSTILE[:10]
 
 
-def test_a_pdf_citation_opens_its_page_rendered_with_the_quote_boxed(api, kb: DocumentService, data_dir: Path) -> None:
+def test_a_pdf_citation_opens_its_page_rendered_with_the_quote_boxed(
+    api, kb: IngestionService, services, data_dir: Path
+) -> None:
     pdf = data_dir / "ingestion-docs/pdf/federal-register-2020-17221.pdf"
-    kb.ingest(pdf.read_bytes(), pdf.name)
+    kb.ingest(Upload(pdf.read_bytes(), pdf.name))
     annotation = _citations(api, "What does the Federal Register rule amend?")[0]
     query = _query(annotation["url"])
     assert int(query["page"]) == annotation["_aicore"]["page_number"]
@@ -147,16 +149,18 @@ def test_a_pdf_citation_opens_its_page_rendered_with_the_quote_boxed(api, kb: Do
     assert f'href="content?expires={query["expires"]}&amp;signature={query["signature"]}#page={query["page"]}"' in body
     assert elapsed < 5, elapsed
     # Another page of the same PDF ("#page=N" semantics): rendered, the quote not on it.
-    elsewhere = "1" if query["page"] != "1" else str(len(kb.pages(annotation["_aicore"]["document_id"])))
+    elsewhere = (
+        "1" if query["page"] != "1" else str(len(services.documents.pages(annotation["_aicore"]["document_id"])))
+    )
     other = api.get(annotation["url"].replace(f"page={query['page']}", f"page={elsewhere}"))
     assert other.status_code == 200 and "The quote is not on this page" in other.text
     beyond = api.get(annotation["url"].replace(f"page={query['page']}", "page=999"))
     assert beyond.status_code == 400 and beyond.json()["error"]["param"] == "page"
 
 
-def test_a_docx_citation_shows_the_heading_path_above_its_quote(api, kb: DocumentService, data_dir: Path) -> None:
+def test_a_docx_citation_shows_the_heading_path_above_its_quote(api, kb: IngestionService, data_dir: Path) -> None:
     docx = data_dir / "ingestion-docs/docx/doj-ust-chapter13-trustee-handbook-872p.docx"
-    kb.ingest(docx.read_bytes(), docx.name)
+    kb.ingest(Upload(docx.read_bytes(), docx.name))
     annotation = _citations(api, "What is the standing trustee compensation?")[0]
     body = api.get(annotation["url"]).text
     assert html.escape(annotation["_aicore"]["locator_label"], quote=True) in body
@@ -210,8 +214,8 @@ def test_ocr_word_boxes_mark_the_quote_on_an_image_page() -> None:
 CHINESE = "# 退款政策\n\n## 资格\n\n客户可以在购买后三十天内申请全额退款。礼品卡一律不予退款。\n".encode()
 
 
-def test_a_chinese_quote_is_marked_as_written(api, kb: DocumentService) -> None:
-    kb.ingest(CHINESE, "退款.md")
+def test_a_chinese_quote_is_marked_as_written(api, kb: IngestionService) -> None:
+    kb.ingest(Upload(CHINESE, "退款.md"))
     annotation = _citations(api, "客户可以在多少天内申请全额退款？")[0]
     page = api.get(annotation["url"])
     assert page.headers["content-type"] == "text/html; charset=utf-8" and '<meta charset="utf-8">' in page.text

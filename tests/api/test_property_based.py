@@ -113,7 +113,7 @@ BOTS: dict[str, dict] = {
 def _demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     config = server_settings(tmp_path_factory.mktemp("property") / "home")
     services = open_services(config)
-    ingest_demo(services.documents)
+    ingest_demo(services.ingestion)
     for bot in BOTS.values():
         if bot:
             services.bots.create("default", bot)

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from calypso.generation.fake_upstream import FakeUpstream, Script
+from calypso.services.ingestion import Upload
 
 ARTIFACT = re.compile(
     r"\b(?:[Aa]ccording to|[Ss]ee|[Ii]n|[Ff]rom|[Aa]s)\s*[,.;:)]|\(\s*\)|\[\s*\]|\[Source|【|\(p\.\s*\d+\)"
@@ -27,7 +28,7 @@ ARTIFACT = re.compile(
 @pytest.fixture
 def alps(kb, data_dir: Path):
     pdf = data_dir / "alps-wiki-qa/alps_wiki.pdf"
-    kb.ingest(pdf.read_bytes(), pdf.name)
+    kb.ingest(Upload(pdf.read_bytes(), pdf.name))
     return kb
 
 

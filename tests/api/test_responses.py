@@ -16,6 +16,7 @@ from calypso.demo import ingest_demo
 from calypso.generation import registry
 from calypso.generation.base import GenerationEvent, GenerationRequest, Generator, TextDelta
 from calypso.generation.fake_upstream import FakeUpstream, Script
+from calypso.services.ingestion import Upload
 
 QUESTION = "How many days do customers have to request a full refund?"
 
@@ -24,7 +25,7 @@ QUESTION = "How many days do customers have to request a full refund?"
 def demo_kb(kb, data_dir: Path):
     ingest_demo(kb)
     pdf = data_dir / "ingestion-docs/pdf/GeoTopo-komprimiert.pdf"
-    kb.ingest(pdf.read_bytes(), pdf.name)
+    kb.ingest(Upload(pdf.read_bytes(), pdf.name))
     return kb
 
 

@@ -7,6 +7,8 @@ import io
 
 import docx
 
+from calypso.services.ingestion import Upload
+
 POLICY_ZH = ["退款政策", "礼品卡一律不予退款，也不能兑换现金。", "运费由客户承担，除非商品在运输途中损坏。"]
 DUCKS = "ingestion-docs-more/pptx/pptx_chart.pptx"  # "Quarterly Duck Survey": the numbers only in its charts
 
@@ -21,8 +23,8 @@ def _word_file(paragraphs: list[str]) -> bytes:
 
 
 def test_searches_from_memory_find_chinese_word_and_english_slides(http, kb, searcher, data_dir) -> None:
-    kb.ingest(_word_file(POLICY_ZH), "退款政策.docx")
-    kb.ingest((data_dir / DUCKS).read_bytes(), "pptx_chart.pptx")
+    kb.ingest(Upload(_word_file(POLICY_ZH), "退款政策.docx"))
+    kb.ingest(Upload((data_dir / DUCKS).read_bytes(), "pptx_chart.pptx"))
     queries = {"礼品卡可以退款吗？": "退款政策.docx", "Quarterly Duck Survey": "pptx_chart.pptx"}
     first = {q: http.post("/v1/search", json={"query": q}).json() for q in queries}  # loads the index (a thread)
     for query, filename in queries.items():
@@ -36,7 +38,7 @@ def test_searches_from_memory_find_chinese_word_and_english_slides(http, kb, sea
 
 
 def test_bad_searches_from_memory_are_openai_errors(http, kb) -> None:
-    kb.ingest(_word_file(POLICY_ZH), "退款政策.docx")
+    kb.ingest(Upload(_word_file(POLICY_ZH), "退款政策.docx"))
     http.post("/v1/search", json={"query": "礼品卡"}).raise_for_status()  # the index is loaded
     cases = [
         ({"query": "   "}, "query"),
@@ -56,7 +58,7 @@ def test_bad_searches_from_memory_are_openai_errors(http, kb) -> None:
 
 
 def test_an_answers_second_turn_retrieves_from_memory_through_the_sdk(openai_client, kb, searcher) -> None:
-    kb.ingest(_word_file(POLICY_ZH), "退款政策.docx")
+    kb.ingest(Upload(_word_file(POLICY_ZH), "退款政策.docx"))
     messages = [{"role": "user", "content": "礼品卡可以退款吗？"}]
     first = openai_client.chat.completions.create(model="calypso-rag-agent", messages=messages)
     assert "礼品卡一律不予退款" in first.choices[0].message.content

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from calypso.generation.prompts import format_sources
+from calypso.services.ingestion import Upload
 
 TERMS = "ingestion-docs/md/github-terms-of-service.md"  # its table of contents is a 19-row table over 4 passages
 HEADER = "| Section | What can you find there? |\n| --- | --- |"
@@ -23,7 +24,7 @@ def test_rows_of_a_split_table_come_with_their_column_names(openai_client, http,
     holding = [ours for text, ours in texts if "| Section | What can you find there? |" in text]
     assert holding and all("table_header" not in ours for ours in holding)  # the header is there already
 
-    kb.ingest(path.read_bytes(), path.name)  # the default namespace, as the answer endpoints search it
+    kb.ingest(Upload(path.read_bytes(), path.name))  # the default namespace, as the answer endpoints search it
     passages = searcher.search("Beta Previews features still in development", max_results=10)
     shown = format_sources([p for p in passages if "[J. Beta Previews]" in p.chunk.text][:1])
     assert "table header (from above): | Section | What can you find there? |" in shown

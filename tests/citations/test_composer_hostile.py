@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import random
 
-from hostile_files import run_isolated
-
 from calypso.citations.composer import AnswerComposer
 from calypso.citations.grounded import Quote, utf16_len
+from testkit.hostile_files import run_isolated
 
 
 def _no_quote(segment_text: str, source) -> Quote:

@@ -14,6 +14,7 @@ from calypso.config import Settings
 from calypso.models import RankingOptions
 from calypso.services import Services, open_services
 from calypso.services.embed_worker import embed_all
+from calypso.services.ingestion import Upload
 
 pytest.importorskip("onnxruntime")
 
@@ -24,9 +25,9 @@ def alps(tmp_path: Path, data_dir: Path) -> Iterator[tuple[Services, list[dict]]
     rows = [json.loads(line) for line in (root / "alps_qa_with_pdf_pages.jsonl").read_text().splitlines()]
     # The shipped chunking (not the test suite's smaller one): the figure is the server's.
     services = open_services(Settings(home=tmp_path / "alps", embedding_model="minilm-l6-v2-int8"))
-    assert services.documents.embedder is not None
-    services.documents.ingest((root / "alps_wiki.pdf").read_bytes(), "alps_wiki.pdf")
-    assert embed_all(services.documents) > 0
+    assert services.vectors.embedder is not None
+    services.ingestion.ingest(Upload((root / "alps_wiki.pdf").read_bytes(), "alps_wiki.pdf"))
+    assert embed_all(services.vectors) > 0
     yield services, rows
     services.close()
 

@@ -32,7 +32,7 @@ MEANING_ONLY = "when can I eat in the cafeteria"
 def hybrid_services(settings: Settings) -> Iterator[Services]:
     hybrid = settings.model_copy(update={"embedding_model": "minilm-l6-v2-int8", "job_poll_seconds": 0.1})
     opened = open_services(hybrid)
-    assert opened.documents.embedder is not None
+    assert opened.vectors.embedder is not None
     yield opened
     opened.close()
 

@@ -18,6 +18,7 @@ from calypso.embeddings.local_onnx import LocalOnnxEmbedder
 from calypso.embeddings.serve_embeddings import EmbeddingsServer
 from calypso.services import open_services
 from calypso.services.embed_worker import embed_all
+from calypso.services.ingestion import Upload
 
 ZH = [
     "客户可在购买后30天内申请全额退款，退款将在五个工作日内退回原支付方式。",
@@ -52,8 +53,8 @@ def _search(settings: Settings) -> list[float | None]:
     services = open_services(settings)
     try:
         for n, text in enumerate(ZH):
-            services.documents.ingest(text.encode(), f"zh{n}.txt", "general")
-        embed_all(services.documents)
+            services.ingestion.ingest(Upload(text.encode(), f"zh{n}.txt", "general"))
+        embed_all(services.vectors)
         passages = services.search.search(QUESTION, "general")
         assert passages and "礼品卡" in passages[0].chunk.text
         return [p.vector_score for p in passages]

@@ -71,7 +71,7 @@ def busy_server(tmp_path_factory: pytest.TempPathFactory, server: FakeUpstream) 
         llm_pool_timeout_seconds=0.2,
     )
     services = open_services(settings)
-    ingest_demo(services.documents)
+    ingest_demo(services.ingestion)
     try:
         with LiveServer(create_app(settings, services), free_port()) as live:
             yield live

@@ -7,14 +7,14 @@ from pathlib import Path
 
 from calypso.citations.composer import AnswerComposer
 from calypso.ingest.chunking import chunk_document
-from calypso.ingest.parsers import parse_document
+from calypso.ingest.parsers import detect_and_parse
 
 CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")
 
 
 def test_geotopo_text_has_no_control_characters(data_dir: Path) -> None:
     path = data_dir / "ingestion-docs/pdf/GeoTopo-komprimiert.pdf"
-    parsed, _ = parse_document(path.read_bytes(), path.name)
+    parsed, _ = detect_and_parse(path.read_bytes(), path.name)
     assert not CONTROL.search(parsed.text)  # PDFium gives \x04, \x08, \x12 ... for its math glyphs
     assert "abgeschlossen. \nBeispiel 1 (Topologien)" in parsed.text  # the \x04 (end of proof) is gone
     # Pages still cover the text contiguously.
@@ -26,7 +26,7 @@ def test_geotopo_text_has_no_control_characters(data_dir: Path) -> None:
 
 def test_markdown_offsets_follow_the_removed_characters() -> None:
     data = b"# Intro\x01duction\n\nSome\x04 text \x7fhere.\x0cNext page.\n\n## Fees\x02\n\nThe fee is 5%.\n"
-    parsed, _ = parse_document(data, "notes.md")
+    parsed, _ = detect_and_parse(data, "notes.md")
     assert parsed.text == "# Introduction\n\nSome text here.\nNext page.\n\n## Fees\n\nThe fee is 5%."
     assert [h.title for h in parsed.headings] == ["Introduction", "Fees"]
     for heading in parsed.headings:

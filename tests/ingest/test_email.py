@@ -11,16 +11,17 @@ from email.message import EmailMessage
 from email.policy import default as default_policy
 
 import pytest
-from hostile_files import pdf_from_objects
 from tests_support import eval_data_dir
 
 from calypso.errors import CalypsoError, PayloadTooLarge, UnprocessableDocument
 from calypso.ingest.chunking import chunk_document
+from calypso.ingest.formats import EML, MSG
 from calypso.ingest.limits import ParseLimits
-from calypso.ingest.parsers import EML, MSG, detect_media_type, parse_document
+from calypso.ingest.parsers import detect_and_parse, detect_media_type
 from calypso.ingest.parsers.message import MAX_NESTING
-from calypso.locators import STYLES
+from calypso.locators import locator_style
 from calypso.models import ParsedDocument
+from testkit.hostile_files import pdf_from_objects
 
 ATTACHMENT_TEXT = "Hey this is a fake attachment!"
 
@@ -75,7 +76,7 @@ def message(subject: str = "Quarterly numbers", body: str | None = "See the repo
 
 def parse(msg: EmailMessage | bytes, name: str = "mail.eml", limits: ParseLimits | None = None) -> ParsedDocument:
     data = msg if isinstance(msg, bytes) else msg.as_bytes()
-    parsed, media_type = parse_document(data, name, None, limits)
+    parsed, media_type = detect_and_parse(data, name, None, limits)
     assert media_type in (EML, MSG)
     assert_contiguous(parsed)
     return parsed
@@ -132,7 +133,7 @@ def test_real_notification_with_only_a_plain_body() -> None:
 def test_types_are_detected_and_located_by_label() -> None:
     assert detect_media_type(b"From: a@b\n\nhi", "mail.eml") == EML
     assert detect_media_type(email_file("fake-email-attachment.msg"), "upload.bin", None) == MSG
-    assert STYLES[EML] == STYLES[MSG] == "label"
+    assert locator_style(EML, 1) == locator_style(MSG, 1) == "label"
 
 
 # --- generated messages --------------------------------------------------------------------------
@@ -259,7 +260,7 @@ def test_deep_nesting_stops_at_the_bound() -> None:
 
 
 def test_an_attachment_loop_of_files_is_bounded() -> None:
-    """Messages attached as .eml files (bytes), each inside the next: the same bound, across parse_document."""
+    """Messages attached as .eml files (bytes), each inside the next: the same bound, across detect_and_parse."""
     data = message(subject="Core", body="Core body.").as_bytes()
     for level in range(12):
         outer = message(subject=f"Wrap {level}", body=f"Wrap body {level}.")
@@ -311,7 +312,7 @@ def test_attachment_pages_count_toward_the_page_limit() -> None:
 
 def test_garbage_named_eml_is_refused_clearly() -> None:
     with pytest.raises(UnprocessableDocument) as info:
-        parse_document(bytes(range(1, 256)) * 20, "junk.eml")
+        detect_and_parse(bytes(range(1, 256)) * 20, "junk.eml")
     assert "not an e-mail message" in info.value.message
 
 
@@ -337,7 +338,7 @@ def test_corrupt_msg_is_refused_clearly() -> None:
         b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 600,
     ):
         with pytest.raises(UnprocessableDocument) as info:
-            parse_document(broken, "broken.msg")
+            detect_and_parse(broken, "broken.msg")
         assert "Outlook message" in info.value.message
 
 
@@ -345,7 +346,7 @@ def test_ole_file_that_is_no_message_is_refused() -> None:
     real = email_file("fake-email-attachment.msg")
     renamed = real.replace("__properties_version1.0".encode("utf-16-le"), "__xroperties_version1.0".encode("utf-16-le"))
     with pytest.raises(UnprocessableDocument) as info:
-        parse_document(renamed, "old.msg")
+        detect_and_parse(renamed, "old.msg")
     assert "not an Outlook message" in info.value.message
 
 
@@ -354,7 +355,7 @@ def test_msg_is_parsed_in_the_isolated_child() -> None:
     from calypso.ingest.isolation import parse_isolated
 
     data = email_file("fake-email-attachment.msg")
-    parsed, media_type = parse_isolated(data, "m.msg", None, timeout=30, memory_bytes=1 << 30, processes=1)
+    parsed, media_type = parse_isolated(data, "m.msg", MSG, timeout=30, memory_bytes=1 << 30, processes=1)
     assert media_type == MSG and ATTACHMENT_TEXT in parsed.text
 
 
@@ -368,7 +369,7 @@ def test_random_damage_never_escapes_as_a_server_error(name: str) -> None:
         for _ in range(rng.choice((1, 2, 5, 20))):
             damaged[rng.randrange(len(damaged))] = rng.randrange(256)
         with contextlib.suppress(CalypsoError):
-            parse_document(bytes(damaged[: rng.randrange(len(real) // 2, len(real) + 1)]), name)
+            detect_and_parse(bytes(damaged[: rng.randrange(len(real) // 2, len(real) + 1)]), name)
 
 
 def test_base64_encoded_message_part_is_decoded() -> None:

@@ -12,14 +12,15 @@ from io import BytesIO
 from pathlib import Path
 
 import pytest
-from hostile_files import epub_zip_bomb
 from tests_support import eval_data_dir
 
 from calypso.errors import CalypsoError, PayloadTooLarge, UnprocessableDocument
 from calypso.ingest.chunking import chunk_document
-from calypso.ingest.parsers import EPUB, detect_media_type, parse_document
-from calypso.locators import STYLES
+from calypso.ingest.formats import EPUB
+from calypso.ingest.parsers import detect_and_parse, detect_media_type
+from calypso.locators import locator_style
 from calypso.models import ParsedDocument
+from testkit.hostile_files import epub_zip_bomb
 
 POEMS = [
     "The Grave of the Slave",
@@ -47,7 +48,7 @@ def more() -> Path:
 @pytest.fixture(scope="module")
 def purvis() -> ParsedDocument:
     data = (more() / "epub" / "epub_purvis_poetry.epub").read_bytes()
-    parsed, media_type = parse_document(data, "epub_purvis_poetry.epub")
+    parsed, media_type = detect_and_parse(data, "epub_purvis_poetry.epub")
     assert media_type == EPUB
     return parsed
 
@@ -76,7 +77,7 @@ def test_a_passage_is_located_by_its_chapter_heading(purvis: ParsedDocument) -> 
     assert first.heading_path == ("The Grave of the Slave",)
     ship = next(c for c in chunks if "O, speed thee! speed thee" in c.text)
     assert ship.heading_path_at(ship.text.index("O, speed thee!")) == ("To the Hibernia",)
-    assert STYLES[EPUB] == "heading"
+    assert locator_style(EPUB, 1) == "heading"
 
 
 def test_book_title_and_metadata(purvis: ParsedDocument) -> None:
@@ -141,7 +142,7 @@ def epub(members: dict[str, bytes]) -> bytes:
 
 
 def parse(data: bytes) -> ParsedDocument:
-    parsed, media_type = parse_document(data, "book.epub")
+    parsed, media_type = detect_and_parse(data, "book.epub")
     assert media_type == EPUB
     return parsed
 
@@ -238,10 +239,10 @@ def test_zip_bomb_named_epub_is_refused_before_inflating() -> None:
     assert len(bomb) < 1_000_000
     assert detect_media_type(bomb, "book.epub") == EPUB
     with pytest.raises(PayloadTooLarge) as info:
-        parse_document(bomb, "book.epub")
+        detect_and_parse(bomb, "book.epub")
     assert info.value.code == "uncompressed_too_large" and "CALYPSO_MAX_UNCOMPRESSED_BYTES" in info.value.message
     with pytest.raises(UnprocessableDocument) as ratio:
-        parse_document(epub_zip_bomb(50), "book.epub")
+        detect_and_parse(epub_zip_bomb(50), "book.epub")
     assert ratio.value.code == "compression_ratio"
 
 
@@ -254,13 +255,13 @@ def test_zip_bomb_named_epub_is_refused_before_inflating() -> None:
 )
 def test_broken_books_are_refused_clearly(members: dict[str, bytes], says: str) -> None:
     with pytest.raises(UnprocessableDocument) as info:
-        parse_document(epub(members), "book.epub")
+        detect_and_parse(epub(members), "book.epub")
     assert "not a readable EPUB file" in info.value.message and says in info.value.message
 
 
 def test_not_a_zip_named_epub() -> None:
     with pytest.raises(UnprocessableDocument) as info:
-        parse_document(b"PK\x03\x04 this is no zip at all" * 10, "book.epub")
+        detect_and_parse(b"PK\x03\x04 this is no zip at all" * 10, "book.epub")
     assert "not a readable EPUB file" in info.value.message
 
 
@@ -279,7 +280,7 @@ def test_drm_protected_book_is_refused() -> None:
         }
     )
     with pytest.raises(UnprocessableDocument) as info:
-        parse_document(book, "book.epub")
+        detect_and_parse(book, "book.epub")
     assert info.value.code == "unprocessable_document" and "DRM" in info.value.message
 
 
@@ -290,7 +291,7 @@ def test_corrupt_member_is_a_clear_error() -> None:
     at = bytes(book).index(b"OEBPS/c1.xhtml") + len(b"OEBPS/c1.xhtml") + 20  # inside the chapter's deflate data
     book[at] ^= 0xFF
     with pytest.raises(UnprocessableDocument) as info:
-        parse_document(bytes(book), "book.epub")
+        detect_and_parse(bytes(book), "book.epub")
     assert "not a readable EPUB file" in info.value.message
 
 
@@ -303,7 +304,7 @@ def test_random_damage_never_escapes_as_a_server_error() -> None:
         for _ in range(rng.choice((1, 5, 20))):
             damaged[rng.randrange(len(damaged))] = rng.randrange(256)
         with contextlib.suppress(CalypsoError):
-            parse_document(bytes(damaged[: rng.randrange(len(real) // 2, len(real) + 1)]), "book.epub")
+            detect_and_parse(bytes(damaged[: rng.randrange(len(real) // 2, len(real) + 1)]), "book.epub")
 
 
 def test_tag_soup_chapter_keeps_its_text() -> None:

@@ -12,12 +12,11 @@ import itertools
 import random
 import re
 
-from hostile_files import run_isolated
-
 from calypso.ingest.chunking import _HeadingLocator
 from calypso.ingest.parsers.crowded_tags import strip_crowded_tags
 from calypso.ingest.parsers.markdown import _atx, atx_headings
 from calypso.models import Heading
+from testkit.hostile_files import run_isolated
 
 CPU_CAP = 30  # seconds of CPU per child; the fixed code uses about 1
 
@@ -42,9 +41,9 @@ def test_atx_headings_keep_closing_hashes_that_belong_to_the_title() -> None:
 def test_markdown_heading_with_a_megabyte_of_spaces() -> None:
     out = run_isolated(
         """
-        from calypso.ingest.parsers import parse_document
+        from calypso.ingest.parsers import detect_and_parse
         data = b"# a" + b" " * 1_000_000 + b"b #\\n\\nBody.\\n" + b"#" + b" " * 1_000_000 + b"#" + b" " * 1_000_000 + b"x"
-        parsed, _ = parse_document(data, "spaces.md")
+        parsed, _ = detect_and_parse(data, "spaces.md")
         print([(h.level, h.title[:1], h.title[-1:], len(h.title)) for h in parsed.headings])
         """,
         cpu_seconds=CPU_CAP,
@@ -55,12 +54,12 @@ def test_markdown_heading_with_a_megabyte_of_spaces() -> None:
 def test_html_pre_of_spaces() -> None:
     out = run_isolated(
         """
-        from calypso.ingest.parsers import parse_document
+        from calypso.ingest.parsers import detect_and_parse
         html = (
             b"<html><body><article><h1>Spaces</h1><p>A paragraph long enough to be the main content of the page.</p>"
             b"<pre>a" + b" " * 1_000_000 + b"b" + b" " * 1_000_000 + b"\\nc</pre></article></body></html>"
         )
-        parsed, _ = parse_document(html, "pre.html")
+        parsed, _ = detect_and_parse(html, "pre.html")
         print(parsed.text.count(" "), parsed.text.endswith("b\\nc"))
         """,
         cpu_seconds=CPU_CAP,
@@ -74,9 +73,9 @@ def test_html_tag_with_200000_attributes() -> None:
     out = run_isolated(
         """
         from hostile_files import html_crowded_tag
-        from calypso.ingest.parsers import parse_document
+        from calypso.ingest.parsers import detect_and_parse
         data = html_crowded_tag(200_000)
-        parsed, _ = parse_document(data, "crowded.html")
+        parsed, _ = detect_and_parse(data, "crowded.html")
         print(len(data) > 2_000_000, parsed.text)
         """,
         cpu_seconds=CPU_CAP,
@@ -124,9 +123,9 @@ def test_chunking_a_quarter_million_headings() -> None:
     out = run_isolated(
         """
         from calypso.ingest.chunking import chunk_document
-        from calypso.ingest.parsers import parse_document
+        from calypso.ingest.parsers import detect_and_parse
         from hostile_files import markdown_heading_flood
-        parsed, _ = parse_document(markdown_heading_flood(250_000), "headings.md")
+        parsed, _ = detect_and_parse(markdown_heading_flood(250_000), "headings.md")
         chunks = chunk_document(parsed, 1000, 150)
         last = chunks[-1]
         print(len(parsed.headings), last.heading_path, last.text.splitlines()[-1])

@@ -12,7 +12,9 @@ from tests_support import WAIT, LiveServer, eval_data_dir, free_port
 from calypso.api.app import create_app
 from calypso.config import Settings
 from calypso.errors import PayloadTooLarge, UnprocessableDocument, UnsupportedMediaType
+from calypso.ingest.formats import MARKDOWN, PDF, TEXT
 from calypso.ingest.isolation import IN_PLACE_BYTES, ParserPool, parse_isolated, parses_in_place
+from calypso.ingest.parsers import detect_media_type
 
 
 def test_a_parse_over_its_budget_is_refused_and_the_next_one_works() -> None:
@@ -20,9 +22,9 @@ def test_a_parse_over_its_budget_is_refused_and_the_next_one_works() -> None:
     pdf = (eval_data_dir() / "ingestion-docs/pdf/GeoTopo-komprimiert.pdf").read_bytes()
     try:
         with pytest.raises(UnprocessableDocument) as caught:
-            pool.parse(pdf, "geo.pdf", None, timeout=0.005, memory_bytes=2 * 1024**3)
+            pool.parse(pdf, "geo.pdf", PDF, timeout=0.005, memory_bytes=2 * 1024**3)
         assert caught.value.code == "parse_timeout" and "CALYPSO_PARSE_TIMEOUT_SECONDS" in caught.value.message
-        parsed, media_type = pool.parse(pdf, "geo.pdf", None, timeout=120, memory_bytes=2 * 1024**3)
+        parsed, media_type = pool.parse(pdf, "geo.pdf", PDF, timeout=120, memory_bytes=2 * 1024**3)
         assert media_type == "application/pdf" and len(parsed.pages) > 100
     finally:
         pool.close()
@@ -32,9 +34,9 @@ def test_a_parse_over_its_memory_cap_is_413() -> None:
     pool = ParserPool(1)
     try:
         with pytest.raises(PayloadTooLarge) as caught:
-            pool.parse(b"word " * 8_000_000, "big.txt", None, timeout=120, memory_bytes=64 * 1024**2)
+            pool.parse(b"word " * 8_000_000, "big.txt", TEXT, timeout=120, memory_bytes=64 * 1024**2)
         assert caught.value.code == "document_too_large" and "CALYPSO_PARSE_MEMORY_BYTES" in caught.value.message
-        parsed, _ = pool.parse(b"Small and fine. " * 10, "ok.txt", None, timeout=120, memory_bytes=64 * 1024**2)
+        parsed, _ = pool.parse(b"Small and fine. " * 10, "ok.txt", TEXT, timeout=120, memory_bytes=64 * 1024**2)
         assert parsed.text.startswith("Small and fine.")
     finally:
         pool.close()
@@ -44,7 +46,7 @@ def test_errors_keep_their_status_code_and_param_across_the_process_boundary() -
     pool = ParserPool(1)
     try:
         with pytest.raises(UnprocessableDocument) as caught:
-            pool.parse(b"%PDF-1.7\n" + b"\x00garbage" * 100, "broken.pdf", None, timeout=60, memory_bytes=2 * 1024**3)
+            pool.parse(b"%PDF-1.7\n" + b"\x00garbage" * 100, "broken.pdf", PDF, timeout=60, memory_bytes=2 * 1024**3)
         assert caught.value.status == 422 and caught.value.param == "file"
     finally:
         pool.close()
@@ -80,21 +82,26 @@ def test_the_deprecated_pdf_memory_setting_still_sets_the_one_cap(monkeypatch: p
     assert Settings().parse_memory_bytes == Settings.model_fields["parse_memory_bytes"].default
 
 
+def _in_place(data: bytes, filename: str, claimed: str | None = None) -> bool:
+    """``parses_in_place`` of the type detected at submit."""
+    return parses_in_place(data, filename, detect_media_type(data, filename, claimed))
+
+
 def test_only_small_utf8_text_and_markdown_without_front_matter_parse_in_place() -> None:
-    assert parses_in_place(b"Plain words.", "a.txt", None)
-    assert parses_in_place("Caf\u00e9 \u5317\u4eac, UTF-8.".encode(), "a.txt", "text/plain")
-    assert parses_in_place(b"# Title\n\nBody.", "a.md", None)
-    assert parses_in_place(b"README text", "README", "application/octet-stream")
-    assert not parses_in_place("Caf\u00e9 in Windows-1252.".encode("cp1252"), "a.txt", None)  # charset detection
-    assert not parses_in_place("\ufeffUTF-16 with its BOM.".encode("utf-16"), "a.txt", None)
-    assert not parses_in_place(b"---\ntitle: T\n---\n# Title\n", "a.md", None)  # YAML front matter
-    assert not parses_in_place(b"\xef\xbb\xbf---\ntitle: T\n---\n", "a.md", None)
-    assert not parses_in_place(b"x" * (IN_PLACE_BYTES + 1), "a.txt", None)
-    assert not parses_in_place(b"<html><body>Hi</body></html>", "a.html", None)
-    assert not parses_in_place(b"%PDF-1.7\n...", "a.txt", "text/plain")  # PDF bytes whatever the label
-    assert not parses_in_place(b"a,b\n1,2\n", "a.csv", None)
-    assert not parses_in_place(b"  \n ", "a.txt", None)  # empty: refused by the child, as every format
-    assert not parses_in_place(b"{}", "data.json", None)  # an unknown type: refused by the child
+    assert _in_place(b"Plain words.", "a.txt")
+    assert _in_place("Caf\u00e9 \u5317\u4eac, UTF-8.".encode(), "a.txt", "text/plain")
+    assert _in_place(b"# Title\n\nBody.", "a.md")
+    assert _in_place(b"README text", "README", "application/octet-stream")
+    assert not _in_place("Caf\u00e9 in Windows-1252.".encode("cp1252"), "a.txt")  # charset detection
+    assert not _in_place("\ufeffUTF-16 with its BOM.".encode("utf-16"), "a.txt")
+    assert not _in_place(b"---\ntitle: T\n---\n# Title\n", "a.md")  # YAML front matter
+    assert not _in_place(b"\xef\xbb\xbf---\ntitle: T\n---\n", "a.md")
+    assert not _in_place(b"x" * (IN_PLACE_BYTES + 1), "a.txt")
+    assert not _in_place(b"<html><body>Hi</body></html>", "a.html")
+    assert not _in_place(b"%PDF-1.7\n...", "a.txt", "text/plain")  # PDF bytes whatever the label
+    assert not _in_place(b"a,b\n1,2\n", "a.csv")
+    assert not _in_place(b"  \n ", "a.txt")  # empty: refused by the child, as every format
+    assert not parses_in_place(b"{}", "data.json", "application/json")  # a type not in the table: refused
 
 
 SAMPLES = [
@@ -105,8 +112,9 @@ SAMPLES = [
 ]
 
 
-@pytest.mark.parametrize(("data", "filename", "media_type"), SAMPLES)
-def test_a_parse_in_place_gives_what_the_child_gives(data: bytes, filename: str, media_type: str | None) -> None:
+@pytest.mark.parametrize(("data", "filename", "claimed"), SAMPLES)
+def test_a_parse_in_place_gives_what_the_child_gives(data: bytes, filename: str, claimed: str | None) -> None:
+    media_type = detect_media_type(data, filename, claimed)
     pool = ParserPool(1)
     try:
         assert parses_in_place(data, filename, media_type)
@@ -121,9 +129,9 @@ def test_a_binary_text_upload_is_refused_in_place_as_in_the_child() -> None:
     pool = ParserPool(1)
     try:
         with pytest.raises(UnsupportedMediaType) as in_place:
-            parse_isolated(data, "data.txt", None, timeout=60, memory_bytes=2 * 1024**3, processes=1)
+            parse_isolated(data, "data.txt", TEXT, timeout=60, memory_bytes=2 * 1024**3, processes=1)
         with pytest.raises(UnsupportedMediaType) as in_child:
-            pool.parse(data, "data.txt", None, timeout=60, memory_bytes=2 * 1024**3)
+            pool.parse(data, "data.txt", TEXT, timeout=60, memory_bytes=2 * 1024**3)
         assert in_place.value.message == in_child.value.message
     finally:
         pool.close()
@@ -134,7 +142,7 @@ def test_a_yaml_bomb_in_front_matter_is_stopped_in_the_child() -> None:
     lines = ["---", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
     lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
     data = "\n".join([*lines, "---", "", "# Title", "", "Body."]).encode()
-    assert not parses_in_place(data, "bomb.md", None)
+    assert not parses_in_place(data, "bomb.md", MARKDOWN)
     with pytest.raises((UnprocessableDocument, PayloadTooLarge)) as caught:
-        parse_isolated(data, "bomb.md", None, timeout=1, memory_bytes=512 * 1024**2, processes=1)
+        parse_isolated(data, "bomb.md", MARKDOWN, timeout=1, memory_bytes=512 * 1024**2, processes=1)
     assert caught.value.code in ("parse_timeout", "document_too_large", "parse_memory")

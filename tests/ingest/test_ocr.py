@@ -5,18 +5,18 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-import hostile_files
 import pytest
 from PIL import Image
 from tests_support import eval_data_dir
 
 from calypso.errors import EmptyDocument, PayloadTooLarge, UnprocessableDocument
-from calypso.ingest import ocr
+from calypso.ingest import ocr, ocr_engine
 from calypso.ingest.isolation import ParserPool
 from calypso.ingest.limits import ParseLimits
 from calypso.ingest.ocr_pages import readable_share
-from calypso.ingest.parsers import detect_media_type, parse_document
+from calypso.ingest.parsers import detect_and_parse, detect_media_type
 from calypso.models import ParsedDocument
+from testkit import hostile_files
 
 MORE = "ingestion-docs-more"
 
@@ -35,7 +35,7 @@ def _word(parsed: ParsedDocument, word: str):
 
 
 def test_upside_down_image_is_read_in_order_with_boxes_on_the_page_as_shown(phototest: bytes) -> None:
-    parsed, media_type = parse_document(phototest, "phototest-rotated-180.png")
+    parsed, media_type = detect_and_parse(phototest, "phototest-rotated-180.png")
     assert media_type == "image/png"
     assert parsed.text.startswith("This is a lot of 12 point text to test the")
     assert "The quick brown dog jumped over the" in parsed.text
@@ -52,7 +52,7 @@ def test_upside_down_image_is_read_in_order_with_boxes_on_the_page_as_shown(phot
 
 
 def test_scanned_pdf_is_recognised_with_its_page_label() -> None:
-    parsed, _ = parse_document(_read("scanned_pdf/ocr_test.pdf"), "ocr_test.pdf")
+    parsed, _ = detect_and_parse(_read("scanned_pdf/ocr_test.pdf"), "ocr_test.pdf")
     assert " ".join(parsed.text.split()) == (
         "Docling bundles PDF document conversion to JSON and Markdown in an easy self contained package"
     )
@@ -62,14 +62,14 @@ def test_scanned_pdf_is_recognised_with_its_page_label() -> None:
 
 
 def test_a_scanned_table_keeps_each_row_on_one_line() -> None:
-    parsed, _ = parse_document(_read("scanned_pdf/table-multi-row-column-cells.pdf"), "table.pdf")
+    parsed, _ = detect_and_parse(_read("scanned_pdf/table-multi-row-column-cells.pdf"), "table.pdf")
     lines = parsed.text.splitlines()
     assert "Blind 5 1 4 34.5%, n=1 1199 sec, n=1" in lines
     assert "Mobility 3 3 0 95.4%, n=3 1416 sec, n=3" in lines
 
 
 def test_rotated_page_whose_image_is_sideways_is_read_upright() -> None:
-    parsed, _ = parse_document(_read("scanned_pdf/sample_with_rotation_mismatch.pdf"), "fax.pdf")
+    parsed, _ = detect_and_parse(_read("scanned_pdf/sample_with_rotation_mismatch.pdf"), "fax.pdf")
     assert "1972" in parsed.text and "SLEREXE COMPANY" in parsed.text
     year = _word(parsed, "1972.") if "1972." in parsed.text.split() else None
     if year is not None:  # the date line stands in the upper right of the upright page
@@ -78,11 +78,11 @@ def test_rotated_page_whose_image_is_sideways_is_read_upright() -> None:
 
 def test_text_pdf_pages_are_not_recognised(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(ocr._engines, "paddle", _CrashingEngine())  # any recognition would fail the parse
-    parsed, _ = parse_document(_read("tables_pdf/health.pdf"), "health.pdf")
+    parsed, _ = detect_and_parse(_read("tables_pdf/health.pdf"), "health.pdf")
     assert [page.modality for page in parsed.pages] == ["text"] and "ocr_pages" not in parsed.metadata
     # The IRS manual's pages 2 and 400 are blank (no text, no image): nothing to recognise there either.
     irs = (eval_data_dir() / "ingestion-docs/pdf/irs-irm-2.3.59-400p.pdf").read_bytes()
-    parsed, _ = parse_document(irs, "irs.pdf")
+    parsed, _ = detect_and_parse(irs, "irs.pdf")
     assert parsed.pages[1].start == parsed.pages[1].end - 2 and "ocr_pages" not in parsed.metadata
 
 
@@ -91,7 +91,7 @@ def test_multi_page_tiff_and_webp(phototest: bytes) -> None:
     blank = Image.new("L", (320, 240), 255)
     tiff = io.BytesIO()
     upright.save(tiff, "TIFF", save_all=True, append_images=[blank, upright])
-    parsed, media_type = parse_document(tiff.getvalue(), "scan.tiff")
+    parsed, media_type = detect_and_parse(tiff.getvalue(), "scan.tiff")
     assert media_type == "image/tiff"
     assert [(p.number, p.label, p.modality) for p in parsed.pages] == [
         (1, "1", "ocr"),
@@ -105,7 +105,7 @@ def test_multi_page_tiff_and_webp(phototest: bytes) -> None:
     webp = io.BytesIO()
     upright.save(webp, "WEBP", lossless=True)
     assert detect_media_type(webp.getvalue(), "upload") == "image/webp"
-    parsed, _ = parse_document(webp.getvalue(), "photo.webp")
+    parsed, _ = detect_and_parse(webp.getvalue(), "photo.webp")
     assert "quick brown dog" in parsed.text
 
 
@@ -123,26 +123,26 @@ def test_garbage_text_layer_counts_as_missing() -> None:
 
 def test_decompression_bomb_png_is_refused_before_decoding() -> None:
     with pytest.raises(PayloadTooLarge) as info:
-        parse_document(hostile_files.png_bomb(20_000), "bomb.png")
+        detect_and_parse(hostile_files.png_bomb(20_000), "bomb.png")
     assert info.value.code == "image_too_large" and "CALYPSO_MAX_IMAGE_PIXELS" in info.value.message
 
 
 def test_truncated_jpeg_is_422() -> None:
     data = _read("images/layout-parser-paper-with-table.jpg")
     with pytest.raises(UnprocessableDocument) as info:
-        parse_document(data[: len(data) // 2], "cut.jpg")
+        detect_and_parse(data[: len(data) // 2], "cut.jpg")
     assert "truncated" in info.value.message and info.value.param == "file"
 
 
 def test_huge_image_only_pdf_is_refused_before_any_ocr() -> None:
     with pytest.raises(PayloadTooLarge) as info:
-        parse_document(hostile_files.pdf_image_only_pages(10_000), "scan.pdf")
+        detect_and_parse(hostile_files.pdf_image_only_pages(10_000), "scan.pdf")
     assert info.value.code == "too_many_ocr_pages" and "CALYPSO_OCR_MAX_PAGES" in info.value.message
 
 
 def test_blank_image_only_pdf_is_empty() -> None:
     with pytest.raises(EmptyDocument) as info:
-        parse_document(hostile_files.pdf_image_only_pages(1), "blank.pdf")
+        detect_and_parse(hostile_files.pdf_image_only_pages(1), "blank.pdf")
     assert info.value.code == "empty_file" and "OCR" in info.value.message
 
 
@@ -150,20 +150,20 @@ def test_ocr_switched_off_says_so(phototest: bytes) -> None:
     off = ParseLimits(ocr_enabled=False)
     for data, name in ((phototest, "photo.png"), (_read("scanned_pdf/ocr_test.pdf"), "scan.pdf")):
         with pytest.raises(UnprocessableDocument) as info:
-            parse_document(data, name, limits=off)
+            detect_and_parse(data, name, limits=off)
         assert info.value.code == "ocr_unavailable" and "CALYPSO_OCR_ENABLED" in info.value.message
 
 
 def test_page_time_limit(phototest: bytes) -> None:
     with pytest.raises(UnprocessableDocument) as info:
-        parse_document(phototest, "photo.png", limits=ParseLimits(ocr_page_timeout_seconds=1e-6))
+        detect_and_parse(phototest, "photo.png", limits=ParseLimits(ocr_page_timeout_seconds=1e-6))
     assert info.value.code == "ocr_timeout" and "CALYPSO_OCR_PAGE_TIMEOUT_SECONDS" in info.value.message
 
 
 def test_document_time_limit_names_its_own_setting(phototest: bytes) -> None:
     limits = ParseLimits(ocr_timeout_seconds=1e-6, ocr_page_timeout_seconds=60)
     with pytest.raises(UnprocessableDocument) as info:
-        parse_document(phototest, "photo.png", limits=limits)
+        detect_and_parse(phototest, "photo.png", limits=limits)
     assert info.value.code == "ocr_timeout" and "CALYPSO_OCR_TIMEOUT_SECONDS" in info.value.message
 
 
@@ -171,21 +171,21 @@ def test_missing_engine_is_a_clear_error(phototest: bytes, monkeypatch: pytest.M
     monkeypatch.setattr(ocr, "_engines", {})
     monkeypatch.setitem(__import__("sys").modules, "faster_paddle", None)  # import fails as if absent
     with pytest.raises(UnprocessableDocument) as info:
-        parse_document(phototest, "photo.png")
+        detect_and_parse(phototest, "photo.png")
     assert info.value.code == "ocr_unavailable" and "pip install 'faster-paddle'" in info.value.message
 
 
-class _CrashingEngine(ocr.OcrEngine):
+class _CrashingEngine(ocr_engine.OcrEngine):
     name = "crashing"
 
-    def read(self, image: Image.Image, deadline: ocr.Deadline) -> list[ocr.Line]:
+    def read(self, image: Image.Image, deadline: ocr_engine.Deadline) -> list[ocr_engine.Line]:
         raise RuntimeError("onnxruntime: bad allocation")
 
 
 def test_crashing_engine_is_a_clear_error(phototest: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(ocr._engines, "paddle", _CrashingEngine())
     with pytest.raises(UnprocessableDocument) as info:
-        parse_document(phototest, "photo.png")
+        detect_and_parse(phototest, "photo.png")
     assert (
         info.value.code == "ocr_failed" and "bad allocation" in info.value.message and "crashing" in info.value.message
     )
@@ -196,10 +196,12 @@ def test_a_scan_gets_the_ocr_time_budget_in_the_parse_child_under_the_memory_cap
     cap = 2 * 1024**3  # the default CALYPSO_PARSE_MEMORY_BYTES: the models and a 150 dpi page fit
     try:
         with pytest.raises(EmptyDocument):  # loads the engine in the child
-            pool.parse(hostile_files.pdf_image_only_pages(1), "blank.pdf", None, timeout=60, memory_bytes=cap)
+            pool.parse(
+                hostile_files.pdf_image_only_pages(1), "blank.pdf", "application/pdf", timeout=60, memory_bytes=cap
+            )
         # Rendering and recognising the page take over a second, past 0.3 s: the child asks for the OCR budget.
         scan = _read("scanned_pdf/ocr_test.pdf")
-        parsed, media_type = pool.parse(scan, "ocr_test.pdf", None, timeout=0.3, memory_bytes=cap)
+        parsed, media_type = pool.parse(scan, "ocr_test.pdf", "application/pdf", timeout=0.3, memory_bytes=cap)
         assert media_type == "application/pdf" and "Docling bundles" in parsed.text
         assert parsed.pages[0].modality == "ocr" and parsed.pages[0].words
     finally:

@@ -14,7 +14,7 @@ from PIL import Image, ImageDraw, ImageFont
 from calypso.errors import UnprocessableDocument
 from calypso.ingest import ocr, ocr_tesseract
 from calypso.ingest.limits import ParseLimits
-from calypso.ingest.parsers import parse_document
+from calypso.ingest.parsers import detect_and_parse
 
 FONT = Path("/usr/share/fonts/opentype/noto/NotoSerifCJK-Regular.ttc")
 JAPANESE = "吾輩は猫である。名前はまだ無い。どこで生れたかとんと見当がつかぬ。何でも薄暗いじめじめした所で泣いていた。"
@@ -66,7 +66,7 @@ def _chars(text: str) -> set[str]:
 
 def test_a_japanese_page_is_read_by_tesseract_and_a_chinese_one_by_pp_ocrv6() -> None:
     _tesseract("jpn", "osd")
-    parsed, _ = parse_document(_page(JAPANESE, 20), "japanese.png")
+    parsed, _ = detect_and_parse(_page(JAPANESE, 20), "japanese.png")
     assert parsed.metadata["ocr_engine"].startswith("Tesseract jpn")
     # Kana survive (PP-OCRv6 tiny turns them into look-alike ideographs), written without spaces.
     text = parsed.text.replace("\n", "")
@@ -74,7 +74,7 @@ def test_a_japanese_page_is_read_by_tesseract_and_a_chinese_one_by_pp_ocrv6() ->
     assert len(_chars(JAPANESE) & _chars(text)) >= 0.9 * len(_chars(JAPANESE))
     (page,) = parsed.pages
     assert page.words and all(0 <= w.x0 < w.x1 <= 1 and 0 <= w.y0 < w.y1 <= 1 for w in page.words)
-    parsed, _ = parse_document(_page(CHINESE, 20), "chinese.png")
+    parsed, _ = detect_and_parse(_page(CHINESE, 20), "chinese.png")
     assert parsed.metadata["ocr_engine"] == "PP-OCRv6 tiny"
     assert "武田信玄" in parsed.text and "丰富游戏内的剧情" in parsed.text
 
@@ -94,7 +94,7 @@ def test_a_korean_page_is_read_by_tesseract_with_the_spaces_between_its_words() 
         ImageDraw.Draw(image).text((40, 40 + 60 * row), KOREAN[start : start + 30], font=font, fill=0)
     data = io.BytesIO()
     image.save(data, "PNG")
-    parsed, _ = parse_document(data.getvalue(), "korean.png")
+    parsed, _ = detect_and_parse(data.getvalue(), "korean.png")
     assert parsed.metadata["ocr_engine"].startswith("Tesseract kor")
     words = parsed.text.split()
     # Hangul syllables of one word stay together; words stay apart (Tesseract boxes syllables one by one).
@@ -104,7 +104,7 @@ def test_a_korean_page_is_read_by_tesseract_with_the_spaces_between_its_words() 
 
 def test_paddle_setting_keeps_pp_ocrv6_for_every_page() -> None:
     _need(FONT.is_file(), "fonts-noto-cjk")
-    parsed, _ = parse_document(_page(JAPANESE, 20), "japanese.png", limits=ParseLimits(ocr_engine="paddle"))
+    parsed, _ = detect_and_parse(_page(JAPANESE, 20), "japanese.png", limits=ParseLimits(ocr_engine="paddle"))
     assert parsed.metadata["ocr_engine"] == "PP-OCRv6 tiny"
 
 
@@ -113,7 +113,7 @@ def test_tesseract_setting_reads_upside_down_pages_with_word_boxes_in_the_langua
     image = Image.open(io.BytesIO(_latin_page())).rotate(180)
     data = io.BytesIO()
     image.save(data, "PNG")
-    parsed, _ = parse_document(data.getvalue(), "flipped.png", limits=ParseLimits(ocr_engine="tesseract"))
+    parsed, _ = detect_and_parse(data.getvalue(), "flipped.png", limits=ParseLimits(ocr_engine="tesseract"))
     assert parsed.metadata["ocr_engine"] == "Tesseract eng"
     assert "quick brown fox jumps over the lazy dog" in parsed.text
     quick = next(w for w in parsed.pages[0].words if parsed.text[w.start : w.end] == "quick")
@@ -151,9 +151,9 @@ def no_tesseract(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.usefixtures("no_tesseract")
 def test_tesseract_missing_is_a_clear_error_and_auto_goes_on_without_it() -> None:
     with pytest.raises(UnprocessableDocument) as info:
-        parse_document(_latin_page(), "page.png", limits=ParseLimits(ocr_engine="tesseract"))
+        detect_and_parse(_latin_page(), "page.png", limits=ParseLimits(ocr_engine="tesseract"))
     assert info.value.code == "ocr_unavailable" and "apt-get install tesseract-ocr" in info.value.message
-    parsed, _ = parse_document(_latin_page(), "page.png")  # auto: PP-OCRv6 alone
+    parsed, _ = detect_and_parse(_latin_page(), "page.png")  # auto: PP-OCRv6 alone
     assert "lazy dog" in parsed.text and parsed.metadata["ocr_engine"] == "PP-OCRv6 tiny"
     assert ocr.describe("auto", "eng").startswith("PP-OCRv6 tiny (faster-paddle 1.")
     assert "not installed" in ocr.describe("tesseract", "eng")
@@ -162,7 +162,7 @@ def test_tesseract_missing_is_a_clear_error_and_auto_goes_on_without_it() -> Non
 def test_a_missing_language_pack_names_the_debian_package() -> None:
     _tesseract()
     with pytest.raises(UnprocessableDocument) as info:
-        parse_document(_latin_page(), "page.png", limits=ParseLimits(ocr_engine="tesseract", ocr_languages="xyz"))
+        detect_and_parse(_latin_page(), "page.png", limits=ParseLimits(ocr_engine="tesseract", ocr_languages="xyz"))
     assert info.value.code == "ocr_unavailable" and "apt-get install tesseract-ocr-xyz" in info.value.message
     assert "CALYPSO_OCR_LANGUAGES" in info.value.message
 
@@ -184,11 +184,11 @@ def test_a_crashing_or_slow_tesseract_is_a_clear_error(tmp_path: Path, monkeypat
     try:
         limits = ParseLimits(ocr_engine="tesseract", ocr_page_timeout_seconds=1)
         with pytest.raises(UnprocessableDocument) as info:
-            parse_document(_latin_page(), "page.png", limits=limits)
+            detect_and_parse(_latin_page(), "page.png", limits=limits)
         assert info.value.code == "ocr_failed" and "corrupt image" in info.value.message
         monkeypatch.setenv("SLOW", "1")
         with pytest.raises(UnprocessableDocument) as info:
-            parse_document(_latin_page(), "page.png", limits=limits)
+            detect_and_parse(_latin_page(), "page.png", limits=limits)
         assert info.value.code == "ocr_timeout" and "CALYPSO_OCR_PAGE_TIMEOUT_SECONDS" in info.value.message
     finally:
         ocr_tesseract.installed_languages.cache_clear()
@@ -211,7 +211,7 @@ def test_tesseract_reads_in_the_parse_child_under_its_memory_cap() -> None:
     pool = ParserPool(1)
     try:
         limits = ParseLimits(ocr_engine="tesseract")
-        parsed, _ = pool.parse(_latin_page(), "page.png", None, limits, timeout=60, memory_bytes=2 * 1024**3)
+        parsed, _ = pool.parse(_latin_page(), "page.png", "image/png", limits, timeout=60, memory_bytes=2 * 1024**3)
         assert "lazy dog" in parsed.text and parsed.metadata["ocr_engine"] == "Tesseract eng"
         assert parsed.pages[0].words  # word boxes cross the process boundary
     finally:

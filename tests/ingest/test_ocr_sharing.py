@@ -12,7 +12,8 @@ from calypso.errors import UnprocessableDocument
 from calypso.ingest.isolation import ParserPool
 from calypso.ingest.limits import ParseLimits
 from calypso.ingest.ocr_share import local_progress
-from calypso.ingest.parsers import parse_document
+from calypso.ingest.parsers import detect_and_parse
+from calypso.services.ingestion import Upload
 
 CAP = 2 * 1024**3
 WORDS = ["granite", "harbour", "meadow", "lantern", "orchard", "compass"]
@@ -56,7 +57,12 @@ def test_one_scan_is_shared_with_the_idle_child_and_counted_page_by_page() -> No
     reports: list[tuple[int, int]] = []
     try:
         parsed, media_type = pool.parse(
-            scanned_pdf(5), "survey.pdf", None, timeout=120, memory_bytes=CAP, on_pages=lambda *r: reports.append(r)
+            scanned_pdf(5),
+            "survey.pdf",
+            "application/pdf",
+            timeout=120,
+            memory_bytes=CAP,
+            on_pages=lambda *r: reports.append(r),
         )
         assert media_type == "application/pdf" and parsed.metadata["ocr_pages"] == 5
         _check_pages(parsed.text, parsed.pages, 5)
@@ -73,10 +79,10 @@ def test_a_failing_share_fails_the_document_and_leaves_the_pool_whole() -> None:
     try:
         slow = ParseLimits(ocr_page_timeout_seconds=1e-6)
         with pytest.raises(UnprocessableDocument) as info:
-            pool.parse(scanned_pdf(4), "survey.pdf", None, slow, timeout=120, memory_bytes=CAP)
+            pool.parse(scanned_pdf(4), "survey.pdf", "application/pdf", slow, timeout=120, memory_bytes=CAP)
         assert info.value.code == "ocr_timeout"
         assert pool._idle.qsize() == pool._created  # every child given back, none stuck in a share
-        parsed, _ = pool.parse(scanned_pdf(2), "again.pdf", None, timeout=120, memory_bytes=CAP)
+        parsed, _ = pool.parse(scanned_pdf(2), "again.pdf", "application/pdf", timeout=120, memory_bytes=CAP)
         _check_pages(parsed.text, parsed.pages, 2)
     finally:
         pool.close()
@@ -85,7 +91,7 @@ def test_a_failing_share_fails_the_document_and_leaves_the_pool_whole() -> None:
 def test_parsing_in_this_process_reads_every_page_itself_and_reports_them() -> None:
     reports: list[tuple[int, int]] = []
     with local_progress(lambda *r: reports.append(r)):
-        parsed, _ = parse_document(scanned_pdf(3), "survey.pdf")
+        parsed, _ = detect_and_parse(scanned_pdf(3), "survey.pdf")
     _check_pages(parsed.text, parsed.pages, 3)
     assert reports == [(0, 3), (1, 3), (2, 3), (3, 3)]
 
@@ -97,7 +103,7 @@ def test_an_ingestion_reports_each_page_as_ocr_reads_it(tmp_path) -> None:
     services = open_services(Settings(home=tmp_path / "home", parse_processes=2))
     seen: list[tuple[int, int, int]] = []
     try:
-        result = services.documents.ingest(scanned_pdf(3), "survey.pdf", on_progress=lambda *r: seen.append(r))
+        result = services.ingestion.ingest(Upload(scanned_pdf(3), "survey.pdf"), on_progress=lambda *r: seen.append(r))
     finally:
         services.close()
     assert result.document.status == "completed" and result.document.page_count == 3

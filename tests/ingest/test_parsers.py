@@ -17,7 +17,8 @@ import pytest
 from tests_support import eval_data_dir
 
 from calypso.errors import EmptyDocument, UnprocessableDocument, UnsupportedMediaType
-from calypso.ingest.parsers import DOCX, HTML, MARKDOWN, PDF, TEXT, XHTML, detect_media_type, parse_document
+from calypso.ingest.formats import DOCX, HTML, MARKDOWN, PDF, TEXT, XHTML
+from calypso.ingest.parsers import detect_and_parse, detect_media_type
 from calypso.ingest.parsers.pdf import SEPARATOR
 from calypso.models import ParsedDocument
 from calypso.text.control import clean_text
@@ -33,7 +34,7 @@ def read(relative: str) -> bytes:
 
 @functools.cache  # several tests read the same big documents
 def parse_file(relative: str) -> ParsedDocument:
-    return parse_document(read(relative), Path(relative).name)[0]
+    return detect_and_parse(read(relative), Path(relative).name)[0]
 
 
 def assert_well_formed(parsed: ParsedDocument) -> None:
@@ -83,7 +84,7 @@ def raw_page_texts(data: bytes) -> list[str]:
 
 def test_geotopo_page_labels_and_page_text() -> None:
     data = read("pdf/GeoTopo-komprimiert.pdf")
-    parsed, media_type = parse_document(data, "GeoTopo-komprimiert.pdf")
+    parsed, media_type = detect_and_parse(data, "GeoTopo-komprimiert.pdf")
     assert media_type == PDF
     assert parsed.title == "Geometrie und Topologie"
     assert len(parsed.pages) == 117
@@ -107,7 +108,7 @@ def test_pdf_without_page_labels_numbers_pages() -> None:
 
 def test_pdf_400_pages_parse() -> None:
     # Speed against raw pypdfium2 is measured by bench/ingest_speed.py, not asserted here.
-    parsed, _ = parse_document(read("pdf/irs-irm-2.3.59-400p.pdf"), "irs.pdf")
+    parsed, _ = detect_and_parse(read("pdf/irs-irm-2.3.59-400p.pdf"), "irs.pdf")
     assert len(parsed.pages) == 400
     assert_well_formed(parsed)
 
@@ -115,7 +116,7 @@ def test_pdf_400_pages_parse() -> None:
 def test_truncated_pdf_is_unprocessable() -> None:
     data = read("pdf/ALCE-paper-2305.14627v1.pdf")
     with pytest.raises(UnprocessableDocument) as info:
-        parse_document(data[: int(len(data) * 0.3)], "truncated.pdf")
+        detect_and_parse(data[: int(len(data) * 0.3)], "truncated.pdf")
     assert info.value.param == "file" and "truncated" in info.value.message
     assert isinstance(info.value.__cause__, pdfium.PdfiumError)
 
@@ -123,7 +124,7 @@ def test_truncated_pdf_is_unprocessable() -> None:
 def test_random_binary_named_pdf_is_unprocessable() -> None:
     noise = bytes(random_bytes(4096))
     with pytest.raises(UnprocessableDocument):
-        parse_document(noise, "scan.pdf")
+        detect_and_parse(noise, "scan.pdf")
 
 
 def random_bytes(n: int) -> bytes:
@@ -196,7 +197,7 @@ def test_encrypted_pdf_is_unprocessable_with_a_fix() -> None:
     finally:
         pdf.close()
     with pytest.raises(UnprocessableDocument) as info:
-        parse_document(data, "locked.pdf")
+        detect_and_parse(data, "locked.pdf")
     assert "encrypted" in info.value.message and "unencrypted copy" in info.value.message
     assert info.value.param == "file" and info.value.status == 422
     assert isinstance(info.value.__cause__, pdfium.PdfiumError)
@@ -209,7 +210,7 @@ def test_pdf_without_text_is_empty_document() -> None:
     pdf.save(buffer)
     pdf.close()
     with pytest.raises(EmptyDocument) as info:
-        parse_document(buffer.getvalue(), "scan.pdf")
+        detect_and_parse(buffer.getvalue(), "scan.pdf")
     assert "OCR" in info.value.message and info.value.param == "file"
 
 
@@ -240,7 +241,7 @@ def test_docx_headings_and_title() -> None:
 
 def test_big_docx_handbook() -> None:
     data = read("docx/doj-ust-chapter13-trustee-handbook-872p.docx")
-    parsed, media_type = parse_document(data, "handbook.docx")
+    parsed, media_type = detect_and_parse(data, "handbook.docx")
     assert media_type == DOCX and len(parsed.text) > 700_000
     levels = collections.Counter(h.level for h in parsed.headings)
     assert levels == {1: 14, 2: 90, 3: 190}, levels
@@ -251,7 +252,7 @@ def test_big_docx_handbook() -> None:
 def test_corrupt_docx_is_unprocessable() -> None:
     data = read("docx/word_sample.docx")
     with pytest.raises(UnprocessableDocument) as info:
-        parse_document(data[: len(data) // 3], "broken.docx")
+        detect_and_parse(data[: len(data) // 3], "broken.docx")
     assert "DOCX" in info.value.message and info.value.__cause__ is not None
 
 
@@ -297,16 +298,16 @@ def test_html_falls_back_to_body_text(monkeypatch: pytest.MonkeyPatch) -> None:
 
     html = b"<html><head><title> Tiny </title><script>var x=1;</script></head>"
     html += b"<body><div>Hello there</div></body></html>"
-    parsed, media_type = parse_document(html, "tiny.html")
+    parsed, media_type = detect_and_parse(html, "tiny.html")
     assert media_type == HTML and parsed.title == "Tiny" and parsed.text == "Hello there"
     # When trafilatura finds no main content, the <body> text is used, without scripts.
     monkeypatch.setattr(html_parser.trafilatura, "extract", lambda *args, **kwargs: None)
     page = html.replace(b"</div>", b"</div><p>More  words</p><table><tr><td>a</td><td>b</td></tr></table>")
-    parsed, _ = parse_document(page, "tiny.html")
+    parsed, _ = detect_and_parse(page, "tiny.html")
     assert parsed.text == "Hello there\nMore words\na | b" and parsed.headings == []
     for blank in (b"<html><body><script>x()</script></body></html>", b"<!-- only a comment -->"):
         with pytest.raises(EmptyDocument):
-            parse_document(blank, "blank.html")
+            detect_and_parse(blank, "blank.html")
 
 
 # --- Markdown and plain text -------------------------------------------------------------
@@ -331,7 +332,7 @@ Refunds take 5 days.
 
 
 def test_markdown_front_matter_and_headings() -> None:
-    parsed, media_type = parse_document(FRONT_MATTER_DOC.encode(), "policy.md")
+    parsed, media_type = detect_and_parse(FRONT_MATTER_DOC.encode(), "policy.md")
     assert media_type == MARKDOWN
     assert parsed.metadata == {
         "title": "Refund policy",
@@ -348,13 +349,13 @@ def test_markdown_front_matter_and_headings() -> None:
 
 def test_markdown_bad_front_matter_is_kept() -> None:
     source = "---\ntitle: [unclosed\n---\n# Heading\nbody\n"
-    parsed, _ = parse_document(source.encode(), "bad.markdown")
+    parsed, _ = detect_and_parse(source.encode(), "bad.markdown")
     assert parsed.text.startswith("---\ntitle: [unclosed") and parsed.metadata == {"sections": 1}
     assert parsed.title == "Heading"
 
 
 def test_front_matter_keeps_its_own_sections_key() -> None:
-    parsed, _ = parse_document(b"---\nsections: [intro, fees]\n---\n# Intro\n\nText.\n", "own.md")
+    parsed, _ = detect_and_parse(b"---\nsections: [intro, fees]\n---\n# Intro\n\nText.\n", "own.md")
     assert parsed.metadata == {"sections": ["intro", "fees"]}  # the author's, not replaced by the heading count
 
 
@@ -375,14 +376,14 @@ def test_github_terms_front_matter() -> None:
     ],
 )
 def test_text_decoding(data: bytes, expected: str) -> None:
-    parsed, media_type = parse_document(data, "notes.txt")
+    parsed, media_type = detect_and_parse(data, "notes.txt")
     assert media_type == TEXT and parsed.text == expected
     assert_well_formed(parsed)
 
 
 def test_text_with_nul_bytes_is_rejected() -> None:
     with pytest.raises(UnsupportedMediaType):
-        parse_document(b"abc\x00\x01\x02def" * 10, "data.txt")
+        detect_and_parse(b"abc\x00\x01\x02def" * 10, "data.txt")
 
 
 # --- Detection and errors ----------------------------------------------------------------
@@ -406,10 +407,10 @@ def test_media_type_detection() -> None:
 
 def test_empty_file_is_rejected() -> None:
     with pytest.raises(EmptyDocument) as info:
-        parse_document(b"", "empty.pdf")
+        detect_and_parse(b"", "empty.pdf")
     assert info.value.param == "file" and info.value.code == "empty_file"
     with pytest.raises(EmptyDocument):
-        parse_document(b" \n\n\t ", "blank.txt")
+        detect_and_parse(b" \n\n\t ", "blank.txt")
 
 
 @pytest.mark.parametrize("filename", ["setup.exe", "archive.zip"])
@@ -422,7 +423,7 @@ def test_unsupported_types_list_what_is_supported(filename: str) -> None:
     else:
         data = b"MZ\x90\x00\x03\x00\x00\x00" + random_bytes(200)
     with pytest.raises(UnsupportedMediaType) as info:
-        parse_document(data, filename)
+        detect_and_parse(data, filename)
     message = info.value.message
     assert info.value.param == "file" and info.value.status == 415
     for item in ("application/pdf", ".docx", "text/html", ".md", "text/plain", ".txt"):
@@ -431,5 +432,5 @@ def test_unsupported_types_list_what_is_supported(filename: str) -> None:
 
 def test_text_contradicting_its_bom_is_unprocessable() -> None:
     with pytest.raises(UnprocessableDocument) as info:
-        parse_document(b"\xef\xbb\xbfcaf\xe9 au lait", "notes.txt")
+        detect_and_parse(b"\xef\xbb\xbfcaf\xe9 au lait", "notes.txt")
     assert "UTF-8 byte-order mark" in info.value.message and info.value.__cause__ is not None

@@ -10,7 +10,7 @@ import pytest
 
 from calypso.errors import PayloadTooLarge, UnprocessableDocument
 from calypso.ingest.chunking import chunk_document
-from calypso.ingest.parsers import parse_document
+from calypso.ingest.parsers import detect_and_parse
 from calypso.locators import locator_style, page_locator
 
 PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
@@ -18,7 +18,7 @@ PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentatio
 
 def _parse(data_dir: Path, name: str):
     path = data_dir / "ingestion-docs-more/pptx" / name
-    return parse_document(path.read_bytes(), path.name)
+    return detect_and_parse(path.read_bytes(), path.name)
 
 
 def _slide(parsed, number: int) -> str:
@@ -82,27 +82,27 @@ def test_a_deck_made_here_with_notes_and_bullets() -> None:
     data = office_files.deck(
         [("Budget", ["Travel is capped", "Hotels: 150 a night"], "Ask finance first."), ("Next", [], None)]
     )
-    parsed, _ = parse_document(data, "budget.pptx")
+    parsed, _ = detect_and_parse(data, "budget.pptx")
     assert _slide(parsed, 1) == "Budget\n- Travel is capped\n- Hotels: 150 a night\nNotes:\nAsk finance first."
     assert _slide(parsed, 2) == "Next"
 
 
 def test_password_protected_pptx_says_so() -> None:
     with pytest.raises(UnprocessableDocument) as info:
-        parse_document(office_files.encrypted_office_file(), "deck.pptx")
+        detect_and_parse(office_files.encrypted_office_file(), "deck.pptx")
     assert info.value.code == "password_protected" and "PowerPoint" in info.value.message
     with pytest.raises(UnprocessableDocument) as legacy:
-        parse_document(office_files.legacy_ole_file(), "deck.pptx")
+        detect_and_parse(office_files.legacy_ole_file(), "deck.pptx")
     assert ".ppt" in legacy.value.message
 
 
 def test_bombs_and_truncated_decks_are_refused(data_dir: Path) -> None:
     with pytest.raises(PayloadTooLarge) as info:
-        parse_document(office_files.pptx_zip_bomb(300), "bomb.pptx")
+        detect_and_parse(office_files.pptx_zip_bomb(300), "bomb.pptx")
     assert info.value.code == "uncompressed_too_large"
     data = (data_dir / "ingestion-docs-more/pptx/powerpoint_sample.pptx").read_bytes()
     for broken in (data[: len(data) // 2], data[:64]):
         with pytest.raises(UnprocessableDocument) as cut:
-            parse_document(broken, "cut.pptx")
+            detect_and_parse(broken, "cut.pptx")
         assert "not a readable PPTX file" in cut.value.message
-    assert parse_document(data, "upload", "application/octet-stream")[1] == PPTX  # known by its parts
+    assert detect_and_parse(data, "upload", "application/octet-stream")[1] == PPTX  # known by its parts

@@ -12,7 +12,7 @@ import pytest
 from calypso.errors import PayloadTooLarge, UnprocessableDocument
 from calypso.ingest.chunking import chunk_document
 from calypso.ingest.limits import ParseLimits
-from calypso.ingest.parsers import parse_document
+from calypso.ingest.parsers import detect_and_parse
 from calypso.ingest.parsers.number_format import format_number
 from calypso.ingest.parsers.sheets import Box, Cell, find_regions
 from calypso.locators import locator_style, page_locator
@@ -24,7 +24,7 @@ SEGMENTS = "'OS-Rev.and results 30 06 2023'"
 
 def _parse(data_dir: Path, name: str, **limits: int):
     path = data_dir / name
-    return parse_document(path.read_bytes(), path.name, limits=ParseLimits(**limits))
+    return detect_and_parse(path.read_bytes(), path.name, limits=ParseLimits(**limits))
 
 
 def _page_text(parsed, page) -> str:
@@ -164,13 +164,13 @@ def test_dates_formulas_and_booleans() -> None:
             ]
         }
     )
-    parsed, _ = parse_document(data, "days.xlsx")
+    parsed, _ = detect_and_parse(data, "days.xlsx")
     assert "| 2023-06-30 | TRUE | 0.3 |" in parsed.text and "| 2024-01-02 | FALSE | 2 |" in parsed.text
 
 
 def test_a_region_split_into_blocks_labels_each_with_its_rows() -> None:
     rows = [["Region", "Quarter", "Revenue"]] + [[f"Region {i}", f"Q{i % 4 + 1}", i * 1000 + 0.5] for i in range(200)]
-    parsed, _ = parse_document(office_files.workbook({"Sales 2023": rows}), "sales.xlsx")
+    parsed, _ = detect_and_parse(office_files.workbook({"Sales 2023": rows}), "sales.xlsx")
     labels = [p.label for p in parsed.pages]
     assert labels[0].startswith("'Sales 2023'!A1:C") and len(labels) > 5
     assert all(re.fullmatch(r"'Sales 2023'!A\d+:C\d+ \(header row 1\)", label) for label in labels[1:])
@@ -198,11 +198,11 @@ def test_scattered_cells_cost_bounded_time(count: int) -> None:
 
 
 def test_tsv_and_semicolons() -> None:
-    tsv, media_type = parse_document(b"name\tvalue\nalpha\t1,5\nbeta\t2\n", "table.tsv")
+    tsv, media_type = detect_and_parse(b"name\tvalue\nalpha\t1,5\nbeta\t2\n", "table.tsv")
     assert media_type == "text/tab-separated-values" and "| alpha | 1,5 |" in tsv.text
-    semicolons, _ = parse_document(b"name;value\nalpha;1,5\nbeta;2\n", "table.csv")
+    semicolons, _ = detect_and_parse(b"name;value\nalpha;1,5\nbeta;2\n", "table.csv")
     assert "| alpha | 1,5 |" in semicolons.text and semicolons.pages[0].label == "A1:B3"
-    declared, media_type = parse_document(b"a\tb\n1\t2\n", "upload", "text/tab-separated-values")
+    declared, media_type = detect_and_parse(b"a\tb\n1\t2\n", "upload", "text/tab-separated-values")
     assert media_type == "text/tab-separated-values" and "| 1 | 2 |" in declared.text
 
 
@@ -211,20 +211,20 @@ def test_tsv_and_semicolons() -> None:
 
 def test_password_protected_and_legacy_files_say_so() -> None:
     with pytest.raises(UnprocessableDocument) as info:
-        parse_document(office_files.encrypted_office_file(), "budget.xlsx")
+        detect_and_parse(office_files.encrypted_office_file(), "budget.xlsx")
     assert info.value.code == "password_protected" and "remove the password" in info.value.message
     with pytest.raises(UnprocessableDocument) as info:
-        parse_document(office_files.legacy_ole_file(), "old.xlsx")
+        detect_and_parse(office_files.legacy_ole_file(), "old.xlsx")
     assert "Excel 97–2003 (.xls)" in info.value.message
 
 
 def test_zip_bomb_named_xlsx_is_refused_before_it_expands() -> None:
     started = time.monotonic()
     with pytest.raises(PayloadTooLarge) as info:
-        parse_document(office_files.xlsx_zip_bomb(300), "bomb.xlsx")
+        detect_and_parse(office_files.xlsx_zip_bomb(300), "bomb.xlsx")
     assert info.value.code == "uncompressed_too_large" and time.monotonic() - started < 5
     with pytest.raises(UnprocessableDocument) as ratio:
-        parse_document(office_files.xlsx_zip_bomb(100), "bomb.xlsx")
+        detect_and_parse(office_files.xlsx_zip_bomb(100), "bomb.xlsx")
     assert ratio.value.code == "compression_ratio"
 
 
@@ -232,13 +232,13 @@ def test_truncated_and_corrupt_workbooks(data_dir: Path) -> None:
     data = (data_dir / NESTLE).read_bytes()
     for broken in (data[: len(data) // 2], data[:100], b"PK\x03\x04" + b"\x00" * 200):
         with pytest.raises(UnprocessableDocument) as info:
-            parse_document(broken, "cut.xlsx")
+            detect_and_parse(broken, "cut.xlsx")
         assert "not a readable XLSX file" in info.value.message
 
 
 def test_a_lying_dimension_costs_nothing() -> None:
     started = time.monotonic()
-    parsed, _ = parse_document(office_files.xlsx_lying_dimension(), "lie.xlsx")
+    parsed, _ = detect_and_parse(office_files.xlsx_lying_dimension(), "lie.xlsx")
     assert time.monotonic() - started < 2
     assert parsed.pages[0].label == "Sheet1!A1:B2" and "| North | 1234.5 |" in parsed.text
 
@@ -246,12 +246,12 @@ def test_a_lying_dimension_costs_nothing() -> None:
 def test_millions_of_empty_formatted_cells_are_stopped_while_reading() -> None:
     data = office_files.xlsx_formatted_empty_cells(rows=300, columns=100)  # 30,000 cells
     with pytest.raises(PayloadTooLarge) as info:
-        parse_document(data, "formatted.xlsx", limits=ParseLimits(max_sheet_cells=20_000))
+        detect_and_parse(data, "formatted.xlsx", limits=ParseLimits(max_sheet_cells=20_000))
     assert info.value.code == "too_many_cells" and "CALYPSO_MAX_SHEET_CELLS" in info.value.message
-    parsed, _ = parse_document(data, "formatted.xlsx", limits=ParseLimits(max_sheet_cells=40_000))
+    parsed, _ = detect_and_parse(data, "formatted.xlsx", limits=ParseLimits(max_sheet_cells=40_000))
     assert parsed.text == "Sheet: Sheet1\n| Total 42 |" or "Total 42" in parsed.text
     with pytest.raises(PayloadTooLarge):
-        parse_document(b"a,b\n" * 20_000, "big.csv", limits=ParseLimits(max_sheet_cells=30_000))
+        detect_and_parse(b"a,b\n" * 20_000, "big.csv", limits=ParseLimits(max_sheet_cells=30_000))
 
 
 def test_a_workbook_attached_to_an_email_keeps_one_passage_per_block() -> None:
@@ -262,7 +262,7 @@ def test_a_workbook_attached_to_an_email_keeps_one_passage_per_block() -> None:
     message.set_content("The fees are attached.")
     data = office_files.workbook({"Fees": [["Service", "Fee"], ["Audit", 1200]], "Rates": [["Hour", "Rate"], [1, 90]]})
     message.add_attachment(data, maintype="application", subtype="octet-stream", filename="fees.xlsx")
-    parsed, _ = parse_document(message.as_bytes(), "fees.eml")
+    parsed, _ = detect_and_parse(message.as_bytes(), "fees.eml")
     labels = [p.label for p in parsed.pages]
     assert labels == ["message", "attachment fees.xlsx, Fees!A1:B2", "attachment fees.xlsx, Rates!A1:B2"]
     assert [c.page_labels for c in chunk_document(parsed, 1000, 150)] == [(label,) for label in labels]

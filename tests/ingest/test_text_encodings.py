@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from calypso.ingest.parsers import parse_document
+from calypso.ingest.parsers import detect_and_parse
 
 FRENCH = "Le café est servi avec une crème brûlée.\nÇa coûte 5 €, déjà payé.\n"
 
 
 def _text(data: bytes, name: str = "notes.txt") -> str:
-    parsed, _ = parse_document(data, name)
+    parsed, _ = detect_and_parse(data, name)
     return parsed.text
 
 

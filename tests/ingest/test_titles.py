@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from calypso.ingest.parsers import parse_document
+from calypso.ingest.parsers import detect_and_parse
 from calypso.ingest.titles import plausible_title
 
 
 def test_bogus_pdf_title_gives_way_to_the_file_name(data_dir: Path) -> None:
     path = data_dir / "ingestion-docs/pdf/scotus-transcript-p1.pdf"
-    parsed, _ = parse_document(path.read_bytes(), path.name)
+    parsed, _ = detect_and_parse(path.read_bytes(), path.name)
     assert parsed.title == "scotus-transcript-p1.pdf"  # its metadata says "10811.exe"
 
 
@@ -22,7 +22,7 @@ def test_real_pdf_titles_are_kept(data_dir: Path) -> None:
         ("alps-wiki-qa/alps_wiki.pdf", "Alps - Wikipedia"),
     ]:
         path = data_dir / name
-        assert parse_document(path.read_bytes(), path.name)[0].title == title
+        assert detect_and_parse(path.read_bytes(), path.name)[0].title == title
 
 
 @pytest.mark.parametrize(

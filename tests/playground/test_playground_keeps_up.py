@@ -19,7 +19,7 @@ import pytest
 from tests_support import REPO, WAIT, LiveServer, free_port
 
 from calypso.generation.fake_upstream import FakeUpstream, Script
-from calypso.ingest.parsers import EXTENSIONS
+from calypso.ingest.formats import extensions
 
 FORMATS_JS = REPO / "src/calypso/playground/static/js/formats.js"
 NOTE = "# Refund policy\n\nRefunds are paid within fourteen days of the request, to the card that paid.\n"
@@ -242,7 +242,7 @@ def test_the_accepted_types_are_the_servers() -> None:
     """formats.js lists exactly the server's extensions: a format added on one side only fails here."""
     rows = re.findall(r"extensions: \[([^\]]*)\]", FORMATS_JS.read_text())
     listed = set(re.findall(r'"(\.[a-z0-9]+)"', " ".join(rows)))
-    assert listed == set(EXTENSIONS), "update src/calypso/playground/static/js/formats.js to calypso.ingest.parsers"
+    assert listed == extensions(), "update src/calypso/playground/static/js/formats.js to calypso.ingest.formats"
 
 
 class CuttableProxy:

@@ -10,6 +10,7 @@ import Stemmer
 from calypso.retrieval.bm25 import BM25Index
 from calypso.retrieval.languages import detect
 from calypso.retrieval.tokenize import DEFAULT_ANALYZER, STOPWORDS_EN, Analyzer, tokenize
+from calypso.services.ingestion import Upload
 
 
 @pytest.mark.parametrize(
@@ -119,7 +120,7 @@ def test_an_index_built_from_stored_terms_knows_its_passages_language(settings) 
     services = open_services(settings)
     try:
         for n in range(3):
-            services.documents.ingest(f"{german} Absatz {n}.".encode(), f"de{n}.txt", "general")
+            services.ingestion.ingest(Upload(f"{german} Absatz {n}.".encode(), f"de{n}.txt", "general"))
     finally:
         services.close()
     services = open_services(settings)  # a restart: the index is built from the stored terms alone

@@ -11,6 +11,7 @@ from calypso.models import RankingOptions
 from calypso.retrieval.bm25 import BM25Index
 from calypso.retrieval.query import content_words, keyword_query
 from calypso.retrieval.scoring import keyword_score, unit
+from calypso.services.ingestion import Upload
 
 
 @pytest.mark.parametrize(
@@ -34,10 +35,12 @@ def test_long_is_content_unless_after_how() -> None:
 
 def test_ducks_are_answered_with_what_ducks_eat(kb, searcher) -> None:
     kb.ingest(
-        b"# Calls\n\nWhat do you do when a duck calls? What you do is listen: what do they say, and do they answer?\n",
-        "calls.md",
+        Upload(
+            b"# Calls\n\nWhat do you do when a duck calls? What you do is listen: what do they say, and do they answer?\n",
+            "calls.md",
+        )
     )
-    kb.ingest(b"# Diet\n\nDucks eat water plants, seeds, insects and small fish.\n", "diet.md")
+    kb.ingest(Upload(b"# Diet\n\nDucks eat water plants, seeds, insects and small fish.\n", "diet.md"))
     passages = searcher.search("What do ducks eat?")
     assert passages[0].document.filename == "diet.md"
 

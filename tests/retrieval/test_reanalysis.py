@@ -5,6 +5,7 @@ from __future__ import annotations
 from calypso.config import Settings
 from calypso.retrieval.tokenize import DEFAULT_ANALYZER, encode_terms
 from calypso.services import open_services
+from calypso.services.ingestion import Upload
 from calypso.services.reanalysis import TermsReanalysis
 
 ZH = "# 退款政策\n\n客户可在购买后30天内申请全额退款。\n\n礼品卡一律不予退款。\n".encode()
@@ -22,8 +23,8 @@ def _age_terms(services) -> None:  # type: ignore[no-untyped-def]
 def test_stale_terms_are_rewritten_and_search_works_throughout(settings: Settings) -> None:
     services = open_services(settings)
     try:
-        services.documents.ingest(ZH, "refunds.md", "general")
-        services.documents.ingest(EN, "shipping.md", "general")
+        services.ingestion.ingest(Upload(ZH, "refunds.md", "general"))
+        services.ingestion.ingest(Upload(EN, "shipping.md", "general"))
         _age_terms(services)
     finally:
         services.close()
@@ -56,7 +57,7 @@ def test_stale_terms_are_rewritten_and_search_works_throughout(settings: Setting
 def test_a_server_starts_the_rewrite_in_the_background(settings: Settings) -> None:
     services = open_services(settings)
     try:
-        services.documents.ingest(ZH, "refunds.md", "general")
+        services.ingestion.ingest(Upload(ZH, "refunds.md", "general"))
         _age_terms(services)
     finally:
         services.close()

@@ -18,9 +18,10 @@ from calypso.config import Settings
 from calypso.embeddings import DimensionMismatch
 from calypso.models import RankingOptions
 from calypso.services import Services, open_services, open_storage
-from calypso.services.documents import DocumentService
 from calypso.services.embed_worker import embed_all, run_once
 from calypso.services.ingest_worker import worker_id
+from calypso.services.ingestion import IngestionService, Upload
+from calypso.services.vectors import VectorService
 
 pytest.importorskip("onnxruntime")
 
@@ -45,7 +46,7 @@ def replace_settings(settings: Settings, **changes: object) -> Settings:
 @pytest.fixture
 def embedded(embedding_settings: Settings) -> Iterator[Services]:
     opened = open_services(embedding_settings)
-    assert opened.documents.embedder is not None, "the embed extra is part of the test install"
+    assert opened.vectors.embedder is not None, "the embed extra is part of the test install"
     yield opened
     opened.close()
 
@@ -57,23 +58,23 @@ def raw(settings: Settings) -> Iterator[RawDatabase]:
     db.close()
 
 
-def _ingest_all(documents: DocumentService) -> dict[str, str]:
-    return {name: documents.ingest(text.encode(), name, "hr").document.id for name, text in DOCS.items()}
+def _ingest_all(ingestion: IngestionService) -> dict[str, str]:
+    return {name: ingestion.ingest(Upload(text.encode(), name, "hr")).document.id for name, text in DOCS.items()}
 
 
 def test_keyword_searchable_first_then_found_by_meaning(embedded: Services, raw: RawDatabase) -> None:
-    documents = embedded.documents
+    vectors = embedded.vectors
     searcher = embedded.search
-    ids = _ingest_all(documents)
-    assert documents.embeddings is not None and documents.embeddings.pending(MODEL) == 3
-    listed = [documents.get(i) for i in ids.values()]
-    assert set(documents.embedding_progress(listed).values()) == {0}
+    ids = _ingest_all(embedded.ingestion)
+    assert vectors.pending() == 3
+    listed = [embedded.documents.get(i) for i in ids.values()]
+    assert set(vectors.progress(listed).values()) == {0}
     assert searcher.search(MEANING_ONLY, "hr") == []  # keywords alone find nothing
     assert searcher.search("canteen lunch", "hr")[0].document.id == ids["canteen.txt"]
 
-    assert embed_all(documents) == 3
-    assert documents.embeddings.pending(MODEL) == 0
-    assert documents.embedding_progress(listed) == {i: 1 for i in ids.values()}
+    assert embed_all(vectors) == 3
+    assert vectors.pending() == 0
+    assert vectors.progress(listed) == {i: 1 for i in ids.values()}
     kinds = [r[0] for r in raw.execute("SELECT kind FROM document_changes ORDER BY seq")]
     assert kinds.count("embedded") == 3
 
@@ -97,9 +98,9 @@ def test_another_process_sees_new_vectors(embedding_settings: Settings, embedded
     other = open_services(replace_settings(embedding_settings, home=other_home or embedding_settings.home))
     try:
         assert other.search.search(MEANING_ONLY, "hr") == []
-        ids = _ingest_all(embedded.documents)
-        embed_all(embedded.documents)
-        other.documents.catch_up()  # what its follower thread does within a second
+        ids = _ingest_all(embedded.ingestion)
+        embed_all(embedded.vectors)
+        other.search.catch_up()  # what its follower thread does within a second
         assert other.search.search(MEANING_ONLY, "hr")[0].document.id == ids["canteen.txt"]
     finally:
         other.close()
@@ -108,11 +109,10 @@ def test_another_process_sees_new_vectors(embedding_settings: Settings, embedded
 def test_a_restart_loads_each_vector_once(embedding_settings: Settings, embedded: Services) -> None:
     # The keyword index (a snapshot on SQLite) is older than the vectors, as after any embedding run:
     # the feed's embedded changes before the vectors' load must not be applied again on top of it.
-    documents = embedded.documents
     searcher = embedded.search
-    ids = _ingest_all(documents)
+    ids = _ingest_all(embedded.ingestion)
     searcher.search("canteen lunch", "hr")  # the keyword index, before any vector
-    embed_all(documents)
+    embed_all(embedded.vectors)
     embedded.close()
     again = open_services(embedding_settings)
     try:
@@ -126,32 +126,29 @@ def test_a_restart_loads_each_vector_once(embedding_settings: Settings, embedded
 
 
 def test_unchanged_text_is_not_embedded_again(embedded: Services) -> None:
-    documents = embedded.documents
-    ids = _ingest_all(documents)
-    embed_all(documents)
-    sent = documents.embedder.embedded  # type: ignore[union-attr]  # CachedEmbedder's count
+    vectors = embedded.vectors
+    ids = _ingest_all(embedded.ingestion)
+    embed_all(vectors)
+    sent = vectors.embedder.embedded  # type: ignore[union-attr]  # CachedEmbedder's count
     assert sent == 3
-    documents.delete(ids["canteen.txt"])
-    documents.ingest(DOCS["canteen.txt"].encode(), "canteen-again.txt", "hr")
-    assert embed_all(documents) == 1  # stored again, from the cache
-    assert documents.embedder.embedded == sent  # type: ignore[union-attr]
+    embedded.documents.delete(ids["canteen.txt"])
+    embedded.ingestion.ingest(Upload(DOCS["canteen.txt"].encode(), "canteen-again.txt", "hr"))
+    assert embed_all(vectors) == 1  # stored again, from the cache
+    assert vectors.embedder.embedded == sent  # type: ignore[union-attr]
 
 
 def test_deleting_a_document_takes_its_vectors(embedded: Services, raw: RawDatabase) -> None:
-    documents = embedded.documents
     searcher = embedded.search
-    ids = _ingest_all(documents)
-    embed_all(documents)
-    documents.delete(ids["canteen.txt"])
+    ids = _ingest_all(embedded.ingestion)
+    embed_all(embedded.vectors)
+    embedded.documents.delete(ids["canteen.txt"])
     assert raw.scalar("SELECT COUNT(*) FROM chunk_embeddings") == 2
     assert all(h.document.id != ids["canteen.txt"] for h in searcher.search(MEANING_ONLY, "hr"))
 
 
 def test_a_worker_that_lost_its_lease_stores_nothing(embedded: Services, raw: RawDatabase) -> None:
-    documents = embedded.documents
-    documents.ingest(DOCS["canteen.txt"].encode(), "canteen.txt", "hr")
-    store = documents.embeddings
-    assert store is not None
+    embedded.ingestion.ingest(Upload(DOCS["canteen.txt"].encode(), "canteen.txt", "hr"))
+    store = embedded.vectors.embeddings
     first = store.claim(worker_id("a"), -1.0, MODEL)  # a lease that has already run out
     assert first is not None
     second = store.claim(worker_id("b"), 60.0, MODEL)
@@ -163,14 +160,14 @@ def test_a_worker_that_lost_its_lease_stores_nothing(embedded: Services, raw: Ra
 
 
 def test_reindex_drops_and_rebuilds_every_vector(embedded: Services, raw: RawDatabase) -> None:
-    documents = embedded.documents
+    vectors = embedded.vectors
     searcher = embedded.search
-    ids = _ingest_all(documents)
-    embed_all(documents)
-    assert documents.reindex() == 3
+    ids = _ingest_all(embedded.ingestion)
+    embed_all(vectors)
+    assert vectors.reindex() == 3
     assert raw.scalar("SELECT COUNT(*) FROM chunk_embeddings") == 0
-    documents.catch_up()
-    assert embed_all(documents) == 3
+    vectors.catch_up()
+    assert embed_all(vectors) == 3
     assert searcher.search(MEANING_ONLY, "hr")[0].document.id == ids["canteen.txt"]
 
 
@@ -188,44 +185,43 @@ class EightDimensions:
 def test_a_model_of_another_dimension_under_the_same_name_is_refused(
     embedding_settings: Settings, embedded: Services
 ) -> None:
-    _ingest_all(embedded.documents)
-    embed_all(embedded.documents)
+    _ingest_all(embedded.ingestion)
+    embed_all(embedded.vectors)
     with pytest.raises(DimensionMismatch, match="calypso reindex"):
-        DocumentService(
+        VectorService(
             embedding_settings,
+            EightDimensions(),
+            embedded.storage.embeddings,
             embedded.storage.documents,
-            b"secret",
-            embedded.storage.jobs,
             embedded.search.indexes,
-            embedder=EightDimensions(),
-            embeddings=embedded.storage.embeddings,
         )
 
 
 def test_embedding_workers_stop_between_batches(embedded: Services) -> None:
-    documents = embedded.documents
-    documents.ingest(" ".join(f"Sentence {i} about canteen lunches." for i in range(2000)).encode(), "long.txt", "hr")
+    text = " ".join(f"Sentence {i} about canteen lunches." for i in range(2000))
+    embedded.ingestion.ingest(Upload(text.encode(), "long.txt", "hr"))
     stopping = threading.Event()
     stopping.set()
-    assert embed_all(documents, stopping) == 0
-    assert documents.embeddings is not None and documents.embeddings.pending(MODEL) == 1
+    assert embed_all(embedded.vectors, stopping) == 0
+    assert embedded.vectors.pending() == 1
 
 
 def test_keyword_only_without_a_model(services: Services, settings: Settings, tmp_path: Path) -> None:
-    assert services.documents.embedder is None  # CALYPSO_EMBEDDING_MODEL=none in the test environment
-    doc = services.documents.ingest(DOCS["canteen.txt"].encode(), "canteen.txt", "hr").document
-    assert services.documents.embedding_progress([doc]) == {}
+    assert services.vectors.embedder is None  # CALYPSO_EMBEDDING_MODEL=none in the test environment
+    doc = services.ingestion.ingest(Upload(DOCS["canteen.txt"].encode(), "canteen.txt", "hr")).document
+    assert services.vectors.progress([doc]) == {}
     assert services.search.search(MEANING_ONLY, "hr") == []
 
 
 def test_small_documents_are_embedded_together(embedded: Services) -> None:
-    documents = embedded.documents
+    vectors = embedded.vectors
     searcher = embedded.search
-    ids = _ingest_all(documents)  # three one-passage documents
+    ids = _ingest_all(embedded.ingestion)  # three one-passage documents
     # One claim round takes all three into one model call (one text per call is a third of the speed).
-    assert run_once(documents, worker_id("test"), threading.Event()) == 3
-    assert documents.embeddings is not None and documents.embeddings.pending(MODEL) == 0
-    assert documents.embedding_progress([documents.get(i) for i in ids.values()]) == {i: 1 for i in ids.values()}
+    assert run_once(vectors, worker_id("test"), threading.Event()) == 3
+    assert vectors.pending() == 0
+    listed = [embedded.documents.get(i) for i in ids.values()]
+    assert vectors.progress(listed) == {i: 1 for i in ids.values()}
     assert searcher.search(MEANING_ONLY, "hr")[0].document.id == ids["canteen.txt"]
 
 

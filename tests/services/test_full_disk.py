@@ -23,13 +23,14 @@ from pathlib import Path
 
 import httpx
 import pytest
-from postgres_support import PgServer
 from tests_support import free_port
 
 from calypso.config import DATABASE_FILE, Settings
 from calypso.errors import InsufficientStorage
 from calypso.services import open_services
+from calypso.services.ingestion import Upload
 from calypso.store.sqlite.database import Database
+from testkit.postgres import PgServer
 
 
 @contextlib.contextmanager
@@ -234,18 +235,20 @@ def test_sqlite_full_is_insufficient_storage_not_a_failed_rollback(small_disk: P
 def test_a_queued_upload_that_meets_a_full_disk_fails_saying_so(small_disk: Path) -> None:
     """Stored, then its passages do not fit: the job fails with insufficient_storage (not retried forever, nor
     given up as 'too large or too complex')."""
-    from calypso.services.ingest_worker import run_job, worker_id
+    from calypso.services.ingest_worker import JobRunner, worker_id
 
     services = open_services(Settings(home=small_disk / "home", embedding_model="none"), exclusive=True)
     try:
         data = text_file(7)
         fill_leaving(small_disk, 2 * len(data) + 5 * 1024 * 1024)  # room for the upload, not its passages
-        queued = services.documents.submit(data, "big.txt", wake_workers=False).document
+        queued = services.ingestion.submit(Upload(data, "big.txt"), wake_workers=False).document
         key = services.storage.documents.document_key("default", queued.id)
         owner = worker_id("ingest0")
         job = services.storage.jobs.claim_document(key, owner, 30) if key is not None else None
         assert job is not None
-        outcome = run_job(services.documents, job, owner)
+        storage = services.storage
+        runner = JobRunner(services.settings, storage.documents, storage.jobs, services.search.indexes, None)
+        outcome = runner.run(job, owner)
         assert isinstance(outcome.error, InsufficientStorage)
         failed = services.documents.get(queued.id)
         assert failed.status == "failed" and failed.last_error is not None
@@ -282,7 +285,7 @@ def test_postgres_disk_full_is_507_and_deletes_still_work(pg_server: PgServer, t
             stored = []
             with pytest.raises(InsufficientStorage) as refused:
                 for seed in range(60):
-                    stored.append(services.documents.ingest(text_file(seed), f"f{seed}.txt").document.id)
+                    stored.append(services.ingestion.ingest(Upload(text_file(seed), f"f{seed}.txt")).document.id)
             assert refused.value.status == 507 and "PostgreSQL" in refused.value.message
             assert stored, "the tablespace took no document at all"
             services.documents.delete(stored[0])

@@ -15,9 +15,9 @@ from postgres_support import RawDatabase
 from calypso.config import Settings
 from calypso.retrieval import bm25 as bm25_mod
 from calypso.retrieval.bm25 import BM25Index
-from calypso.services import open_services
-from calypso.services.documents import DocumentService
+from calypso.services import Services, open_services
 from calypso.services.index_sync import NamespaceIndexes, SnapshotDirectory, index_rows
+from calypso.services.ingestion import Upload
 from calypso.services.search import SearchService
 
 WORDS = "harbour crane lighthouse lamp ferry dock tide anchor rope sail mast keel hull deck buoy pier".split()
@@ -38,10 +38,10 @@ def _within(seconds: float, condition: Callable[[], bool]) -> float:
     return time.monotonic() - start
 
 
-def _fresh(kb: DocumentService, namespace: str = "general") -> BM25Index:
+def _fresh(services: Services, namespace: str = "general") -> BM25Index:
     """The namespace's index as a from-scratch build would make it now."""
     index = BM25Index()
-    store = kb.store
+    store = services.storage.documents
     index.add_many(
         (key, index_rows(store, key, chunks)) for key, chunks in store.namespace_chunks("default", namespace)
     )
@@ -61,9 +61,9 @@ def _doc_ids(searcher: SearchService, query: str) -> set[str]:
 def test_a_write_in_one_process_reaches_another_within_a_second(tmp_path: Path, database_url: str) -> None:
     # Two Services over one database, as two API processes have (SQLite: a second, non-exclusive opener).
     a, b = open_services(Settings(home=tmp_path)), open_services(Settings(home=tmp_path))
-    a.documents.ingest(b"Harbour cranes are inspected every spring.", "cranes.txt")
+    a.ingestion.ingest(Upload(b"Harbour cranes are inspected every spring.", "cranes.txt"))
     assert b.search.search("harbour cranes")  # B's index is built and following
-    doc = a.documents.ingest(b"Lighthouse lamps are cleaned weekly.", "lamps.txt").document
+    doc = a.ingestion.ingest(Upload(b"Lighthouse lamps are cleaned weekly.", "lamps.txt")).document
     assert _doc_ids(a.search, "lighthouse lamps") == {doc.id}  # a process reads its own write at once
     assert _within(1.0, lambda: _doc_ids(b.search, "lighthouse lamps") == {doc.id}) < 1.0
     a.documents.delete(doc.id)
@@ -76,7 +76,7 @@ def test_a_write_in_one_process_reaches_another_within_a_second(tmp_path: Path, 
 @pytest.mark.backends("postgres")
 def test_the_follower_survives_a_lost_connection(tmp_path: Path, database_url: str) -> None:
     a, b = open_services(Settings(home=tmp_path)), open_services(Settings(home=tmp_path / "b"))
-    a.documents.ingest(b"Harbour cranes are inspected every spring.", "cranes.txt")
+    a.ingestion.ingest(Upload(b"Harbour cranes are inspected every spring.", "cranes.txt"))
     assert b.search.search("harbour cranes")
     _within(5.0, lambda: _listeners(database_url) >= 1)
     raw = RawDatabase(database_url, Path())
@@ -86,7 +86,7 @@ def test_the_follower_survives_a_lost_connection(tmp_path: Path, database_url: s
         "WHERE datname = current_database() AND pid <> pg_backend_pid()"
     )
     raw.close()
-    doc = a.documents.ingest(b"Lighthouse lamps are cleaned weekly.", "lamps.txt").document  # pool reconnects
+    doc = a.ingestion.ingest(Upload(b"Lighthouse lamps are cleaned weekly.", "lamps.txt")).document  # pool reconnects
     # The follower notices, reconnects (within its one-second retry) and catches up from its position.
     _within(5.0, lambda: _doc_ids(b.search, "lighthouse lamps") == {doc.id})
     a.documents.delete(doc.id)
@@ -104,19 +104,19 @@ def _listeners(database_url: str) -> int:
 
 def test_applying_a_change_twice_is_harmless(tmp_path: Path, database_url: str) -> None:
     services = open_services(Settings(home=tmp_path))
-    kb = services.documents
+    kb = services.ingestion
     rng = random.Random(7)
-    docs = [kb.ingest(_text(rng, 4), f"d{i}.txt").document for i in range(6)]
-    indexes = NamespaceIndexes(kb.store, follow=False)  # its own, to replay the feed onto
+    docs = [kb.ingest(Upload(_text(rng, 4), f"d{i}.txt")).document for i in range(6)]
+    indexes = NamespaceIndexes(services.storage.documents, follow=False)  # its own, to replay the feed onto
     index = indexes.get("default", "general")
-    kb.delete(docs[2].id)
-    kb.ingest(_text(rng, 3), "late.txt")
+    services.documents.delete(docs[2].id)
+    kb.ingest(Upload(_text(rng, 3), "late.txt"))
     assert indexes.catch_up() == 2
-    _assert_same(index, _fresh(kb))
+    _assert_same(index, _fresh(services))
     dead = index.dead_rows
     indexes.replay_from(0)  # replay the whole feed: every added and deleted change a second time
     assert indexes.catch_up() == 8
-    _assert_same(index, _fresh(kb))
+    _assert_same(index, _fresh(services))
     assert index.dead_rows == dead > 0  # the deleted document's rows, once: nothing was added or removed again
     indexes.close()
     services.close()
@@ -124,30 +124,30 @@ def test_applying_a_change_twice_is_harmless(tmp_path: Path, database_url: str) 
 
 def test_an_index_built_while_writes_race_equals_a_fresh_build(tmp_path: Path, database_url: str) -> None:
     services = open_services(Settings(home=tmp_path))
-    kb = services.documents
+    kb = services.ingestion
     rng = random.Random(11)
-    live = [kb.ingest(_text(rng, 5), f"seed{i}.txt").document.id for i in range(20)]
+    live = [kb.ingest(Upload(_text(rng, 5), f"seed{i}.txt")).document.id for i in range(20)]
     done = threading.Event()
 
     def write() -> None:
         wrng = random.Random(12)
         for i in range(40):
             if live and wrng.random() < 0.4:
-                kb.delete(live.pop(wrng.randrange(len(live))))
+                services.documents.delete(live.pop(wrng.randrange(len(live))))
             else:
-                live.append(kb.ingest(_text(wrng, wrng.randint(1, 6)), f"race{i}.txt").document.id)
+                live.append(kb.ingest(Upload(_text(wrng, wrng.randint(1, 6)), f"race{i}.txt")).document.id)
         done.set()
 
     writer = threading.Thread(target=write)
     writer.start()
     built = []
     while not done.is_set():  # indexes built from scratch at many points of the race
-        indexes = NamespaceIndexes(kb.store, follow=False)
+        indexes = NamespaceIndexes(services.storage.documents, follow=False)
         indexes.get("default", "general")
         built.append(indexes)
     writer.join()
     assert len(built) >= 2
-    expected = _fresh(kb)
+    expected = _fresh(services)
     for indexes in built:
         indexes.catch_up()
         _assert_same(indexes.get("default", "general"), expected)
@@ -160,7 +160,7 @@ def test_a_snapshot_plus_the_feed_equals_a_fresh_build(tmp_path: Path, database_
     rng = random.Random(3)
     settings = Settings(home=tmp_path)
     first = open_services(settings)
-    kept = [first.documents.ingest(_text(rng, 5), f"a{i}.txt").document for i in range(10)]
+    kept = [first.ingestion.ingest(Upload(_text(rng, 5), f"a{i}.txt")).document for i in range(10)]
     first.search.warm_up()  # built, then saved in the background
     first.documents.delete(kept[0].id)
     first.close()  # saves again: the snapshot covers the delete
@@ -168,7 +168,7 @@ def test_a_snapshot_plus_the_feed_equals_a_fresh_build(tmp_path: Path, database_
     assert snapshots.current() is not None
     # Written while no server ran: the snapshot does not hold these; the feed does.
     writer = open_services(settings)
-    late = writer.documents.ingest(_text(rng, 4), "late.txt").document
+    late = writer.ingestion.ingest(Upload(_text(rng, 4), "late.txt")).document
     writer.documents.delete(kept[1].id)
     writer.close()
 
@@ -176,7 +176,7 @@ def test_a_snapshot_plus_the_feed_equals_a_fresh_build(tmp_path: Path, database_
         second = open_services(settings)
         index = second.search.index("general")
     assert "loaded" in caplog.text and "built" not in caplog.text
-    _assert_same(index, _fresh(second.documents))
+    _assert_same(index, _fresh(second))
     assert late.id in _doc_ids(second.search, " ".join(WORDS))
     second.close()
 
@@ -185,7 +185,7 @@ def test_a_snapshot_plus_the_feed_equals_a_fresh_build(tmp_path: Path, database_
 def test_an_unusable_snapshot_is_rebuilt_from_the_store(tmp_path: Path, database_url: str, caplog) -> None:
     settings = Settings(home=tmp_path)
     services = open_services(settings)
-    services.documents.ingest(b"Harbour cranes are inspected every spring.", "cranes.txt")
+    services.ingestion.ingest(Upload(b"Harbour cranes are inspected every spring.", "cranes.txt"))
     services.search.warm_up()
     services.close()
     current = SnapshotDirectory(tmp_path / "index", ("default", "general")).current()
@@ -203,7 +203,7 @@ def test_an_unusable_snapshot_is_rebuilt_from_the_store(tmp_path: Path, database
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="calypso.index"):
         other = open_services(settings)
-        other.documents.ingest(b"Lighthouse lamps are cleaned weekly.", "lamps.txt")
+        other.ingestion.ingest(Upload(b"Lighthouse lamps are cleaned weekly.", "lamps.txt"))
         assert [p.document.filename for p in other.search.search("harbour lighthouse")] == ["lamps.txt"]
     assert "another database" in caplog.text
     other.close()
@@ -217,17 +217,17 @@ def test_on_postgresql_a_built_index_is_searched_from_the_process_own_files(
     rng = random.Random(5)
     settings = Settings(home=tmp_path)
     services = open_services(settings)
-    services.documents.ingest(_text(rng, 30), "harbour.txt")
-    services.documents.ingest("港口的起重机每年春天检修。灯塔的灯每周清洁一次。".encode(), "港口.txt")
+    services.ingestion.ingest(Upload(_text(rng, 30), "harbour.txt"))
+    services.ingestion.ingest(Upload("港口的起重机每年春天检修。灯塔的灯每周清洁一次。".encode(), "港口.txt"))
     index = services.search.index("general")
     assert services.search.indexes.wait_saved(timeout=60)
     own = [p for p in (tmp_path / "index-own").iterdir() if not p.name.startswith(".")]
     assert len(own) == 1 and (own[0] / "default" / "general" / "CURRENT").is_file()
     assert index.segment_count == 1 and all(seg.files is not None for seg in index._segs)
-    _assert_same(index, _fresh(services.documents))
+    _assert_same(index, _fresh(services))
     assert [p.document.filename for p in services.search.search("起重机 检修")] == ["港口.txt"]
-    services.documents.ingest(_text(rng, 3), "late.txt")  # after the save: in memory until the next one
-    _assert_same(index, _fresh(services.documents))
+    services.ingestion.ingest(Upload(_text(rng, 3), "late.txt"))  # after the save: in memory until the next one
+    _assert_same(index, _fresh(services))
 
     other = open_services(settings)  # a second API process on the same host: its own files, none of the first's
     assert other.search.search("harbour crane")

@@ -18,6 +18,7 @@ from postgres_support import RawDatabase
 
 from calypso.config import Settings
 from calypso.services import Services, open_services
+from calypso.services.ingestion import Upload
 
 pytestmark = pytest.mark.backends("postgres")
 
@@ -80,7 +81,7 @@ def _chunk_indices(raw: RawDatabase, document_key: int) -> list[int]:
 def test_a_worker_killed_mid_job_leaves_it_to_another(
     settings: Settings, services: Services, raw: RawDatabase, tmp_path: Path
 ) -> None:
-    doc = services.documents.submit(_text(60_000), "big.txt", "ops").document  # ~5 MB: seconds of work
+    doc = services.ingestion.submit(Upload(_text(60_000), "big.txt", "ops")).document  # ~5 MB: seconds of work
     key = services.storage.documents.document_key("default", doc.id)
     assert key is not None
     first = _start_worker(settings, tmp_path / "first.log")
@@ -130,7 +131,7 @@ def test_a_worker_killed_mid_job_leaves_it_to_another(
 def test_two_workers_never_run_the_same_job_twice(
     settings: Settings, services: Services, raw: RawDatabase, tmp_path: Path
 ) -> None:
-    docs = [services.documents.submit(_text(1500, seed=n), f"doc{n}.txt").document for n in range(8)]
+    docs = [services.ingestion.submit(Upload(_text(1500, seed=n), f"doc{n}.txt")).document for n in range(8)]
     logs = [tmp_path / "a.log", tmp_path / "b.log"]
     workers = [_start_worker(settings, log) for log in logs]
     try:

@@ -20,6 +20,7 @@ from calypso.config import Settings
 from calypso.errors import CalypsoError, StorageError
 from calypso.ingest import isolation
 from calypso.services import Services, open_services
+from calypso.services.ingestion import Upload
 from calypso.store.sqlite.database import Database
 
 TEXT = b"The harbour crane lifts containers before dawn. Its operators start their shift at four."
@@ -53,12 +54,12 @@ def test_both_sizes_take_their_path() -> None:
 
 @pytest.mark.parametrize("size", UPLOADS)
 def test_an_upload_is_stored_and_searchable_in_one_call(services: Services, raw: RawDatabase, size: str) -> None:
-    result = services.documents.ingest(UPLOADS[size], "crane.txt", "ops")
+    result = services.ingestion.ingest(Upload(UPLOADS[size], "crane.txt", "ops"))
     assert result.created and result.document.status == "completed"
     chunks = result.document.chunk_count
     assert _left(raw) == {"documents": 1, "pages": 1, "chunks": chunks, "ingest_jobs": 0, "added": 1}
     assert [p.document.id for p in services.search.search("harbour crane", "ops")][:1] == [result.document.id]
-    again = services.documents.ingest(UPLOADS[size], "crane.txt", "ops")  # the same bytes: the stored document
+    again = services.ingestion.ingest(Upload(UPLOADS[size], "crane.txt", "ops"))  # the same bytes: the stored document
     assert not again.created and again.document.id == result.document.id
     assert _left(raw)["documents"] == 1
 
@@ -70,9 +71,9 @@ def test_analysis_failing_midway_leaves_nothing(
     def broken(texts: object) -> object:
         raise RuntimeError("a bug in the analyzer")
 
-    monkeypatch.setattr("calypso.services.ingest_worker.analyze_many", broken)
+    monkeypatch.setattr("calypso.ingest.pipeline.analyze_many", broken)
     with pytest.raises(CalypsoError) as caught:
-        services.documents.ingest(UPLOADS[size], "crane.txt", "ops")
+        services.ingestion.ingest(Upload(UPLOADS[size], "crane.txt", "ops"))
     assert caught.value.status == 500 and "failed on the server" in caught.value.message
     assert _left(raw) == NOTHING
 
@@ -85,7 +86,7 @@ def test_a_parse_failing_in_place_leaves_nothing(
 
     monkeypatch.setattr(isolation, "parse_document", broken)
     with pytest.raises(CalypsoError) as caught:
-        services.documents.ingest(TEXT, "crane.txt", "ops")
+        services.ingestion.ingest(Upload(TEXT, "crane.txt", "ops"))
     assert caught.value.status == 500
     assert _left(raw) == NOTHING
 
@@ -100,28 +101,28 @@ def test_the_store_failing_at_the_end_leaves_nothing(
     monkeypatch.setattr(services.storage.jobs, "complete", refused)
     monkeypatch.setattr(services.storage.jobs, "add_completed", refused)
     with pytest.raises(StorageError):
-        services.documents.ingest(UPLOADS[size], "crane.txt", "ops")
+        services.ingestion.ingest(Upload(UPLOADS[size], "crane.txt", "ops"))
     assert _left(raw) == NOTHING
 
 
 def test_a_refused_text_upload_leaves_nothing(services: Services, raw: RawDatabase) -> None:
     with pytest.raises(CalypsoError) as caught:
-        services.documents.ingest(b"\x00\x01\x02 binary \x00" * 50, "data.txt", "ops")
+        services.ingestion.ingest(Upload(b"\x00\x01\x02 binary \x00" * 50, "data.txt", "ops"))
     assert caught.value.status == 415
     assert _left(raw) == NOTHING
 
 
 def test_a_failed_copy_is_replaced_by_an_upload_parsed_in_place(services: Services, raw: RawDatabase) -> None:
-    queued = services.documents.submit(TEXT, "crane.txt", "ops", wake_workers=False).document
-    assert services.documents.cancel(queued.id).status == "cancelled"
-    result = services.documents.ingest(TEXT, "crane.txt", "ops")
+    queued = services.ingestion.submit(Upload(TEXT, "crane.txt", "ops"), wake_workers=False).document
+    assert services.ingestion.cancel(queued.id).status == "cancelled"
+    result = services.ingestion.ingest(Upload(TEXT, "crane.txt", "ops"))
     assert result.created and result.document.id != queued.id and result.document.status == "completed"
     assert _left(raw) == {"documents": 1, "pages": 1, "chunks": 1, "ingest_jobs": 0, "added": 1}
 
 
 def test_an_upload_parsed_in_place_follows_the_same_bytes_in_progress(services: Services) -> None:
-    queued = services.documents.submit(TEXT, "crane.txt", "ops", wake_workers=False).document
-    result = services.documents.ingest(TEXT, "crane.txt", "ops")  # runs the queued job, as before
+    queued = services.ingestion.submit(Upload(TEXT, "crane.txt", "ops"), wake_workers=False).document
+    result = services.ingestion.ingest(Upload(TEXT, "crane.txt", "ops"))  # runs the queued job, as before
     assert not result.created and result.document.id == queued.id and result.document.status == "completed"
 
 
@@ -145,11 +146,11 @@ def test_a_one_page_upload_costs_one_transaction_of_ten_statements(
     monkeypatch.setattr(Database, "_open", traced)
     services = open_services(Settings(home=tmp_path / "home", embedding_model="none"))
     try:
-        services.documents.ingest(b"A warm-up upload.", "warm.txt", "ops")
+        services.ingestion.ingest(Upload(b"A warm-up upload.", "warm.txt", "ops"))
         monkeypatch.setattr(isolation, "shared_pool", no_child)
         threads = threading.active_count()
         statements.clear()
-        document = services.documents.ingest(TEXT, "crane.txt", "ops").document
+        document = services.ingestion.ingest(Upload(TEXT, "crane.txt", "ops")).document
         assert document.status == "completed"
         assert threading.active_count() == threads
         assert statements.count("BEGIN IMMEDIATE") == 1 and statements.count("COMMIT") == 1
@@ -163,13 +164,14 @@ import os, signal, sys
 from pathlib import Path
 from calypso.config import Settings
 from calypso.services import open_services
+from calypso.services.ingestion import Upload
 
 services = open_services(Settings(home=Path(sys.argv[1]), embedding_model="none"), exclusive=True)
 def crash(texts):
     os.kill(os.getpid(), signal.SIGKILL)  # parsed and chunked, nothing completed: the process dies here
-import calypso.services.ingest_worker as worker
-worker.analyze_many = crash
-services.documents.ingest(Path(sys.argv[2]).read_bytes(), "crane.txt", "ops")
+import calypso.ingest.pipeline as pipeline
+pipeline.analyze_many = crash
+services.ingestion.ingest(Upload(Path(sys.argv[2]).read_bytes(), "crane.txt", "ops"))
 """
 
 
@@ -194,7 +196,7 @@ def test_a_process_killed_mid_upload_leaves_nothing_or_a_job_the_restart_finishe
 
     services = open_services(Settings(home=home, embedding_model="none"), exclusive=True)
     try:  # the dead owner's lease is freed at once (the lock names it); the upload again follows the job
-        document = services.documents.ingest(BIG, "crane.txt", "ops").document
+        document = services.ingestion.ingest(Upload(BIG, "crane.txt", "ops")).document
         assert document.status == "completed" and document.chunk_count > 1
         assert services.storage.jobs.jobs("default", [document.id]) == {}
         assert services.search.search("harbour crane", "ops")

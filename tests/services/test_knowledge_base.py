@@ -10,37 +10,38 @@ from postgres_support import RawDatabase
 from calypso.errors import StorageError, UnprocessableDocument
 from calypso.retrieval.tokenize import ANALYZER_VERSION
 from calypso.services import open_services
+from calypso.services.ingestion import Upload
 
 TEXT = "\n\n".join(f"Paragraph {i} explains how the harbour crane number {i} is inspected." for i in range(60))
 
 
-def test_failure_midway_leaves_no_half_document(kb, searcher, settings) -> None:
-    kb.ingest(b"The first document mentions a harbour crane once.", "first.txt")
+def test_failure_midway_leaves_no_half_document(kb, searcher, settings, services) -> None:
+    kb.ingest(Upload(b"The first document mentions a harbour crane once.", "first.txt"))
     assert len(searcher.search("harbour crane")) == 1
     # A real database failure on the fourth chunk insert, inside the document's transaction.
     db = RawDatabase.of(settings)
     db.fail_chunk_insert(3)
     with pytest.raises(StorageError):
-        kb.ingest(TEXT.encode(), "second.txt")
+        kb.ingest(Upload(TEXT.encode(), "second.txt"))
     db.heal()
-    assert [d.filename for d in kb.list_documents(None, 10, order="asc").items] == ["first.txt"]
+    assert [d.filename for d in services.documents.list_documents(None, 10, order="asc").items] == ["first.txt"]
     assert db.scalar("SELECT COUNT(*) FROM chunks") == 1
     assert db.scalar("SELECT COUNT(*) FROM pages") == 1
     db.close()
     assert [p.document.filename for p in searcher.search("harbour crane inspected", max_results=50)] == ["first.txt"]
     # And the same bytes can be ingested once the fault is gone.
-    assert kb.ingest(TEXT.encode(), "second.txt").created
+    assert kb.ingest(Upload(TEXT.encode(), "second.txt")).created
 
 
-def test_parser_failure_changes_nothing(kb) -> None:
+def test_parser_failure_changes_nothing(kb, services) -> None:
     with pytest.raises(UnprocessableDocument):
-        kb.ingest(b"%PDF-1.7\n" + b"\x00garbage" * 100, "broken.pdf")
-    assert kb.list_documents(None, 10, order="asc").items == []
+        kb.ingest(Upload(b"%PDF-1.7\n" + b"\x00garbage" * 100, "broken.pdf"))
+    assert services.documents.list_documents(None, 10, order="asc").items == []
 
 
 def test_index_survives_restart(settings) -> None:
     first = open_services(settings)
-    doc = first.documents.ingest(TEXT.encode(), "cranes.txt", "port").document
+    doc = first.ingestion.ingest(Upload(TEXT.encode(), "cranes.txt", "port")).document
     first.close()
     second = open_services(settings)
     hits = second.search.search("crane number 7", "port", max_results=3)
@@ -51,9 +52,9 @@ def test_index_survives_restart(settings) -> None:
 
 
 def test_namespaces_are_isolated_and_document_filter(kb, searcher) -> None:
-    a = kb.ingest(b"Apples are harvested in autumn.", "a.txt", "fruit").document
-    b = kb.ingest(b"Apple trees bloom in spring.", "b.txt", "fruit").document
-    kb.ingest(b"Apples appear in this other namespace too.", "c.txt", "other")
+    a = kb.ingest(Upload(b"Apples are harvested in autumn.", "a.txt", "fruit")).document
+    b = kb.ingest(Upload(b"Apple trees bloom in spring.", "b.txt", "fruit")).document
+    kb.ingest(Upload(b"Apples appear in this other namespace too.", "c.txt", "other"))
     assert {p.document.id for p in searcher.search("apples", "fruit")} == {a.id, b.id}
     assert [p.document.id for p in searcher.search("apples", "fruit", document_ids=[b.id])] == [b.id]
     assert searcher.search("apples", "fruit", document_ids=[]) == []
@@ -66,7 +67,7 @@ def test_concurrent_ingest_and_search(kb, searcher) -> None:
     def writer(n: int) -> None:
         try:
             for i in range(5):
-                kb.ingest(f"Writer {n} document {i} about lighthouse lamps.".encode(), f"w{n}-{i}.txt")
+                kb.ingest(Upload(f"Writer {n} document {i} about lighthouse lamps.".encode(), f"w{n}-{i}.txt"))
         except BaseException as exc:  # noqa: BLE001 - collected and asserted below
             errors.append(exc)
 
@@ -90,7 +91,7 @@ def test_concurrent_ingest_and_search(kb, searcher) -> None:
 
 def test_index_loads_from_stored_terms_and_tolerates_stale_ones(settings) -> None:
     first = open_services(settings)
-    doc = first.documents.ingest(TEXT.encode(), "cranes.txt", "port").document
+    doc = first.ingestion.ingest(Upload(TEXT.encode(), "cranes.txt", "port")).document
     expected = [(p.chunk.chunk_index, round(p.score, 6)) for p in first.search.search("crane number 7", "port")]
     first.close()
     db = RawDatabase.of(settings)

@@ -19,17 +19,22 @@ from tests_support import free_port
 from calypso.config import Settings
 from calypso.errors import DataDirectoryInUse
 from calypso.services import open_services
+from calypso.services.ingestion import Upload
 from calypso.store.sqlite import SQLiteStorage
 
 
 def test_chunk_and_document_keys_are_never_reused(tmp_path: Path, database_url: str) -> None:
     services = open_services(Settings(home=tmp_path))
     store = services.storage.documents
-    first = services.documents.ingest(b"Workspace A writes about harbour cranes.", "a.txt", workspace="a").document
+    first = services.ingestion.ingest(
+        Upload(b"Workspace A writes about harbour cranes.", "a.txt", workspace="a")
+    ).document
     first_keys = {c.key for c in store.list_chunks("a", first.id, 100, None).items}
     first_doc_key = store.document_key("a", first.id)
     services.documents.delete(first.id, workspace="a")
-    second = services.documents.ingest(b"Workspace B keeps a secret about cranes.", "b.txt", workspace="b").document
+    second = services.ingestion.ingest(
+        Upload(b"Workspace B keeps a secret about cranes.", "b.txt", workspace="b")
+    ).document
     second_keys = {c.key for c in store.list_chunks("b", second.id, 100, None).items}
     assert min(second_keys) > max(first_keys)
     assert store.document_key("b", second.id) > first_doc_key  # type: ignore[operator]
@@ -48,7 +53,7 @@ def test_identical_concurrent_uploads_store_one_document(tmp_path: Path, databas
     def upload() -> None:
         barrier.wait()
         try:
-            results.append(services.documents.ingest(data, "same.txt", "race"))
+            results.append(services.ingestion.ingest(Upload(data, "same.txt", "race")))
         except Exception as exc:  # noqa: BLE001 - asserted below
             errors.append(exc)
 
@@ -90,7 +95,7 @@ THREADS = 40
 def test_read_connections_stay_bounded_across_bursts(tmp_path: Path, database_url: str) -> None:
     settings = Settings(home=tmp_path)
     services = open_services(settings)
-    services.documents.ingest(b"Lighthouse lamps are inspected weekly.", "l.txt")
+    services.ingestion.ingest(Upload(b"Lighthouse lamps are inspected weekly.", "l.txt"))
 
     def connections() -> int:
         if database_url:  # as the server counts them
@@ -131,11 +136,11 @@ def test_several_serving_processes_share_one_postgres_database(tmp_path: Path, d
     settings = Settings(home=tmp_path)
     first = open_services(settings, exclusive=True)
     second = open_services(Settings(home=tmp_path / "other"), exclusive=True)  # no lock to refuse it
-    doc = first.documents.ingest(b"Harbour cranes are inspected every spring.", "cranes.txt").document
+    doc = first.ingestion.ingest(Upload(b"Harbour cranes are inspected every spring.", "cranes.txt")).document
     assert second.documents.get(doc.id).filename == "cranes.txt"
     assert second.search.search("harbour cranes")[0].document.id == doc.id  # its index builds from the database
     # An index already built follows the other process's writes through the change feed, within a second.
-    later = first.documents.ingest(b"Lighthouse lamps are cleaned weekly.", "lamps.txt").document
+    later = first.ingestion.ingest(Upload(b"Lighthouse lamps are cleaned weekly.", "lamps.txt")).document
     assert first.search.search("lighthouse lamps")[0].document.id == later.id  # its own write, at once
     assert _within(1.0, lambda: [p.document.id for p in second.search.search("lighthouse lamps")] == [later.id])
     first.documents.delete(later.id)

@@ -18,6 +18,7 @@ import pytest
 from calypso.config import Settings
 from calypso.services import open_services
 from calypso.services.ingest_worker import worker_id
+from calypso.services.ingestion import Upload
 
 MODEL = "test-model"
 
@@ -27,12 +28,13 @@ from pathlib import Path
 from calypso.config import Settings
 from calypso.services import open_services
 from calypso.services.ingest_worker import worker_id
+from calypso.services.ingestion import Upload
 
 home = Path(sys.argv[1])
 services = open_services(Settings(home=home, embedding_model="none"), exclusive=True)
 storage = services.storage
-queued = services.documents.submit(b"Queued text that a worker was parsing.", "queued.txt", wake_workers=False)
-done = services.documents.ingest(b"Finished text that a worker was embedding.", "done.txt")
+queued = services.ingestion.submit(Upload(b"Queued text that a worker was parsing.", "queued.txt"), wake_workers=False)
+done = services.ingestion.ingest(Upload(b"Finished text that a worker was embedding.", "done.txt"))
 db = storage.database
 key = storage.documents.document_key("default", done.document.id)
 db.write(lambda c: c.execute(
@@ -76,7 +78,7 @@ def test_a_clean_stop_leaves_nothing_to_free(tmp_path: Path) -> None:
     """A live lease of a process that is not the lock's dead owner is left alone."""
     home = tmp_path / "home"
     services = open_services(Settings(home=home, embedding_model="none"), exclusive=True)
-    queued = services.documents.submit(b"Some queued text.", "queued.txt", wake_workers=False)
+    queued = services.ingestion.submit(Upload(b"Some queued text.", "queued.txt"), wake_workers=False)
     key = services.storage.documents.document_key("default", queued.document.id)
     assert key is not None and services.storage.jobs.claim_document(key, "other-host:1:ingest0:x", 30) is not None
     services.close()

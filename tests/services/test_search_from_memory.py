@@ -13,6 +13,7 @@ from calypso.config import Settings
 from calypso.models import RankingOptions
 from calypso.services import open_services
 from calypso.services.embed_worker import embed_all
+from calypso.services.ingestion import Upload
 
 ENGLISH = [
     "Customers may return unworn shoes within thirty days of delivery for a full refund.",
@@ -25,7 +26,7 @@ def test_keyword_searches_of_a_loaded_namespace_run_from_memory(settings: Settin
     services = open_services(settings.model_copy(update={"embedding_model": "none"}))
     try:
         search = services.search
-        services.documents.ingest(ENGLISH[0].encode(), "returns.txt", "general")
+        services.ingestion.ingest(Upload(ENGLISH[0].encode(), "returns.txt", "general"))
         assert not search.runs_from_memory("refund", "general")  # first query: the index builds
         assert search.search("refund", "general")
         assert search.runs_from_memory("refund", "general")
@@ -42,8 +43,8 @@ def test_a_query_the_model_must_embed_goes_to_a_thread(settings: Settings) -> No
     try:
         search = services.search
         for n, text in enumerate(ENGLISH):
-            services.documents.ingest(text.encode(), f"policy{n}.txt", "general")
-        embed_all(services.documents)
+            services.ingestion.ingest(Upload(text.encode(), f"policy{n}.txt", "general"))
+        embed_all(services.vectors)
         search.search("warm up", "general", ranking=KEYWORDS_ONLY)  # loads the index without embedding
         search.catch_up()  # the vectors stored by embed_all reach the index through the feed
         question = "Can I get my money back for a gift card?"
@@ -63,7 +64,7 @@ def test_a_query_the_model_must_embed_goes_to_a_thread(settings: Settings) -> No
 def test_postgresql_searches_always_go_to_a_thread(settings: Settings) -> None:
     services = open_services(settings.model_copy(update={"embedding_model": "none"}))
     try:
-        services.documents.ingest(ENGLISH[0].encode(), "returns.txt", "general")
+        services.ingestion.ingest(Upload(ENGLISH[0].encode(), "returns.txt", "general"))
         services.search.search("refund", "general")
         services.search.settings = settings.model_copy(update={"database_url": "postgresql://elsewhere/db"})
         assert not services.search.runs_from_memory("refund", "general")

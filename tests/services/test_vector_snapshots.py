@@ -19,6 +19,7 @@ from calypso.retrieval.bm25 import BM25Index
 from calypso.retrieval.vectors import ExactVectorIndex
 from calypso.services import open_services, open_storage
 from calypso.services.index_sync import NamespaceIndexes, SnapshotDirectory
+from calypso.services.ingestion import Upload
 from calypso.store.base import Storage
 
 if not ann.available():
@@ -34,9 +35,11 @@ def _ingest(settings: Settings, n: int, seed: int) -> list[str]:
     services = open_services(settings)
     try:
         return [
-            services.documents.ingest(
-                "\n\n".join(" ".join(rng.choice(WORDS) for _ in range(30)) for _ in range(40)).encode(),
-                f"d{seed}-{i}.txt",
+            services.ingestion.ingest(
+                Upload(
+                    "\n\n".join(" ".join(rng.choice(WORDS) for _ in range(30)) for _ in range(40)).encode(),
+                    f"d{seed}-{i}.txt",
+                )
             ).document.id
             for i in range(n)
         ]

@@ -19,6 +19,7 @@ from calypso.models import Chunk, Document, Page
 from calypso.retrieval.vectors import ExactVectorIndex
 from calypso.services import open_services
 from calypso.services.embed_worker import embed_all
+from calypso.services.ingestion import Upload
 from calypso.store.postgres import PostgresStorage, vector_search
 from calypso.store.postgres.vector_search import (
     ITERATIVE_SCANS,
@@ -225,9 +226,11 @@ def test_hybrid_search_through_the_service_reads_vectors_from_the_database(setti
     try:
         documents = hnsw.documents
         searcher = hnsw.search
-        ids = {name: documents.ingest(text.encode(), name, "hr").document.id for name, text in docs.items()}
+        ids = {
+            name: hnsw.ingestion.ingest(Upload(text.encode(), name, "hr")).document.id for name, text in docs.items()
+        }
         assert searcher.search(meaning_only, "hr") == []  # keywords alone: nothing embedded yet
-        assert embed_all(documents) == 3
+        assert embed_all(hnsw.vectors) == 3
         vectors = searcher.vectors("hr")
         assert isinstance(vectors, PgVectorSearch)
         threads: list[str] = []
@@ -244,7 +247,7 @@ def test_hybrid_search_through_the_service_reads_vectors_from_the_database(setti
         assert threading.current_thread().name not in threads
         assert hits[0].document.id == ids["canteen.txt"] and (hits[0].vector_score or 0) > 0.3
         # The in-memory index over the same database ranks and scores the same.
-        memory.documents.catch_up()
+        memory.search.catch_up()
         assert isinstance(memory.search.vectors("hr"), ExactVectorIndex)
         same = memory.search.search(meaning_only, "hr")
         assert [h.chunk.chunk_index for h in same] == [h.chunk.chunk_index for h in hits]
@@ -384,18 +387,17 @@ def test_an_api_process_searching_in_the_database_never_loads_vectors(
         settings.model_copy(update={"embedding_model": "minilm-l6-v2-int8", "pg_vector_search": where})
     )
     try:
-        documents = services.documents
         for name, text in (
             ("canteen.txt", "The staff canteen serves breakfast from seven and a hot lunch from noon until two."),
             ("parking.txt", "Parking permits are issued by the facilities team every January."),
         ):
-            documents.ingest(text.encode(), name, "hr")
+            services.ingestion.ingest(Upload(text.encode(), name, "hr"))
         assert services.search.search("parking permits", "hr")  # the namespace's keyword index is loaded
-        assert embed_all(documents) == 2
-        documents.catch_up()  # the "embedded" changes, as the follower applies them
+        assert embed_all(services.vectors) == 2
+        services.search.catch_up()  # the "embedded" changes, as the follower applies them
         hits = services.search.search("when can I eat in the cafeteria", "hr")
         assert hits and hits[0].document.filename == "canteen.txt"
-        held = documents._indexes.sizes()[("default", "hr")]
+        held = services.search.indexes.sizes()[("default", "hr")]
         if where == "hnsw":
             assert isinstance(services.search.vectors("hr"), PgVectorSearch)
             assert reads == [] and held == (2, 0)  # passages in the keyword index, no vector in memory

@@ -13,16 +13,17 @@ from typing import TypeVar
 import httpx
 import psycopg
 import pytest
-from postgres_support import PgServer
 from tests_support import LiveServer, free_port
 
 from calypso.api.app import create_app
 from calypso.config import Settings
 from calypso.errors import StorageError, StoreUnavailable
 from calypso.services import open_services
+from calypso.services.ingestion import Upload
 from calypso.store.postgres import PostgresStorage, redact_url
 from calypso.store.postgres import database as pg_database
 from calypso.store.postgres.migrations import MIGRATIONS, require_extension
+from testkit.postgres import PgServer
 
 pytestmark = pytest.mark.backends("postgres")
 T = TypeVar("T")
@@ -174,7 +175,7 @@ def test_database_down_is_503_with_retry_after_then_recovers(
     settings = Settings(home=tmp_path)
     services = open_services(settings)
     services.storage.database.pool.timeout = 1.0  # type: ignore[attr-defined] - answer an outage quickly here
-    doc = services.documents.ingest(b"Harbour cranes are inspected every spring.", "cranes.txt").document
+    doc = services.ingestion.ingest(Upload(b"Harbour cranes are inspected every spring.", "cranes.txt")).document
     with LiveServer(create_app(settings, services), free_port()) as server, httpx.Client(base_url=server.url) as http:
         assert http.get(f"/v1/documents/{doc.id}").status_code == 200
         outage.stop()
@@ -194,7 +195,7 @@ def test_database_down_is_503_with_retry_after_then_recovers(
         assert [d["filename"] for d in http.get("/v1/documents").json()["data"]] == [
             "cranes.txt"
         ]  # nothing half-written
-    _eventually(lambda: services.documents.ingest(b"Lighthouse lamps are cleaned weekly.", "lamps.txt"))
+    _eventually(lambda: services.ingestion.ingest(Upload(b"Lighthouse lamps are cleaned weekly.", "lamps.txt")))
     services.close()
 
 

@@ -14,6 +14,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from tests_support import eval_data_dir
 
 from calypso.services import Services
+from calypso.services.ingestion import Upload
 
 ADMIN = "admin-secret-for-mcp-tests"
 
@@ -29,7 +30,7 @@ def alps_questions() -> list[dict]:
 
 def ingest_alps(services: Services, workspace: str = "default") -> str:
     pdf = alps_pdf()
-    return services.documents.ingest(pdf.read_bytes(), pdf.name, None, workspace=workspace).document.id
+    return services.ingestion.ingest(Upload(pdf.read_bytes(), pdf.name, None, workspace=workspace)).document.id
 
 
 @dataclass
