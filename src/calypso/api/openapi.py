@@ -12,19 +12,20 @@ document once:
 * FastAPI's 422 goes; each operation gets the statuses it can return, by rule
   (400 for parameters and bodies, 404 for path ids and ``after`` cursors, 413
   for bodies, 500 everywhere, 401 when API keys are required) plus the
-  per-operation facts in ``_EXTRA`` (409 bots, 415/422 uploads, 502/504 when
+  per-operation facts in ``EXTRA`` (409 bots, 415/422 uploads, 502/504 when
   answering or crawling, 201 on creation);
-* hand-read bodies get their pydantic model's schema (``_HAND_READ``), and the
-  answering ones named examples, plain and streamed (``_EXAMPLES``); streams
+* hand-read bodies get their pydantic model's schema (``HAND_READ``), and the
+  answering ones named examples, plain and streamed (``EXAMPLES``); streams
   are declared as ``text/event-stream``, a file's content as any media type;
 * links lead from what a POST creates to the operations that take its id
-  (``_LINKS``), for clients and for schemathesis' stateful tests;
+  (``LINKS``), for clients and for schemathesis' stateful tests;
 * with API keys on (or an admin key set), the bearer security schemes.
 
-Adding a route that reads its body by hand or returns another status means a
-line in the tables below; ``tests/api/test_openapi.py`` checks that every
-POST, PUT and PATCH declares a body and that the tables name real operations,
-and ``tests/api/test_property_based.py`` that the server returns only what is
+The per-operation tables are ``openapi_operations.py``: adding a route that reads
+its body by hand or returns another status means a line there;
+``tests/api/test_openapi.py`` checks that every POST, PUT and PATCH declares a
+body and that the tables name real operations, and
+``tests/api/test_property_based.py`` that the server returns only what is
 declared.
 """
 
@@ -37,18 +38,11 @@ from fastapi import FastAPI
 from pydantic import BaseModel, TypeAdapter
 
 from calypso.api.auth import auth_enabled
-from calypso.api.routes.chat import ChatCompletionRequest
-from calypso.api.routes.conversation_items import AddItems
-from calypso.api.routes.conversations import CreateConversation, PostMessage, UpdateConversation
+from calypso.api.openapi_operations import EXAMPLES, EXTRA, HAND_READ, LINKS, NEVER, NO_200, REF, STREAMING
 from calypso.api.schemas.bounds import Attributes
-from calypso.bots import _ID as BOT_ID
-from calypso.bots import CONFIG_FIELDS, DEFAULT_BOT_ID, Bot
 from calypso.config import Settings
-from calypso.generation import registry
-from calypso.scope import NAME_SCHEMA
 
 ERROR_SCHEMA = "ErrorResponse"
-_REF = "#/components/schemas/{model}"
 
 _DESCRIPTIONS = {
     400: "Invalid request: malformed JSON, a wrong or unknown parameter (`param` names it).",
@@ -68,137 +62,6 @@ _DESCRIPTIONS = {
     504: "The upstream (model or crawled site) timed out.",
     507: "Insufficient storage: the disk holding the data is full; deletes still work and free room.",
 }
-
-_ANSWERING = {502, 504}
-# Per operation: statuses beyond the rules, and success statuses the route signature does not say.
-_EXTRA: dict[tuple[str, str], set[int]] = {
-    ("post", "/v1/responses"): {404, *_ANSWERING},  # model, previous_response_id
-    ("post", "/v1/chat/completions"): {404, *_ANSWERING},  # model
-    ("post", "/v1/conversations"): {201, 404},  # model / bot
-    ("post", "/v1/conversations/{conversation_id}/messages"): _ANSWERING,
-    ("post", "/v1/documents"): {201, 415, 422},  # 201 new, 200 the same bytes again; 422 with wait=true
-    ("post", "/v1/documents/{document_id}/cancel"): {409},  # its ingestion already ended
-    ("post", "/v1/files"): {415, 422},
-    ("post", "/v1/documents/crawl"): {201, 415, 422, *_ANSWERING},
-    ("get", "/v1/files/{file_id}/content"): {403, 416},  # a signed link that does not verify; a Range past the end
-    ("get", "/v1/files/{file_id}/view"): {403},  # a signed link that does not verify
-    ("get", "/v1/admin/workspaces/{workspace}/policy"): {400},  # an invalid workspace name
-    ("post", "/v1/bots"): {409},
-    ("patch", "/v1/bots/{bot_id}"): {409},
-    ("delete", "/v1/bots/{bot_id}"): {409},
-    ("post", "/v1/admin/keys"): {201},
-    ("post", "/v1/vector_stores"): {404},  # file_ids
-}
-# Per operation: statuses the rules in ``_error_statuses`` would wrongly add.
-_NEVER: dict[tuple[str, str], set[int]] = {
-    ("get", "/v1/admin/keys"): {400},  # any workspace name filters (an unknown one lists nothing)
-    ("get", "/v1/admin/workspaces/{workspace}/policy"): {404},  # a workspace is a name, not a stored id
-    ("put", "/v1/admin/workspaces/{workspace}/policy"): {404},
-}
-_NO_200 = {("post", "/v1/conversations"), ("post", "/v1/admin/keys")}  # these answer 201 only
-_STREAMING = {
-    ("post", "/v1/responses"),
-    ("post", "/v1/chat/completions"),
-    ("post", "/v1/conversations/{conversation_id}/messages"),
-}
-
-
-def _bot_fields(required: list[str]) -> dict[str, Any]:
-    """The fields a client sends to create (``id`` required) or change a bot (its id cannot), from the Bot model."""
-    schema = Bot.model_json_schema(ref_template=_REF)
-    properties = {name: schema["properties"][name] for name in ("id", *CONFIG_FIELDS)}
-    properties["id"] = {**properties["id"], "pattern": BOT_ID.pattern}
-    properties["namespace"] = {**properties["namespace"], **NAME_SCHEMA}  # null: a bot without a knowledge base
-    # A generator is a name the registry has (bots.py checks it); null: the configured default.
-    generators = {"anyOf": [{"type": "string", "enum": registry.available()}, {"type": "null"}]}
-    properties["generator"] = {**properties["generator"], **generators}
-    # An empty list of documents is refused (null searches the whole namespace).
-    properties["document_ids"] = {
-        **properties["document_ids"],
-        "anyOf": [{"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1}, {"type": "null"}],
-    }
-    if "id" not in required:
-        del properties["id"]  # a PATCH may repeat the bot's id, never change it: the document leaves it out
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
-
-
-# Bodies routes read with ``parse_body`` / ``json_object``: the schema name and its pydantic model or JSON schema.
-_HAND_READ: dict[tuple[str, str], tuple[str, type[BaseModel] | dict[str, Any]]] = {
-    ("post", "/v1/chat/completions"): ("ChatCompletionRequest", ChatCompletionRequest),
-    ("post", "/v1/conversations"): ("CreateConversation", CreateConversation),
-    ("post", "/v1/conversations/{conversation_id}/messages"): ("PostMessage", PostMessage),
-    ("post", "/v1/conversations/{conversation_id}"): ("UpdateConversation", UpdateConversation),
-    ("post", "/v1/conversations/{conversation_id}/items"): ("AddItems", AddItems),
-    ("post", "/v1/bots"): ("CreateBot", _bot_fields(["id"])),
-    ("patch", "/v1/bots/{bot_id}"): ("UpdateBot", _bot_fields([])),
-}
-
-_QUESTION = "What is the refund policy?"
-_CHAT = {"model": DEFAULT_BOT_ID, "messages": [{"role": "user", "content": _QUESTION}]}
-# Request body examples, by name (the answering ones plain and streamed).
-_EXAMPLES: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
-    ("post", "/v1/responses"): {
-        "question": {"model": DEFAULT_BOT_ID, "input": _QUESTION},
-        "streamed": {"model": DEFAULT_BOT_ID, "input": _QUESTION, "stream": True, "include": ["inline_citations"]},
-    },
-    ("post", "/v1/chat/completions"): {
-        "question": _CHAT,
-        "streamed": {**_CHAT, "stream": True, "stream_options": {"include_usage": True}},
-    },
-    ("post", "/v1/conversations"): {"default bot": {"model": DEFAULT_BOT_ID}},
-    ("post", "/v1/conversations/{conversation_id}/messages"): {
-        "question": {"content": _QUESTION},
-        "streamed": {"content": [{"type": "text", "text": _QUESTION}], "stream": True},
-    },
-    ("post", "/v1/search"): {"query": {"query": "refund policy", "max_num_results": 3}},
-    ("post", "/v1/bots"): {"bot": {"id": "support", "passage_count": 3, "marker_style": "source"}},
-    ("patch", "/v1/bots/{bot_id}"): {"change": {"inline_citations": True}},
-}
-
-# OpenAPI links: what a created object's id opens (clients and stateful tests follow them).
-_ID = "$response.body#/id"
-_LINKS: list[tuple[tuple[str, str, str], tuple[str, str], str, str]] = [
-    # (source method, path, status), (target method, path), target path parameter, value
-    *((("post", "/v1/bots", "201"), (m, "/v1/bots/{bot_id}"), "bot_id", _ID) for m in ("get", "patch", "delete")),
-    (("post", "/v1/bots", "201"), ("get", "/v1/models/{model_id}"), "model_id", _ID),
-    *(
-        (("post", "/v1/conversations", "201"), (m, p), "conversation_id", _ID)
-        for m, p in (
-            ("get", "/v1/conversations/{conversation_id}"),
-            ("delete", "/v1/conversations/{conversation_id}"),
-            ("post", "/v1/conversations/{conversation_id}/messages"),
-        )
-    ),
-    *(
-        (("post", "/v1/documents", status), (m, p), "document_id", _ID)
-        for status in ("200", "201")
-        for m, p in (
-            ("get", "/v1/documents/{document_id}"),
-            ("get", "/v1/documents/{document_id}/chunks"),
-            ("post", "/v1/documents/{document_id}/cancel"),
-            ("delete", "/v1/documents/{document_id}"),
-        )
-    ),
-    *(
-        (("post", "/v1/files", "200"), (m, p), "file_id", _ID)
-        for m, p in (
-            ("get", "/v1/files/{file_id}"),
-            ("get", "/v1/files/{file_id}/content"),
-            ("delete", "/v1/files/{file_id}"),
-        )
-    ),
-    *(
-        (("post", "/v1/responses", "200"), (m, "/v1/responses/{response_id}"), "response_id", _ID)
-        for m in ("get", "delete")
-    ),
-    (("post", "/v1/admin/keys", "201"), ("delete", "/v1/admin/keys/{key_id}"), "key_id", _ID),
-]
-
-
-def hand_written_operations() -> set[tuple[str, str]]:
-    """Every (method, path) the hand-written tables above name: each must be a real operation."""
-    named = {key for table in (_EXTRA, _NEVER, _HAND_READ, _EXAMPLES) for key in table}
-    return named | {key[:2] for key, *_ in _LINKS}
 
 
 def error_response_schema() -> dict[str, Any]:
@@ -227,7 +90,7 @@ def _add_model(components: dict[str, Any], name: str, model: type[BaseModel] | d
     if isinstance(model, dict):
         components[name] = model
         return
-    schema = model.model_json_schema(ref_template=_REF)
+    schema = model.model_json_schema(ref_template=REF)
     for inner, definition in schema.pop("$defs", {}).items():
         components.setdefault(inner, definition)
     components[name] = schema
@@ -237,7 +100,7 @@ def _error_statuses(method: str, path: str, operation: dict[str, Any], auth: boo
     parameters = operation.get("parameters", [])
     has_body = "requestBody" in operation
     # 503: the database away (or no upstream slot); 507: a write that meets a full disk (issue 26).
-    statuses = {500, 503, *(s for s in _EXTRA.get((method, path), ()) if s >= 400)}
+    statuses = {500, 503, *(s for s in EXTRA.get((method, path), ()) if s >= 400)}
     if method in ("post", "put", "patch", "delete"):
         statuses.add(507)
     if has_body or any(p["in"] == "query" for p in parameters):
@@ -255,13 +118,13 @@ def _error_statuses(method: str, path: str, operation: dict[str, Any], auth: boo
             statuses.add(403)
     elif path.startswith("/v1/") and auth:
         statuses.add(401)
-    return statuses - _NEVER.get((method, path), set())
+    return statuses - NEVER.get((method, path), set())
 
 
 def _error_response(status: int) -> dict[str, Any]:
     return {
         "description": _DESCRIPTIONS[status],
-        "content": {"application/json": {"schema": {"$ref": _REF.format(model=ERROR_SCHEMA)}}},
+        "content": {"application/json": {"schema": {"$ref": REF.format(model=ERROR_SCHEMA)}}},
     }
 
 
@@ -291,7 +154,7 @@ def declare(schema: dict[str, Any], *, auth: bool, admin_key: bool) -> dict[str,
     components = schema.setdefault("components", {}).setdefault("schemas", {})
     components[ERROR_SCHEMA] = error_response_schema()
     _uploads(components)
-    for name, model in _HAND_READ.values():
+    for name, model in HAND_READ.values():
         _add_model(components, name, model)
     for path, item in schema.get("paths", {}).items():
         for method, operation in item.items():
@@ -320,29 +183,29 @@ def declare(schema: dict[str, Any], *, auth: bool, admin_key: bool) -> dict[str,
 
 def _bodies(method: str, path: str, operation: dict[str, Any]) -> None:
     key = (method, path)
-    if key in _HAND_READ:
-        name, _model = _HAND_READ[key]
+    if key in HAND_READ:
+        name, _model = HAND_READ[key]
         operation["requestBody"] = {
             "required": True,
-            "content": {"application/json": {"schema": {"$ref": _REF.format(model=name)}}},
+            "content": {"application/json": {"schema": {"$ref": REF.format(model=name)}}},
         }
-    if key in _EXAMPLES:
-        examples = {name: {"value": value} for name, value in _EXAMPLES[key].items()}
+    if key in EXAMPLES:
+        examples = {name: {"value": value} for name, value in EXAMPLES[key].items()}
         operation["requestBody"]["content"]["application/json"]["examples"] = examples
 
 
 def _successes(method: str, path: str, responses: dict[str, Any]) -> None:
     key = (method, path)
     responses.pop("422", None)  # FastAPI's HTTPValidationError: we answer 400 in OpenAI's shape
-    if 201 in _EXTRA.get(key, ()):
-        success = responses.pop("200", None) if key in _NO_200 else responses.get("200")
+    if 201 in EXTRA.get(key, ()):
+        success = responses.pop("200", None) if key in NO_200 else responses.get("200")
         responses["201"] = {**copy.deepcopy(success or {}), "description": "Created"}
     if key == ("get", "/v1/files/{file_id}/content"):
         binary = {"type": "string", "format": "binary", "description": "The file as uploaded, with its media type."}
         responses["200"]["content"] = {"*/*": {"schema": binary}}
         partial = {"type": "string", "format": "binary", "description": "The bytes a Range header asked for."}
         responses["206"] = {"description": "Partial content (a Range request)", "content": {"*/*": {"schema": partial}}}
-    if key in _STREAMING:
+    if key in STREAMING:
         responses["200"].setdefault("content", {})["text/event-stream"] = {"schema": _events(key)}
 
 
@@ -393,7 +256,7 @@ def _uploads(components: dict[str, Any]) -> None:
 
 def _link(schema: dict[str, Any]) -> None:
     paths = schema.get("paths", {})
-    for (method, path, status), (target_method, target_path), parameter, value in _LINKS:
+    for (method, path, status), (target_method, target_path), parameter, value in LINKS:
         target = paths[target_path][target_method]
         # FastAPI's operationId is the route function's name, then the path and method: get_bot_v1_bots_…
         name = "".join(part.capitalize() for part in target["operationId"].split("_v1_")[0].split("_"))
