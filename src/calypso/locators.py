@@ -1,6 +1,7 @@
 """How a reader finds a passage or a quote in its document: "p. 4", "slide 3", "Segments!A4:F19", a heading path.
 
-A document's type decides its style (GUIDE, "Where a passage is"):
+A document's type decides its style (GUIDE, "Where a passage is"), written in its row of
+``calypso.ingest.formats``:
 
 - ``page``: PDF pages and images, "p. 4" ("pp. 4–5" over several);
 - ``slide``: presentations, one page per slide, "slide 3" ("slides 2–3");
@@ -8,44 +9,21 @@ A document's type decides its style (GUIDE, "Where a passage is"):
 - ``heading``: formats without pages a reader could find (Word, HTML, Markdown, e-books, text): the
   heading path above the passage or quote ("Chapter 3 › Fees"), never an invented "p. 1".
 
-A type not listed has pages only when its parser made more than one.
+A type whose row says none (plain text), or that has no row, has pages only when its parser made more than one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
-LocatorStyle = Literal["page", "slide", "label", "heading"]
-
-PDF_MEDIA_TYPE = "application/pdf"
-
-# Parsers register their formats here (media type -> style).
-STYLES: dict[str, LocatorStyle] = {
-    PDF_MEDIA_TYPE: "page",
-    "image/png": "page",
-    "image/jpeg": "page",
-    "image/tiff": "page",
-    "image/webp": "page",
-    "application/vnd.openxmlformats-officedocument.presentationml.presentation": "slide",
-    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "label",
-    "text/csv": "label",
-    "text/tab-separated-values": "label",
-    "message/rfc822": "label",
-    "application/vnd.ms-outlook": "label",
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "heading",
-    "text/html": "heading",
-    "application/xhtml+xml": "heading",
-    "text/markdown": "heading",
-    "application/epub+zip": "heading",
-}
+from calypso.ingest.formats import LocatorStyle, format_of
 
 
 def locator_style(media_type: str, page_count: int) -> LocatorStyle:
     """The style of a document of ``media_type`` with ``page_count`` pages."""
-    style = STYLES.get(media_type)
-    if style is not None:
-        return style
+    fmt = format_of(media_type)
+    if fmt is not None and fmt.locator is not None:
+        return fmt.locator
     return "page" if page_count > 1 else "heading"
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
-from calypso.locators import LocatorStyle, heading_locator, locator_style, page_locator
+from calypso.ingest.formats import LocatorStyle
+from calypso.locators import heading_locator, locator_style, page_locator
 
 T = TypeVar("T")
 Order = Literal["asc", "desc"]  # of a cursor listing

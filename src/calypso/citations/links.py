@@ -27,7 +27,7 @@ from pathlib import Path
 from urllib.parse import quote as percent_encode
 
 from calypso.citations.grounded import Quote
-from calypso.locators import PDF_MEDIA_TYPE
+from calypso.ingest.formats import PDF
 from calypso.models import Passage
 from calypso.text.cjk import has_cjk
 
@@ -66,7 +66,7 @@ def text_fragment(quote: str) -> str:
 
 def _original_fragment(passage: Passage, page: int | None, quote: str | None) -> str:
     """What follows ``#`` on a crawled document's original URL: its page if a PDF, else the quote's text."""
-    if passage.document.media_type == PDF_MEDIA_TYPE:
+    if passage.document.media_type == PDF:
         return f"page={page or passage.chunk.page_start}"
     return text_fragment(quote if quote is not None else passage.chunk.text)
 

@@ -24,8 +24,9 @@ import httpcore
 import httpx
 
 from calypso.errors import InvalidRequest, PayloadTooLarge, UnsupportedMediaType, UpstreamError, UpstreamTimeout
+from calypso.ingest.formats import crawled_types
 
-TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "text/markdown", "text/x-markdown")
+TEXT_TYPES = crawled_types()  # HTML, plain text and Markdown, by the table of formats
 _MAX_REDIRECTS = 5
 _ALLOW_HINT = "Set CALYPSO_CRAWL_ALLOW_PRIVATE=true to allow private and loopback addresses."
 

@@ -45,7 +45,8 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
-from calypso.errors import CalypsoError, UnprocessableDocument, UnsupportedMediaType
+from calypso.errors import CalypsoError, UnprocessableDocument
+from calypso.ingest.formats import MARKDOWN, format_of
 from calypso.ingest.limits import ParseLimits
 from calypso.ingest.ocr_share import (
     Collected,
@@ -56,7 +57,7 @@ from calypso.ingest.ocr_share import (
     Share,
     ShareRequest,
 )
-from calypso.ingest.parsers import MARKDOWN, TEXT, detect_media_type, parse_document
+from calypso.ingest.parsers import parse_document
 from calypso.models import ParsedDocument
 
 HEADER = struct.Struct("<Q")  # length prefix of each pickled message
@@ -201,7 +202,7 @@ class ParserPool:
         self,
         data: bytes,
         filename: str,
-        media_type: str | None,
+        media_type: str,
         limits: ParseLimits | None = None,
         *,
         timeout: float,
@@ -317,20 +318,17 @@ def shared_pool(processes: int) -> ParserPool:
 
 
 IN_PLACE_BYTES = 1 << 20  # largest text parsed without a child: well under a time budget at any machine speed
-_IN_PLACE_TYPES = frozenset((TEXT, MARKDOWN))
 
 
-def parses_in_place(data: bytes, filename: str, media_type: str | None) -> bool:
-    """Whether this upload may be parsed in this process (see the module docstring); False when in doubt."""
+def parses_in_place(data: bytes, filename: str, media_type: str) -> bool:
+    """Whether this upload, of the detected ``media_type``, may be parsed in this process (see the module
+    docstring); False when in doubt. ``filename`` is not read: it stays for the callers' sake."""
     if len(data) > IN_PLACE_BYTES or not data.strip():
         return False  # an empty upload: the child's parse_document refuses it, as it does every format's
-    try:
-        detected = detect_media_type(data, filename, media_type)
-    except UnsupportedMediaType:
-        return False  # the child refuses it, with the same error
-    if detected not in _IN_PLACE_TYPES:
-        return False
-    if detected == MARKDOWN and data.removeprefix(codecs.BOM_UTF8).startswith(b"---"):
+    fmt = format_of(media_type)
+    if fmt is None or not fmt.in_place:
+        return False  # a type not in the table: the child refuses it, with the same error
+    if media_type == MARKDOWN and data.removeprefix(codecs.BOM_UTF8).startswith(b"---"):
         return False  # front matter: YAML
     if data.isascii():
         return True
@@ -344,7 +342,7 @@ def parses_in_place(data: bytes, filename: str, media_type: str | None) -> bool:
 def parse_isolated(
     data: bytes,
     filename: str,
-    media_type: str | None,
+    media_type: str,
     limits: ParseLimits | None = None,
     *,
     timeout: float,
@@ -352,7 +350,7 @@ def parse_isolated(
     processes: int,
     on_pages: Callable[[int, int], None] | None = None,
 ) -> tuple[ParsedDocument, str]:
-    """``parse_document`` in a child process, within ``timeout`` seconds and ``memory_bytes``; small UTF-8 text
+    """``parse_document`` of the detected ``media_type`` in a child process, within ``timeout`` seconds and ``memory_bytes``; small UTF-8 text
     and Markdown in this one (``parses_in_place``). ``on_pages(read, to read)`` follows OCR page by page."""
     if parses_in_place(data, filename, media_type):
         return parse_document(data, filename, media_type, limits)

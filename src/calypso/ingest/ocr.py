@@ -21,8 +21,6 @@ Both are loaded once per process (a parse child keeps them between documents), o
 from __future__ import annotations
 
 import threading
-import time
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -30,6 +28,7 @@ import numpy as np
 from PIL import Image
 
 from calypso.errors import UnprocessableDocument
+from calypso.ingest.ocr_engine import Deadline, Line, OcrEngine
 from calypso.models import WordBox
 
 # A page PP-OCRv6 reads at a lower (character-weighted) confidence than this may be upside down: it is read
@@ -58,52 +57,6 @@ TESSERACT_SCRIPTS = {
 MAX_SIDE = 3000
 # Lines the recogniser is less sure of than this are noise (specks, ruling, photos), not text.
 MIN_LINE_CONFIDENCE = 0.5
-
-
-class Deadline:
-    """The time one page's OCR may take; ``check`` raises ``ocr_timeout`` past it."""
-
-    def __init__(self, seconds: float, what: str) -> None:
-        self.seconds = seconds
-        self.what = what
-        self.end = time.monotonic() + seconds
-
-    def remaining(self) -> float:
-        return self.end - time.monotonic()
-
-    def check(self) -> None:
-        if time.monotonic() > self.end:
-            raise UnprocessableDocument(
-                f"OCR of {self.what} took longer than {self.seconds:g} s (setting CALYPSO_OCR_PAGE_TIMEOUT_SECONDS); "
-                "the image may be huge or built to be slow. Upload a smaller or cleaner scan, or raise the limit.",
-                param="file",
-                code="ocr_timeout",
-            )
-
-
-@dataclass(frozen=True)
-class Line:
-    """One line as an engine read it: its text, confidence (0..1), box (x0, y0, x1, y1 in pixels of the image
-    it was given), and word spans with their boxes when the engine gives them (else a word's share of the
-    line's box follows its characters)."""
-
-    text: str
-    confidence: float
-    box: tuple[float, float, float, float]
-    words: tuple[tuple[int, int, float, float, float, float], ...] = ()
-
-
-class OcrEngine:
-    """An OCR engine: ``read`` returns the lines of an image (any size, RGB), in any order, upright or not.
-
-    It raises UnprocessableDocument (``ocr_unavailable`` when it cannot run here, ``ocr_timeout`` past
-    ``deadline``, ``ocr_failed`` when it fails on the image). ``name`` names it in the banner and logs.
-    """
-
-    name = "engine"
-
-    def read(self, image: Image.Image, deadline: Deadline) -> list[Line]:
-        raise NotImplementedError
 
 
 @dataclass(frozen=True)
@@ -284,16 +237,6 @@ def _shares(
 
 def _fraction(value: float, whole: float) -> float:
     return round(min(max(float(value) / whole, 0.0), 1.0), 5)
-
-
-def is_hangul(char: str) -> bool:
-    return "\uac00" <= char <= "\ud7af" or "\u1100" <= char <= "\u11ff" or "\u3130" <= char <= "\u318f"
-
-
-def is_wide(char: str) -> bool:
-    """Whether ``char`` is written without spaces between words: CJK ideographs, kana, full-width punctuation;
-    not Hangul (Korean puts spaces between its words)."""
-    return not is_hangul(char) and unicodedata.east_asian_width(char) in ("W", "F")
 
 
 def recognise(

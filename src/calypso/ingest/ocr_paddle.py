@@ -17,7 +17,7 @@ from PIL import Image
 
 from calypso.errors import UnprocessableDocument
 from calypso.ingest import ocr_threads
-from calypso.ingest.ocr import Deadline, Line, OcrEngine
+from calypso.ingest.ocr_engine import Deadline, Line, OcrEngine
 
 # The detector's longest side (faster-paddle's default is 1600; it keeps the short side at least 736, and
 # recognition crops come from the full image). At 1024 the scanned Alps PDF took 0.66 CPU-s a page against

@@ -15,12 +15,13 @@ import os
 import re
 import shutil
 import subprocess
+import unicodedata
 
 from PIL import Image
 
 from calypso.errors import UnprocessableDocument
 from calypso.ingest import ocr_threads
-from calypso.ingest.ocr import Deadline, Line, OcrEngine, is_hangul, is_wide
+from calypso.ingest.ocr_engine import Deadline, Line, OcrEngine
 
 BINARY = "tesseract"
 
@@ -145,6 +146,16 @@ class TesseractEngine(OcrEngine):
 # Tesseract's Korean "words" are often single syllables: two stand in one word unless a gap this share of
 # the line's height parts them (a space is about a quarter of an em; syllables touch).
 HANGUL_SPACE = 0.25
+
+
+def is_hangul(char: str) -> bool:
+    return "\uac00" <= char <= "\ud7af" or "\u1100" <= char <= "\u11ff" or "\u3130" <= char <= "\u318f"
+
+
+def is_wide(char: str) -> bool:
+    """Whether ``char`` is written without spaces between words: CJK ideographs, kana, full-width punctuation;
+    not Hangul (Korean puts spaces between its words)."""
+    return not is_hangul(char) and unicodedata.east_asian_width(char) in ("W", "F")
 
 
 def _spaced(

@@ -1,8 +1,8 @@
 """A parsing child (``python -m calypso.ingest.parse_child``, started by ``isolation``): documents in on stdin,
 results out.
 
-Each request is ``(data, filename, media_type, limits, memory_bytes)``; the answer is
-``(ParsedDocument, media_type)`` or the exception raised. Before the answer, a parse that OCRs talks to the
+Each request is ``(data, filename, media_type, limits, memory_bytes)``, ``media_type`` as detected at submit; the
+answer is ``(ParsedDocument, media_type)`` or the exception raised. Before the answer, a parse that OCRs talks to the
 server (``ocr_share.py``: its budget grows, its pages are counted and shared with idle children). A request
 ``OcrPagesRequest`` asks for some pages of another child's PDF; the answer is ``{index: OcrPage}``. The
 argument is the OCR engine's thread count (0: every core). The address-space cap applies to each request;

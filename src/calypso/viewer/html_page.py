@@ -13,7 +13,8 @@ import hashlib
 import re
 from html import escape
 
-from calypso.locators import PDF_MEDIA_TYPE, heading_locator
+from calypso.ingest.formats import PDF
+from calypso.locators import heading_locator
 from calypso.viewer.passage import PageView, PassageView
 
 _STYLE = """
@@ -121,7 +122,7 @@ def _reflow(text: str) -> str:
 
 def _passage_html(view: PassageView) -> str:
     text = view.chunk.text
-    flow = _reflow if view.document.media_type == PDF_MEDIA_TYPE else str
+    flow = _reflow if view.document.media_type == PDF else str
     if view.quote is None:
         return _e(flow(text))
     start, end = view.quote
@@ -134,7 +135,7 @@ def render(view: PassageView, access: str) -> str:
     neighbour links, relative to ``/v1/files/{file_id}/``)."""
     document, chunk = view.document, view.chunk
     download = f"content?{access}"
-    if view.page is not None and document.media_type == PDF_MEDIA_TYPE:
+    if view.page is not None and document.media_type == PDF:
         download += f"#page={view.page.page.number}"
     where_html = _e(view.page.locator) if view.page else ""  # a heading path stands above the passage
     ocr = '<span class="badge">read by OCR</span>' if chunk.modality == "ocr" else ""
@@ -143,7 +144,7 @@ def render(view: PassageView, access: str) -> str:
         return f'<a href="view?{_e(access)}&amp;chunk={index}" rel="nofollow">{label}</a>'
 
     actions = [f'<a class="primary" href="{_e(download)}" download="{_e(document.filename)}">Download the original</a>']
-    if view.page is not None and document.media_type == PDF_MEDIA_TYPE:
+    if view.page is not None and document.media_type == PDF:
         actions.append(f'<a href="{_e(download)}" target="_blank" rel="noopener">Open the PDF at this page</a>')
     if chunk.chunk_index > 0:
         actions.append(neighbour(chunk.chunk_index - 1, "← Previous passage"))

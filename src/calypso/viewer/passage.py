@@ -12,7 +12,8 @@ import base64
 from dataclasses import dataclass
 
 from calypso.errors import InvalidRequest, NotFound
-from calypso.locators import PDF_MEDIA_TYPE, heading_locator, page_locator
+from calypso.ingest.formats import PDF
+from calypso.locators import heading_locator, page_locator
 from calypso.models import Chunk, Document, Page, Passage
 from calypso.services.documents import DocumentService
 from calypso.viewer.pdf_page import Box, merge_lines, render_page
@@ -104,7 +105,7 @@ def _page_view(
         on_page = (max(quote_span[0], page.start), min(quote_span[1], page.end))
     locator = page_locator(passage.locator_style, (page.label,))
     boxes: tuple[Box, ...] = _word_boxes(page, *on_page) if on_page and page.words else ()
-    if document.media_type == PDF_MEDIA_TYPE:
+    if document.media_type == PDF:
         quote_text = None
         expected = 0.0
         if on_page and not boxes:

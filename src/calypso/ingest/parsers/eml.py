@@ -17,6 +17,7 @@ from email.message import EmailMessage
 from email.parser import BytesParser
 
 from calypso.errors import UnprocessableDocument
+from calypso.ingest.formats import EML
 from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits
 from calypso.ingest.parsers.message import (
     MAX_NESTING,
@@ -107,7 +108,7 @@ def read(msg: EmailMessage, limit: int, depth: int = 0) -> Message:
             given = part.get_filename()
         except Exception:  # noqa: BLE001 - an undecodable file name gets a made-up one
             given = None
-        inner = part.get_payload(0) if media_type == "message/rfc822" and part.is_multipart() else None
+        inner = part.get_payload(0) if media_type == EML and part.is_multipart() else None
         encoded = _encoded_message(part, inner)
         if encoded is not None:  # read from its bytes, as an attached .eml file is
             name = attachment_name(given or "message.eml", media_type, 0)

@@ -27,14 +27,13 @@ from datetime import datetime
 from email.message import EmailMessage
 
 from calypso.errors import EmptyDocument, PayloadTooLarge, UnprocessableDocument, UnsupportedMediaType
+from calypso.ingest.formats import EML
 from calypso.ingest.limits import ParseLimits, too_large
 from calypso.locators import locator_style, page_locator
 from calypso.models import Heading, Page, ParsedDocument
 
 logger = logging.getLogger(__name__)
 
-EML = "message/rfc822"
-MSG = "application/vnd.ms-outlook"
 MAX_NESTING = 3  # messages inside the uploaded one (a forward of a forward of a forward)
 BODY_LABEL = "message"
 _SEPARATOR = "\n\n"
@@ -161,14 +160,14 @@ class _Part:
 
 def _read_attachment(attachment: Attachment, limits: ParseLimits, filename: str) -> tuple[ParsedDocument, str] | str:
     """The attachment parsed with ``limits`` (what the message has left), or why it was not read."""
-    from calypso.ingest.parsers import parse_document  # the package imports its parsers: no cycle at import
+    from calypso.ingest.parsers import detect_and_parse  # an attachment is a document: parsed by the package
 
     try:
         if attachment.message is not None:
             return to_document(attachment.message, attachment.name, limits), EML
         if not attachment.data:
             return "empty"
-        return parse_document(attachment.data, attachment.name, attachment.media_type, limits)
+        return detect_and_parse(attachment.data, attachment.name, attachment.media_type, limits)
     except PayloadTooLarge as exc:  # the message's own limits: it fails whole, as any document past them
         raise PayloadTooLarge(
             f"{filename!r} is too large with its attachment {attachment.name!r}: {exc.message}",

@@ -20,6 +20,7 @@ from io import BytesIO
 import olefile
 
 from calypso.errors import UnprocessableDocument
+from calypso.ingest.formats import MSG
 from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits
 from calypso.ingest.parsers.message import (
     MAX_NESTING,
@@ -186,7 +187,7 @@ def _read(ole: olefile.OleFileIO, path: list[str], header: int, limit: int, dept
                 continue
             inner = _read(ole, embedded, _EMBEDDED_HEADER, limit, depth + 1)
             shown = name if name.endswith((".msg", ".eml")) else f"{clip(inner.subject or name, 150)}.msg"
-            message.attachments.append(Attachment(shown, "application/vnd.ms-outlook", message=inner))
+            message.attachments.append(Attachment(shown, MSG, message=inner))
             continue
         if part.fixed.get(_ATTACH_HIDDEN << 16 | 0x000B, b"\x00")[:1] == b"\x01":
             continue  # an inline image of the HTML body, not a file the sender attached

@@ -11,6 +11,7 @@ import re
 import charset_normalizer
 
 from calypso.errors import UnprocessableDocument, UnsupportedMediaType
+from calypso.ingest.formats import describe_supported
 from calypso.ingest.limits import DEFAULT_LIMITS, ParseLimits
 from calypso.models import Page, ParsedDocument
 from calypso.text.cjk import cjk_chars as content_cjk_chars
@@ -24,8 +25,6 @@ _DETECT_BYTES = 64 * 1024  # what the charset guess reads: its cost stays bounde
 
 
 def _reject_binary(filename: str) -> UnsupportedMediaType:
-    from calypso.ingest.parsers import describe_supported  # the package imports parsers lazily: no cycle
-
     return UnsupportedMediaType(
         f"{filename!r} looks like binary data, not text. Supported types: {describe_supported()}.",
         param="file",

@@ -1,5 +1,5 @@
 // The file types the server ingests, in one place: the picker's `accept`, the drop hint, and the
-// one-line refusal of anything else. Keep it in step with calypso/ingest/parsers (EXTENSIONS);
+// one-line refusal of anything else. Keep it in step with calypso/ingest/formats.py (FORMATS);
 // a new format is one more row here.
 
 export const FORMATS = [
