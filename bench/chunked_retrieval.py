@@ -27,7 +27,7 @@ try:
 except ImportError:  # running from a checkout without an install
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from calypso.ingest.chunking import chunk_document
-from calypso.ingest.parsers import parse_document
+from calypso.ingest.parsers import detect_and_parse
 from calypso.models import Page, ParsedDocument
 from calypso.retrieval.bm25 import BM25Index
 
@@ -74,7 +74,7 @@ def alps() -> None:
     root = be.data_root() / "alps-wiki-qa"
     rows = [json.loads(line) for line in open(root / "alps_ground_truth.jsonl", encoding="utf-8")]
     for name in ("alps_wiki.pdf", "alps_wiki.html"):
-        parsed, _ = parse_document((root / name).read_bytes(), name)
+        parsed, _ = detect_and_parse((root / name).read_bytes(), name)
         chunks = chunk_document(parsed, SIZE, OVERLAP)
         idx = BM25Index()
         idx.add(0, [(c.chunk_index, c.text) for c in chunks])

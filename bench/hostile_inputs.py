@@ -24,12 +24,12 @@ REPO = Path(__file__).resolve().parents[1]
 # name -> code run in the child; it sets ``result`` (a short string). Timing starts at the START line
 # (after building the hostile file) or at the top.
 CASES: dict[str, str] = {
-    "md-heading-40k-spaces": 'parse_document(b"# a" + b" " * 40_000 + b"b", "h.md"); result = "parsed"',
-    "md-heading-1m-spaces": 'parse_document(b"# a" + b" " * 1_000_000 + b"b", "h.md"); result = "parsed"',
+    "md-heading-40k-spaces": 'detect_and_parse(b"# a" + b" " * 40_000 + b"b", "h.md"); result = "parsed"',
+    "md-heading-1m-spaces": 'detect_and_parse(b"# a" + b" " * 1_000_000 + b"b", "h.md"); result = "parsed"',
     "html-pre-200k-spaces": (
         'html = b"<html><body><article><h1>T</h1><p>Some paragraph text long enough to be main content.</p>'
         '<pre>a" + b" " * 200_000 + b"b</pre></article></body></html>"\n'
-        'parse_document(html, "p.html"); result = "parsed"'
+        'detect_and_parse(html, "p.html"); result = "parsed"'
     ),
     "composer-60k-spaces": (
         "from calypso.citations.composer import AnswerComposer\n"
@@ -54,7 +54,7 @@ CASES: dict[str, str] = {
     "md-250k-headings": (
         "from calypso.ingest.chunking import chunk_document\n"
         "data = hostile_files.markdown_heading_flood(250_000)\nSTART\n"
-        'doc, _ = parse_document(data, "h.md")\n'
+        'doc, _ = detect_and_parse(data, "h.md")\n'
         'result = f"{len(chunk_document(doc, 1000, 150))} chunks"'
     ),
     "docx-zip-bomb-3gb": "data = hostile_files.docx_zip_bomb(3000)\nSTART\nresult = attempt(data, 'bomb.docx')",
@@ -68,11 +68,11 @@ CASES: dict[str, str] = {
 _PRELUDE = """
 import resource, socket, threading, time
 import hostile_files
-from calypso.ingest.parsers import parse_document
+from calypso.ingest.parsers import detect_and_parse
 
 def attempt(data, name):
     try:
-        doc, _ = parse_document(data, name)
+        doc, _ = detect_and_parse(data, name)
         return f"accepted: {len(doc.text):,} chars, {len(doc.pages):,} pages ({len(data):,} byte file)"
     except Exception as exc:
         return f"{type(exc).__name__} {getattr(exc, 'status', '')} {getattr(exc, 'code', '')} ({len(data):,} byte file)"

@@ -2,7 +2,7 @@
 
     PYTHONPATH=src .venv/bin/python bench/mail_epub_formats.py [--repeat 20] [--raw-markup]
 
-Parse time is the median of ``--repeat`` in-process ``parse_document`` calls (the first call, which
+Parse time is the median of ``--repeat`` in-process ``detect_and_parse`` calls (the first call, which
 imports the parsers, is left out). The EPUB comparison reads the ground truth (docling's Markdown of the
 same book, ``groundtruth/epub_purvis_poetry.epub.md``) as words (letters and digits, case folded,
 curly apostrophes straightened, Markdown link targets and comments dropped) and reports the share of
@@ -25,7 +25,7 @@ from pathlib import Path
 from _common import REPO, data_dir, peak_rss_mb
 
 from calypso.errors import CalypsoError
-from calypso.ingest.parsers import parse_document
+from calypso.ingest.parsers import detect_and_parse
 
 sys.path.insert(0, str(REPO / "tests"))
 import hostile_files  # noqa: E402 - the tests' generators of hostile files
@@ -51,11 +51,11 @@ def in_order_share(truth: str, ours: str) -> tuple[float, int, int]:
 
 
 def timed(data: bytes, name: str, repeat: int) -> tuple[float, object]:
-    parse_document(data, name)  # imports and caches
+    detect_and_parse(data, name)  # imports and caches
     times = []
     for _ in range(repeat):
         started = time.perf_counter()
-        outcome = parse_document(data, name)
+        outcome = detect_and_parse(data, name)
         times.append(time.perf_counter() - started)
     return statistics.median(times) * 1000, outcome
 
@@ -120,7 +120,7 @@ def long_book(chapters: int) -> bytes:
 def hostile(name: str, data: bytes, filename: str) -> None:
     started = time.perf_counter()
     try:
-        parsed, _media = parse_document(data, filename)
+        parsed, _media = detect_and_parse(data, filename)
         outcome = f"parsed: {len(parsed.pages)} pages, {len(parsed.text):,} chars"
     except CalypsoError as exc:
         outcome = f"{exc.status} {exc.code}"
@@ -158,7 +158,7 @@ def main() -> None:
     print("EPUB chapters (level-1 headings):", ", ".join(h.title for h in book.headings if h.level == 1))
 
     started = time.perf_counter()
-    parsed, _media = parse_document(long_book(200), "long.epub")
+    parsed, _media = detect_and_parse(long_book(200), "long.epub")
     print(
         f"synthetic EPUB, 200 chapters: {len(parsed.text):,} chars, {len(parsed.headings)} chapter headings "
         f"in {time.perf_counter() - started:.2f} s"

@@ -1,6 +1,6 @@
 """OCR word recall on the ground truth of ``ingestion-docs-more`` (issue 23), and the engine it chose.
 
-For each file: Calypso's parser (the real path: ``parse_document``, so PDF rendering at ``ocr_dpi`` and the
+For each file: Calypso's parser (the real path: ``detect_and_parse``, so PDF rendering at ``ocr_dpi`` and the
 orientation handling count), then the words of the ground truth found in the recognised text (multiset
 recall of lower-cased ``\\w+`` tokens) and the time taken. Targets (issue 40): >= 0.95 for
 phototest-rotated-180.png, ocr_test.pdf and DA-1p.png, >= 0.85 for layout-parser-paper-with-table.jpg. ``--tesseract`` runs Debian's
@@ -32,7 +32,7 @@ except ImportError:  # running from a checkout without an install
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from calypso.ingest import ocr
 from calypso.ingest.limits import ParseLimits
-from calypso.ingest.parsers import parse_document
+from calypso.ingest.parsers import detect_and_parse
 
 # (file, ground truth, target)
 CASES = [
@@ -90,7 +90,7 @@ def main() -> None:
     for name, truth_name, target in CASES:
         path, truth = root / name, (root / truth_name).read_text(encoding="utf-8")
         t = time.perf_counter()
-        parsed, _ = parse_document(path.read_bytes(), path.name, limits=limits)
+        parsed, _ = detect_and_parse(path.read_bytes(), path.name, limits=limits)
         seconds = time.perf_counter() - t
         score, missed = recall(truth, parsed.text)
         ok = score >= target

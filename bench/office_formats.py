@@ -36,7 +36,7 @@ from _common import REPO, data_dir, peak_rss_mb
 
 from calypso.errors import CalypsoError
 from calypso.ingest.chunking import chunk_document
-from calypso.ingest.parsers import parse_document
+from calypso.ingest.parsers import detect_and_parse
 from calypso.models import ParsedDocument
 
 _SEPARATOR = re.compile(r"[|\s:-]+")
@@ -136,7 +136,7 @@ def measure(paths: list[Path], more: Path, repeat: int) -> list[dict[str, object
         times = []
         for _ in range(repeat):
             started = time.process_time()  # CPU time: the machine's other work does not count
-            parsed, media_type = parse_document(data, path.name)
+            parsed, media_type = detect_and_parse(data, path.name)
             times.append(time.process_time() - started)
         chunks = chunk_document(parsed, 1000, 150)
         cells, lines = _truth(path, more)
@@ -198,7 +198,7 @@ def _child(path: str) -> None:
     data = Path(path).read_bytes()
     started, cpu = time.perf_counter(), time.process_time()
     try:
-        parsed, _ = parse_document(data, Path(path).name)
+        parsed, _ = detect_and_parse(data, Path(path).name)
     except CalypsoError as exc:
         rss = peak_rss_mb(os.getpid())
         seconds, cpu = round(time.perf_counter() - started, 2), round(time.process_time() - cpu, 2)
