@@ -72,7 +72,7 @@ def test_html_tag_with_200000_attributes() -> None:
     # libxml2 compares each attribute of a tag with every earlier one: 60 s and more for this page.
     out = run_isolated(
         """
-        from hostile_files import html_crowded_tag
+        from testkit.hostile_files import html_crowded_tag
         from calypso.ingest.parsers import detect_and_parse
         data = html_crowded_tag(200_000)
         parsed, _ = detect_and_parse(data, "crowded.html")
@@ -124,7 +124,7 @@ def test_chunking_a_quarter_million_headings() -> None:
         """
         from calypso.ingest.chunking import chunk_document
         from calypso.ingest.parsers import detect_and_parse
-        from hostile_files import markdown_heading_flood
+        from testkit.hostile_files import markdown_heading_flood
         parsed, _ = detect_and_parse(markdown_heading_flood(250_000), "headings.md")
         chunks = chunk_document(parsed, 1000, 150)
         last = chunks[-1]
