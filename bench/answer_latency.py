@@ -1,7 +1,7 @@
 """Time added by Calypso over the upstream's own: time to first token and full answer.
 
-    .venv/bin/python bench/answer_latency.py            # SciFact (5,183 passages) and 200k synthetic
-    .venv/bin/python bench/answer_latency.py --quick    # SciFact and 20k synthetic, fewer questions
+    .venv/bin/python -m bench.answer_latency            # SciFact (5,183 passages) and 200k synthetic
+    .venv/bin/python -m bench.answer_latency --quick    # SciFact and 20k synthetic, fewer questions
 
 The fake upstream replays a fixed 60-token answer (with split [Source N]
 markers) at a fixed pace: first token after 50 ms, then 5 ms per token.
@@ -15,25 +15,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import beir_eval as be  # noqa: E402
-from _common import percentile  # noqa: E402
-from api_search_speed import build_home  # noqa: E402
-from search_speed import synthetic_passages  # noqa: E402
-
-from calypso.citations.events import TextEvent  # noqa: E402
-from calypso.config import Settings  # noqa: E402
-from calypso.generation.fake_upstream import FakeUpstream, Script  # noqa: E402
-from calypso.scope import RetrievalScope  # noqa: E402
-from calypso.services import open_services  # noqa: E402
-from calypso.services.answering import Answerer, AskRequest, Done  # noqa: E402
+from bench.common import beir as be
+from bench.common.served import build_home
+from bench.common.stats import percentile
+from bench.common.synthetic import synthetic_passages
+from calypso.citations.events import TextEvent
+from calypso.config import Settings
+from calypso.generation.fake_upstream import FakeUpstream, Script
+from calypso.scope import RetrievalScope
+from calypso.services import open_services
+from calypso.services.answering import Answerer, AskRequest, Done
 
 ANSWER = (
     "The study reports a clear association between the exposure and the outcome [Source 1]. "

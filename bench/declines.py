@@ -4,7 +4,7 @@ Every sentence of the corpora is a statement *from* a source, never one *about* 
 answering, so each hit is a false positive: a sentence that would get no inferred citation and count as
 "not a claim". Prints the hit rate per corpus and the first hits to read.
 
-    python bench/declines.py [--limit 3000]
+    python -m bench.declines [--limit 3000]
 """
 
 from __future__ import annotations

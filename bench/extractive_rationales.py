@@ -14,7 +14,7 @@ Claims are split as BEIR splits them: the claims of ``qrels/train.tsv`` tune the
 (``--grid``), those of ``qrels/test.tsv`` report. The embedding model embeds each claim and its
 sentences once per run (a content-hash cache in memory), so a grid costs one embedding pass.
 
-    PYTHONPATH=src .venv/bin/python bench/extractive_rationales.py [--split train|test] [--grid]
+    .venv/bin/python -m bench.extractive_rationales [--split train|test] [--grid]
         [--weight W] [--floor F] [--only-min M]
 """
 
@@ -23,18 +23,11 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from _common import data_dir  # bench/ is sys.path[0] when run as a script
-
+from bench.common.paths import data_dir
 from calypso.embeddings import CachedEmbedder, MemoryVectorCache
 from calypso.embeddings.local_onnx import LocalOnnxEmbedder
 from calypso.generation import sentence_pick

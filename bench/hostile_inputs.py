@@ -1,6 +1,6 @@
 """Time and peak memory of hostile inputs: quadratic text, decompression bombs, floods, a trickling page.
 
-    .venv/bin/python bench/hostile_inputs.py [--src PATH] [--only NAME ...] [--timeout 600]
+    .venv/bin/python -m bench.hostile_inputs [--src PATH] [--only NAME ...] [--timeout 600]
 
 Each case runs in its own Python process (so peak RSS is the case's own) against the source tree
 ``--src`` (default: this checkout's src/); point it at an older tree (``git archive main src | tar -x
@@ -67,7 +67,7 @@ CASES: dict[str, str] = {
 
 _PRELUDE = """
 import resource, socket, threading, time
-import hostile_files
+from testkit import hostile_files
 from calypso.ingest.parsers import detect_and_parse
 
 def attempt(data, name):
@@ -111,7 +111,7 @@ print(json.dumps({{"seconds": elapsed, "cpu": usage.ru_utime + usage.ru_stime, "
 def run(name: str, src: Path, timeout: float) -> dict:
     case = CASES[name] if "START" in CASES[name] else "START\n" + CASES[name]
     code = "import json\n" + _PRELUDE + _RUN.format(code=case.replace("START", "start = time.perf_counter()"))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), str(REPO / "tests")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), str(REPO)])}  # testkit from the repository root
     try:
         done = subprocess.run(
             [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=timeout

@@ -1,8 +1,8 @@
 """Two source trees' `calypso serve`, side by side on copies of one data directory, searched in turns.
 
     git worktree add --detach ../calypso-base <commit>
-    PYTHONPATH=src .venv/bin/python bench/http_ab.py HOME ../calypso-base . --rounds 6            # keyword
-    PYTHONPATH=src .venv/bin/python bench/http_ab.py HOME ../calypso-base . --model minilm-l6-v2-int8
+    .venv/bin/python -m bench.http_ab HOME ../calypso-base . --rounds 6            # keyword
+    .venv/bin/python -m bench.http_ab HOME ../calypso-base . --model minilm-l6-v2-int8
 
 HOME is a data directory with passages in its default namespace (for instance the one
 `bench/scale_search.py` builds; copy it out of the run's temporary directory, or load your own). Each
@@ -27,8 +27,7 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import beir_eval as be  # noqa: E402
+from bench.common import beir as be
 
 
 def serve(tree: Path, home: Path, port: int, model: str) -> subprocess.Popen[bytes]:

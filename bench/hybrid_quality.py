@@ -20,7 +20,7 @@ Alps: ``alps_wiki.pdf`` ingested with the default settings into a fresh service,
 bench/alps_pages.py counts (first source's page range holds the gold page; its first page is the
 gold page; gold page among the top 5).
 
-    PYTHONPATH=src .venv/bin/python bench/hybrid_quality.py [--limit N] [--chunking default] [--skip-alps]
+    .venv/bin/python -m bench.hybrid_quality [--limit N] [--chunking default] [--skip-alps]
 """
 
 from __future__ import annotations
@@ -29,19 +29,14 @@ import argparse
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-import beir_eval as be  # bench/ is sys.path[0] when run as a script
-from _common import REPO, percentile
-
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(REPO / "src"))
+from bench.common import beir as be
+from bench.common.paths import REPO
+from bench.common.stats import percentile
 from calypso.config import Settings
 from calypso.models import RankingOptions
 from calypso.services import Services, open_services

@@ -17,7 +17,7 @@ passages:
 the model's token states averaged over all of them) beside the shipped first-128-pieces vectors; it embeds
 two to three times as many pieces.
 
-    PYTHONPATH=src .venv/bin/python bench/hybrid_variants.py [--windows] [--scifact]
+    .venv/bin/python -m bench.hybrid_variants [--windows] [--scifact]
 """
 
 from __future__ import annotations
@@ -28,20 +28,15 @@ import math
 import re
 import shutil
 import sqlite3
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import beir_eval as be  # bench/ is sys.path[0] when run as a script
 import numpy as np
 
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from bench.common import beir as be
 from calypso.config import Settings
 from calypso.embeddings.local_onnx import LocalOnnxEmbedder
 from calypso.retrieval.hybrid import NEIGHBOUR_POOL, fuse, smooth_neighbours

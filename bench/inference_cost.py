@@ -7,23 +7,16 @@ The answer goes through ``Answerer.stream`` with ``attribution`` off, fill and v
 the figure is the wall time per answer (retrieval, HTTP to the loopback fake, composer),
 so fill − off is what inference adds.
 
-    PYTHONPATH=src .venv/bin/python bench/inference_cost.py
+    .venv/bin/python -m bench.inference_cost
 """
 
 from __future__ import annotations
 
 import asyncio
 import statistics
-import sys
 import time
-from pathlib import Path
 
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from _common import alps_answerer, alps_questions  # bench/ is sys.path[0] when run as a script
-
+from bench.common.alps import alps_answerer, alps_questions
 from calypso.citations.events import Done
 from calypso.scope import RetrievalScope
 from calypso.services.answering import Answerer, AskRequest

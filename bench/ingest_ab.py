@@ -1,7 +1,7 @@
 """Keyword-searchable ingestion of two source trees, in turns: SciFact uploads through ``DocumentService.ingest``.
 
     git worktree add --detach ../calypso-base <commit>
-    PYTHONPATH=src .venv/bin/python bench/ingest_ab.py ../calypso-base . [--uploads 2000] [--rounds 4]
+    .venv/bin/python -m bench.ingest_ab ../calypso-base . [--uploads 2000] [--rounds 4]
 
 Each round runs each tree in a process of its own (the first tree first in rounds 1, 3, …, the second in
 2, 4, …, so both see the same machine load): a fresh SQLite data directory with command A's settings
@@ -32,8 +32,7 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import beir_eval as be  # noqa: E402
+from bench.common import beir as be
 
 WARM_UP = 20
 CLAIMS = 100

@@ -1,6 +1,6 @@
 """Ingestion speed on ../shared/data/ingestion-docs, beside raw pypdfium2 text extraction.
 
-    .venv/bin/python bench/ingest_speed.py [--repeat 3]
+    .venv/bin/python -m bench.ingest_speed [--repeat 3]
 
 Prints per-format pages/s and passages/s for the full pipeline (parse, chunk,
 store in SQLite, index), and for the PDFs the ratio to extracting the same
@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 import pypdfium2 as pdfium
-from _common import data_dir
 
+from bench.common.paths import data_dir
 from calypso.config import Settings
 from calypso.services import open_services
 

@@ -1,6 +1,6 @@
 """Ingestion throughput on PostgreSQL with one and with two `calypso worker` processes.
 
-    .venv/bin/python bench/ingest_workers.py [--copies 6] [--workers 1,2]
+    .venv/bin/python -m bench.ingest_workers [--copies 6] [--workers 1,2]
 
 The real documents of ../shared/data/ingestion-docs (PDF, DOCX, HTML, Markdown),
 each submitted ``--copies`` times (one namespace per copy, so none is a
@@ -22,10 +22,12 @@ import time
 from pathlib import Path
 
 import psycopg
-from _common import REPO, Postgres, data_dir
 
+from bench.common.paths import REPO, data_dir
+from bench.common.postgres import bench_postgres
 from calypso.config import Settings
 from calypso.services import open_services
+from testkit.postgres import PgServer
 
 
 def documents() -> list[Path]:
@@ -77,7 +79,7 @@ def queue_jobs(url: str, home: Path, paths: list[Path], copies: int) -> int:
         services.close()
 
 
-def run(pg: Postgres, workers: int, paths: list[Path], copies: int) -> dict[str, float]:
+def run(pg: PgServer, workers: int, paths: list[Path], copies: int) -> dict[str, float]:
     url = pg.create_database(f"ingest_{workers}")
     with tempfile.TemporaryDirectory() as home:
         jobs = queue_jobs(url, Path(home), paths, copies)
@@ -140,7 +142,7 @@ def main() -> None:
     parser.add_argument("--workers", default="1,2", help="worker process counts to compare")
     args = parser.parse_args()
     paths = documents()
-    pg = Postgres()
+    pg = bench_postgres()
     try:
         print(f"{len(paths)} documents x {args.copies} copies; {os.cpu_count()} CPUs on this machine")
         print(

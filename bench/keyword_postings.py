@@ -1,6 +1,6 @@
 """The keyword index's memory and speed with its postings in memory, mapped, or read from the snapshot's files.
 
-    PYTHONPATH=src .venv/bin/python bench/keyword_postings.py --size 1000000 --reference /work/calypso-base/src
+    .venv/bin/python -m bench.keyword_postings --size 1000000 --reference /work/calypso-base/src
 
 Issue 30 goal 4 (an API process's memory at 1M passages). ``size`` synthetic passages (``bench/search_speed.py``'s,
 same seed) in documents of 20 are indexed in this process, timed over every SciFact claim (top 10, two passes:
@@ -25,24 +25,22 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import beir_eval as be  # noqa: E402
-from _common import percentile  # noqa: E402
-from proc_figures import proc_status_mb  # noqa: E402
-from search_speed import synthetic_passages  # noqa: E402
-
-from calypso.heap import return_freed_memory  # noqa: E402
-from calypso.retrieval.bm25 import BM25Index  # noqa: E402
+from bench.common import beir as be
+from bench.common.paths import REPO
+from bench.common.proc import proc_status_mb
+from bench.common.stats import percentile
+from bench.common.synthetic import synthetic_passages
+from calypso.heap import return_freed_memory
+from calypso.retrieval.bm25 import BM25Index
 
 PER_DOC = 20
 FIELDS = ("VmRSS", "RssAnon", "RssFile")
 
-# Run in a fresh interpreter with the tree under test first on sys.path: load, time, report.
+# Run in a fresh interpreter with the tree under test first on the path (PYTHONPATH): load, time, report.
 CHILD = """
 import gc, json, os, sys, time
 from pathlib import Path
-sys.path.insert(0, {bench!r})
-from proc_figures import proc_status_mb
+from bench.common.proc import proc_status_mb
 from calypso.retrieval.bm25 import BM25Index
 fields = {fields!r}
 before = {{f: proc_status_mb(os.getpid(), f) for f in fields}}
@@ -79,12 +77,11 @@ def figures(label: str, times: list[float]) -> tuple[float, float]:
 
 def child(src: str, directory: Path, queries_file: Path) -> dict:
     code = CHILD.format(
-        bench=str(Path(__file__).resolve().parent),
         fields=FIELDS,
         queries=str(queries_file),
         directory=str(directory),
     )
-    env = dict(os.environ, PYTHONPATH=src)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([src, str(REPO)]))  # the tree under test, then bench/
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 

@@ -1,6 +1,6 @@
 """Parse time of the real EPUB, EML and MSG files, the EPUB against its ground truth, and the bad-input bounds.
 
-    PYTHONPATH=src .venv/bin/python bench/mail_epub_formats.py [--repeat 20] [--raw-markup]
+    .venv/bin/python -m bench.mail_epub_formats [--repeat 20] [--raw-markup]
 
 Parse time is the median of ``--repeat`` in-process ``detect_and_parse`` calls (the first call, which
 imports the parsers, is left out). The EPUB comparison reads the ground truth (docling's Markdown of the
@@ -15,20 +15,17 @@ from __future__ import annotations
 import argparse
 import re
 import statistics
-import sys
 import time
 from difflib import SequenceMatcher
 from email.message import EmailMessage
 from email.policy import default as default_policy
 from pathlib import Path
 
-from _common import REPO, data_dir, peak_rss_mb
-
+from bench.common.paths import data_dir
+from bench.common.proc import peak_rss_mb
 from calypso.errors import CalypsoError
 from calypso.ingest.parsers import detect_and_parse
-
-sys.path.insert(0, str(REPO / "tests"))
-import hostile_files  # noqa: E402 - the tests' generators of hostile files
+from testkit import hostile_files
 
 FILES = [
     "epub/epub_purvis_poetry.epub",

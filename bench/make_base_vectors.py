@@ -1,7 +1,7 @@
 """The real vectors the structured-vector benches mix, built reproducibly (issue 30, goal 4's recall).
 
-    PYTHONPATH=src .venv/bin/python bench/make_base_vectors.py [--count 20000] [--out /tmp/calypso-bench-embeddings-20k.sqlite]
-    CALYPSO_BENCH_EMBEDDINGS=/tmp/calypso-bench-embeddings-20k.sqlite PYTHONPATH=src .venv/bin/python bench/pg_hybrid_scale.py --size 1000000
+    .venv/bin/python -m bench.make_base_vectors [--count 20000] [--out /tmp/calypso-bench-embeddings-20k.sqlite]
+    CALYPSO_BENCH_EMBEDDINGS=/tmp/calypso-bench-embeddings-20k.sqlite .venv/bin/python -m bench.pg_hybrid_scale --size 1000000
 
 ``bench/pg_hybrid_scale.py`` and ``bench/pgvector_hnsw.py`` make every vector 0.75 x one base vector + 0.25 x
 another + noise, reading the base from an embedding cache (``CALYPSO_BENCH_EMBEDDINGS``). With ~1,400 base
@@ -20,9 +20,9 @@ import sqlite3
 import time
 from pathlib import Path
 
-import beir_eval as be  # bench/ is sys.path[0] when run as a script
 import numpy as np
 
+from bench.common import beir as be
 from calypso.embeddings.local_onnx import LocalOnnxEmbedder
 
 

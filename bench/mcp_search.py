@@ -1,7 +1,7 @@
 """`search` over MCP beside `POST /v1/search` over HTTP, in the same run, against one `calypso serve`.
 
-    .venv/bin/python bench/mcp_search.py                # the Alps PDF, its 39 questions, 10 rounds
-    .venv/bin/python bench/mcp_search.py --rounds 3
+    .venv/bin/python -m bench.mcp_search                # the Alps PDF, its 39 questions, 10 rounds
+    .venv/bin/python -m bench.mcp_search --rounds 3
 
 The Alps Wikipedia PDF (25 pages) is ingested into a fresh data directory; `calypso serve` runs on it as
 its own process (keyword search: CALYPSO_EMBEDDING_MODEL=none unless --embeddings). Each round sends every
@@ -37,11 +37,9 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import percentile  # noqa: E402
-
-from calypso.config import Settings  # noqa: E402
-from calypso.services import open_services  # noqa: E402
+from bench.common.stats import percentile
+from calypso.config import Settings
+from calypso.services import open_services
 
 DATA = Path(os.environ.get("CALYPSO_EVAL_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 ALPS = DATA / "alps-wiki-qa"

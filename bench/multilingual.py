@@ -9,7 +9,7 @@ alone where the model does not cover the language). A second pass declares the m
 nDCG@10 and Recall@10 per run, then the keyword analyzer's throughput on each corpus beside the a1
 English-only analyzer (``\\w+``, Lucene stop words, Snowball English) in the same process.
 
-    PYTHONPATH=src .venv/bin/python bench/multilingual.py [--scifact] [--limit N] [--no-dense]
+    .venv/bin/python -m bench.multilingual [--scifact] [--limit N] [--no-dense]
 """
 
 from __future__ import annotations
@@ -17,18 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-import beir_eval as be  # bench/ is sys.path[0] when run as a script
 import Stemmer
 
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from bench.common import beir as be
 from calypso.config import Settings
 from calypso.models import RankingOptions
 from calypso.retrieval.tokenize import DEFAULT_ANALYZER, STOPWORDS_EN

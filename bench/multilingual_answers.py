@@ -16,7 +16,7 @@ Targets (issue 22): answer >= 70% Chinese, >= 85% German; cited >= 90%. These se
 data of the answer layer. ``--keyword-only`` skips the embedding (BM25 alone), ``-n`` asks more
 questions, ``--verbose`` prints each miss.
 
-    PYTHONPATH=src .venv/bin/python bench/multilingual_answers.py [-n 100] [--keyword-only] [--verbose]
+    .venv/bin/python -m bench.multilingual_answers [-n 100] [--keyword-only] [--verbose]
 
 Measured (2 shared cores, first 100 questions; answer / gold first / cited):
 
@@ -43,19 +43,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 import tempfile
 import time
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from _common import data_dir  # bench/ is sys.path[0] when run as a script
-
+from bench.common.paths import data_dir
 from calypso.citations.grounded import GroundedAnswer
 from calypso.config import Settings
 from calypso.scope import RetrievalScope

@@ -11,7 +11,7 @@ Then the Chinese scan is searched by its own words: the CMRC 2018 questions whos
 the scan are asked of two namespaces of one knowledge base, the scan and its ground truth as one text
 document a page; counted: the first result on the gold paragraph's page.
 
-    PYTHONPATH=src .venv/bin/python bench/ocr_cjk.py [--pages 6] [--show]
+    .venv/bin/python -m bench.ocr_cjk [--pages 6] [--show]
 """
 
 from __future__ import annotations
@@ -19,19 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-import beir_eval as be  # bench/ is sys.path[0] when run as a script
-from make_scanned_cjk import make
-
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from bench.common import beir as be
+from bench.common.scans_cjk import make
 from calypso.config import Settings
 from calypso.ingest import ocr_tesseract
 from calypso.ingest.limits import ParseLimits

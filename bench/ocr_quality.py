@@ -7,7 +7,7 @@ phototest-rotated-180.png, ocr_test.pdf and DA-1p.png, >= 0.85 for layout-parser
 tesseract (5.x, eng, ``--psm 1``: page segmentation with orientation detection) on the same page images, for
 the comparison that chose the engine. ``--dpi`` sets the PDF rendering resolution.
 
-    PYTHONPATH=src .venv/bin/python bench/ocr_quality.py [--tesseract] [--dpi 150] [--show]
+    .venv/bin/python -m bench.ocr_quality [--tesseract] [--dpi 150] [--show]
 """
 
 from __future__ import annotations
@@ -17,19 +17,14 @@ import io
 import re
 import shutil
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-import beir_eval as be  # bench/ is sys.path[0] when run as a script
 import pypdfium2 as pdfium
 from PIL import Image
 
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from bench.common import beir as be
 from calypso.ingest import ocr
 from calypso.ingest.limits import ParseLimits
 from calypso.ingest.parsers import detect_and_parse

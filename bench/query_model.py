@@ -1,6 +1,6 @@
 """The local model's three ways of running, side by side in one process (issue 30, goals 1, 2 and 6).
 
-    PYTHONPATH=src .venv/bin/python bench/query_model.py [--queries 400] [--passages 400] [--rounds 3]
+    .venv/bin/python -m bench.query_model [--queries 400] [--passages 400] [--rounds 3]
 
 - ``export``: the package's ``model.onnx`` as it ran before the compact graph (its dequantization folded into fp32
   weights by onnxruntime, some 300 operators), in a session with the same options as ours;
@@ -31,11 +31,11 @@ import sys
 import time
 from pathlib import Path
 
-import beir_eval as be  # bench/ is sys.path[0] when run as a script
 import numpy as np
-from _common import percentile
-from proc_figures import proc_status_mb
 
+from bench.common import beir as be
+from bench.common.proc import proc_status_mb
+from bench.common.stats import percentile
 from calypso.embeddings.local_onnx import LocalOnnxEmbedder
 
 WAYS = ("export", "fp32", "int8")

@@ -25,20 +25,16 @@ scripted upstream instead of a model, so changes to marker handling and support 
 the model wrote without running it again (retrieval is deterministic, so the prompts are the same).
 
     /tmp/llm-venv/bin/pip install 'xllamacpp==2026.10.11549'
-    .venv/bin/python bench/real_model.py --model qwen2.5-coder-1.5b --sets alps,unanswerable --record out.json
-    .venv/bin/python bench/real_model.py --replay out.json --sets alps,unanswerable -v
+    .venv/bin/python -m bench.real_model --model qwen2.5-coder-1.5b --sets alps,unanswerable --record out.json
+    .venv/bin/python -m bench.real_model --replay out.json --sets alps,unanswerable -v
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -50,21 +46,13 @@ from typing import Any
 
 import httpx
 
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from _common import REPO, data_dir  # bench/ is sys.path[0] when run as a script
-
-from calypso.config import Settings
+from bench.common.model_server import Calypso, ModelServer, prepare_home
+from bench.common.paths import data_dir
 from calypso.generation.fake_upstream import FakeUpstream, Script
 from calypso.loopback import LoopbackServer
 from calypso.retrieval.languages import detect
 from calypso.retrieval.tokenize import STOPWORDS_EN_EXTENDED
-from calypso.services import open_services
-from calypso.services.embed_worker import embed_all
 
-TOOL = REPO.parent / "shared" / "tools" / "real-llm"
 MODES = ("responses", "responses-stream", "chat", "chat-stream")
 UNANSWERABLE = Path(__file__).with_name("data") / "alps_unanswerable.jsonl"
 
@@ -147,30 +135,6 @@ def restates(sentence: str, facts: list[str], answers: list[str]) -> bool:
     words = content_words(sentence)
     fact = fold(" ".join(facts))
     return len(words) >= 3 and sum(w in fact for w in words) / len(words) >= 0.7
-
-
-# ---------------------------------------------------------------------------------------------- the model
-class ModelServer:
-    """llama.cpp's server through the real-llm tool, in its own venv and process group."""
-
-    def __init__(self, model: str, python: str, threads: int) -> None:
-        gguf = subprocess.run(
-            [str(TOOL / "get-model.sh"), model], check=True, capture_output=True, text=True
-        ).stdout.strip()
-        self.process = subprocess.Popen(
-            [python, str(TOOL / "serve.py"), gguf, str(threads), "8192"],
-            stdout=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        assert self.process.stdout is not None
-        self.base_url = self.process.stdout.readline().strip()
-        if not self.base_url.startswith("http"):
-            raise SystemExit(f"the model server did not start: {self.base_url!r}")
-
-    def close(self) -> None:
-        os.killpg(self.process.pid, signal.SIGTERM)
-        self.process.wait(30)
 
 
 @dataclass
@@ -302,85 +266,6 @@ def load_sets(names: list[str], limit: int, multilingual: int) -> list[Question]
             kept += [q for q in out if q.set == name][:limit]
         out = kept
     return out
-
-
-def prepare_home(home: Path, names: list[str]) -> None:
-    """The knowledge bases, ingested and embedded as the server would, one namespace per set."""
-    services = open_services(Settings(home=home))
-    try:
-        docs = services.documents
-        root = data_dir()
-        if {"alps", "unanswerable"} & set(names):
-            pdf = root / "alps-wiki-qa" / "alps_wiki.pdf"
-            docs.ingest(pdf.read_bytes(), pdf.name, "alps")
-        for name in ("zh", "de"):
-            if name in names:
-                folder = root / "multilingual" / ("cmrc2018-zh" if name == "zh" else "xquad-de")
-                for line in (folder / "corpus.jsonl").open(encoding="utf-8"):
-                    doc = json.loads(line)
-                    body = f"{doc['title']}\n\n{doc['text']}\n" if doc.get("title") else f"{doc['text']}\n"
-                    docs.ingest(body.encode("utf-8"), f"{doc['_id']}.txt", name)
-        embed_all(docs)
-    finally:
-        services.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Calypso:
-    """``calypso serve`` in its own process, generating through ``upstream``."""
-
-    def __init__(self, home: Path, upstream: str, max_tokens: int) -> None:
-        self.port = free_port()
-        env = {
-            **os.environ,
-            "CALYPSO_HOME": str(home),
-            "CALYPSO_LLM_BASE_URL": upstream,
-            "CALYPSO_LLM_MODEL": "model",
-            "CALYPSO_GENERATOR": "upstream",
-            "CALYPSO_LLM_TIMEOUT_SECONDS": "600",
-        }
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "calypso", "serve", "--port", str(self.port), "--grpc-port", "0"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=open(home / "serve.log", "w"),  # noqa: SIM115
-            start_new_session=True,
-        )
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{self.port}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if self.process.poll() is not None:
-                raise SystemExit(f"calypso serve exited: see {home / 'serve.log'}")
-            time.sleep(0.5)
-        # Warm up (the embedding model loads on the first search), so no answer's time carries the cold start.
-        for name in ("alps", "zh", "de"):
-            httpx.post(self.base_url + "/search", json={"query": "warm up", "namespace": name}, timeout=300)
-        for name in ("alps", "zh", "de"):
-            bot = {
-                "id": name,
-                "namespace": name,
-                "generator": "upstream",
-                "generator_options": {"max_tokens": max_tokens, "temperature": 0},
-            }
-            created = httpx.post(self.base_url + "/bots", json=bot, timeout=30)
-            if created.status_code == 409:  # a reused home keeps its bots: bring them up to date
-                bot.pop("id")
-                created = httpx.patch(f"{self.base_url}/bots/{name}", json=bot, timeout=30)
-            created.raise_for_status()
-
-    def close(self) -> None:
-        os.killpg(self.process.pid, signal.SIGTERM)
-        self.process.wait(30)
 
 
 # ------------------------------------------------------------------------------------------- asking

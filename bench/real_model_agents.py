@@ -10,7 +10,7 @@ unchanged, runs three agents over the Alps PDF, each ``--runs`` times:
   and is the year the article's?
 * ``search``: ``FileSearchTool`` only: is the answer cited (annotations) and grounded?
 
-    .venv/bin/python bench/real_model_agents.py --model qwen2.5-coder-1.5b [--runs 3]
+    .venv/bin/python -m bench.real_model_agents --model qwen2.5-coder-1.5b [--runs 3]
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
-from real_model import Calypso, ModelServer, prepare_home  # bench/ is sys.path[0] when run as a script
+
+from bench.common.model_server import Calypso, ModelServer, prepare_home
 
 feet_calls: list[float] = []
 

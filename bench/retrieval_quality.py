@@ -11,31 +11,26 @@ The last table compares queries as written with the query analysis ``DocumentSer
 applies (``calypso.retrieval.query.keyword_query``) at the BM25Index defaults; ``--query-analysis``
 prints only that table.
 
-    .venv/bin/python bench/retrieval_quality.py [--quick | --query-analysis]
+    .venv/bin/python -m bench.retrieval_quality [--quick | --query-analysis]
 
 Hybrid (issue 12): ``--dense DIR`` reads the corpus and query vectors that
 ``bench/embedding_models.py --model M`` saved in DIR (scifact-M.npy/.ids,
 scifact-queries-M.npy/.ids) and prints BM25, dense and fused runs side by side. Fusion
 parameters are chosen on qrels/train.tsv only (grid printed), then reported on test:
 
-    .venv/bin/python bench/retrieval_quality.py --quick --dense /tmp/calypso-embed-bench --dense-model minilm-int8-onnx
+    .venv/bin/python -m bench.retrieval_quality --quick --dense /tmp/calypso-embed-bench --dense-model minilm-int8-onnx
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
 from pathlib import Path
 
-import beir_eval as be  # bench/ is sys.path[0] when run as a script
 import numpy as np
 
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from bench.common import beir as be
 from calypso.retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
 from calypso.retrieval.hybrid import fuse, rrf
 from calypso.retrieval.query import keyword_query

@@ -1,9 +1,9 @@
 """Keyword search at 20k, 200k and 1M passages on SQLite and PostgreSQL, in process and over HTTP,
 beside bm25s in the same run; then requests/s through one vs two API processes on PostgreSQL.
 
-    PYTHONPATH=src .venv/bin/python bench/scale_search.py --quick    # 20k, 200 queries, 5 s load tests
-    PYTHONPATH=src .venv/bin/python bench/scale_search.py            # 20k, 200k, 1M; load tests at 200k
-    PYTHONPATH=src .venv/bin/python bench/scale_search.py --sizes 200000 --backends postgres
+    .venv/bin/python -m bench.scale_search --quick    # 20k, 200 queries, 5 s load tests
+    .venv/bin/python -m bench.scale_search            # 20k, 200k, 1M; load tests at 200k
+    .venv/bin/python -m bench.scale_search --sizes 200000 --backends postgres
 
 For each size, the synthetic passages of ``bench/search_speed.py`` (same seed) are indexed by
 bm25s in a forked worker (same stemmer and stopwords as there). Then, for each backend, they
@@ -50,7 +50,7 @@ in-process phases saved the vectors and graph in the namespace's snapshot; it ma
 ready s, hybrid over HTTP, RSS (VmRSS, and its RssAnon and RssFile parts: mapped snapshot files are
 file-backed pages the kernel can reclaim).
 
-    PYTHONPATH=src .venv/bin/python bench/scale_search.py --sizes 200000 --vectors --throughput-size 0 --no-bm25s
+    .venv/bin/python -m bench.scale_search --sizes 200000 --vectors --throughput-size 0 --no-bm25s
 
 The last lines are one ``summary: passages=… backend=… hybrid_p50_ms=… hybrid_p99_ms=… http_p50_ms=…
 http_keyword_p50_ms=… rss_mb=… rss_anon_mb=… rss_file_mb=… graph_ready_s=… keyword_p50_ms=… bm25s_p50_ms=…
@@ -68,10 +68,7 @@ import json
 import logging
 import os
 import platform
-import re
 import shutil
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -80,28 +77,22 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import beir_eval as be  # noqa: E402
-from _common import REPO, Postgres, percentile, synthetic_document  # noqa: E402
-from ann_recall import scifact_base_vectors, structured  # noqa: E402
-from proc_figures import largest_mappings, machine_busy_s, mem_available_mb, proc_cpu_s, proc_status_mb  # noqa: E402
-from search_speed import SEED, Worker, build_bm25s, synthetic_passages  # noqa: E402
+from bench.common import beir as be
+from bench.common.keyword_worker import Worker, build_bm25s
+from bench.common.paths import REPO
+from bench.common.postgres import bench_postgres
+from bench.common.proc import loadavg, machine_busy_s, mem_available_mb, proc_cpu_s, proc_status_mb
+from bench.common.served import NAMESPACE, Server, drop_embedding_cache, load, over_http
+from bench.common.stats import percentile
+from bench.common.synthetic import SEED, synthetic_passages
+from bench.common.vectors import scifact_base_vectors, structured
+from calypso.config import Settings
+from calypso.embeddings.base import query_embedder
+from calypso.embeddings.local_onnx import DIMENSION, MODEL_NAME
+from calypso.models import RankingOptions
+from calypso.services import open_services, open_storage
 
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(REPO / "src"))
-from calypso.config import Settings  # noqa: E402
-from calypso.embeddings.base import query_embedder  # noqa: E402
-from calypso.embeddings.local_onnx import DIMENSION, MODEL_NAME  # noqa: E402
-from calypso.models import RankingOptions  # noqa: E402
-from calypso.retrieval.tokenize import analyze_many, encode_terms  # noqa: E402
-from calypso.services import open_services, open_storage  # noqa: E402
-from calypso.store.base import DuplicateContent  # noqa: E402
-
-NAMESPACE = "general"
 STRUCTURED_BASE = 1000  # SciFact abstracts whose real vectors the structured ones mix (bench/ann_recall.py)
-TOKENIZE_BATCH = 4000  # passages analysed at once while loading
 
 
 def postgres_pids(pgdata: Path | None) -> list[int]:
@@ -127,42 +118,6 @@ def cpu_of(pids: list[int]) -> float:
         with contextlib.suppress(OSError):  # a backend that ended meanwhile
             total += proc_cpu_s(pid)
     return total
-
-
-def load(settings: Settings, passages: list[str], per_doc: int, limit_s: float, label: str) -> dict:
-    """Write the passages into the store in documents of ``per_doc``; stop early on time or memory."""
-    storage = open_storage(settings)
-    store, loaded, stopped = storage.documents, 0, ""
-    t0 = last_print = time.perf_counter()
-    try:
-        for first in range(0, len(passages), TOKENIZE_BATCH):
-            batch = passages[first : first + TOKENIZE_BATCH]
-            terms = [encode_terms(t, language) for language, t in analyze_many(batch)]  # as ingestion stores them
-            for offset in range(0, len(batch), per_doc):
-                doc, pages, chunks, content = synthetic_document(
-                    (first + offset) // per_doc, batch[offset : offset + per_doc], NAMESPACE
-                )
-                try:
-                    store.add_document(doc, pages, chunks, content, terms[offset : offset + per_doc])
-                except DuplicateContent:
-                    continue
-                loaded += len(chunks)
-            now = time.perf_counter()
-            if now - last_print > 30:
-                last_print = now
-                print(f"  [{label}] loaded {loaded:,} passages in {now - t0:.0f} s", flush=True)
-            if loaded < len(passages) and now - t0 > limit_s:
-                stopped = f"stopped at {loaded:,} passages: --load-limit {limit_s:.0f} s reached"
-                break
-            if mem_available_mb() < 2048:
-                stopped = f"stopped at {loaded:,} passages: less than 2 GB of memory available"
-                break
-    finally:
-        storage.close()
-    seconds = time.perf_counter() - t0
-    if stopped:
-        print(f"  [{label}] {stopped}", flush=True)
-    return {"passages": loaded, "load_s": seconds, "stopped": stopped}
 
 
 def in_process(settings: Settings, queries: list[str], bm25s: Worker | None) -> dict:
@@ -203,12 +158,6 @@ def in_process(settings: Settings, queries: list[str], bm25s: Worker | None) -> 
     for name, ts in times.items():
         out[f"{name}_p50"], out[f"{name}_p99"] = percentile(ts, 50), percentile(ts, 99)
     return out
-
-
-def drop_embedding_cache(settings: Settings) -> None:
-    """Forget cached query vectors, so the next search of each query runs the model."""
-    for path in settings.home.glob("embedding-cache.sqlite*"):
-        path.unlink()
 
 
 def write_vectors(settings: Settings, model: str, dimension: int, label: str, base: np.ndarray | None = None) -> dict:
@@ -341,133 +290,6 @@ def hybrid_in_process(settings: Settings, queries: list[str]) -> dict:
     return out
 
 
-class Server:
-    """``calypso serve`` in its own process on a database; ready once a search answers."""
-
-    def __init__(self, settings: Settings, port: int, probe: str, wait_for: str | None = None) -> None:
-        """``wait_for``: also wait until the server logs a line matching it (a regular expression; INFO logs on,
-        read by a thread)."""
-        self.wait_for = wait_for
-        self.logged = threading.Event()
-        self.log_tail: list[str] = []
-        self.wait_s: float | None = None
-        env = {
-            **os.environ,
-            "CALYPSO_HOME": str(settings.home),
-            "CALYPSO_DATABASE_URL": settings.database_url,
-            "CALYPSO_EMBEDDING_MODEL": settings.embedding_model,
-            "CALYPSO_LOG_LEVEL": "info" if wait_for else "warning",
-            "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]),
-        }
-        self.port = port
-        self.url = f"http://127.0.0.1:{port}"
-        t0 = time.perf_counter()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "calypso.cli", "serve", "--port", str(port)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        if wait_for:
-            threading.Thread(target=self._read_log, daemon=True).start()
-        try:
-            self._wait(t0, probe)
-            if wait_for:
-                if not self.logged.wait(1800):
-                    raise SystemExit(f"calypso serve never logged {wait_for!r}: {self.log_tail[-20:]}")
-                self.wait_s = time.perf_counter() - t0
-        except BaseException:
-            self.stop()
-            raise
-        self.ready_s = time.perf_counter() - t0
-
-    def _wait(self, t0: float, probe: str) -> None:
-        while True:
-            if self.process.poll() is not None:
-                tail = "\n".join(self.log_tail[-20:]) if self.wait_for else self.process.stderr.read().decode()[-2000:]  # type: ignore[union-attr]
-                raise SystemExit(f"calypso serve exited: {tail}")
-            if time.perf_counter() - t0 > 1800:
-                raise SystemExit("calypso serve did not answer within 30 minutes")
-            try:
-                if httpx.get(self.url + "/health", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        httpx.post(self.url + "/v1/search", json={"query": probe}, timeout=1800).raise_for_status()
-
-    def _read_log(self) -> None:
-        assert self.process.stderr is not None
-        for raw in self.process.stderr:  # drained to the end: a full pipe would stall the server
-            line = raw.decode(errors="replace").rstrip()
-            self.log_tail = [*self.log_tail[-50:], line]
-            if self.wait_for and re.search(self.wait_for, line):
-                self.logged.set()
-
-    def search_totals(self) -> tuple[float, float]:
-        """(seconds, requests) the server itself measured for ``POST /v1/search`` so far (its request-duration
-        histogram): the mean between two readings, against the client's, is what the client, the connection
-        and uvicorn's parsing add."""
-        text = httpx.get(self.url + "/metrics", timeout=30).text
-        found = []
-        for kind in ("sum", "count"):
-            match = re.search(
-                rf'^calypso_http_request_duration_seconds_{kind}{{method="POST",route="/v1/search"}} (\S+)$', text, re.M
-            )
-            found.append(float(match.group(1)) if match else float("nan"))
-        return found[0], found[1]
-
-    def memory(self) -> tuple[float, float]:
-        return proc_status_mb(self.process.pid, "VmRSS"), proc_status_mb(self.process.pid, "VmHWM")
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
-SHOW_MAPPINGS = False  # --mappings
-
-
-def over_http(settings: Settings, queries: list[str], port: int, wait_for: str | None = None) -> dict:
-    server = Server(settings, port, queries[0], wait_for)
-    try:
-        times = []
-        with httpx.Client(base_url=server.url, timeout=120) as client:
-            for q in queries[:20]:
-                client.post("/v1/search", json={"query": q, "max_num_results": 10}).raise_for_status()
-            seconds, requests = server.search_totals()
-            for q in queries:
-                t = time.perf_counter()
-                response = client.post("/v1/search", json={"query": q, "max_num_results": 10})
-                times.append((time.perf_counter() - t) * 1000)
-                response.raise_for_status()
-        seconds_after, requests_after = server.search_totals()
-        server_ms = 1000 * (seconds_after - seconds) / (requests_after - requests)
-        rss, hwm = server.memory()
-        anon = proc_status_mb(server.process.pid, "RssAnon")  # anonymous memory
-        file_backed = proc_status_mb(server.process.pid, "RssFile")  # mapped files: page cache the kernel can reclaim
-        if SHOW_MAPPINGS:
-            for mapping, resident, anonymous in largest_mappings(server.process.pid):
-                print(f"    {resident:7.1f} MB resident ({anonymous:6.1f} anonymous)  {mapping}", flush=True)
-    finally:
-        server.stop()
-    return {
-        "ready_s": server.ready_s,
-        "waited_s": server.wait_s,
-        "http_p50": percentile(times, 50),
-        "http_p99": percentile(times, 99),
-        "http_mean": sum(times) / len(times),
-        "server_mean": server_ms,
-        "server_rss_mb": rss,
-        "server_rss_anon_mb": anon,
-        "server_rss_file_mb": file_backed,
-        "server_hwm_mb": hwm,
-    }
-
-
 def load_test(
     servers: list[Server], queries: list[str], clients: int, duration: float, pgdata: Path | None = None
 ) -> dict:
@@ -578,8 +400,6 @@ def main() -> None:
     ap.add_argument("--no-bm25s", action="store_true", help="skip the bm25s comparison")
     ap.add_argument("--mappings", action="store_true", help="print each server's largest memory mappings")
     args = ap.parse_args()
-    global SHOW_MAPPINGS
-    SHOW_MAPPINGS = args.mappings
     sizes = [int(s) for s in args.sizes.split(",")]
     backends = args.backends.split(",")
     if args.quick:
@@ -592,7 +412,7 @@ def main() -> None:
         f"{len(queries)} SciFact queries, k=10; synthetic passages seed {SEED}, {args.per_doc} per document",
         flush=True,
     )
-    pg = Postgres() if "postgres" in backends else None
+    pg = bench_postgres() if "postgres" in backends else None
     rows: list[dict] = []
     bm25s_rows: list[dict] = []
     work = Path(tempfile.mkdtemp(prefix="calypso-scale-"))
@@ -632,7 +452,7 @@ def main() -> None:
                         f"{row['bm25s_p99']:.2f}",
                         flush=True,
                     )
-                    row.update(over_http(settings, queries, args.port))
+                    row.update(over_http(settings, queries, args.port, show_mappings=args.mappings))
                     print(
                         f"  [{label}] http: ready in {row['ready_s']:.1f} s; p50 {row['http_p50']:.2f} ms p99 "
                         f"{row['http_p99']:.2f} ms; server RSS {row['server_rss_mb']:.0f} MB, peak "
@@ -642,7 +462,13 @@ def main() -> None:
                     rows.append(row)
                     if args.vectors:
                         hybrid(
-                            row, Settings(home=home, database_url=url), queries, args.port, label, args.random_vectors
+                            row,
+                            Settings(home=home, database_url=url),
+                            queries,
+                            args.port,
+                            label,
+                            args.random_vectors,
+                            args.mappings,
                         )
                     if backend == "postgres" and n == args.throughput_size:
                         row["throughput"] = throughput(
@@ -664,7 +490,13 @@ def main() -> None:
 
 
 def hybrid(
-    row: dict, settings: Settings, queries: list[str], port: int, label: str, random_vectors: bool = False
+    row: dict,
+    settings: Settings,
+    queries: list[str],
+    port: int,
+    label: str,
+    random_vectors: bool = False,
+    show_mappings: bool = False,
 ) -> None:
     """Vectors for every passage, then the hybrid measurements in process and over HTTP, into ``row``."""
     if settings.embedding_model != MODEL_NAME:
@@ -696,7 +528,8 @@ def hybrid(
         )
     drop_embedding_cache(settings)
     # The graph built after start, or restored from the snapshot the in-process phases saved.
-    http = over_http(settings, queries, port, r"vector graph:|graph of [1-9]" if row["graph_rows"] else None)
+    wait_for = r"vector graph:|graph of [1-9]" if row["graph_rows"] else None
+    http = over_http(settings, queries, port, wait_for, show_mappings)
     row.update({f"hybrid_{key}": value for key, value in http.items()})
     print(
         f"  [{label}] hybrid http: ready in {http['ready_s']:.1f} s (graph built {http['waited_s'] or 0:.1f} s); p50 {http['http_p50']:.2f} ms p99 "
@@ -704,10 +537,6 @@ def hybrid(
         f"RssFile {http['server_rss_file_mb']:.0f}), peak {http['server_hwm_mb']:.0f} MB",
         flush=True,
     )
-
-
-def loadavg() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def report(rows: list[dict], bm25s_rows: list[dict], args: argparse.Namespace) -> None:

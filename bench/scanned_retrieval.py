@@ -7,7 +7,7 @@ embedding model) and asks the 39 questions of ``alps_qa_with_pdf_pages.jsonl`` i
 how often the first passage covers the gold page and how often one of the top five does; the target is the
 scan within 2 of the text PDF (issue 40; issue 23 had 3). Also prints the OCR word recall of the scan against the text layer.
 
-    PYTHONPATH=src .venv/bin/python bench/scanned_retrieval.py [--show]
+    .venv/bin/python -m bench.scanned_retrieval [--show]
 """
 
 from __future__ import annotations
@@ -15,19 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-import beir_eval as be  # bench/ is sys.path[0] when run as a script
-from make_scanned import make_scanned
-
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from bench.common import beir as be
+from bench.common.scans import make_scanned
 from calypso.config import Settings
 from calypso.models import Passage
 from calypso.scope import DEFAULT_WORKSPACE

@@ -10,64 +10,28 @@ peak memory (VmHWM growth over the RSS at fork) are its own. The parent then tim
 engines query by query, interleaved (each worker times its own call), so machine noise
 hits all engines alike.
 
-    .venv/bin/python bench/search_speed.py            # full run (200k synthetic)
-    .venv/bin/python bench/search_speed.py --quick    # 20k synthetic, fewer queries
+    .venv/bin/python -m bench.search_speed            # full run (200k synthetic)
+    .venv/bin/python -m bench.search_speed --quick    # 20k synthetic, fewer queries
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
-import multiprocessing as mp
-import random
 import re
 import resource
 import sqlite3
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
-import beir_eval as be  # bench/ is sys.path[0] when run as a script
 import numpy as np
 
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from bench.common import beir as be
+from bench.common.keyword_worker import Worker, build_bm25s
+from bench.common.synthetic import SEED, synthetic_passages
 from calypso.retrieval.bm25 import BM25Index
 from calypso.retrieval.tokenize import STOPWORDS_EN
 
-SEED = 20240531
 Search = Callable[[str], list[tuple[int, float]]]
-
-
-def synthetic_passages(n: int, seed: int = SEED) -> list[str]:
-    """n passages of ~100 words: runs of consecutive SciFact sentences (title first) from
-    a random start, continuing into the next abstract, until a random 80-120 word target."""
-    sents: list[str] = []
-    for _, title, sentences in be.iter_sentences(be.scifact_dir()):
-        sents.append(title)
-        sents.extend(sentences)
-    nwords = [s.count(" ") + 1 for s in sents]
-    rng = random.Random(seed)
-    out = []
-    for _ in range(n):
-        i, target, words, parts = rng.randrange(len(sents)), rng.randint(80, 120), 0, []
-        while words < target:
-            parts.append(sents[i])
-            words += nwords[i]
-            i = (i + 1) % len(sents)
-        out.append(" ".join(parts))
-    return out
-
-
-def _rss_mb(field: str) -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def build_ours(texts: list[str], per_doc: int) -> tuple[Search, dict, BM25Index]:
@@ -78,26 +42,6 @@ def build_ours(texts: list[str], per_doc: int) -> tuple[Search, dict, BM25Index]
     )
     idx.search("warm up compile")  # segments compile lazily at the first search
     return (lambda q: idx.search(q, k=10)), {"index_mb": idx.memory_bytes() / 2**20}, idx
-
-
-def build_bm25s(texts: list[str], per_doc: int) -> tuple[Search, dict, None]:
-    import bm25s
-    import Stemmer
-
-    stemmer = Stemmer.Stemmer("english")
-    retriever = bm25s.BM25(k1=BM25Index().k1, b=BM25Index().b, method="lucene")
-    retriever.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False)
-    mb = sum(v.nbytes for v in retriever.scores.values() if isinstance(v, np.ndarray)) / 2**20
-
-    def search(q: str) -> list[tuple[int, float]]:
-        tok = bm25s.tokenize(q, stopwords="en", stemmer=stemmer, show_progress=False)
-        try:
-            docs, scores = retriever.retrieve(tok, k=10, show_progress=False)
-        except ValueError:  # no query token in the vocabulary
-            return []
-        return [(d, s) for d, s in zip(docs[0].tolist(), scores[0].tolist()) if s > 0]
-
-    return search, {"index_mb": mb}, None
 
 
 def build_fts5(texts: list[str], per_doc: int) -> tuple[Search, dict, None]:
@@ -115,80 +59,6 @@ def build_fts5(texts: list[str], per_doc: int) -> tuple[Search, dict, None]:
         return db.execute(sql, (" OR ".join(f'"{w}"' for w in terms),)).fetchall()
 
     return search, {"index_mb": float("nan")}, None
-
-
-def _updates(idx: BM25Index, texts: list[str], queries: list[str], per_doc: int) -> dict:
-    """Median time of add(one doc) / remove(one doc), and of the first search after each
-    (which compiles the pending rows / swaps the snapshot)."""
-    rng = random.Random(SEED)
-    add, add_q, rem, rem_q = [], [], [], []
-    next_key, n_docs = len(texts), (len(texts) + per_doc - 1) // per_doc
-    for r in range(30):
-        chunks = [(next_key + j, texts[rng.randrange(len(texts))]) for j in range(per_doc)]
-        next_key += per_doc
-        t = time.perf_counter()
-        idx.add(n_docs + r, chunks)
-        add.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        idx.search(queries[r], k=10)
-        add_q.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        idx.remove(rng.randrange(n_docs))
-        rem.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        idx.search(queries[r], k=10)
-        rem_q.append(time.perf_counter() - t)
-
-    def med(ts: list[float]) -> float:
-        return float(np.median(ts) * 1000)
-
-    return {"add_ms": med(add), "add_search_ms": med(add_q), "rm_ms": med(rem), "rm_search_ms": med(rem_q)}
-
-
-def _worker(conn, build, texts: list[str], queries: list[str], per_doc: int) -> None:
-    gc.collect()
-    rss0 = _rss_mb("VmRSS")
-    t0 = time.perf_counter()
-    search, info, idx = build(texts, per_doc)
-    info["build_s"] = time.perf_counter() - t0
-    info["peak_mb"] = _rss_mb("VmHWM") - rss0
-    conn.send(info)
-    while (msg := conn.recv()) is not None:
-        if msg == "top10":
-            conn.send({q: search(q) for q in queries[:300]})
-        elif msg == "updates":
-            conn.send(_updates(idx, texts, queries, per_doc) if idx is not None else {})
-        elif msg == "mem":
-            conn.send(idx.memory_bytes() / 2**20 if idx is not None else float("nan"))
-        elif msg == "warm":  # all queries back to back: caches stay warm
-            ts = []
-            for q in queries:
-                t = time.perf_counter()
-                search(q)
-                ts.append(time.perf_counter() - t)
-            conn.send(ts)
-        else:
-            t = time.perf_counter()
-            search(queries[msg])
-            conn.send(time.perf_counter() - t)
-
-
-class Worker:
-    def __init__(self, build, texts: list[str], queries: list[str], per_doc: int) -> None:
-        ctx = mp.get_context("fork")
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker, args=(child, build, texts, queries, per_doc))
-        self.proc.start()
-        self.info = self.conn.recv()  # wait: builds never overlap
-        self.times: list[float] = []
-
-    def ask(self, msg: object) -> object:
-        self.conn.send(msg)
-        return self.conn.recv()
-
-    def close(self) -> None:
-        self.conn.send(None)
-        self.proc.join()
 
 
 def agreement(a: dict, b: dict) -> tuple[float, float]:

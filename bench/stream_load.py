@@ -1,7 +1,7 @@
 """Many concurrent streamed answers through a fast scripted upstream: do they all complete, and at what cost?
 
-    PYTHONPATH=src .venv/bin/python bench/stream_load.py                 # 200 and 1,000 streams
-    PYTHONPATH=src .venv/bin/python bench/stream_load.py --levels 50 200 # other levels
+    .venv/bin/python -m bench.stream_load                 # 200 and 1,000 streams
+    .venv/bin/python -m bench.stream_load --levels 50 200 # other levels
 
 Three processes on loopback: the fake OpenAI-compatible upstream
 (``calypso.generation.fake_upstream``, each answer 60 tokens: first after

@@ -11,7 +11,7 @@ sets are asked of it with the default extractive answerer:
 A decline is an answer that cites nothing and is the answerer's own "not found" sentence. These sets are
 what ``generation.sentence_pick.MIN_COVERAGE`` was set on; a held-out set is checked elsewhere.
 
-    PYTHONPATH=src .venv/bin/python bench/unanswerable.py [--keyword-only]
+    .venv/bin/python -m bench.unanswerable [--keyword-only]
 """
 
 from __future__ import annotations
@@ -20,16 +20,10 @@ import argparse
 import asyncio
 import json
 import random
-import sys
 import tempfile
 from pathlib import Path
 
-import beir_eval as be  # bench/ is sys.path[0] when run as a script
-
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from bench.common import beir as be
 from calypso.citations.grounded import GroundedAnswer, grounded_sources_state
 from calypso.config import Settings
 from calypso.generation import phrases

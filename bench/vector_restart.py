@@ -1,7 +1,7 @@
 """A server restarted on a saved index snapshot at 200k passages (issue 30, goals 2 and 3): seconds until a
 hybrid search is served through the graph, and the server's memory split into anonymous and file-backed.
 
-    PYTHONPATH=src .venv/bin/python bench/vector_restart.py [--size 200000] [--queries 400] [--no-reference]
+    .venv/bin/python -m bench.vector_restart [--size 200000] [--queries 400] [--no-reference]
 
 1. The synthetic passages of ``bench/search_speed.py`` (same seed) go into a fresh SQLite store as
    ``bench/scale_search.py`` writes them (documents of 20). Every passage gets a structured vector
@@ -45,23 +45,19 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import beir_eval as be  # noqa: E402
-from _common import REPO, percentile  # noqa: E402
-from ann_recall import scifact_base_vectors as base_vectors  # noqa: E402
-from ann_recall import structured  # noqa: E402
-from scale_search import NAMESPACE, drop_embedding_cache, load, loadavg, mem_available_mb  # noqa: E402
-from search_speed import SEED, synthetic_passages  # noqa: E402
-
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(REPO / "src"))
-from calypso.config import Settings  # noqa: E402
-from calypso.embeddings.local_onnx import DIMENSION, MODEL_NAME  # noqa: E402
-from calypso.retrieval import vector_snapshot  # noqa: E402
-from calypso.services import open_embedding_model, open_storage  # noqa: E402
-from calypso.services.index_sync import SnapshotDirectory  # noqa: E402
+from bench.common import beir as be
+from bench.common.paths import REPO
+from bench.common.proc import loadavg, mem_available_mb
+from bench.common.served import NAMESPACE, drop_embedding_cache, load
+from bench.common.stats import percentile
+from bench.common.synthetic import SEED, synthetic_passages
+from bench.common.vectors import scifact_base_vectors as base_vectors
+from bench.common.vectors import structured
+from calypso.config import Settings
+from calypso.embeddings.local_onnx import DIMENSION, MODEL_NAME
+from calypso.retrieval import vector_snapshot
+from calypso.services import open_embedding_model, open_storage
+from calypso.services.index_sync import SnapshotDirectory
 
 FIELDS = ("VmRSS", "RssAnon", "RssFile", "VmHWM")
 

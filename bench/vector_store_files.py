@@ -11,24 +11,20 @@ copies stay ``in_progress``), then one ``create_batch`` timed per batch, and ``g
 A batch looks each file up three times (check, attach, count): a lookup that walks the namespace makes
 batch k cost k times the first.
 
-    .venv/bin/python bench/vector_store_files.py [--files 10000] [--backend sqlite|postgres|both]
-    .venv/bin/python bench/vector_store_files.py --batches 5 --batch-size 2000 [--backend ...]
+    .venv/bin/python -m bench.vector_store_files [--files 10000] [--backend sqlite|postgres|both]
+    .venv/bin/python -m bench.vector_store_files --batches 5 --batch-size 2000 [--backend ...]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _common import Postgres, percentile, synthetic_document  # bench/ is sys.path[0] when run as a script
-
-try:
-    import calypso  # noqa: F401
-except ImportError:  # running from a checkout without an install
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from bench.common.postgres import bench_postgres
+from bench.common.stats import percentile
+from bench.common.synthetic import synthetic_document
 from calypso.config import Settings
 from calypso.models import VectorStoreFile
 from calypso.services import open_services
@@ -117,7 +113,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as home:
             bench(Settings(home=Path(home), ingest_workers=0, embedding_model="none"), "sqlite")
     if args.backend in ("postgres", "both"):
-        pg = Postgres()
+        pg = bench_postgres()
         try:
             with tempfile.TemporaryDirectory() as home:
                 url = pg.create_database("bench_vector_store_files")

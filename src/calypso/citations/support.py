@@ -266,9 +266,7 @@ class Analysis:
 
     __slots__ = ("best", "features", "semantic", "spans", "substituted")
 
-    def __init__(
-        self, claim: str, passage: str, window: int, extras: bool = False, embedder: Embedder | None = None
-    ) -> None:
+    def __init__(self, claim: str, passage: str, window: int, embedder: Embedder | None = None) -> None:
         claim = _clean_claim(claim)
         self.spans = _spans(passage)
         sentences = [passage[s:e] for s, e in self.spans]
@@ -363,19 +361,6 @@ class Analysis:
             "miss_abs": math.log1p(missing),
             "clen": math.log1p(n_terms),
         }
-        if extras:  # candidates measured by bench/fit_support.py and left out of the model
-            caps = set(_terms(" ".join(_CAPITALISED.findall(claim[1:]))))
-            values.update(
-                rec1=max((m.bit_count() for m in masks), default=0) / n_terms if n_terms else 0.0,
-                big_whole=(
-                    len(claim_bigrams & {b for t in sentence_terms for b in itertools.pairwise(t)}) / len(claim_bigrams)
-                    if claim_bigrams
-                    else rec_whole
-                ),
-                has_num=float(bool(claim_numbers)),
-                cap_miss=len(caps - whole_set) / len(caps) if caps else 0.0,
-                elen=math.log1p(len(passage) / 100),
-            )
         self.features = values
         # The semantic feature (calypso.citations.semantic) when a model it was fitted for is given.
         self.semantic: dict[str, float] | None = None
@@ -405,10 +390,10 @@ class Analysis:
         return p * SUBSTITUTION_FACTOR if self.substituted else p
 
 
-def features(claim: str, passage: str, extras: bool = False, embedder: Embedder | None = None) -> dict[str, float]:
-    """The model's input features for one pair, plus the rejected candidates with ``extras``
-    (used by bench/fit_support.py); the semantic ones too with an ``embedder`` of ``semantic.MODEL``."""
-    return dict(Analysis(claim or "", passage or "", SCORE_WINDOW, extras, embedder).features)
+def features(claim: str, passage: str, embedder: Embedder | None = None) -> dict[str, float]:
+    """The model's input features for one pair; the semantic ones too with an ``embedder`` of ``semantic.MODEL``
+    (the candidates measured and left out are bench/common/attribution.py's ``candidate_features``)."""
+    return dict(Analysis(claim or "", passage or "", SCORE_WINDOW, embedder).features)
 
 
 def support_score(claim: str, evidence: str, embedder: Embedder | None = None) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 from pathlib import Path
 
 
@@ -51,3 +52,18 @@ def largest_mappings(pid: int, top: int = 12) -> list[tuple[str, float, float]]:
             entry[0 if fields[0] == "Rss:" else 1] += int(fields[1]) / 1024
     ranked = sorted(totals.items(), key=lambda item: -item[1][0])[:top]
     return [(Path(n).name if n.startswith("/") else n, rss, anon) for n, (rss, anon) in ranked]
+
+
+def peak_rss_mb(pid: int | None = None) -> float:
+    """Peak resident memory (VmHWM) of a process; this one by default."""
+    if pid is None:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def loadavg() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])

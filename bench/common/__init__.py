@@ -1,0 +1,1 @@
+"""Helpers the benchmark scripts share (data, corpora, timing, process figures, served Calypso); never scripts."""
