@@ -29,7 +29,7 @@ install: $(VENV)/.all-installed
 serve: install-serve
 	$(BIN)/calypso serve --demo --home .calypso
 
-# The whole suite (tests/store and the document API on both backends), then every API test again on
+# The whole suite (tests/store, the service tests and the document API on both backends), then every API test again on
 # PostgreSQL. pytest exits 5 when it collects nothing: that is a failure of the suite, say so.
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
@@ -39,8 +39,8 @@ test: install
 
 # Lint and format check (the rules in pyproject.toml: pyflakes, isort, bugbear, complexity, pyupgrade, simplify).
 lint: install
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench testkit
+	$(BIN)/ruff format --check src tests bench testkit
 
 # The playground's JS (eslint.config.mjs: eslint:recommended plus no page ids outside main.js). Needs Node
 # and the npm registry, which CI is not known to reach: a separate target, not part of `make lint`.
