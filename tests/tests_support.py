@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from calypso.services.ingestion import Upload
 
+from calypso.services.ingestion import Upload
 from testkit.live_server import LiveServer, free_port
 
 REPO = Path(__file__).resolve().parents[1]

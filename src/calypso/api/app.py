@@ -39,7 +39,6 @@ from calypso.api.routes import (
 from calypso.config import Settings
 from calypso.services import Services, open_services
 from calypso.services.embed_worker import EmbedWorkers
-from calypso.services.ingest_worker import IngestWorkers
 
 
 def create_app(
@@ -62,9 +61,9 @@ def create_app(
         owned = services is None
         app.state.services = open_services(settings) if owned else services
         # Uploads return at once; these threads finish their jobs (and any left by a process that died).
-        workers = IngestWorkers(app.state.services.documents, settings.ingest_workers, role="serve")
+        workers = app.state.services.ingestion.workers(settings.ingest_workers, role="serve")
         workers.start()
-        embedders = EmbedWorkers(app.state.services.documents, settings.embed_workers, role="serve")
+        embedders = EmbedWorkers(app.state.services.vectors, settings.embed_workers, role="serve")
         embedders.start()  # a document is searchable by keywords first; its vectors follow from here
         app.state.ingest_workers, app.state.embed_workers = workers, embedders  # for /readyz
         sweeper = asyncio.create_task(sweep_expired_files(app.state.services, settings.file_expiry_sweep_seconds))

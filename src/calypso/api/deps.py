@@ -13,10 +13,12 @@ from calypso.services.answering import Answerer
 from calypso.services.bots import BotService
 from calypso.services.conversations import ConversationService
 from calypso.services.documents import DocumentService
+from calypso.services.ingestion import IngestionService
 from calypso.services.keys import KeyService, PolicyService
 from calypso.services.responses import ResponseService
 from calypso.services.search import SearchService
 from calypso.services.vector_stores import VectorStoreService
+from calypso.services.vectors import VectorService
 
 
 def services(request: Request) -> Services:
@@ -30,6 +32,14 @@ def services(request: Request) -> Services:
 
 async def _documents(request: Request) -> DocumentService:
     return services(request).documents
+
+
+async def _ingestion(request: Request) -> IngestionService:
+    return services(request).ingestion
+
+
+async def _vectors(request: Request) -> VectorService:
+    return services(request).vectors
 
 
 async def _search(request: Request) -> SearchService:
@@ -65,6 +75,8 @@ async def _vector_stores(request: Request) -> VectorStoreService:
 
 
 Documents = Annotated[DocumentService, Depends(_documents)]
+Ingestion = Annotated[IngestionService, Depends(_ingestion)]
+Vectors = Annotated[VectorService, Depends(_vectors)]
 Search = Annotated[SearchService, Depends(_search)]
 Answering = Annotated[Answerer, Depends(_answering)]
 Bots = Annotated[BotService, Depends(_bots)]

@@ -37,8 +37,8 @@ class ServiceCollector(Collector):
         self.services = services
 
     def collect(self) -> Iterator[Metric]:
-        documents = self.services.documents
-        queue = documents.jobs.queue_stats()
+        services = self.services
+        queue = services.ingestion.queue_stats()
         depth = GaugeMetricFamily("calypso_ingest_jobs", "Ingestion jobs by state.", labels=["state"])
         depth.add_metric(["queued"], queue.queued)
         depth.add_metric(["running"], queue.running)
@@ -49,14 +49,11 @@ class ServiceCollector(Collector):
             "Age of the oldest ingestion job not finished (0 when the queue is empty).",
             value=max(0.0, time.time() - lag) if lag is not None else 0.0,
         )
-        embedder = documents.embedder
-        queue_of_vectors = documents.embeddings
-        pending = queue_of_vectors.pending(embedder.name) if embedder is not None and queue_of_vectors else 0
         yield GaugeMetricFamily(
-            "calypso_embed_jobs_pending", "Documents whose passages wait for vectors.", value=pending
+            "calypso_embed_jobs_pending", "Documents whose passages wait for vectors.", value=services.vectors.pending()
         )
         statuses = GaugeMetricFamily("calypso_documents", "Documents by status.", labels=["status"])
-        for status, count in sorted(documents.store.status_counts().items()):
+        for status, count in sorted(services.documents.status_counts().items()):
             statuses.add_metric([status], count)
         yield statuses
         passages = GaugeMetricFamily(

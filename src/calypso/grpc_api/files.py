@@ -20,6 +20,7 @@ from calypso.grpc_api.errors import rpc
 from calypso.grpc_api.protos import files_pb2, files_pb2_grpc
 from calypso.grpc_api.staging import Intake, StagedFile, StagedUploads, StagingFull
 from calypso.services import Services
+from calypso.services.ingestion import Upload
 
 Context: TypeAlias = grpc.aio.ServicerContext
 
@@ -47,7 +48,8 @@ class FilesService(Servicer, files_pb2_grpc.FilesServicer):
             )
         workspace = await self.workspace(context)  # a wrong key: refused before the body
         name, data = await self._receive(request, None)
-        result = await self.blocking(self.services.documents.ingest, data, name, None, workspace=workspace, wait=False)
+        upload = Upload(data, name, workspace=workspace)
+        result = await self.blocking(self.services.ingestion.submit, upload)
         return convert.file(result.document)
 
     async def _stage(self, request: AsyncIterator[files_pb2.UploadFileChunk], context: Context) -> StagedFile:

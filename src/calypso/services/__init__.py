@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from calypso.citations.links import load_secret
 from calypso.config import Settings, revealed
@@ -19,12 +19,16 @@ from calypso.services.bots import BotService
 from calypso.services.conversations import ConversationService
 from calypso.services.documents import DocumentService
 from calypso.services.index_sync import NamespaceIndexes
+from calypso.services.ingest_worker import JobRunner
+from calypso.services.ingestion import IngestionService
 from calypso.services.keys import KeyService, PolicyService
 from calypso.services.process_directory import ProcessDirectory
 from calypso.services.reanalysis import TermsReanalysis
 from calypso.services.responses import ResponseService
 from calypso.services.search import SearchService
+from calypso.services.turns import TurnPreparer
 from calypso.services.vector_stores import VectorStoreService
+from calypso.services.vectors import VectorService
 from calypso.store.base import Storage, VectorSearch
 from calypso.store.wait_budget import WaitBudget, one_request
 
@@ -36,7 +40,9 @@ class Services:
     settings: Settings
     storage: Storage
     signing_secret: bytes
+    ingestion: IngestionService
     documents: DocumentService
+    vectors: VectorService
     search: SearchService
     answering: Answerer
     bots: BotService
@@ -46,6 +52,10 @@ class Services:
     policies: PolicyService
     vector_stores: VectorStoreService
     reanalysis: TermsReanalysis
+    turns: TurnPreparer = field(init=False)  # what every surface asks through, over the services above
+
+    def __post_init__(self) -> None:
+        self.turns = TurnPreparer(self.settings, self.bots, self.policies, self.vector_stores, self.answering)
 
     async def aclose(self) -> None:
         """Close what answering holds open (upstream connections), then the storage."""
@@ -141,9 +151,10 @@ def open_services(settings: Settings, storage: Storage | None = None, *, exclusi
         vector_search=database_vector_search(settings, storage, embedder),
         ann_min_vectors=settings.ann_min_vectors,
     )
-    documents = DocumentService(
-        settings, storage.documents, secret, storage.jobs, indexes, embedder=embedder, embeddings=storage.embeddings
-    )
+    vectors = VectorService(settings, embedder, storage.embeddings, storage.documents, indexes)
+    runner = JobRunner(settings, storage.documents, storage.jobs, indexes, vectors.model)
+    ingestion = IngestionService(settings, storage.documents, storage.jobs, runner)
+    documents = DocumentService(settings, storage.documents, storage.jobs, vectors, indexes, secret)
     search = SearchService(settings, storage.documents, indexes, embedder=embedder, file_links=storage.vector_stores)
     reanalysis = TermsReanalysis(storage.documents)
     if exclusive:  # a server or worker: rewrite terms an older analyzer stored (search needs none of it)
@@ -152,7 +163,9 @@ def open_services(settings: Settings, storage: Storage | None = None, *, exclusi
         settings=settings,
         storage=storage,
         signing_secret=secret,
+        ingestion=ingestion,
         documents=documents,
+        vectors=vectors,
         search=search,
         answering=Answerer(documents, search, settings),
         bots=BotService(settings, storage.bots),
@@ -160,7 +173,7 @@ def open_services(settings: Settings, storage: Storage | None = None, *, exclusi
         responses=ResponseService(storage.responses),
         keys=KeyService(storage.keys),
         policies=PolicyService(storage.policies),
-        vector_stores=VectorStoreService(documents, search, storage.vector_stores),
+        vector_stores=VectorStoreService(documents, ingestion, search, storage.vector_stores),
         reanalysis=reanalysis,
     )
 

@@ -4,7 +4,7 @@ A document is keyword-searchable as soon as it is parsed; embedding is 20 to 50 
 parsing, so it is a second job (``EmbeddingStore``) that any process with the model can take: the
 worker claims a document, embeds the passages that still lack a vector in batches, and stores each
 batch in its own transaction with an ``embedded`` change, so hybrid search uses each batch as it lands
-(a document reports how far it is: ``DocumentService.embedding_progress``). A worker that dies leaves
+(a document reports how far it is: ``VectorService.progress``). A worker that dies leaves
 the job to another once the lease expires; vectors already stored are not computed again.
 """
 
@@ -23,7 +23,7 @@ from calypso.models import EmbeddingJob
 from calypso.services.ingest_worker import worker_id
 
 if TYPE_CHECKING:
-    from calypso.services.documents import DocumentService
+    from calypso.services.vectors import VectorService
 
 log = logging.getLogger("calypso.embed.worker")
 
@@ -32,7 +32,7 @@ Progress = Callable[[int, int], None]  # (documents done, passages embedded)
 
 
 def embed_document(
-    service: DocumentService,
+    service: VectorService,
     job: EmbeddingJob,
     owner: str,
     stopping: threading.Event,
@@ -64,7 +64,7 @@ def embed_document(
 class EmbedWorkers:
     """``count`` threads embedding queued documents until ``stop``: inside `calypso serve` or `calypso worker`."""
 
-    def __init__(self, service: DocumentService, count: int = 1, role: str = "embed") -> None:
+    def __init__(self, service: VectorService, count: int = 1, role: str = "embed") -> None:
         self.service, self.count, self.role = service, count, role
         self.stopping = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -96,7 +96,7 @@ class EmbedWorkers:
 
 
 def embed_small_documents(
-    service: DocumentService, claimed: list[tuple[EmbeddingJob, list[tuple[int, str]]]], owner: str
+    service: VectorService, claimed: list[tuple[EmbeddingJob, list[tuple[int, str]]]], owner: str
 ) -> int:
     """Embed several small claimed documents in one model call (one passage at a time runs the local model at a
     third of its batched speed), then store and finish each; returns passages stored."""
@@ -116,7 +116,7 @@ def embed_small_documents(
     return stored
 
 
-def run_once(service: DocumentService, owner: str, stopping: threading.Event) -> int | None:
+def run_once(service: VectorService, owner: str, stopping: threading.Event) -> int | None:
     """Claim and embed one document, or several small ones together; None when there was nothing to claim."""
     embedder, embeddings = service.embedder, service.embeddings
     if embedder is None or embeddings is None:
@@ -148,7 +148,7 @@ def run_once(service: DocumentService, owner: str, stopping: threading.Event) ->
 
 
 def embed_all(
-    service: DocumentService, stopping: threading.Event | None = None, on_progress: Progress | None = None
+    service: VectorService, stopping: threading.Event | None = None, on_progress: Progress | None = None
 ) -> int:
     """Embed every queued document in this thread (``calypso reindex``); returns passages embedded."""
     stopping = stopping or threading.Event()

@@ -1,4 +1,4 @@
-"""Ingestion workers: claim a job, parse, chunk, analyse, complete; any process, any number of them.
+"""Ingestion jobs: claim one, run the pipeline (``ingest/pipeline.py``), complete; any process, any number of them.
 
 A job runs under a lease that the process's lease keeper renews every third of ``job_lease_seconds``
 (``services/leases.py``). Nothing of the document is written until ``JobStore.complete``, one
@@ -16,14 +16,14 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from calypso import errors
+from calypso.config import Settings
 from calypso.errors import (
     CalypsoError,
-    EmptyDocument,
     InsufficientStorage,
     InvalidRequest,
     NotFound,
@@ -32,20 +32,15 @@ from calypso.errors import (
     UnprocessableDocument,
     UnsupportedMediaType,
 )
-from calypso.ingest.chunking import chunk_document
+from calypso.ingest.pipeline import PipelineOptions, Prepared, prepare
 from calypso.models import Document, IngestJob
-from calypso.retrieval.tokenize import analyze_many
+from calypso.retrieval.tokenize import encode_terms
+from calypso.services.index_sync import NamespaceIndexes
 from calypso.services.leases import Heartbeat
-from calypso.store.base import JobStore
-
-if TYPE_CHECKING:
-    from calypso.config import Settings
-    from calypso.models import Chunk, Page, ParsedDocument
-    from calypso.store.base import DocumentStore
+from calypso.store.base import DocumentStore, JobStore
 
 log = logging.getLogger("calypso.ingest.worker")
 
-PASSAGE_BATCH = 256  # passages analysed between progress reports (and checks that the lease still holds)
 # Least time between two progress writes of one job: a document ingested faster (a page of text: about a
 # millisecond) writes none, and its job is only claimed and completed; a long one is still seen moving.
 PROGRESS_SECONDS = 0.25
@@ -55,6 +50,12 @@ Progress = Callable[[int, int, int], None]  # (pages parsed, passages written, p
 def worker_id(role: str) -> str:
     """A name no other worker anywhere has: host, process, role and a random tail."""
     return f"{socket.gethostname()}:{os.getpid()}:{role}:{uuid.uuid4().hex[:8]}"
+
+
+def workers_can_take_jobs(settings: Settings) -> bool:
+    """Whether anything can take a queued job: a server's own workers (on SQLite only they can: the server
+    holds the data directory), or on PostgreSQL `calypso worker` processes."""
+    return bool(settings.database_url) or settings.ingest_workers > 0
 
 
 def error_record(exc: BaseException, filename: str) -> dict[str, Any]:
@@ -89,34 +90,6 @@ def error_from_record(record: dict[str, Any] | None) -> CalypsoError:
     return cls(str(record.get("message") or "Ingestion failed."), param=detail.get("param"), code=detail.get("code"))
 
 
-class JobHost(Protocol):
-    """What a job needs of the documents service that hosts it (``DocumentService`` is one): its settings,
-    stores, parser, and the one call that stores a finished job."""
-
-    settings: Settings
-    store: DocumentStore
-    jobs: JobStore
-    jobs_waiting: threading.Event  # set when a job is submitted: wakes idle workers
-
-    def parse(
-        self,
-        data: bytes,
-        filename: str,
-        media_type: str | None,
-        on_pages: Callable[[int, int], None] | None = None,
-    ) -> tuple[ParsedDocument, str]: ...
-
-    def complete_job(
-        self,
-        document_key: int,
-        owner: str,
-        document: Document,
-        pages: Sequence[Page],
-        chunks: Sequence[Chunk],
-        terms: list[tuple[str, list[str]]],
-    ) -> list[int] | None: ...
-
-
 @dataclass
 class JobOutcome:
     """How a job ended for this worker: a completed document, an error (the job failed), or neither
@@ -134,134 +107,128 @@ def job_error(exc: BaseException, record: dict[str, Any]) -> CalypsoError:
     return error_from_record(record)
 
 
-@dataclass
-class Prepared:
-    """A document ready to store: completed (detected type, title, metadata, counts), with its pages, chunks and
-    their analysed terms, ``(language, terms)`` per chunk."""
-
-    document: Document
-    pages: Sequence[Page]
-    chunks: list[Chunk]
-    terms: list[tuple[str, list[str]]]
+def _stored_terms(prepared: Prepared) -> list[str]:
+    """Each chunk's analysed terms as the store keeps them."""
+    return [encode_terms(terms, language) for language, terms in prepared.terms]
 
 
-def prepare(service: JobHost, doc: Document, data: bytes, progress: Callable[[int, int, int], bool]) -> Prepared | None:
-    """Parse, chunk and analyse ``doc``'s bytes, writing nothing; None once ``progress`` says stop.
+class JobRunner:
+    """Runs claimed ingestion jobs through the pipeline and stores what they made. The writes reach this
+    process's indexes through the change feed (``catch_up`` after each), so the writer reads its own writes."""
 
-    ``progress(pages parsed, passages analysed, passages in all)`` runs after chunking and after each batch of
-    PASSAGE_BATCH passages analysed; it returns False to stop there. While a scan is recognised, it runs after
-    each page with the pages read so far (and no passages yet): a stop then waits for the parse to end.
-    """
-    settings = service.settings
+    def __init__(
+        self,
+        settings: Settings,
+        documents: DocumentStore,
+        jobs: JobStore,
+        indexes: NamespaceIndexes,
+        embed_model: str | None,
+    ) -> None:
+        """``embed_model``: the model a completed document is queued for (an embedding job), if any."""
+        self.settings = settings
+        self.jobs = jobs
+        self.options = PipelineOptions.from_settings(settings)
+        self._documents = documents
+        self._indexes = indexes
+        self._embed_model = embed_model
 
-    def pages_read(read: int, total: int) -> None:
-        progress(read, 0, 0)
+    def claim(self, owner: str) -> IngestJob | None:
+        return self.jobs.claim(owner, self.settings.job_lease_seconds)
 
-    parsed, detected = service.parse(data, doc.filename, doc.media_type, on_pages=pages_read)
-    if doc.chunking is not None:  # a static strategy asked for when attached to a vector store
-        static = doc.chunking
-        chunks = chunk_document(parsed, static.max_chunk_size_tokens, static.chunk_overlap_tokens, "tokens")
-    else:
-        chunks = chunk_document(parsed, settings.chunk_size, settings.chunk_overlap)
-    if not chunks:
-        raise EmptyDocument(f"{doc.filename} contains no text to index.", param="file")
-    if not progress(len(parsed.pages), 0, len(chunks)):
-        return None
-    terms: list[tuple[str, list[str]]] = []
-    # Analysed once here, stored with the chunks, indexed from the store; in batches, to report progress.
-    for start in range(0, len(chunks), PASSAGE_BATCH):
-        terms.extend(analyze_many(c.text for c in chunks[start : start + PASSAGE_BATCH]))
-        if not progress(len(parsed.pages), len(terms), len(chunks)):
-            return None
-    finished = replace(
-        doc,
-        media_type=detected,
-        title=parsed.title,
-        metadata={**parsed.metadata, **doc.metadata},
-        page_count=len(parsed.pages),
-        chunk_count=len(chunks),
-        status="completed",
-    )
-    return Prepared(finished, parsed.pages, chunks, terms)
+    def store_at_once(self, prepared: Prepared, data: bytes) -> None:
+        """Store a document prepared before anything was stored, completed, in one transaction
+        (``JobStore.add_completed``); raises DuplicateContent when the same bytes landed meanwhile."""
+        self.jobs.add_completed(
+            prepared.document, data, prepared.pages, prepared.chunks, _stored_terms(prepared), self._embed_model
+        )
+        self._indexes.catch_up()
 
+    def _complete(self, key: int, owner: str, prepared: Prepared) -> bool:
+        """Store a finished job; False when the worker lost it (nothing written)."""
+        chunk_keys = self.jobs.complete(
+            key, owner, prepared.document, prepared.pages, prepared.chunks, _stored_terms(prepared), self._embed_model
+        )
+        if chunk_keys is None:
+            return False
+        self._indexes.catch_up()
+        return True
 
-def _content(store: DocumentStore, doc: Document) -> bytes | None:
-    """The document's bytes from the store; None when it is gone."""
-    try:
-        return store.read_content(doc.workspace, doc.id)
-    except NotFound:
-        return None
-
-
-def run_job(
-    service: JobHost,
-    job: IngestJob,
-    owner: str,
-    *,
-    on_progress: Progress | None = None,
-    stopping: threading.Event | None = None,
-    data: bytes | None = None,
-) -> JobOutcome:
-    """Run one claimed job to its end; never raises for the document's own faults (they fail the job).
-
-    ``data``: the document's bytes when the caller holds them (it just submitted them), else read from the store.
-    """
-    settings, jobs, key, doc = service.settings, service.jobs, job.document_key, job.document
-    stopping = stopping or threading.Event()
-    reported = time.monotonic()  # the claim's time: nothing to report yet
-
-    with Heartbeat(jobs, job, owner, settings.job_lease_seconds) as beat:
-
-        def progress(pages: int, written: int, total: int) -> bool:
-            """Report to ``on_progress``, and to the store at most every PROGRESS_SECONDS; False to stop: the
-            job was lost, or this worker is stopping with passages left (the job is released)."""
-            nonlocal reported
-            if on_progress is not None:
-                on_progress(pages, written, total)
-            if beat.lost.is_set():
-                return False
-            if stopping.is_set() and written < total:
-                jobs.release(key, owner)
-                return False
-            if time.monotonic() - reported < PROGRESS_SECONDS:
-                return True  # a lost job is found by the lease keeper, the next report, or complete (writes nothing)
-            reported = time.monotonic()
-            return jobs.report_progress(key, owner, pages, written)
-
+    def _content(self, doc: Document) -> bytes | None:
+        """The document's bytes from the store; None when it is gone."""
         try:
-            if data is None and (data := _content(service.store, doc)) is None:
-                return JobOutcome()  # deleted since the claim: nothing left to ingest, nothing to report
-            prepared = prepare(service, doc, data, progress)
-            if prepared is None:
-                return JobOutcome()
-            finished = prepared.document
-            if service.complete_job(key, owner, finished, prepared.pages, prepared.chunks, prepared.terms) is None:
-                return JobOutcome()
-            return JobOutcome(document=finished)
-        except InsufficientStorage as exc:
-            # Retrying will not free a disk: the job fails saying so (the client sees why, and can retry
-            # once space is freed); that small write may still fit, thanks to the store's headroom.
-            record = error_record(exc, doc.filename)
+            return self._documents.read_content(doc.workspace, doc.id)
+        except NotFound:
+            return None
+
+    def run(
+        self,
+        job: IngestJob,
+        owner: str,
+        *,
+        on_progress: Progress | None = None,
+        stopping: threading.Event | None = None,
+        data: bytes | None = None,
+    ) -> JobOutcome:
+        """Run one claimed job to its end; never raises for the document's own faults (they fail the job).
+
+        ``data``: the document's bytes when the caller holds them (it just submitted them), else read from the store.
+        """
+        jobs, key, doc = self.jobs, job.document_key, job.document
+        stopping = stopping or threading.Event()
+        reported = time.monotonic()  # the claim's time: nothing to report yet
+
+        with Heartbeat(jobs, job, owner, self.settings.job_lease_seconds) as beat:
+
+            def progress(pages: int, written: int, total: int) -> bool:
+                """Report to ``on_progress``, and to the store at most every PROGRESS_SECONDS; False to stop: the
+                job was lost, or this worker is stopping with passages left (the job is released)."""
+                nonlocal reported
+                if on_progress is not None:
+                    on_progress(pages, written, total)
+                if beat.lost.is_set():
+                    return False
+                if stopping.is_set() and written < total:
+                    jobs.release(key, owner)
+                    return False
+                if time.monotonic() - reported < PROGRESS_SECONDS:
+                    return (
+                        True  # a lost job is found by the lease keeper, the next report, or complete (writes nothing)
+                    )
+                reported = time.monotonic()
+                return jobs.report_progress(key, owner, pages, written)
+
             try:
+                if data is None and (data := self._content(doc)) is None:
+                    return JobOutcome()  # deleted since the claim: nothing left to ingest, nothing to report
+                prepared = prepare(doc, data, self.options, progress)
+                if prepared is None or not self._complete(key, owner, prepared):
+                    return JobOutcome()
+                return JobOutcome(document=prepared.document)
+            except InsufficientStorage as exc:
+                # Retrying will not free a disk: the job fails saying so (the client sees why, and can retry
+                # once space is freed); that small write may still fit, thanks to the store's headroom.
+                record = error_record(exc, doc.filename)
+                try:
+                    if not jobs.fail(key, owner, record):
+                        return JobOutcome()
+                except StorageError:
+                    pass  # not even that fits: the lease expires and the job is tried again
+                return JobOutcome(error=exc)
+            except StorageError:
+                raise  # the database, not the document: the lease expires and the job is tried again
+            except Exception as exc:  # noqa: BLE001 - the job fails with a code; the worker lives on
+                record = error_record(exc, doc.filename)
                 if not jobs.fail(key, owner, record):
                     return JobOutcome()
-            except StorageError:
-                pass  # not even that fits: the lease expires and the job is tried again
-            return JobOutcome(error=exc)
-        except StorageError:
-            raise  # the database, not the document: the lease expires and the job is tried again
-        except Exception as exc:  # noqa: BLE001 - the job fails with a code; the worker lives on
-            record = error_record(exc, doc.filename)
-            if not jobs.fail(key, owner, record):
-                return JobOutcome()
-            return JobOutcome(error=job_error(exc, record))
+                return JobOutcome(error=job_error(exc, record))
 
 
 class IngestWorkers:
     """``count`` threads that claim and run jobs until ``stop``: inside `calypso serve` or `calypso worker`."""
 
-    def __init__(self, service: JobHost, count: int, role: str = "worker") -> None:
-        self.service, self.count, self.role = service, count, role
+    def __init__(self, runner: JobRunner, waiting: threading.Event, count: int, role: str = "worker") -> None:
+        """``waiting``: set when a job is submitted in this process, to wake idle workers at once."""
+        self.runner, self.waiting, self.count, self.role = runner, waiting, count, role
         self.stopping = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -279,26 +246,26 @@ class IngestWorkers:
     def stop(self, timeout: float | None = None) -> None:
         """Stop claiming; a running job finishes, or is released at its next batch, within ``timeout``."""
         self.stopping.set()
-        self.service.jobs_waiting.set()
+        self.waiting.set()
         for thread in self._threads:
             thread.join(timeout)
 
     def _loop(self, owner: str) -> None:
-        settings = self.service.settings
+        poll = self.runner.settings.job_poll_seconds
         while not self.stopping.is_set():
             try:
-                job = self.service.jobs.claim(owner, settings.job_lease_seconds)
+                job = self.runner.claim(owner)
             except CalypsoError as exc:  # the database is away, or closing: try again later
                 log.warning("claiming an ingestion job failed: %s", exc.message)
-                self.stopping.wait(settings.job_poll_seconds)
+                self.stopping.wait(poll)
                 continue
             if job is None:
                 # Woken at once by an upload in this process; otherwise look again after the poll interval.
-                if self.service.jobs_waiting.wait(settings.job_poll_seconds):
-                    self.service.jobs_waiting.clear()
+                if self.waiting.wait(poll):
+                    self.waiting.clear()
                 continue
             try:
-                outcome = run_job(self.service, job, owner, stopping=self.stopping)
+                outcome = self.runner.run(job, owner, stopping=self.stopping)
             except CalypsoError as exc:  # the store failed mid-job: the lease expires and the job comes back
                 log.warning("ingestion job %s stopped: %s", job.document_key, exc.message)
                 continue

@@ -42,6 +42,7 @@ from calypso.models import (
 from calypso.retrieval.filters import Filter, Predicate
 from calypso.scope import MAX_PASSAGES, check_namespace
 from calypso.services.documents import DocumentService
+from calypso.services.ingestion import IngestionService, Upload
 from calypso.services.search import SearchService
 from calypso.store.base import VectorStoreStore
 
@@ -127,8 +128,11 @@ class BatchState:
 
 
 class VectorStoreService:
-    def __init__(self, documents: DocumentService, search: SearchService, store: VectorStoreStore) -> None:
+    def __init__(
+        self, documents: DocumentService, ingestion: IngestionService, search: SearchService, store: VectorStoreStore
+    ) -> None:
         self.documents = documents
+        self.ingestion = ingestion
         self.searcher = search
         self.store = store
 
@@ -271,7 +275,7 @@ class VectorStoreService:
         if source.namespace == store.namespace:
             document, created = source, False
         else:
-            result = self.documents.submit(
+            copy = Upload(
                 self.documents.content(source),
                 source.filename,
                 store.namespace,
@@ -281,6 +285,7 @@ class VectorStoreService:
                 workspace=workspace,
                 chunking=chunking if isinstance(chunking, StaticChunking) else None,
             )
+            result = self.ingestion.submit(copy)
             document, created = result.document, result.created
         if not created:  # the namespace already holds these bytes: this file shares that document
             self._check_same_chunking(document, chunking, file_id, chunking_param)
@@ -305,7 +310,8 @@ class VectorStoreService:
         """Ingest bytes straight into the store's namespace as the file ``file_id`` (an id the client holds that
         names no document yet: the xAI gRPC surface's keyless uploads, ``grpc_api/staging.py``)."""
         store = self.active(workspace, store_id)
-        document = self.documents.submit(data, filename, store.namespace, workspace=workspace, file_id=file_id).document
+        upload = Upload(data, filename, store.namespace, workspace=workspace, file_id=file_id)
+        document = self.ingestion.submit(upload).document
         link = VectorStoreFile(workspace, store.id, file_id, document.id, attributes)
         if not self.store.link_file(link, int(time.time())):
             raise NotFound(f"File {file_id!r} was deleted while it was being attached.", param="file_id")
@@ -325,14 +331,14 @@ class VectorStoreService:
         deleted, progressed = 0, True
         while progressed:  # in batches, until one deletes nothing (the rest went meanwhile)
             progressed = False
-            for workspace, file_id in self.documents.store.expired_files(int(time.time() if now is None else now)):
+            for workspace, file_id in self.documents.expired_files(int(time.time() if now is None else now)):
                 with contextlib.suppress(NotFound):  # deleted meanwhile (by its owner, or another process's sweep)
                     self.delete_everywhere(workspace, file_id, expired_too=True)
                     deleted, progressed = deleted + 1, True
         return deleted
 
     def _documents(self, workspace: str, links: Sequence[VectorStoreFile]) -> list[StoreFile]:
-        docs = self.documents.store.get_documents_by_id(workspace, list({link.document_id for link in links}))
+        docs = self.documents.by_id(workspace, list({link.document_id for link in links}))
         return [StoreFile(link, docs[link.document_id]) for link in links if link.document_id in docs]
 
     def list_files(
@@ -431,7 +437,7 @@ class VectorStoreService:
         for file in state.files:
             if file.document.status == "in_progress":
                 with contextlib.suppress(CalypsoError):  # ended meanwhile
-                    self.documents.cancel(file.document.id, workspace)
+                    self.ingestion.cancel(file.document.id, workspace)
         self.store.cancel_batch(workspace, state.batch.vector_store_id, batch_id)
         return self.get_batch(workspace, store_id, batch_id)
 

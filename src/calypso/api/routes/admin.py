@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from calypso.api.auth import require_admin
-from calypso.api.deps import Documents, Keys, Policies
+from calypso.api.deps import Keys, Policies, Vectors
 from calypso.models import ApiKey
 from calypso.scope import NAME_SCHEMA, check_namespace
 
@@ -79,9 +79,8 @@ class Reindex(BaseModel):
 
 
 @router.post("/reindex")
-def reindex(documents: Documents, body: Reindex | None = None) -> dict[str, Any]:
+def reindex(vectors: Vectors, body: Reindex | None = None) -> dict[str, Any]:
     """Drop stored vectors and queue every completed document (of ``workspace``, or all) for the configured
     embedding model, after changing it; the embedding workers re-embed while keyword search goes on."""
-    queued = documents.reindex(body.workspace if body is not None else None)
-    model = documents.embedder.name if documents.embedder is not None else None
-    return {"object": "reindex", "model": model, "documents_queued": queued}
+    queued = vectors.reindex(body.workspace if body is not None else None)
+    return {"object": "reindex", "model": vectors.model, "documents_queued": queued}

@@ -13,13 +13,14 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from calypso.api.auth import Workspace
-from calypso.api.deps import Documents, Limit, OrderParam, read_upload
+from calypso.api.deps import Documents, Ingestion, Limit, OrderParam, read_upload
 from calypso.api.schemas.bounds import Attributes
 from calypso.api.serialize import chunk_object, document_object, list_object
 from calypso.api.validation import form_json_field
 from calypso.models import Document
 from calypso.scope import NAME_SCHEMA, check_namespace
 from calypso.services.documents import DocumentService
+from calypso.services.ingestion import Upload
 
 router = APIRouter(prefix="/v1/documents", tags=["documents"])
 
@@ -33,11 +34,9 @@ def _document_json(documents: DocumentService, doc: Document) -> dict[str, Any]:
 
 
 def _documents_json(documents: DocumentService, docs: list[Document]) -> list[dict[str, Any]]:
-    jobs = documents.jobs_of(docs)
-    embedded = documents.embedding_progress(docs)
-    model = documents.embedder.name if documents.embedder is not None else None
-    workers = documents.jobs_can_be_taken
-    return [document_object(d, jobs.get(d.id), embedded.get(d.id), model, workers=workers) for d in docs]
+    return [
+        document_object(s.document, s.job, s.embedded, s.model, workers=s.workers) for s in documents.statuses(docs)
+    ]
 
 
 class CrawlRequest(BaseModel):
@@ -50,6 +49,7 @@ class CrawlRequest(BaseModel):
 @router.post("")
 def upload_document(
     documents: Documents,
+    ingestion: Ingestion,
     workspace: Workspace,
     file: UploadFile = File(...),
     namespace: str | None = Form(None, json_schema_extra=NAME_SCHEMA),
@@ -57,24 +57,20 @@ def upload_document(
     wait: bool = WAIT,
 ) -> JSONResponse:
     """Upload one file into a namespace (default `general`); identical bytes return the existing document."""
-    check_namespace(namespace or documents.settings.default_namespace)
-    data, filename = read_upload(file, documents.settings.max_upload_bytes)
-    result = documents.ingest(
-        data,
-        filename,
-        namespace,
-        media_type=file.content_type,
-        metadata=form_json_field(metadata, "metadata", _ATTRIBUTES),
-        workspace=workspace,
-        wait=wait,
-    )
+    check_namespace(ingestion.settings.namespace_or_default(namespace))  # before reading a large body
+    data, filename = read_upload(file, ingestion.settings.max_upload_bytes)
+    attributes = form_json_field(metadata, "metadata", _ATTRIBUTES) or {}
+    upload = Upload(data, filename, namespace, media_type=file.content_type, metadata=attributes, workspace=workspace)
+    result = ingestion.ingest(upload, wait=wait)
     return JSONResponse(_document_json(documents, result.document), status_code=201 if result.created else 200)
 
 
 @router.post("/crawl")
-def crawl_document(body: CrawlRequest, documents: Documents, workspace: Workspace, wait: bool = WAIT) -> JSONResponse:
+def crawl_document(
+    body: CrawlRequest, documents: Documents, ingestion: Ingestion, workspace: Workspace, wait: bool = WAIT
+) -> JSONResponse:
     """Fetch one http(s) page (now) and store it with its URL as the filename (in a job)."""
-    result = documents.crawl(body.url, body.namespace, metadata=body.metadata, workspace=workspace, wait=wait)
+    result = ingestion.crawl(body.url, body.namespace, metadata=body.metadata, workspace=workspace, wait=wait)
     return JSONResponse(_document_json(documents, result.document), status_code=201 if result.created else 200)
 
 
@@ -112,9 +108,9 @@ def list_chunks(
 
 
 @router.post("/{document_id}/cancel")
-def cancel_document(document_id: str, documents: Documents, workspace: Workspace) -> dict[str, Any]:
+def cancel_document(document_id: str, ingestion: Ingestion, workspace: Workspace) -> dict[str, Any]:
     """Cancel an in-progress document (it stays, `cancelled`); 409 when its ingestion already ended."""
-    return document_object(documents.cancel(document_id, workspace))
+    return document_object(ingestion.cancel(document_id, workspace))
 
 
 @router.delete("/{document_id}")

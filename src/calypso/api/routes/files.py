@@ -13,7 +13,8 @@ from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 from fastapi.responses import Response
 
 from calypso.api.auth import Workspace, current_workspace
-from calypso.api.deps import Documents, OrderParam, VectorStores, read_upload
+from calypso.api.deps import Documents, Ingestion, OrderParam, VectorStores, read_upload
+from calypso.services.ingestion import Upload
 from calypso.api.file_headers import user_file_headers
 from calypso.api.ranges import byte_range
 from calypso.api.serialize import file_object, list_object
@@ -30,7 +31,7 @@ FilesLimit = Annotated[int, Query(ge=1, le=10_000, description="How many to retu
 
 @router.post("")
 def create_file(
-    documents: Documents,
+    ingestion: Ingestion,
     workspace: Workspace,
     file: UploadFile = File(...),
     purpose: Purpose = Form(...),
@@ -45,17 +46,16 @@ def create_file(
     ),
 ) -> dict[str, Any]:
     expires_after = expiry_seconds(anchor, seconds)
-    data, filename = read_upload(file, documents.settings.max_upload_bytes)
-    result = documents.ingest(
+    data, filename = read_upload(file, ingestion.settings.max_upload_bytes)
+    upload = Upload(
         data,
         filename,
-        None,
         media_type=file.content_type,
         workspace=workspace,
-        wait=False,
         purpose=purpose,
         expires_after_seconds=expires_after,
     )
+    result = ingestion.submit(upload)
     return file_object(result.document)
 
 

@@ -41,7 +41,7 @@ def _workers(request: Request, name: str) -> dict[str, Any]:
 def _ingestion(request: Request, services: Services, queued: int | None) -> dict[str, Any]:
     """The ingestion workers; not ok when uploads wait and nothing can take them."""
     check = _workers(request, "ingest_workers")
-    if queued and not services.documents.jobs_can_be_taken:
+    if queued and not services.ingestion.jobs_can_be_taken:
         check.update(
             ok=False,
             error=f"{queued} upload(s) wait and no ingestion worker runs (CALYPSO_INGEST_WORKERS=0 on SQLite).",
@@ -57,9 +57,7 @@ async def readyz(request: Request) -> JSONResponse:
     checks: dict[str, dict[str, Any]] = {}
     queued: int | None = None
     try:
-        queue = await asyncio.wait_for(
-            asyncio.to_thread(services.documents.jobs.queue_stats), timeout=READY_TIMEOUT_SECONDS
-        )
+        queue = await asyncio.wait_for(asyncio.to_thread(services.ingestion.queue_stats), timeout=READY_TIMEOUT_SECONDS)
         checks["database"] = {"ok": True, "backend": "postgresql" if services.settings.database_url else "sqlite"}
         checks["ingest_queue"] = {"ok": True, "queued": queue.queued, "running": queue.running}
         queued = queue.queued
