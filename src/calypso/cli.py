@@ -23,7 +23,7 @@ from calypso.logs import configure, log_format
 if TYPE_CHECKING:
     from calypso.models import Passage
     from calypso.services import Services
-    from calypso.services.documents import DocumentService
+    from calypso.services.vectors import VectorService
 
 
 class _Overrides(TypedDict, total=False):
@@ -97,7 +97,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     _raise_open_files_limit()
     services = open_services(settings, exclusive=True)
     if settings.demo:
-        added = ingest_demo(services.documents)
+        added = ingest_demo(services.ingestion)
         print(f"demo knowledge base: {added} new document(s) in namespace '{settings.default_namespace}'")
     # Indexes build in the background so the port opens at once; a query that comes first waits for its namespace.
     threading.Thread(target=services.search.warm_up, name="index-warm-up", daemon=True).start()
@@ -182,6 +182,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
     from calypso.cli_progress import FileProgress, IngestSummary, extent
     from calypso.services import open_services
+    from calypso.services.ingestion import Upload
 
     settings = _settings(args)
     server = running_server(settings)
@@ -189,7 +190,6 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         return _ingest_through(server, args, settings)
     print(f"knowledge base: {_where(settings)} ({_home_source(args)})", file=sys.stderr)
     services = open_services(settings, exclusive=True)
-    documents = services.documents
     files = list(_files(args.paths))
     summary = IngestSummary()
     try:
@@ -197,15 +197,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             # Waiting (the default) runs each file's job right here, its progress drawn on stderr.
             progress = None if args.no_wait else FileProgress(path.name, sys.stderr)
             try:
-                result = documents.ingest(
-                    path.read_bytes(),
-                    path.name,
-                    args.namespace,
-                    # The type an HTTP client would declare for this name, so a file is refused or taken
-                    # exactly as the API would (a .json is refused by both; a .py is text in both).
-                    media_type=mimetypes.guess_type(path.name)[0],
-                    wait=not args.no_wait,
-                    on_progress=progress.update if progress else None,
+                # The type an HTTP client would declare for this name, so a file is refused or taken
+                # exactly as the API would (a .json is refused by both; a .py is text in both).
+                upload = Upload(
+                    path.read_bytes(), path.name, args.namespace, media_type=mimetypes.guess_type(path.name)[0]
+                )
+                result = services.ingestion.ingest(
+                    upload, wait=not args.no_wait, on_progress=progress.update if progress else None
                 )
             except (CalypsoError, OSError) as exc:
                 summary.failed += 1
@@ -232,29 +230,25 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 f"namespace {doc.namespace})",
                 flush=True,
             )
-        if summary.completed and not documents.settings.database_url:
+        if summary.completed and not settings.database_url:
             # Built here and saved as a snapshot by close(), so the next `calypso serve` loads the index
             # from disk instead of building it before its first answer.
-            services.search.index(args.namespace or documents.settings.default_namespace)
+            services.search.index(settings.namespace_or_default(args.namespace))
         if summary.completed and not args.no_wait:  # keyword-searchable already; now the vectors
-            _embed_queued(documents)
+            _embed_queued(services.vectors)
     finally:
         services.close()
     print(summary.line())
     return 1 if summary.failed else 0  # any refused file is a failure a script must see
 
 
-def _embed_queued(documents: DocumentService) -> int:
+def _embed_queued(vectors: VectorService) -> int:
     """Give queued documents their vectors here, with a progress line (searchable by keywords meanwhile)."""
     from calypso.services.embed_worker import embed_all
 
-    if documents.embedder is None or documents.embeddings is None:
+    queued, model = vectors.pending(), vectors.model
+    if not queued or model is None:
         return 0
-    queued = documents.embeddings.pending(documents.embedder.name)
-    if not queued:
-        return 0
-
-    model = documents.embedder.name
 
     def progress(docs: int, passages: int) -> None:
         print(
@@ -262,7 +256,7 @@ def _embed_queued(documents: DocumentService) -> int:
         )
 
     started = time.perf_counter()
-    total = embed_all(documents, on_progress=progress)
+    total = embed_all(vectors, on_progress=progress)
     elapsed = time.perf_counter() - started
     print(f"\rembedded {total} passages in {elapsed:.1f}s with {model}" + " " * 20, file=sys.stderr, flush=True)
     return total
@@ -274,10 +268,10 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
     services = open_services(_settings(args), exclusive=True)
     try:
-        queued = services.documents.reindex()
+        queued = services.vectors.reindex()
         print(f"queued {queued} document(s) for new vectors")
         if not args.no_wait:
-            _embed_queued(services.documents)
+            _embed_queued(services.vectors)
     except CalypsoError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return 1
@@ -291,7 +285,6 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     from calypso.services import open_services
     from calypso.services.embed_worker import EmbedWorkers
-    from calypso.services.ingest_worker import IngestWorkers
 
     settings = _settings(args)
     if not settings.database_url:
@@ -304,14 +297,14 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return 1
     services = open_services(settings)
     count = args.threads or max(settings.ingest_workers, 1)
-    workers = IngestWorkers(services.documents, count, role="worker")
-    embedders = EmbedWorkers(services.documents, max(settings.embed_workers, 1), role="worker")
+    workers = services.ingestion.workers(count, role="worker")
+    embedders = EmbedWorkers(services.vectors, max(settings.embed_workers, 1), role="worker")
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     workers.start()
     embedders.start()
-    embedding = f", embedding with {services.documents.embedder.name}" if services.documents.embedder else ""
+    embedding = f", embedding with {services.vectors.model}" if services.vectors.model else ""
     print(f"calypso worker: {count} thread(s) ingesting{embedding}; stop with SIGTERM or Ctrl-C", flush=True)
     try:
         while not stop.wait(0.5):  # a timed wait, so the main thread runs the signal handlers promptly

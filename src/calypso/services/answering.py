@@ -182,7 +182,7 @@ class Answerer:
 
         The model is the server's own (a ``CachedEmbedder``): the question's vector is the one search
         stored, and sentences already seen are cache reads."""
-        embedder = self.documents.embedder
+        embedder = self.search.embedder  # the model search used: the question's vector is a cache read
         weight = self.settings.extractive_semantic_weight
         if embedder is None or weight <= 0:
             return registry.create("extractive")
@@ -212,7 +212,7 @@ class Answerer:
     def find_quote(self, segment_text: str, source: Source) -> Quote:
         passage = source.passage
         # The semantic feature (calypso.citations.semantic) only on request: it costs 46-380 ms a segment here.
-        embedder = self.documents.embedder if self.settings.support_semantic else None
+        embedder = self.search.embedder if self.settings.support_semantic else None
         evidence = best_evidence(segment_text, passage.chunk.text, embedder=embedder)
         threshold = self.settings.support_threshold
         threshold = SUPPORT_THRESHOLD if threshold is None else threshold
