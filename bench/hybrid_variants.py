@@ -43,6 +43,7 @@ from calypso.retrieval.hybrid import NEIGHBOUR_POOL, fuse, smooth_neighbours
 from calypso.retrieval.query import keyword_query
 from calypso.services import open_services
 from calypso.services.documents import HYBRID_DEPTH, MIN_COSINE
+from calypso.services.ingestion import Upload
 
 WEIGHTS = (0.3, 0.4, 0.5)
 LAMBDAS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -55,9 +56,8 @@ class Collection:
     def __init__(self, docs: Sequence[tuple[str, bytes, str]], queries: Sequence[str], per_doc_query: bool, **kw: Any):
         home = Path(tempfile.mkdtemp(prefix="calypso-variants-"))
         services = open_services(Settings(home=home, embedding_model="none", **kw))
-        documents = services.documents
         searcher = services.search
-        ids = [documents.ingest(data, name, ns).document.id for name, data, ns in docs]
+        ids = [services.ingestion.ingest(Upload(data, name, ns)).document.id for name, data, ns in docs]
         self.runs: list[list[tuple[int, float]]] = []
         for i, q in enumerate(queries):
             ns = docs[i][2] if per_doc_query else docs[0][2]

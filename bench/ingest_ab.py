@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 from bench.common import beir as be
+from calypso.services.ingestion import Upload
 
 WARM_UP = 20
 CLAIMS = 100
@@ -48,13 +49,12 @@ def _ingest(home: Path, uploads: list[tuple[str, str]]) -> tuple[float, int, obj
     from calypso.services import open_services
 
     services = open_services(Settings(home=home, chunk_size=100_000, chunk_overlap=0))
-    documents = services.documents
     for doc_id, text in uploads[:WARM_UP]:
-        documents.ingest(text.encode(), f"{doc_id}.txt", "scifact")
+        services.ingestion.ingest(Upload(text.encode(), f"{doc_id}.txt", "scifact"))
     pages = 0
     t0 = time.perf_counter()
     for doc_id, text in uploads[WARM_UP:]:
-        pages += documents.ingest(text.encode(), f"{doc_id}.txt", "scifact").document.page_count
+        pages += services.ingestion.ingest(Upload(text.encode(), f"{doc_id}.txt", "scifact")).document.page_count
     return time.perf_counter() - t0, pages, services
 
 
@@ -116,10 +116,10 @@ def child(uploads: int, offset: int) -> None:
 
         counting = open_services(Settings(home=Path(tmp) / "counted", chunk_size=100_000, chunk_overlap=0))
         for doc_id, text in batch[:WARM_UP]:
-            counting.documents.ingest(text.encode(), f"{doc_id}.txt", "scifact")
+            counting.ingestion.ingest(Upload(text.encode(), f"{doc_id}.txt", "scifact"))
         statements[0] = started[0] = 0
         for doc_id, text in batch[WARM_UP:]:
-            counting.documents.ingest(text.encode(), f"{doc_id}.txt", "scifact")
+            counting.ingestion.ingest(Upload(text.encode(), f"{doc_id}.txt", "scifact"))
         counted_statements, counted_threads = statements[0], started[0]
         threading.Thread.start = start  # type: ignore[method-assign]
         counting.close()

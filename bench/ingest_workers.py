@@ -27,6 +27,7 @@ from bench.common.paths import REPO, data_dir
 from bench.common.postgres import bench_postgres
 from calypso.config import Settings
 from calypso.services import open_services
+from calypso.services.ingestion import Upload
 from testkit.postgres import PgServer
 
 
@@ -73,7 +74,7 @@ def queue_jobs(url: str, home: Path, paths: list[Path], copies: int) -> int:
     try:
         for copy in range(copies):
             for path in paths:
-                services.documents.submit(path.read_bytes(), path.name, f"copy{copy}", wake_workers=False)
+                services.ingestion.submit(Upload(path.read_bytes(), path.name, f"copy{copy}"), wake_workers=False)
         return copies * len(paths)
     finally:
         services.close()

@@ -40,6 +40,7 @@ import httpx
 from bench.common.stats import percentile
 from calypso.config import Settings
 from calypso.services import open_services
+from calypso.services.ingestion import Upload
 
 DATA = Path(os.environ.get("CALYPSO_EVAL_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 ALPS = DATA / "alps-wiki-qa"
@@ -167,7 +168,7 @@ def main() -> None:
         settings = Settings(home=home, **({} if args.embeddings else {"embedding_model": "none"}))
         services = open_services(settings)
         pdf = ALPS / "alps_wiki.pdf"
-        services.documents.ingest(pdf.read_bytes(), pdf.name)
+        services.ingestion.ingest(Upload(pdf.read_bytes(), pdf.name))
         services.close()
         port = free_port()
         process = serve(home, port, args.embeddings)

@@ -29,6 +29,7 @@ from calypso.models import RankingOptions
 from calypso.retrieval.tokenize import DEFAULT_ANALYZER, STOPWORDS_EN
 from calypso.services import open_services
 from calypso.services.embed_worker import embed_all
+from calypso.services.ingestion import Upload
 from calypso.services.search import SearchService
 
 SETS = {"zh": "multilingual/cmrc2018-zh", "de": "multilingual/xquad-de"}
@@ -71,9 +72,9 @@ def retrieval(code: str, path: Path, limit: int | None, dense: bool) -> None:
         try:
             t0 = time.perf_counter()
             for doc_id, text in rows:
-                services.documents.ingest(text.encode("utf-8"), f"{doc_id}.txt", "bench")
+                services.ingestion.ingest(Upload(text.encode("utf-8"), f"{doc_id}.txt", "bench"))
             ingest_s = time.perf_counter() - t0
-            embedded = embed_all(services.documents)
+            embedded = embed_all(services.vectors)
             index = services.search.index("bench")
             runs = {"keyword": RUNS["keyword"], "default": None} if dense else {"keyword": RUNS["keyword"]}
             figures = evaluate(services.search, queries, qrels, runs)

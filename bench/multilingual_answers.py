@@ -56,6 +56,7 @@ from calypso.scope import RetrievalScope
 from calypso.services import open_services
 from calypso.services.answering import Answerer, AskRequest
 from calypso.services.embed_worker import embed_all
+from calypso.services.ingestion import Upload
 
 SETS = ("cmrc2018-zh", "xquad-de")
 
@@ -111,7 +112,7 @@ def run_set(name: str, n: int, keyword_only: bool, verbose: bool) -> tuple[list[
             docs = services.documents
             for doc in corpus:
                 body = f"{doc['title']}\n\n{doc['text']}\n" if doc.get("title") else f"{doc['text']}\n"
-                docs.ingest(body.encode("utf-8"), f"{doc['_id']}.txt", name)
+                services.ingestion.ingest(Upload(body.encode("utf-8"), f"{doc['_id']}.txt", name))
             if not keyword_only:
                 embed_all(docs)
             answerer = Answerer(docs, services.search, settings)

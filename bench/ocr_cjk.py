@@ -1,7 +1,7 @@
 """OCR of scanned Chinese and Japanese pages (issue 40): character recall per engine, and Chinese search on the scan.
 
 Makes the scans (``make_scanned_cjk.py``: Noto Serif CJK, 150 dpi, the degradations of ``make_scanned.py``)
-and parses each through ``parse_document`` (PDF rendering at ``ocr_dpi``, orientation, the engine choice)
+and parses each through ``detect_and_parse`` (PDF rendering at ``ocr_dpi``, orientation, the engine choice)
 with CALYPSO_OCR_ENGINE ``auto`` (the default: PP-OCRv6, Tesseract for the scripts it reads badly),
 ``paddle`` and ``tesseract`` (chi_sim / jpn). Recall: the share of the ground truth's characters (``\\w``,
 as a multiset: CJK has no spaces to cut words at; punctuation left out) found in the recognised text.
@@ -29,8 +29,9 @@ from bench.common.scans_cjk import make
 from calypso.config import Settings
 from calypso.ingest import ocr_tesseract
 from calypso.ingest.limits import ParseLimits
-from calypso.ingest.parsers import parse_document
+from calypso.ingest.parsers import detect_and_parse
 from calypso.services import open_services
+from calypso.services.ingestion import Upload
 
 PACKS = {"zh": "chi_sim", "ja": "jpn"}
 TARGETS = {"zh": 0.90}
@@ -50,7 +51,7 @@ def measure(language: str, pdf: Path, truth: str, show: bool) -> None:
             ocr_engine=engine, ocr_languages=PACKS[language], ocr_page_timeout_seconds=1200, ocr_timeout_seconds=7200
         )
         t = time.perf_counter()
-        parsed, _ = parse_document(pdf.read_bytes(), pdf.name, limits=limits)
+        parsed, _ = detect_and_parse(pdf.read_bytes(), pdf.name, limits=limits)
         seconds = time.perf_counter() - t
         recall, missed = char_recall(truth, parsed.text)
         target = TARGETS.get(language) if engine == "auto" else None
@@ -76,11 +77,10 @@ def search_chinese(pdf: Path, pages: list[dict], show: bool) -> None:
     with tempfile.TemporaryDirectory() as home:
         services = open_services(Settings(home=Path(home), ocr_timeout_seconds=7200, ocr_page_timeout_seconds=1200))
         try:
-            docs = services.documents
-            scan = docs.ingest(pdf.read_bytes(), pdf.name, "scan").document
+            scan = services.ingestion.ingest(Upload(pdf.read_bytes(), pdf.name, "scan")).document
             by_page = {}
             for number, page in enumerate(pages, 1):
-                doc = docs.ingest(page["text"].encode(), f"page-{number}.txt", "text").document
+                doc = services.ingestion.ingest(Upload(page["text"].encode(), f"page-{number}.txt", "text")).document
                 by_page[doc.id] = number
             counts = {}
             for namespace in ("text", "scan"):

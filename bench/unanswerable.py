@@ -31,6 +31,7 @@ from calypso.scope import RetrievalScope
 from calypso.services import open_services
 from calypso.services.answering import AskRequest
 from calypso.services.embed_worker import embed_all
+from calypso.services.ingestion import Upload
 
 NEAR_TOPIC = [
     "What is the population of Zurich?",
@@ -75,8 +76,8 @@ def main() -> None:
             settings = settings.model_copy(update={"embedding_model": "none"})
         services = open_services(settings)
         try:
-            services.documents.ingest((root / "alps-wiki-qa/alps_wiki.pdf").read_bytes(), "alps_wiki.pdf")
-            embed_all(services.documents)
+            services.ingestion.ingest(Upload((root / "alps-wiki-qa/alps_wiki.pdf").read_bytes(), "alps_wiki.pdf"))
+            embed_all(services.vectors)
             scope = RetrievalScope(namespaces=(settings.default_namespace,))
 
             def ask(question: str) -> GroundedAnswer:

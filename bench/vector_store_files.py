@@ -28,6 +28,7 @@ from bench.common.synthetic import synthetic_document
 from calypso.config import Settings
 from calypso.models import VectorStoreFile
 from calypso.services import open_services
+from calypso.services.ingestion import Upload
 
 STORE = "vs_bench"
 
@@ -70,14 +71,14 @@ def run(settings: Settings, files: int, label: str) -> None:
 def run_batches(settings: Settings, batches: int, size: int, label: str) -> None:
     services = open_services(settings)
     try:
-        documents, stores = services.documents, services.vector_stores
+        ingestion, stores = services.ingestion, services.vector_stores
         store = stores.create("default", "bench", {}, None).store
         last = ""
         for b in range(batches):
             ids = []
             for n in range(b * size, (b + 1) * size):
                 data = f"File {n} of the batch benchmark.".encode()
-                ids.append(documents.submit(data, f"f{n}.txt", "general", wake_workers=False).document.file_id)
+                ids.append(ingestion.submit(Upload(data, f"f{n}.txt", "general"), wake_workers=False).document.file_id)
             last = ids[len(ids) // 2]
             t = time.perf_counter()
             stores.create_batch("default", store.id, [(i, {}, None, "chunking_strategy") for i in ids])

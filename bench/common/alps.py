@@ -27,6 +27,7 @@ def alps_answerer(unsupported: str) -> Iterator[object]:
     from calypso.generation.fake_upstream import FakeUpstream, Script
     from calypso.services import open_services
     from calypso.services.answering import Answerer
+    from calypso.services.ingestion import Upload
 
     pdf = data_dir() / "alps-wiki-qa" / "alps_wiki.pdf"
     with (
@@ -36,7 +37,7 @@ def alps_answerer(unsupported: str) -> Iterator[object]:
         settings = Settings(home=Path(home), generator="upstream", llm_base_url=fake.base_url, llm_model="fake")
         services = open_services(settings)
         try:
-            services.documents.ingest(pdf.read_bytes(), pdf.name, "alps")
+            services.ingestion.ingest(Upload(pdf.read_bytes(), pdf.name, "alps"))
             yield Answerer(services.documents, services.search)
         finally:
             services.close()

@@ -17,6 +17,7 @@ from bench.common.paths import REPO, data_dir
 from calypso.config import Settings
 from calypso.services import open_services
 from calypso.services.embed_worker import embed_all
+from calypso.services.ingestion import Upload
 
 TOOL = REPO.parent / "shared" / "tools" / "real-llm"
 
@@ -53,14 +54,14 @@ def prepare_home(home: Path, names: list[str]) -> None:
         root = data_dir()
         if {"alps", "unanswerable"} & set(names):
             pdf = root / "alps-wiki-qa" / "alps_wiki.pdf"
-            docs.ingest(pdf.read_bytes(), pdf.name, "alps")
+            services.ingestion.ingest(Upload(pdf.read_bytes(), pdf.name, "alps"))
         for name in ("zh", "de"):
             if name in names:
                 folder = root / "multilingual" / ("cmrc2018-zh" if name == "zh" else "xquad-de")
                 for line in (folder / "corpus.jsonl").open(encoding="utf-8"):
                     doc = json.loads(line)
                     body = f"{doc['title']}\n\n{doc['text']}\n" if doc.get("title") else f"{doc['text']}\n"
-                    docs.ingest(body.encode("utf-8"), f"{doc['_id']}.txt", name)
+                    services.ingestion.ingest(Upload(body.encode("utf-8"), f"{doc['_id']}.txt", name))
         embed_all(docs)
     finally:
         services.close()
