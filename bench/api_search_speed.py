@@ -121,7 +121,7 @@ def feed_cost(passages: list[str], queries: list[str]) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             build_home(Path(tmp), passages, url)
             services = open_services(Settings(home=Path(tmp), database_url=url))
-            searcher, store = services.search, services.storage.documents
+            searcher, store = services.search, services.storage.feed
             searcher.search(queries[0])
             position = store.change_position()
             feed_ms, search_ms, both_ms = [], [], []

@@ -15,7 +15,7 @@ EN = b"# Shipping\n\nStandard shipping costs 5 euros and takes three days.\n"
 
 def _age_terms(services) -> None:  # type: ignore[no-untyped-def]
     """Rewrite every stored terms value as the a1 analyzer wrote it: one token per CJK clause."""
-    store = services.storage.documents
+    store = services.storage.terms
     stale = store.stale_terms(NO_VERSION, 0, 1000)  # every chunk
     store.write_terms([(key, "a1 " + " ".join(text.lower().split())) for key, text in stale])
 
@@ -31,7 +31,7 @@ def test_stale_terms_are_rewritten_and_search_works_throughout(settings: Setting
 
     services = open_services(settings)  # a restart: the index is built from the text, not the a1 terms
     try:
-        store = services.storage.documents
+        store = services.storage.terms
         chunks = len(store.stale_terms(NO_VERSION, 0, 1000))
         assert chunks >= 2 and store.count_stale_terms(TermsReanalysis(store).current) == chunks
         before = services.search.search("礼品卡可以退款吗", "general")
@@ -43,7 +43,10 @@ def test_stale_terms_are_rewritten_and_search_works_throughout(settings: Setting
         assert store.count_stale_terms(reanalysis.current) == 0
         for key, text in store.stale_terms(NO_VERSION, 0, 10):
             stored = next(
-                c.terms for _, chunks in store.namespace_chunks("default", "general") for c in chunks if c.key == key
+                c.terms
+                for _, chunks in services.storage.feed.namespace_chunks("default", "general")
+                for c in chunks
+                if c.key == key
             )
             assert stored == encode_terms(*reversed(DEFAULT_ANALYZER.analyze(text)))
         after = services.search.search("礼品卡可以退款吗", "general")
@@ -65,6 +68,6 @@ def test_a_server_starts_the_rewrite_in_the_background(settings: Settings) -> No
     try:
         assert services.reanalysis.wait(30)
         assert services.reanalysis.progress.finished and services.reanalysis.progress.done >= 1
-        assert services.storage.documents.count_stale_terms(services.reanalysis.current) == 0
+        assert services.storage.terms.count_stale_terms(services.reanalysis.current) == 0
     finally:
         services.close()

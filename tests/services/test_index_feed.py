@@ -41,7 +41,7 @@ def _within(seconds: float, condition: Callable[[], bool]) -> float:
 def _fresh(services: Services, namespace: str = "general") -> BM25Index:
     """The namespace's index as a from-scratch build would make it now."""
     index = BM25Index()
-    store = services.storage.documents
+    store = services.storage.feed
     index.add_many(
         (key, index_rows(store, key, chunks)) for key, chunks in store.namespace_chunks("default", namespace)
     )
@@ -107,7 +107,7 @@ def test_applying_a_change_twice_is_harmless(tmp_path: Path, database_url: str) 
     kb = services.ingestion
     rng = random.Random(7)
     docs = [kb.ingest(Upload(_text(rng, 4), f"d{i}.txt")).document for i in range(6)]
-    indexes = NamespaceIndexes(services.storage.documents, follow=False)  # its own, to replay the feed onto
+    indexes = NamespaceIndexes(services.storage.feed, follow=False)  # its own, to replay the feed onto
     index = indexes.get("default", "general")
     services.documents.delete(docs[2].id)
     kb.ingest(Upload(_text(rng, 3), "late.txt"))
@@ -142,7 +142,7 @@ def test_an_index_built_while_writes_race_equals_a_fresh_build(tmp_path: Path, d
     writer.start()
     built = []
     while not done.is_set():  # indexes built from scratch at many points of the race
-        indexes = NamespaceIndexes(services.storage.documents, follow=False)
+        indexes = NamespaceIndexes(services.storage.feed, follow=False)
         indexes.get("default", "general")
         built.append(indexes)
     writer.join()

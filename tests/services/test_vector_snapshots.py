@@ -70,7 +70,7 @@ class Opened:
     def __init__(self, settings: Settings, *, snapshots: bool = True, model: str = MODEL, ann_min_vectors: int = 1):
         self.storage: Storage = open_storage(settings)
         self.indexes = NamespaceIndexes(
-            self.storage.documents,
+            self.storage.feed,
             settings.home / "index" if snapshots else None,
             follow=False,
             embeddings=self.storage.embeddings,

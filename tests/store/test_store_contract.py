@@ -108,21 +108,21 @@ def test_add_read_delete_round_trip(storage: Storage) -> None:
     with pytest.raises(NotFound):
         store.read_content("other-workspace", "d1")
     # The text only where no terms are stored (an index needs one or the other); document_chunks has both.
-    assert list(store.namespace_chunks("default", "general")) == [
+    assert list(storage.feed.namespace_chunks("default", "general")) == [
         (key, [IndexedChunk(chunk_keys[0], "", "a1 x"), IndexedChunk(chunk_keys[1], "world", None)])
     ]
-    assert store.document_chunks(key) == [
+    assert storage.feed.document_chunks(key) == [
         IndexedChunk(chunk_keys[0], "hello", "a1 x"),
         IndexedChunk(chunk_keys[1], "world", None),
     ]
-    assert list(store.namespace_chunks("other-workspace", "general")) == []
+    assert list(storage.feed.namespace_chunks("other-workspace", "general")) == []
     assert store.delete_document("other-workspace", "d1") is None
     deleted = store.delete_document("default", "d1")
     assert deleted is not None and deleted.id == "d1"
     assert store.delete_document("default", "d1") is None
     assert store.get_document("default", "d1") is None
     assert store.get_passages("default", chunk_keys) == {}
-    assert list(store.namespace_chunks("default", "general")) == []
+    assert list(storage.feed.namespace_chunks("default", "general")) == []
 
 
 def test_lookups_by_ids_holding_nul_find_nothing(storage: Storage) -> None:
@@ -187,29 +187,29 @@ def test_failed_insert_leaves_nothing_behind(storage: Storage, raw: RawDatabase)
 
 def test_change_feed_records_adds_and_deletes_in_commit_order(storage: Storage) -> None:
     store = storage.documents
-    start = store.change_position()
+    start = storage.feed.change_position()
     key1, chunk_keys = store.add_document(_document("d1"), [Page(1, "1", 0, 11)], CHUNKS, b"1", ["a1 x", None])
     key2, _ = store.add_document(_document("d2", namespace="other", sha="2", workspace="w2"), [], CHUNKS, b"2")
     with pytest.raises(DuplicateContent):  # a refused write leaves no trace in the feed
         store.add_document(_document("d3"), [], CHUNKS, b"1")
     store.delete_document("default", "d1")
     assert store.delete_document("default", "d1") is None  # nothing deleted, nothing recorded
-    changes = store.changes_since(start)
+    changes = storage.feed.changes_since(start)
     assert [(c.workspace, c.namespace, c.document_key, c.kind) for c in changes] == [
         ("default", "general", key1, "added"),
         ("w2", "other", key2, "added"),
         ("default", "general", key1, "deleted"),
     ]
     assert [c.seq for c in changes] == sorted(c.seq for c in changes) and changes[0].seq > start
-    assert store.change_position() == changes[-1].seq
-    assert store.changes_since(changes[0].seq, limit=1) == [changes[1]]
-    assert store.changes_since(changes[-1].seq) == []
+    assert storage.feed.change_position() == changes[-1].seq
+    assert storage.feed.changes_since(changes[0].seq, limit=1) == [changes[1]]
+    assert storage.feed.changes_since(changes[-1].seq) == []
     assert isinstance(changes[0], DocumentChange)
-    assert store.document_chunks(key2) == [
+    assert storage.feed.document_chunks(key2) == [
         IndexedChunk(k, c.text, None)
         for k, c in zip([c.key for c in store.list_chunks("w2", "d2", 10, None).items], CHUNKS, strict=True)
     ]
-    assert store.document_chunks(key1) == []  # deleted: gone
+    assert storage.feed.document_chunks(key1) == []  # deleted: gone
     del chunk_keys
 
 
@@ -217,12 +217,12 @@ def test_concurrent_writers_never_let_a_reader_skip_a_change(storage: Storage) -
     # Writers race; a reader follows the feed the whole time. Whatever it saw last, it must later see
     # every other change: seq order is commit order, so no change commits behind a position already read.
     store, stop, seen = storage.documents, threading.Event(), []
-    start = store.change_position()
+    start = storage.feed.change_position()
 
     def follow() -> None:
         position = start
         while not stop.is_set():
-            for change in store.changes_since(position):
+            for change in storage.feed.changes_since(position):
                 seen.append(change.seq)
                 position = change.seq
 
@@ -239,9 +239,9 @@ def test_concurrent_writers_never_let_a_reader_skip_a_change(storage: Storage) -
         thread.join()
     stop.set()
     reader.join()
-    everything = [c.seq for c in store.changes_since(start)]
+    everything = [c.seq for c in storage.feed.changes_since(start)]
     assert len(everything) == 32
-    final = [c.seq for c in store.changes_since(seen[-1] if seen else start)]
+    final = [c.seq for c in storage.feed.changes_since(seen[-1] if seen else start)]
     assert seen + final == everything
 
 
@@ -271,7 +271,7 @@ def _submit(storage: Storage, doc_id: str = "j1", sha: str = "jobsha") -> int:
 
 
 def test_submit_stores_an_in_progress_document_with_its_bytes_and_a_queued_job(storage: Storage) -> None:
-    start = storage.documents.change_position()
+    start = storage.feed.change_position()
     stored = storage.jobs.submit(_document("j1", sha="s"), b"raw bytes")
     assert (stored.status, stored.page_count, stored.chunk_count, stored.last_error) == ("in_progress", 0, 0, None)
     doc = storage.documents.get_document("default", "j1")
@@ -284,12 +284,12 @@ def test_submit_stores_an_in_progress_document_with_its_bytes_and_a_queued_job(s
     with pytest.raises(DuplicateContent) as refused:  # in progress counts as present
         storage.jobs.submit(_document("j2", sha="s"), b"raw bytes")
     assert refused.value.existing.id == "j1"
-    assert storage.documents.changes_since(start) == []  # not searchable yet
+    assert storage.feed.changes_since(start) == []  # not searchable yet
 
 
 def test_claim_progress_and_complete(storage: Storage) -> None:
     key = _submit(storage)
-    start = storage.documents.change_position()
+    start = storage.feed.change_position()
     job = storage.jobs.claim("w1", 30)
     assert job is not None and job.document_key == key and job.document.id == "j1"
     assert (job.attempts, job.lease_owner) == (1, "w1")
@@ -316,7 +316,7 @@ def test_claim_progress_and_complete(storage: Storage) -> None:
     )
     assert [c.chunk.text for c in storage.documents.list_chunks("default", "j1", 10, None).items] == ["hello", "world"]
     assert storage.jobs.jobs("default", ["j1"]) == {}
-    assert [(c.document_key, c.kind) for c in storage.documents.changes_since(start)] == [(key, "added")]
+    assert [(c.document_key, c.kind) for c in storage.feed.changes_since(start)] == [(key, "added")]
     assert storage.jobs.claim("w1", 30) is None
     assert storage.jobs.complete(key, "w1", job.document, PAGES, CHUNKS, TERMS) is None  # ended: nothing twice
 
@@ -367,9 +367,9 @@ def test_deletes_and_cancels_racing_workers_never_deadlock(storage: Storage) -> 
         doc = storage.documents.get_document("default", f"race{round_}")
         # Whoever went first, the outcome is whole: gone, or ended with all its passages or none.
         if doc is not None and doc.status == "completed":
-            assert len(storage.documents.document_chunks(key)) == len(many)
+            assert len(storage.feed.document_chunks(key)) == len(many)
         elif doc is not None:
-            assert doc.status in ("cancelled", "failed") and storage.documents.document_chunks(key) == []
+            assert doc.status in ("cancelled", "failed") and storage.feed.document_chunks(key) == []
 
 
 def test_two_claimers_racing_for_one_job_exactly_one_wins(storage: Storage) -> None:
@@ -754,12 +754,13 @@ def test_stale_terms_are_found_in_key_order_and_rewritten(storage: Storage) -> N
     doc_key, keys = store.add_document(
         _document(), [Page(1, "1", 0, 50)], chunks, b"x", ["a1 old", None, "a2 new", "a1 old", "a22 other"]
     )
-    assert store.count_stale_terms("a2 ") == 4  # older versions, none stored, and a version that only shares "a2"
-    first = store.stale_terms("a2 ", 0, 2)
+    terms = storage.terms
+    assert terms.count_stale_terms("a2 ") == 4  # older versions, none stored, and a version that only shares "a2"
+    first = terms.stale_terms("a2 ", 0, 2)
     assert first == [(keys[0], "passage 0"), (keys[1], "passage 1")]
-    rest = store.stale_terms("a2 ", first[-1][0], 10)
+    rest = terms.stale_terms("a2 ", first[-1][0], 10)
     assert rest == [(keys[3], "passage 3"), (keys[4], "passage 4")]
-    store.write_terms([(key, f"a2 t{key}") for key, _ in first + rest] + [(10**9, "a2 gone")])
-    assert store.count_stale_terms("a2 ") == 0
-    stored = {c.key: c.terms for c in store.document_chunks(doc_key)}
+    terms.write_terms([(key, f"a2 t{key}") for key, _ in first + rest] + [(10**9, "a2 gone")])
+    assert terms.count_stale_terms("a2 ") == 0
+    stored = {c.key: c.terms for c in storage.feed.document_chunks(doc_key)}
     assert stored[keys[0]] == f"a2 t{keys[0]}" and stored[keys[2]] == "a2 new"

@@ -142,7 +142,7 @@ def open_services(settings: Settings, storage: Storage | None = None, *, exclusi
     secret = load_secret(revealed(settings.signing_secret), settings.home)
     embedder = open_embedding_model(settings)
     indexes = NamespaceIndexes(
-        storage.documents,
+        storage.feed,
         None if settings.database_url else settings.home / "index",  # snapshots beside the embedded database only
         own=own_index_directory(settings),
         embeddings=storage.embeddings,
@@ -156,7 +156,7 @@ def open_services(settings: Settings, storage: Storage | None = None, *, exclusi
     ingestion = IngestionService(settings, storage.documents, storage.jobs, runner)
     documents = DocumentService(settings, storage.documents, storage.jobs, vectors, indexes, secret)
     search = SearchService(settings, storage.documents, indexes, embedder=embedder, file_links=storage.vector_stores)
-    reanalysis = TermsReanalysis(storage.documents)
+    reanalysis = TermsReanalysis(storage.terms)
     if exclusive:  # a server or worker: rewrite terms an older analyzer stored (search needs none of it)
         reanalysis.start()
     return Services(

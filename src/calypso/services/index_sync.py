@@ -60,7 +60,7 @@ from calypso.retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
 from calypso.retrieval.tokenize import decode_language, decode_terms
 from calypso.retrieval.vectors import ExactVectorIndex
 from calypso.services.process_directory import ProcessDirectory
-from calypso.store.base import DocumentStore, EmbeddingStore, VectorSearch
+from calypso.store.base import ChangeFeed, EmbeddingStore, VectorSearch
 
 log = logging.getLogger("calypso.index")
 
@@ -75,7 +75,7 @@ RETRY_SAVE_SECONDS = 60.0  # after a failed save (a full disk, say), before the 
 
 
 def index_rows(
-    store: DocumentStore, doc_key: int, chunks: list[IndexedChunk]
+    store: ChangeFeed, doc_key: int, chunks: list[IndexedChunk]
 ) -> list[tuple[int, str, list[str] | None, str | None]]:
     """What ``BM25Index.add`` takes for one document: stored terms (and language) where usable, else the
     text to analyse."""
@@ -151,7 +151,7 @@ class NamespaceIndexes:
 
     def __init__(
         self,
-        store: DocumentStore,
+        store: ChangeFeed,
         snapshots: Path | None = None,
         *,
         own: ProcessDirectory | None = None,
@@ -576,7 +576,7 @@ class NamespaceIndexes:
                 log.warning("could not save the indexes at close: %s", exc)
 
 
-def _fingerprint(store: DocumentStore, change: DocumentChange) -> list[object]:
+def _fingerprint(store: ChangeFeed, change: DocumentChange) -> list[object]:
     """What identifies the feed's change at a snapshot's position: a recreated database reuses seqs and keys."""
     digest = hashlib.sha256()
     for chunk in store.document_chunks(change.document_key):  # empty once deleted
@@ -584,7 +584,7 @@ def _fingerprint(store: DocumentStore, change: DocumentChange) -> list[object]:
     return [change.workspace, change.namespace, change.document_key, change.kind, digest.hexdigest()[:16]]
 
 
-def _apply(store: DocumentStore, index: BM25Index, change: DocumentChange) -> bool:
+def _apply(store: ChangeFeed, index: BM25Index, change: DocumentChange) -> bool:
     """Apply one change idempotently; True when it changed the index."""
     if change.kind == "embedded":
         return False  # vectors only

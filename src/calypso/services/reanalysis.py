@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from calypso.errors import CalypsoError
 from calypso.retrieval.tokenize import ANALYZER_VERSION, analyze_many, encode_terms
-from calypso.store.base import DocumentStore
+from calypso.store.base import StoredTerms
 
 log = logging.getLogger("calypso.reanalysis")
 
@@ -38,7 +38,7 @@ class Progress:
 class TermsReanalysis:
     """Rewrites the stale stored terms of ``store``; ``start`` runs it in a daemon thread."""
 
-    def __init__(self, store: DocumentStore, batch: int = BATCH) -> None:
+    def __init__(self, store: StoredTerms, batch: int = BATCH) -> None:
         self.store = store
         self.batch = batch
         self.progress = Progress()

@@ -165,6 +165,10 @@ class DocumentStore(Protocol):
         """The original bytes; NotFound when the document is not in the workspace."""
         ...
 
+
+class ChangeFeed(Protocol):
+    """The change feed: how every process's indexes follow writes made elsewhere, and what they are built from."""
+
     def namespace_chunks(self, workspace: str, namespace: str) -> Iterator[tuple[int, list[IndexedChunk]]]:
         """(document key, its chunks in order) for every document of a namespace: what an index is built from.
 
@@ -177,20 +181,6 @@ class DocumentStore(Protocol):
         """One document's chunks in order (empty when it is gone): what an index adds for an ``added`` change."""
         ...
 
-    # -- stored terms of an older analyzer, re-derived online (services/reanalysis.py) --
-    def count_stale_terms(self, current: str) -> int:
-        """Chunks, in every workspace, whose stored terms are missing or do not start with ``current``."""
-        ...
-
-    def stale_terms(self, current: str, after_key: int, limit: int) -> list[tuple[int, str]]:
-        """Up to ``limit`` such chunks as (key, text), keys above ``after_key`` ascending."""
-        ...
-
-    def write_terms(self, terms: Sequence[tuple[int, str]]) -> None:
-        """Replace the stored terms of chunks given as (key, terms); keys no longer stored are skipped."""
-        ...
-
-    # -- the change feed: how every process's indexes follow writes made elsewhere --
     def change_position(self) -> int:
         """The ``seq`` of the newest change in the feed (0 when it is empty)."""
         ...
@@ -213,6 +203,22 @@ class DocumentStore(Protocol):
         a backend that cannot notify (SQLite) returns False at once and its readers poll.
         Called from one thread at a time; StoreUnavailable when the database is unreachable.
         """
+        ...
+
+
+class StoredTerms(Protocol):
+    """Stored terms of an older analyzer, re-derived online (``services/reanalysis.py``)."""
+
+    def count_stale_terms(self, current: str) -> int:
+        """Chunks, in every workspace, whose stored terms are missing or do not start with ``current``."""
+        ...
+
+    def stale_terms(self, current: str, after_key: int, limit: int) -> list[tuple[int, str]]:
+        """Up to ``limit`` such chunks as (key, text), keys above ``after_key`` ascending."""
+        ...
+
+    def write_terms(self, terms: Sequence[tuple[int, str]]) -> None:
+        """Replace the stored terms of chunks given as (key, terms); keys no longer stored are skipped."""
         ...
 
 
@@ -593,6 +599,8 @@ class Storage(Protocol):
     """
 
     documents: DocumentStore
+    feed: ChangeFeed
+    terms: StoredTerms
     jobs: JobStore
     bots: BotStore
     conversations: ConversationStore

@@ -11,15 +11,13 @@ in SQLite, ``jsonb`` and arrays in PostgreSQL).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from calypso.errors import NotFound
 from calypso.models import (
     Chunk,
     Document,
-    DocumentChange,
-    IndexedChunk,
     Listing,
     Order,
     Page,
@@ -28,8 +26,7 @@ from calypso.models import (
     WordBox,
 )
 from calypso.store.base import chunking_from_columns
-from calypso.store.shared_sql import D
-from calypso.store.terms_sql import StoredTermsSQL
+from calypso.store.shared_sql import D, SharedSQL
 
 DOC_COLUMNS = (
     "key, id, file_id, workspace, namespace, filename, media_type, bytes, sha256, created_at, "
@@ -132,7 +129,7 @@ def page_from_columns(row: Sequence[Any], loads: Callable[[Any], Any]) -> Page:
     return Page(number, label, start, end, layout.get("modality", "text"), layout.get("confidence"), words)
 
 
-class DocumentsSQL(StoredTermsSQL[D]):
+class DocumentsSQL(SharedSQL[D]):
     """The ``DocumentStore`` methods whose SQL is the same on both backends.
 
     A backend sets ``database`` and ``mark`` and says how it returns a JSON column (``_loads``).
@@ -244,48 +241,6 @@ class DocumentsSQL(StoredTermsSQL[D]):
             (workspace, document_id),
         )
         return [page_from_columns(row, self._loads) for row in rows]
-
-    def namespace_chunks(self, workspace: str, namespace: str) -> Iterator[tuple[int, list[IndexedChunk]]]:
-        rows = self.database.stream(
-            # The text only where no terms are stored: streaming every passage's text doubled what a build read.
-            self._sql(
-                "SELECT c.document_key, c.key, CASE WHEN c.terms IS NULL THEN c.text ELSE '' END, c.terms "
-                "FROM chunks c JOIN documents d ON d.key = c.document_key "
-                "WHERE d.workspace = ? AND d.namespace = ? ORDER BY c.document_key, c.chunk_index"
-            ),
-            (workspace, namespace),
-        )
-        current: int | None = None
-        batch: list[IndexedChunk] = []
-        for doc_key, key, text, terms in rows:
-            if doc_key != current:
-                if current is not None:
-                    yield current, batch
-                current, batch = doc_key, []
-            batch.append(IndexedChunk(key, text, terms))
-        if current is not None:
-            yield current, batch
-
-    def document_chunks(self, document_key: int) -> list[IndexedChunk]:
-        rows = self.database.rows(
-            self._sql("SELECT key, text, terms FROM chunks WHERE document_key = ? ORDER BY chunk_index"),
-            (document_key,),
-        )
-        return [IndexedChunk(key, text, terms) for key, text, terms in rows]
-
-    def change_position(self) -> int:
-        row = self.database.row("SELECT MAX(seq) FROM document_changes")
-        return int(row[0]) if row and row[0] is not None else 0
-
-    def changes_since(self, seq: int, limit: int = 1000) -> list[DocumentChange]:
-        rows = self.database.rows(
-            self._sql(
-                "SELECT seq, workspace, namespace, document_key, kind FROM document_changes WHERE seq > ? "
-                "ORDER BY seq LIMIT ?"
-            ),
-            (seq, limit),
-        )
-        return [DocumentChange(*tuple(row)) for row in rows]
 
     def namespaces(self, workspace: str) -> list[str]:
         rows = self.database.rows(

@@ -17,7 +17,10 @@ _STALE = "(terms IS NULL OR substr(terms, 1, ?) <> ?)"
 
 
 class StoredTermsSQL(SharedSQL[D]):
-    """The ``DocumentStore`` methods over stored terms; a backend sets ``database`` and ``mark``."""
+    """``calypso.store.base.StoredTerms`` on either backend."""
+
+    def __init__(self, database: D, mark: str) -> None:
+        self.database, self.mark = database, mark
 
     def count_stale_terms(self, current: str) -> int:
         row = self.database.row(self._sql(f"SELECT COUNT(*) FROM chunks WHERE {_STALE}"), (len(current), current))

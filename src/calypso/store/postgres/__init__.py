@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 from calypso.store.base import (
     BotStore,
+    ChangeFeed,
     ConversationStore,
     DocumentStore,
     EmbeddingStore,
@@ -30,18 +31,21 @@ from calypso.store.base import (
     KeyStore,
     PolicyStore,
     ResponseStore,
+    StoredTerms,
     VectorStoreStore,
 )
 from calypso.store.embeddings_sql import SQLEmbeddingStore, postgres_dialect
+from calypso.store.feed_sql import ChangeFeedSQL
 from calypso.store.postgres.bots import PostgresBotStore
 from calypso.store.postgres.conversations import PostgresConversationStore
 from calypso.store.postgres.database import Database, redact_url
-from calypso.store.postgres.documents import PostgresDocumentStore, _record_change
+from calypso.store.postgres.documents import FEED_CHANNEL, PostgresDocumentStore, _record_change
 from calypso.store.postgres.jobs import PostgresJobStore
 from calypso.store.postgres.keys import PostgresKeyStore
 from calypso.store.postgres.policies import PostgresPolicyStore
 from calypso.store.postgres.responses import PostgresResponseStore
 from calypso.store.postgres.vector_search import ITERATIVE_SCANS, PgVectorSearch, ensure_hnsw_index, pgvector_version
+from calypso.store.terms_sql import StoredTermsSQL
 from calypso.store.vector_stores_sql import SQLVectorStoreStore
 
 
@@ -55,6 +59,11 @@ class PostgresStorage:
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10, timeout: float = 5.0) -> None:
         self.database = Database(url, min_size=min_size, max_size=max_size, timeout=timeout)
         self.documents: DocumentStore = PostgresDocumentStore(self.database)
+        database = self.database
+        self.feed: ChangeFeed = ChangeFeedSQL(
+            database, "%s", lambda timeout: database.wait_for_notify(FEED_CHANNEL, timeout)
+        )
+        self.terms: StoredTerms = StoredTermsSQL(database, "%s")
         self.jobs: JobStore = PostgresJobStore(self.database)
         self.bots: BotStore = PostgresBotStore(self.database)
         self.conversations: ConversationStore = PostgresConversationStore(self.database)

@@ -225,9 +225,6 @@ class PostgresDocumentStore(DocumentsSQL[Database]):
             raise NotFound(f"No document {document_id!r}.")
         return bytes(row[0])
 
-    def wait_for_changes(self, timeout: float) -> bool:
-        return self.database.wait_for_notify(FEED_CHANNEL, timeout)
-
 
 def _chunk_scope(workspace: str, namespace: str | None) -> tuple[str, list[str]]:
     """The WHERE clause (over documents ``d``) that keeps a chunk lookup inside a workspace (and namespace)."""

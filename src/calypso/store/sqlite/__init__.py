@@ -7,6 +7,7 @@ from pathlib import Path
 
 from calypso.store.base import (
     BotStore,
+    ChangeFeed,
     ConversationStore,
     DocumentStore,
     EmbeddingStore,
@@ -14,10 +15,12 @@ from calypso.store.base import (
     KeyStore,
     PolicyStore,
     ResponseStore,
+    StoredTerms,
     VectorSearch,
     VectorStoreStore,
 )
 from calypso.store.embeddings_sql import SQLEmbeddingStore, sqlite_dialect
+from calypso.store.feed_sql import ChangeFeedSQL
 from calypso.store.sqlite.bots import SQLiteBotStore
 from calypso.store.sqlite.conversations import SQLiteConversationStore
 from calypso.store.sqlite.database import Database
@@ -27,6 +30,7 @@ from calypso.store.sqlite.keys import SQLiteKeyStore
 from calypso.store.sqlite.lock import ProcessLock
 from calypso.store.sqlite.policies import SQLitePolicyStore
 from calypso.store.sqlite.responses import SQLiteResponseStore
+from calypso.store.terms_sql import StoredTermsSQL
 from calypso.store.vector_stores_sql import SQLVectorStoreStore
 
 
@@ -43,6 +47,8 @@ class SQLiteStorage:
             self._lock.acquire()
         self.database = Database(path)
         self.documents: DocumentStore = SQLiteDocumentStore(self.database)
+        self.feed: ChangeFeed = ChangeFeedSQL(self.database, "?")  # SQLite cannot notify: readers poll
+        self.terms: StoredTerms = StoredTermsSQL(self.database, "?")
         self.jobs: JobStore = SQLiteJobStore(self.database)
         self.bots: BotStore = SQLiteBotStore(self.database)
         self.conversations: ConversationStore = SQLiteConversationStore(self.database)
