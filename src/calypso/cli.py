@@ -489,29 +489,27 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
     from calypso.citations.events import Done, MarkerEvent, TextEvent
     from calypso.dialects.text import render_evidence, render_numbered
-    from calypso.scope import RetrievalScope
-    from calypso.services.answering import AskRequest
+    from calypso.services.turns import Narrowing, TurnInput
 
     settings = _settings(args)
     server = running_server(settings)
     # The server's default bot searches the default namespace; another namespace is read here (SQLite
     # serves readers beside the server), with this process's own index of it.
-    if server is not None and (args.namespace or settings.default_namespace) == settings.default_namespace:
+    if server is not None and settings.namespace_or_default(args.namespace) == settings.default_namespace:
         return _ask_through(server, args, settings)
     opened = _open_knowledge_base(args)
     if isinstance(opened, int):
         return opened
     services, namespace = opened
     answerer = services.answering
-    request = AskRequest(
-        messages=[{"role": "user", "content": args.question}],
-        scope=RetrievalScope(namespaces=(namespace,), passage_count=args.k),
-        generator=args.generator,
-    )
+    # The default bot's turn, over the namespace asked for (its documents whole) and the generator chosen.
+    narrowing = Narrowing((namespace,), bot_documents=False, passage_count=args.k)
+    parsed = TurnInput([{"role": "user", "content": args.question}], narrowing=narrowing, generator=args.generator)
 
     async def run() -> int:
         answer = None
-        async for event in answerer.stream(request):
+        turn = await services.turns.prepare_async(parsed)
+        async for event in answerer.stream(turn.ask):
             if args.stream and isinstance(event, TextEvent):
                 print(event.text, end="", flush=True)
             elif args.stream and isinstance(event, MarkerEvent) and event.segment is not None:

@@ -27,12 +27,12 @@ from pydantic import BaseModel, ValidationError
 
 from calypso import json_limits
 from calypso.api.routes.admin import CreateKey, WorkspacePolicy
-from calypso.api.routes.chat import ChatCompletionRequest
 from calypso.api.routes.conversations import CreateConversation, PostMessage
 from calypso.api.routes.documents import CrawlRequest
 from calypso.api.routes.search import SearchRequest
+from calypso.api.schemas.chat import ChatCompletionRequest
 from calypso.api.schemas.responses import ResponsesRequest
-from calypso.api.translate.responses import translate
+from calypso.api.translate.responses import render_options, translate
 from calypso.api.validation import unacceptable_json
 from calypso.bots import Bot, default_bot, validate_bot
 from calypso.citations.links import LinkSigner
@@ -40,6 +40,7 @@ from calypso.config import Settings
 from calypso.errors import CalypsoError, InvalidRequest, NotFound
 from calypso.models import StoredResponse
 from calypso.services.answering import message_text, validate_messages
+from calypso.services.turns import TurnPreparer
 from calypso.validation import invalid_request_from
 
 settings.register_profile(
@@ -214,7 +215,7 @@ def _load_response(response_id: str) -> StoredResponse:
 
 
 class _Stores:
-    """Vector stores as the translation sees them: "general" exists, its one file matches every filter."""
+    """Vector stores as the turn preparer sees them: "general" exists, its one file matches every filter."""
 
     def check_usable(self, workspace: str, store_id: str, param: str) -> None:
         if store_id != "general":
@@ -224,6 +225,26 @@ class _Stores:
         return {"doc_1"} if predicate({"file_id": "file_id", "document_id": "doc_1"}) else set()
 
 
+class _Bots:
+    def get(self, model_id: str | None, workspace: str = "default") -> Bot:
+        if model_id not in (None, BOT.id):
+            raise NotFound(f"The model {model_id!r} does not exist.", param="model", code="model_not_found")
+        return BOT
+
+
+class _Policies:
+    def __init__(self, hidden: bool) -> None:
+        self.hidden = hidden
+
+    def sources_hidden(self, workspace: str, bot_policy: str) -> bool:
+        return self.hidden
+
+
+class _Answering:
+    def check_supported(self, request: Any) -> None:
+        """Every generator here does everything: what a request may ask is the translation's to check."""
+
+
 @settings(PROFILE)
 @given(st.one_of(bodies(list(ResponsesRequest.model_fields)), json_values), st.booleans())
 def test_responses_requests_and_their_translation(raw: Any, hidden: bool) -> None:
@@ -231,19 +252,14 @@ def test_responses_requests_and_their_translation(raw: Any, hidden: bool) -> Non
     parsed = validated(ResponsesRequest, body)
     if parsed is None:
         return
-    turn = expect_4xx(
-        translate,
-        parsed,
-        BOT,
-        "default",
-        links=LINKS,
-        sources_hidden=hidden,
-        stores=_Stores(),
-        load_response=_load_response,
-        max_history_chars=1000,
-    )
-    if turn is not None:
-        json.dumps(turn.messages)  # stored for previous_response_id
+    turn = expect_4xx(translate, parsed, "default", load_response=_load_response, max_history_chars=1000)
+    if turn is None:
+        return
+    json.dumps(turn.messages)  # stored for previous_response_id
+    preparer = TurnPreparer(Settings(home=Path("unused")), _Bots(), _Policies(hidden), _Stores(), _Answering())  # type: ignore[arg-type]
+    prepared = expect_4xx(preparer.prepare, turn.parsed)
+    if prepared is not None:
+        render_options(turn, prepared.policy, LINKS)
 
 
 @settings(PROFILE)

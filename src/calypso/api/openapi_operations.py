@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from calypso.api.routes.chat import ChatCompletionRequest
 from calypso.api.routes.conversation_items import AddItems
 from calypso.api.routes.conversations import CreateConversation, PostMessage, UpdateConversation
+from calypso.api.schemas.chat import ChatCompletionRequest
 from calypso.bots import _ID as BOT_ID
 from calypso.bots import CONFIG_FIELDS, DEFAULT_BOT_ID, Bot
 from calypso.generation import registry

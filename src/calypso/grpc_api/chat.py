@@ -1,11 +1,12 @@
 """xAI's Chat service: ``GetCompletion`` (``chat.sample()``) and ``GetCompletionChunk`` (``chat.stream()``).
 
-A request becomes an ``AskRequest`` exactly as a Responses request does: the
-``model`` names a bot, a ``collections_search`` tool replaces the bot's
-namespaces with its ``collection_ids`` (a collection is a namespace) and its
-``limit`` sets the passage count. ``INCLUDE_OPTION_INLINE_CITATIONS`` turns
-on ``[[n]](url)`` links (opt-in for this SDK, seed 003). The answer is
-rendered by ``citations.xai_render``; this module only builds protobufs.
+A request is prepared by the turn preparer exactly as a Responses request is
+(``services/turns.py``): the ``model`` names a bot, a ``collections_search``
+tool replaces the bot's namespaces with its ``collection_ids`` (a collection
+is a namespace) and its ``limit`` sets the passage count.
+``INCLUDE_OPTION_INLINE_CITATIONS`` turns on ``[[n]](url)`` links (opt-in for
+this SDK, seed 003: the bot's default does not apply). The answer is rendered
+by ``dialects/xai.py``; this module only builds protobufs.
 
 Streaming: one chunk per content delta (with the inline citations of the
 links it carries), then a last chunk with ``citations``, the finish reason
@@ -24,19 +25,18 @@ from typing import Any
 
 import grpc
 
-from calypso.bots import Bot, bot_scope
 from calypso.citations.events import Done
 from calypso.citations.links import LinkSigner
 from calypso.dialects.responses import RenderOptions
 from calypso.dialects.xai import XaiDelta, XaiInlineCitation, XaiRenderer, render_reply
-from calypso.errors import InvalidRequest, NotFound
+from calypso.errors import CalypsoError, InvalidRequest, NotFound
 from calypso.grpc_api.base import Servicer, complete
 from calypso.grpc_api.convert import ranking, timestamp
 from calypso.grpc_api.errors import rpc, rpc_stream
 from calypso.grpc_api.protos import chat_pb2, chat_pb2_grpc, sample_pb2, usage_pb2
-from calypso.scope import MAX_PASSAGES, RetrievalScope, check_namespace
-from calypso.services.answering import AskRequest, validate_messages
-from calypso.services.bots import ask_request
+from calypso.scope import MAX_PASSAGES, check_namespace
+from calypso.services.answering import AskRequest
+from calypso.services.turns import Narrowing, TurnInput
 
 _ROLES = {
     chat_pb2.ROLE_USER: "user",
@@ -74,9 +74,17 @@ def _messages(request: chat_pb2.GetCompletionsRequest) -> list[dict[str, Any]]:
     return messages
 
 
-def _scope(request: chat_pb2.GetCompletionsRequest, bot: Bot) -> RetrievalScope:
-    """The bot's scope, replaced by a collections_search tool's collections (validated, not yet looked up)."""
-    scope = bot_scope(bot)
+def _missing(namespace: str, exc: NotFound) -> CalypsoError:
+    return NotFound(
+        f"No collection with id {namespace!r}; create it with client.collections.create(...) "
+        "or list them with client.collections.list().",
+        param="tools.collections_search.collection_ids",
+    )
+
+
+def _narrowing(request: chat_pb2.GetCompletionsRequest) -> Narrowing:
+    """A collections_search tool's collections in place of the bot's namespaces (the preparer looks them up)."""
+    narrowing = Narrowing(missing=_missing)
     for i, tool in enumerate(request.tools):
         kind = tool.WhichOneof("tool")
         if kind != "collections_search":
@@ -92,16 +100,18 @@ def _scope(request: chat_pb2.GetCompletionsRequest, bot: Bot) -> RetrievalScope:
                 f"collections_search needs 1 to {MAX_COLLECTIONS} collection_ids.",
                 param=f"tools[{i}].collections_search.collection_ids",
             )
-        namespaces = tuple(check_namespace(c, f"tools[{i}].collections_search.collection_ids") for c in ids)
-        scope = replace(scope, namespaces=namespaces, ranking=ranking(search))
+        param = f"tools[{i}].collections_search.collection_ids"
+        namespaces = tuple(check_namespace(c, param) for c in ids)
+        looked_up = tuple((namespace, param) for namespace in namespaces)
+        narrowing = replace(narrowing, namespaces=namespaces, look_up=looked_up, ranking=ranking(search))
         if search.HasField("limit"):
             if not 1 <= search.limit <= MAX_PASSAGES:
                 raise InvalidRequest(
                     f"collections_search limit must be from 1 to {MAX_PASSAGES}.",
                     param=f"tools[{i}].collections_search.limit",
                 )
-            scope = replace(scope, passage_count=search.limit)
-    return scope
+            narrowing = replace(narrowing, passage_count=search.limit)
+    return narrowing
 
 
 def _inline(citation: XaiInlineCitation) -> chat_pb2.InlineCitation:
@@ -159,31 +169,19 @@ class ChatService(Servicer, chat_pb2_grpc.ChatServicer):
         workspace = await self.workspace(context)
         if request.HasField("n") and request.n > 1:
             raise InvalidRequest("n must be 1: Calypso gives one grounded answer per request.", param="n")
-        services = self.services
-        bot = await self.blocking(services.bots.get, request.model or None, workspace)
-        messages = _messages(request)
-        validate_messages(messages)
-        scope = _scope(request, bot)
-        if request.tools:  # collections named by the tool must exist in the caller's workspace
-            for namespace in scope.namespaces:
-                if not await self.blocking(services.vector_stores.exists, workspace, namespace):
-                    raise NotFound(
-                        f"No collection with id {namespace!r}; create it with client.collections.create(...) "
-                        "or list them with client.collections.list().",
-                        param="tools.collections_search.collection_ids",
-                    )
-        hidden = await self.blocking(services.policies.sources_hidden, workspace, bot.sources_policy)
-        inline = chat_pb2.INCLUDE_OPTION_INLINE_CITATIONS in request.include
-        options = RenderOptions(links=self.links, inline=inline and not hidden, legacy=False, hidden=hidden)
-        ask = ask_request(
-            bot,
-            messages,
-            scope=scope,
-            workspace=workspace,
+        parsed = TurnInput(
+            _messages(request),
+            workspace,
+            request.model or None,
+            _narrowing(request),
+            inline_citations=chat_pb2.INCLUDE_OPTION_INLINE_CITATIONS in request.include,
             temperature=request.temperature if request.HasField("temperature") else None,
             max_tokens=request.max_tokens if request.HasField("max_tokens") and request.max_tokens else None,
         )
-        return _Turn(ask, options, bot.id, searched=bool(request.tools))
+        turn = await self.services.turns.prepare_async(parsed)
+        hidden = turn.policy.sources_hidden
+        options = RenderOptions(links=self.links, inline=turn.policy.inline_links, legacy=False, hidden=hidden)
+        return _Turn(turn.ask, options, turn.bot.id, searched=bool(request.tools))
 
     @rpc
     async def GetCompletion(  # noqa: N802 - the generated servicer's method name

@@ -37,8 +37,10 @@ from calypso.services.search import SearchService
 _ROLES = {"system", "developer", "user", "assistant", "tool"}
 
 
-@dataclass
+@dataclass(frozen=True)
 class AskRequest:
+    """One question as the answering service takes it; built once by ``services/turns.py`` and never changed."""
+
     messages: list[dict[str, Any]]
     scope: RetrievalScope  # no namespaces: answer without retrieval, citations null
     include_citations: bool = True

@@ -1,4 +1,4 @@
-"""The bots service: a workspace's bots, and what a bot says about answering.
+"""The bots service: a workspace's bots (what a bot says about answering is decided in ``services/turns.py``).
 
 A workspace's bots come from three sources, looked up in this order:
 
@@ -22,12 +22,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from calypso.bots import DEFAULT_BOT_ID, Bot, bot_scope, default_bot, load_bots_file, validate_bot
+from calypso.bots import DEFAULT_BOT_ID, Bot, default_bot, load_bots_file, validate_bot
 from calypso.config import Settings
 from calypso.errors import Conflict, InvalidRequest, NotFound, StorageError
 from calypso.models import StoredBot
-from calypso.scope import DEFAULT_WORKSPACE, RetrievalScope
-from calypso.services.answering import AskRequest
+from calypso.scope import DEFAULT_WORKSPACE
 from calypso.store.base import BotStore
 
 log = logging.getLogger("calypso.bots")
@@ -171,34 +170,3 @@ class BotService:
             )
         raise NotFound(f"No bot {bot_id!r} in this workspace (see GET /v1/bots).", param="id", code="bot_not_found")
 
-
-def ask_request(
-    bot: Bot,
-    messages: list[dict[str, Any]],
-    *,
-    workspace: str = DEFAULT_WORKSPACE,
-    scope: RetrievalScope | None = None,
-    temperature: float | None = None,
-    max_tokens: int | None = None,
-    tools: list[dict[str, Any]] | None = None,
-    tool_choice: str | dict[str, Any] | None = None,
-) -> AskRequest:
-    """What a bot's configuration says to answer with; request options win over the bot's generator options.
-
-    ``scope`` narrows what the bot answers from (a file_search tool); None: the bot's own scope.
-    """
-    defaults = bot.generator_options
-    return AskRequest(
-        messages=messages,
-        scope=scope if scope is not None else bot_scope(bot),
-        include_citations=bot.include_citations,
-        system_prompt=bot.system_prompt,
-        generator=bot.generator,
-        generator_model=defaults.get("model"),
-        temperature=temperature if temperature is not None else defaults.get("temperature"),
-        max_tokens=max_tokens if max_tokens is not None else defaults.get("max_tokens"),
-        tools=tools,
-        tool_choice=tool_choice,
-        workspace=workspace,
-        attribution=bot.attribution,
-    )

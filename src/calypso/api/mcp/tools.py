@@ -23,19 +23,8 @@ from pydantic import Field, ValidationError
 from calypso import __version__
 from calypso.api.errors import internal_error
 from calypso.api.mcp import render
-from calypso.api.mcp.calls import (
-    MAX_NEIGHBOURS,
-    MAX_QUERY_CHARS,
-    MAX_VERIFY_PASSAGES,
-    Resolve,
-    read_document,
-    run_ask,
-    run_fetch,
-    run_list,
-    run_search,
-    run_verify,
-    tool_error,
-)
+from calypso.api.mcp.calls import MAX_QUERY_CHARS, Resolve, run_ask, run_list, run_search, tool_error
+from calypso.api.mcp.passages import MAX_NEIGHBOURS, MAX_VERIFY_PASSAGES, read_document, run_fetch, run_verify
 from calypso.api.mcp.shapes import AskResult, FetchResult, KnowledgeBasesResult, SearchResult, VerifyResult
 from calypso.api.request_ids import new_request_id
 from calypso.bots import MAX_DOCUMENT_IDS

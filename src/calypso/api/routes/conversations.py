@@ -37,16 +37,16 @@ from calypso.api.streaming import (
 )
 from calypso.api.translate.conversation_items import history as conversation_history
 from calypso.api.translate.conversation_items import stored_message
+from calypso.api.translate.history import fit_history
 from calypso.api.translate.items import item_dicts
-from calypso.api.translate.responses import fit_history
 from calypso.api.validation import parse_body
 from calypso.citations.grounded import GroundedAnswer
-from calypso.dialects.chat import RenderedChat, render_chat, style_for
+from calypso.dialects.chat import RenderedChat, render_chat
 from calypso.errors import CalypsoError, InvalidRequest
 from calypso.models import Conversation, StoredMessage
-from calypso.services.answering import Answerer, message_text
-from calypso.services.bots import ask_request
+from calypso.services.answering import message_text
 from calypso.services.conversations import new_message
+from calypso.services.turns import TurnInput
 
 router = APIRouter(prefix="/v1/conversations", tags=["conversations"])
 
@@ -139,7 +139,8 @@ async def create_conversation(request: Request, store: Conversations, workspace:
     body: CreateConversation = await parse_body(request, CreateConversation)
     if body.model and body.bot and body.model != body.bot:
         raise InvalidRequest("model and bot name different bots; send one of them.", param="bot")
-    bot = services(request).bots.get(body.bot or body.model, workspace=workspace)
+    bots = services(request).bots
+    bot = await asyncio.to_thread(bots.get, body.bot or body.model, workspace)
     conversation = await asyncio.to_thread(store.create, bot.id, body.metadata, workspace)
     if body.items:
         first = [stored_message(item) for item in item_dicts(body.items)]
@@ -200,10 +201,7 @@ async def post_message(
         raise InvalidRequest("content is empty; send the user's message.", param="content")
     conversation = await asyncio.to_thread(store.get, conversation_id, workspace)
     found = services(request)
-    bot = found.bots.get(conversation.bot_id, workspace=workspace)
-    answerer: Answerer = found.answering
-    links = link_signer(request)
-    style = style_for(bot.marker_style, found.policies.sources_hidden(workspace, bot.sources_policy))
+    answerer, links = found.answering, link_signer(request)
     message_id = f"msg_{uuid.uuid4().hex}"
 
     async def store_turn(answer: GroundedAnswer, rendered: RenderedChat) -> dict[str, Any]:
@@ -227,14 +225,15 @@ async def post_message(
             truncate=True,
             param="content",
         )
-        ask = ask_request(bot, shown, workspace=workspace)
+        turn = await found.turns.prepare_async(TurnInput(shown, workspace, conversation.bot_id))
+        style = turn.policy.chat_style
         if not body.stream:
             try:
-                answer = await answerer.answer(ask)
+                answer = await answerer.answer(turn.ask)
             except CalypsoError as exc:
                 raise _nothing_stored(exc) from exc
             return JSONResponse(await store_turn(answer, render_chat(answer, style, links)))
-        events = answerer.stream(ask)
+        events = answerer.stream(turn.ask)
         try:
             buffered = await prime(events)
         except CalypsoError as exc:
@@ -255,7 +254,7 @@ async def post_message(
         await events.aclose()
 
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
-    writer = ChunkWriter(message_id, bot.id, include_usage, extra={"conversation_id": conversation_id})
+    writer = ChunkWriter(message_id, turn.bot.id, include_usage, extra={"conversation_id": conversation_id})
     rid = request_id(request)
     chunks = chat_chunks(
         events, buffered, writer, style, links, request_id=rid, on_done=on_done, error_prefix=NOTHING_STORED

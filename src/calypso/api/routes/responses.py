@@ -1,7 +1,8 @@
 """POST /v1/responses (seed 000 + seed 003), GET/DELETE /v1/responses/{id}.
 
 The route only wires things together: ``api.translate.responses`` turns the
-request into an ``AskRequest`` and render options, ``ResponsesStreamRenderer``
+request into what the turn preparer takes (``services/turns.py``: the ``AskRequest``
+and the policy) and render options, ``ResponsesStreamRenderer``
 turns answer events into Responses events (``render_response`` replays a
 finished answer through it), and this module numbers, frames and sends them,
 and stores the reply.
@@ -19,17 +20,23 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from calypso.api.auth import Workspace
-from calypso.api.deps import Bots, Conversations, Responses, link_signer, services
+from calypso.api.deps import Conversations, Responses, link_signer, services
 from calypso.api.request_ids import request_id
 from calypso.api.schemas.responses import InputTokensRequest, ResponsesRequest
 from calypso.api.sse import sse_event, sse_response
 from calypso.api.streaming import GuardedStream, failure
 from calypso.api.translate.conversation_items import history as conversation_history
 from calypso.api.translate.conversation_items import stored_message
+from calypso.api.translate.echo import conversation_id
 from calypso.api.translate.input_items import input_token_count, item_page
 from calypso.api.translate.items import items_by_id
-from calypso.api.translate.responses import ResponsesTurn, conversation_id, input_messages, stored_response, translate
-from calypso.bots import Bot
+from calypso.api.translate.responses import (
+    ResponsesTurn,
+    input_messages,
+    render_options,
+    stored_response,
+    translate,
+)
 from calypso.citations.events import AnswerEvent, Done, Retrieved
 from calypso.citations.grounded import GroundedAnswer
 from calypso.dialects.responses_stream import ResponsesStreamRenderer, render_response
@@ -37,6 +44,7 @@ from calypso.dialects.responses_wire import ResponseWire
 from calypso.errors import InvalidRequest
 from calypso.services.conversations import ConversationService, HeldLock
 from calypso.services.responses import ResponseService
+from calypso.services.vector_stores import VectorStoreService
 
 router = APIRouter(prefix="/v1", tags=["responses"])
 log = logging.getLogger("calypso.api")
@@ -71,25 +79,50 @@ def _saver(
     return save
 
 
+class FileAttributes:
+    """The retrieved documents' file attributes for ``file_search_call`` results: read in a worker thread
+    once retrieval ends, so the renderer's lookup (``RenderOptions.file_attributes``) reads no store."""
+
+    def __init__(self, stores: VectorStoreService, workspace: str) -> None:
+        self.stores, self.workspace = stores, workspace
+        self.found: dict[str, dict[str, Any]] = {}
+
+    async def read_after_retrieval(
+        self, events: AsyncGenerator[AnswerEvent, None]
+    ) -> AsyncGenerator[AnswerEvent, None]:
+        """``events``, having read the attributes of the retrieved documents before passing ``Retrieved`` on."""
+        try:
+            async for event in events:
+                if isinstance(event, Retrieved) and event.sources:
+                    ids = [s.passage.document.id for s in event.sources]
+                    self.found = await asyncio.to_thread(self.stores.file_attributes, self.workspace, ids)
+                yield event
+        finally:
+            await events.aclose()
+
+    def __call__(self, document_ids: list[str]) -> dict[str, dict[str, Any]]:
+        return {i: self.found[i] for i in document_ids if i in self.found}
+
+
 # -- routes -----------------------------------------------------------------------------------
 
 
 @router.post("/responses")
 async def create_response(
-    request: Request, body: ResponsesRequest, workspace: Workspace, bots: Bots, conversations: Conversations
+    request: Request, body: ResponsesRequest, workspace: Workspace, conversations: Conversations
 ) -> Response:
-    bot = bots.get(body.model, workspace=workspace)
     named = conversation_id(body)
     if named is None:
-        return await _respond(request, body, workspace, bot, None)
-    conversations.get(named, workspace)  # an unknown conversation is a 404 naming conversation_id
+        return await _respond(request, body, workspace, None)
+    # An unknown conversation is a 404 naming conversation_id.
+    await asyncio.to_thread(conversations.get, named, workspace)
     # One turn at a time per conversation, as seed 004's turns: this turn reads the history the previous one
     # stored, and appends its input then its output after it. Held until the reply is stored (a stream: until
     # it ends, however it ends).
     held = await conversations.hold_turn(named, workspace)
     try:
         history = conversation_history(await asyncio.to_thread(conversations.messages, named, workspace))
-        reply = await _respond(request, body, workspace, bot, history)
+        reply = await _respond(request, body, workspace, history)
     except BaseException:
         held.release()
         raise
@@ -100,31 +133,32 @@ async def create_response(
 
 
 async def _respond(
-    request: Request, body: ResponsesRequest, workspace: str, bot: Bot, conversation: list[dict[str, Any]] | None
+    request: Request, body: ResponsesRequest, workspace: str, conversation: list[dict[str, Any]] | None
 ) -> Response:
-    """Translate, answer and store one request; ``conversation`` is its stored conversation's history."""
+    """Translate, prepare, answer and store one request; ``conversation`` is its stored conversation's history."""
     found = services(request)
     responses = found.responses
-    turn = translate(
+    # In a worker thread: a previous_response_id is read from the store.
+    turn = await asyncio.to_thread(
+        translate,
         body,
-        bot,
         workspace,
-        links=link_signer(request),
-        sources_hidden=found.policies.sources_hidden(workspace, bot.sources_policy),
-        stores=found.vector_stores,
         load_response=lambda response_id: responses.get(response_id, workspace, "previous_response_id"),
-        max_history_chars=found.documents.settings.max_history_chars,
+        max_history_chars=found.settings.max_history_chars,
         conversation=conversation,
     )
+    prepared = await found.turns.prepare_async(turn.parsed)
+    attributes = FileAttributes(found.vector_stores, workspace)
+    options = render_options(turn, prepared.policy, link_signer(request), attributes)
     engine = found.answering
-    engine.check_supported(turn.ask)  # before the stream opens: a 400 naming tools or text.format
-    wire = ResponseWire(bot.id, turn.echo)
+    wire = ResponseWire(prepared.bot.id, turn.echo)
     save = _saver(responses, found.conversations, turn, workspace, body)
+    events = attributes.read_after_retrieval(engine.stream(prepared.ask))
     if body.stream:
-        renderer = ResponsesStreamRenderer(wire, turn.options)
-        return sse_response(request, _stream(request, engine.stream(turn.ask), renderer, save))
-    answer, query = await _answer(engine.stream(turn.ask))
-    response = render_response(answer, query, wire, turn.options)
+        renderer = ResponsesStreamRenderer(wire, options)
+        return sse_response(request, _stream(request, events, renderer, save))
+    answer, query = await _answer(events)
+    response = render_response(answer, query, wire, options)
     if save is not None:
         await save(response, answer)
     return JSONResponse(response)

@@ -1,76 +1,64 @@
-"""``POST /v1/responses`` into an ``AskRequest`` and render options (seed 000 + seed 003).
+"""``POST /v1/responses`` into what the turn preparer takes, and render options (seed 000 + seed 003).
 
-Everything here is validation and mapping; the route passes in what needs
-storage (a file-id resolver, a stored-response loader), so this module never
-touches the knowledge base itself.
+Everything here is validation and mapping: ``translate`` gives the ``TurnInput`` (``services/turns.py`` decides
+the bot, the scope and the policy from it), ``render_options`` the reply's form from the request's controls and
+the turn's policy. A stored response to continue from is read through the loader the route passes in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-from calypso.api.schemas.items import FileSearchTool
 from calypso.api.schemas.responses import KNOWN_INCLUDES, ResponsesRequest
+from calypso.api.translate.echo import echo
+from calypso.api.translate.history import fit_history
 from calypso.api.translate.items import chat_messages, item_dicts, items_by_id, listed
-from calypso.api.translate.tools import plan
-from calypso.bots import Bot, bot_scope
+from calypso.api.translate.tools import narrowing, plan
 from calypso.citations.links import LinkSigner
 from calypso.dialects.responses import RenderOptions
 from calypso.dialects.responses_wire import ResponseEcho
 from calypso.errors import InvalidRequest
 from calypso.models import StoredResponse
-from calypso.retrieval.filters import Predicate
-from calypso.scope import RetrievalScope, check_namespace
-from calypso.services.answering import AskRequest, validate_messages
-from calypso.services.bots import ask_request
-
-
-class StoreResolver(Protocol):
-    """What the file_search tool needs of vector stores (``VectorStoreService`` provides it)."""
-
-    def check_usable(self, workspace: str, store_id: str, param: str) -> None:
-        """NotFound (naming ``param``) for an unknown store, InvalidRequest for an expired one."""
-        ...
-
-    def matching_documents(self, workspace: str, namespaces: Sequence[str], predicate: Predicate) -> set[str]:
-        """Ids of the documents of ``namespaces`` whose file attributes (and file_id, document_id) match."""
-        ...
-
-    def file_attributes(self, workspace: str, document_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """Each document's file attributes, by document id (documents without a store file: absent)."""
-        ...
-
+from calypso.services.turns import TurnInput, TurnPolicy
 
 # previous_response_id -> the stored response; raises NotFound naming previous_response_id.
 ResponseLoader = Callable[[str], StoredResponse]
+# document ids -> each one's file attributes (``RenderOptions.file_attributes``)
+FileAttributes = Callable[[list[str]], dict[str, dict[str, Any]]]
 
 
-@dataclass
+@dataclass(frozen=True)
+class Controls:
+    """How the reply is written, as the request asks (seed 000's controls, seed 003's include)."""
+
+    inline: bool | None  # inline_citations asked (True), no_inline_citations (False), else the bot's default
+    legacy: bool  # citation_compat "legacy"
+    sources_appendix: bool
+    annotate: bool  # False for a JSON reply
+
+
+@dataclass(frozen=True)
 class ResponsesTurn:
     """One request, translated: what to ask, how to render the answer, what the reply echoes."""
 
-    ask: AskRequest
+    parsed: TurnInput
     messages: list[dict[str, Any]]  # the conversation (without this turn's instructions), stored for the next
-    options: RenderOptions
+    controls: Controls
     echo: ResponseEcho
     input_items: list[dict[str, Any]]  # ``input`` as items, for GET /v1/responses/{id}/input_items
 
 
 def translate(
     body: ResponsesRequest,
-    bot: Bot,
     workspace: str,
     *,
-    links: LinkSigner,
-    sources_hidden: bool,
-    stores: StoreResolver,
     load_response: ResponseLoader,
     max_history_chars: int,
     conversation: list[dict[str, Any]] | None = None,
 ) -> ResponsesTurn:
-    """Validate ``body`` for ``bot`` and map it; raises ``InvalidRequest``/``NotFound`` naming the field.
+    """Validate ``body`` and map it; raises ``InvalidRequest``/``NotFound`` naming the field.
 
     ``conversation``: the chat messages of the stored conversation named by ``body.conversation``."""
     if body.background:
@@ -80,9 +68,7 @@ def translate(
             param="background",
             code="unsupported_parameter",
         )
-    options = render_options(body, bot, links, sources_hidden)
-    options.file_attributes = lambda document_ids: stores.file_attributes(workspace, document_ids)
-    scope = _scope(body, bot, workspace, stores)
+    controls = _controls(body)
     history: list[dict[str, Any]] = []
     known: dict[str, dict[str, Any]] = {}
     if body.previous_response_id and body.conversation is not None:
@@ -110,26 +96,26 @@ def translate(
     if body.instructions:
         messages = [{"role": "system", "content": body.instructions}, *messages]
     messages = fit_history(messages, max_history_chars, truncate=body.truncation == "auto")
-    validate_messages(messages)
-    tools = plan(body.tools or [], body.tool_choice, body.max_tool_calls, scope.knowledge_base)
-    ask = ask_request(
-        bot,
+    tools = plan(body.tools or [], body.tool_choice, body.max_tool_calls)
+    parsed = TurnInput(
         messages,
-        scope=scope,
+        workspace,
+        body.model,
+        narrowing(body.tools or []),
+        inline_citations=controls.inline,
         temperature=body.temperature,
         max_tokens=body.max_output_tokens,
-        workspace=workspace,
         tools=tools.functions,
         tool_choice=tools.tool_choice,
+        response_format=body.text.response_format() if body.text else None,
+        upstream_options=upstream_options(body, tools.functions is not None),
+        retrieve=tools.retrieve,
+        search_after_tool=True,
+        search_conversation=True,
+        params=("tools", "text.format"),
     )
-    ask.retrieve = tools.retrieve
-    ask.search_after_tool = True
-    ask.search_conversation = True
-    ask.response_format = body.text.response_format() if body.text else None
-    ask.upstream_options = upstream_options(body, tools.functions is not None)
-    ask.params = ("tools", "text.format")
     stored = messages[1:] if body.instructions else messages  # fit_history keeps system messages in place
-    return ResponsesTurn(ask, stored, options, echo(body), items)
+    return ResponsesTurn(parsed, stored, controls, echo(body), items)
 
 
 def upstream_options(body: ResponsesRequest, functions: bool) -> dict[str, Any]:
@@ -144,43 +130,6 @@ def upstream_options(body: ResponsesRequest, functions: bool) -> dict[str, Any]:
     if body.text is not None and body.text.verbosity is not None:
         options["verbosity"] = body.text.verbosity
     return options
-
-
-def _chars(message: dict[str, Any]) -> int:
-    content = message.get("content")
-    return len(content) if isinstance(content, str) else len(str(content))
-
-
-def fit_history(
-    messages: list[dict[str, Any]], limit: int, *, truncate: bool, param: str = "input"
-) -> list[dict[str, Any]]:
-    """The conversation within ``limit`` characters: with ``truncation: "auto"`` the oldest turns are
-    dropped (system messages and the newest message stay), as OpenAI does; otherwise a 400."""
-    total = sum(_chars(m) for m in messages)
-    if total <= limit:
-        return messages
-    if not truncate:
-        raise InvalidRequest(
-            f"The conversation is {total:,} characters long; the limit is {limit:,} (setting "
-            'CALYPSO_MAX_HISTORY_CHARS). Send truncation: "auto" to drop the oldest turns, or start a new one.',
-            param=param,
-            code="context_length_exceeded",
-        )
-    kept = list(messages)
-    droppable = [i for i, m in enumerate(kept[:-1]) if m["role"] != "system"]
-    for index in droppable:  # oldest first
-        if total <= limit:
-            break
-        total -= _chars(kept[index])
-        kept[index] = {}
-    kept = [m for m in kept if m]
-    if total > limit:
-        raise InvalidRequest(
-            f"The newest message alone is over the {limit:,}-character limit (setting CALYPSO_MAX_HISTORY_CHARS).",
-            param=param,
-            code="context_length_exceeded",
-        )
-    return kept
 
 
 def input_items(raw: str | list[Any]) -> list[dict[str, Any]]:
@@ -199,35 +148,6 @@ def input_messages(raw: str | list[Any], known: dict[str, dict[str, Any]] | None
     return chat_messages(input_items(raw), (known or {}).get, strict=False)
 
 
-def _scope(body: ResponsesRequest, bot: Bot, workspace: str, stores: StoreResolver) -> RetrievalScope:
-    """Namespaces, documents and passage count from the bot, narrowed by a file_search tool.
-
-    ``vector_store_ids`` replace the bot's namespaces (a store is a namespace; an unknown one is a 404);
-    ``filters`` select the files of those stores whose attributes match (``retrieval/filters.py``).
-    """
-    scope = bot_scope(bot)
-    for i, tool in enumerate(body.tools or []):  # each checked at the edge (``FileSearchTool``)
-        if not isinstance(tool, FileSearchTool):
-            continue  # a function: the upstream's (``translate/tools.py``)
-        store_ids = tool.vector_store_ids
-        if store_ids is not None:
-            namespaces = tuple(dict.fromkeys(check_namespace(s, f"tools[{i}].vector_store_ids") for s in store_ids))
-            scope = replace(scope, namespaces=namespaces)
-        if tool.max_num_results is not None:
-            scope = replace(scope, passage_count=tool.max_num_results)
-        if tool.ranking_options is not None:
-            scope = replace(scope, ranking=tool.ranking_options.to_options())
-        # Validation first (a 400 names what is wrong), then the lookups: an unknown store is a 404.
-        for store_id in store_ids or ():
-            stores.check_usable(workspace, store_id, f"tools[{i}].vector_store_ids")
-        if tool.filters is not None:
-            ids = stores.matching_documents(workspace, scope.namespaces, tool.filters.to_filter())
-            allowed = scope.document_ids
-            # A bot restricted to documents never widens beyond them.
-            scope = replace(scope, document_ids=tuple(sorted(ids if allowed is None else ids & set(allowed))))
-    return scope
-
-
 def _control(body: ResponsesRequest, key: str) -> object:
     """citation_compat / sources_appendix: top level, then metadata, then metadata._aicore (seed 000).
 
@@ -244,8 +164,8 @@ def _control(body: ResponsesRequest, key: str) -> object:
     return None
 
 
-def render_options(body: ResponsesRequest, bot: Bot, links: LinkSigner, sources_hidden: bool) -> RenderOptions:
-    """Inline links, compat mode and appendix from ``include``, the controls and the bot's defaults."""
+def _controls(body: ResponsesRequest) -> Controls:
+    """Inline links, compat mode and appendix as ``include`` and the controls ask (400s naming them)."""
     include = set(body.include or [])
     unknown = include - KNOWN_INCLUDES
     if unknown:
@@ -259,61 +179,26 @@ def render_options(body: ResponsesRequest, bot: Bot, links: LinkSigner, sources_
         raise InvalidRequest("citation_compat must be 'legacy' or 'native'.", param="metadata.citation_compat")
     if appendix not in ("omit", "include"):
         raise InvalidRequest("sources_appendix must be 'omit' or 'include'.", param="metadata.sources_appendix")
-    # Seed 003: no_inline_citations always wins.
-    inline = ("inline_citations" in include or bot.inline_citations) and "no_inline_citations" not in include
+    # Seed 003: no_inline_citations always wins; neither: the bot's default (the turn preparer's).
+    inline = False if "no_inline_citations" in include else True if "inline_citations" in include else None
+    annotate = not (body.text and body.text.response_format())
+    return Controls(inline, compat == "legacy", appendix != "omit", annotate)
+
+
+def render_options(
+    turn: ResponsesTurn, policy: TurnPolicy, links: LinkSigner, file_attributes: FileAttributes | None = None
+) -> RenderOptions:
+    """The reply's form: the request's controls under the turn's policy (hidden sources show no links)."""
+    controls = turn.controls
     return RenderOptions(
         links=links,
-        annotate=not (body.text and body.text.response_format()),
-        inline=inline and not sources_hidden,
-        legacy=compat == "legacy",
-        sources_appendix=appendix != "omit",
-        hidden=sources_hidden,
+        annotate=controls.annotate,
+        inline=policy.inline_links,
+        legacy=controls.legacy,
+        sources_appendix=controls.sources_appendix,
+        hidden=policy.sources_hidden,
+        file_attributes=file_attributes,
     )
-
-
-def echo(body: ResponsesRequest) -> ResponseEcho:
-    """What the response object repeats of the request; metadata without the ``_aicore`` controls."""
-    return ResponseEcho(
-        instructions=body.instructions,
-        max_output_tokens=body.max_output_tokens,
-        previous_response_id=body.previous_response_id,
-        store=body.store,
-        temperature=body.temperature,
-        tool_choice=_choice_echo(body.tool_choice),
-        tools=[_tool_echo(tool.model_dump(exclude_unset=True)) for tool in body.tools or []],
-        top_p=body.top_p,
-        text=body.text.echo() if body.text else {"format": {"type": "text"}, "verbosity": "medium"},
-        parallel_tool_calls=body.parallel_tool_calls is not False,
-        max_tool_calls=body.max_tool_calls,
-        reasoning=body.reasoning.model_dump(exclude_none=True) if body.reasoning else None,
-        service_tier=body.service_tier or "default",
-        top_logprobs=body.top_logprobs,
-        prompt_cache_key=body.prompt_cache_key,
-        safety_identifier=body.safety_identifier,
-        conversation=conversation_id(body),
-        truncation=body.truncation or "disabled",
-        user=body.user,
-        metadata={k: v for k, v in (body.metadata or {}).items() if k != "_aicore"},
-    )
-
-
-def conversation_id(body: ResponsesRequest) -> str | None:
-    """The id ``conversation`` names (a string or ``{"id": …}``)."""
-    ref = body.conversation
-    return ref if isinstance(ref, str) or ref is None else ref.id
-
-
-def _choice_echo(choice: Any) -> str | dict[str, Any]:
-    if choice is None:
-        return "auto"
-    return choice if isinstance(choice, str) else dict(choice.model_dump(exclude_none=True))
-
-
-def _tool_echo(tool: dict[str, Any]) -> dict[str, Any]:
-    """A tool as OpenAI's response object shows it (a function's ``strict`` and ``parameters`` filled in)."""
-    if tool.get("type") == "function":
-        return {"parameters": None, "strict": True, "description": None, **tool}
-    return tool
 
 
 def stored_response(

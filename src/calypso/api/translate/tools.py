@@ -16,29 +16,32 @@ mode, tools}``                    is allowed                      only
 ================================  ==============================  =====================================
 
 ``max_tool_calls: 0`` skips the file search (OpenAI counts built-in tool calls; functions are the
-client's). Without a file_search tool the bot's own knowledge base is searched, as on every surface.
+client's). Without a file_search tool the bot's own knowledge base is searched, as on every surface; with
+one, ``narrowing`` says where (the turn preparer looks its stores up).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from calypso.api.schemas.items import FileSearchChoice, FunctionChoice, FunctionTool, ToolChoice
+from calypso.api.schemas.items import FileSearchChoice, FileSearchTool, FunctionChoice, FunctionTool, ToolChoice
 from calypso.errors import InvalidRequest
+from calypso.scope import check_namespace
+from calypso.services.turns import Narrowing
 
 
-@dataclass
+@dataclass(frozen=True)
 class ToolPlan:
-    retrieve: bool
+    retrieve: bool  # search when the scope has a knowledge base (the answerer checks that)
     functions: list[dict[str, Any]] | None  # Chat Completions tools for the upstream; None: none offered
     tool_choice: str | dict[str, Any] | None  # the upstream's
 
 
-def plan(tools: list[Any], choice: ToolChoice | None, max_tool_calls: int | None, searching: bool) -> ToolPlan:
-    """What to do for these tools; ``searching``: the request's scope has a knowledge base to search."""
+def plan(tools: list[Any], choice: ToolChoice | None, max_tool_calls: int | None) -> ToolPlan:
+    """What to do for these tools."""
     functions = [t for t in tools if isinstance(t, FunctionTool)]
-    retrieve = searching and max_tool_calls != 0
+    retrieve = max_tool_calls != 0
     upstream: str | dict[str, Any] | None = None
     offered = functions
     if isinstance(choice, str) or choice is None:
@@ -62,3 +65,27 @@ def plan(tools: list[Any], choice: ToolChoice | None, max_tool_calls: int | None
         offered = [f for f in functions if f.name in allowed]
         upstream = choice.mode if offered else None
     return ToolPlan(retrieve, [f.chat_tool() for f in offered] or None, upstream)
+
+
+def narrowing(tools: list[Any]) -> Narrowing:
+    """Where the file_search tools search, over the bot's scope (each checked at the edge, ``FileSearchTool``).
+
+    ``vector_store_ids`` replace the bot's namespaces (a store is a namespace; an unknown one is a 404);
+    ``filters`` select the files of those stores whose attributes match (``retrieval/filters.py``).
+    """
+    found = Narrowing()
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, FileSearchTool):
+            continue  # a function: the upstream's
+        param = f"tools[{i}].vector_store_ids"
+        if tool.vector_store_ids is not None:
+            names = tuple(dict.fromkeys(check_namespace(s, param) for s in tool.vector_store_ids))
+            looked_up = (*found.look_up, *((s, param) for s in tool.vector_store_ids))
+            found = replace(found, namespaces=names, look_up=looked_up)
+        if tool.max_num_results is not None:
+            found = replace(found, passage_count=tool.max_num_results)
+        if tool.ranking_options is not None:
+            found = replace(found, ranking=tool.ranking_options.to_options())
+        if tool.filters is not None:
+            found = replace(found, filters=(*found.filters, tool.filters.to_filter()))
+    return found
