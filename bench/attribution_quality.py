@@ -47,7 +47,7 @@ from bench.common.attribution import (
 from bench.common.paths import data_dir
 from bench.common.stats import percentile
 from calypso.citations import support as sup
-from calypso.retrieval.tokenize import Analyzer
+from calypso.text.tokenize import Analyzer
 
 # ------------------------------------------------------------------ scorers
 _BASELINE_ANALYZER = Analyzer()  # Lucene stopwords + Snowball stems, as retrieval uses

@@ -26,11 +26,11 @@ import Stemmer
 from bench.common import beir as be
 from calypso.config import Settings
 from calypso.models import RankingOptions
-from calypso.retrieval.tokenize import DEFAULT_ANALYZER, STOPWORDS_EN
 from calypso.services import open_services
 from calypso.services.embed_worker import embed_all
 from calypso.services.ingestion import Upload
 from calypso.services.search import SearchService
+from calypso.text.tokenize import DEFAULT_ANALYZER, STOPWORDS_EN
 
 SETS = {"zh": "multilingual/cmrc2018-zh", "de": "multilingual/xquad-de"}
 RUNS = {"keyword": RankingOptions(embedding_weight=0), "dense": RankingOptions(text_weight=0), "default": None}

@@ -50,8 +50,8 @@ from bench.common.model_server import Calypso, ModelServer, prepare_home
 from bench.common.paths import data_dir
 from calypso.generation.fake_upstream import FakeUpstream, Script
 from calypso.loopback import LoopbackServer
-from calypso.retrieval.languages import detect
-from calypso.retrieval.tokenize import STOPWORDS_EN_EXTENDED
+from calypso.text.languages import detect
+from calypso.text.tokenize import STOPWORDS_EN_EXTENDED
 
 MODES = ("responses", "responses-stream", "chat", "chat-stream")
 UNANSWERABLE = Path(__file__).with_name("data") / "alps_unanswerable.jsonl"

@@ -34,7 +34,7 @@ from bench.common import beir as be
 from calypso.retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
 from calypso.retrieval.hybrid import fuse, rrf
 from calypso.retrieval.query import keyword_query
-from calypso.retrieval.tokenize import STOPWORDS_EN_EXTENDED, Analyzer
+from calypso.text.tokenize import STOPWORDS_EN_EXTENDED, Analyzer
 
 K1S = [0.6, 0.8, 0.9, 1.0, 1.2, 1.5, 1.8, 2.0]
 BS = [0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0]

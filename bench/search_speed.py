@@ -29,7 +29,7 @@ from bench.common import beir as be
 from bench.common.keyword_worker import Worker, build_bm25s
 from bench.common.synthetic import SEED, synthetic_passages
 from calypso.retrieval.bm25 import BM25Index
-from calypso.retrieval.tokenize import STOPWORDS_EN
+from calypso.text.tokenize import STOPWORDS_EN
 
 Search = Callable[[str], list[tuple[int, float]]]
 

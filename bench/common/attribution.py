@@ -13,7 +13,7 @@ from typing import Any
 
 from bench.common.paths import data_dir
 from calypso.citations import support as sup
-from calypso.retrieval.languages import detect
+from calypso.text.languages import detect
 
 ID_FILE = "test_all_subset_balanced_sampled500.jsonl"
 

@@ -17,9 +17,9 @@ from bench.common.proc import largest_mappings, mem_available_mb, proc_status_mb
 from bench.common.stats import percentile
 from bench.common.synthetic import synthetic_document
 from calypso.config import Settings
-from calypso.retrieval.tokenize import analyze_many, encode_terms
 from calypso.services import open_services, open_storage
 from calypso.store.base import DuplicateContent
+from calypso.text.tokenize import analyze_many, encode_terms
 
 PER_DOCUMENT = 100  # passages per synthetic document in build_home
 TOKENIZE_BATCH = 4000  # passages analysed at once while loading

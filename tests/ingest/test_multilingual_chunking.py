@@ -13,10 +13,10 @@ from calypso.ingest.chunking import chunk_document
 from calypso.ingest.parsers import markdown, text
 from calypso.ingest.tokens import count_tokens
 from calypso.models import Page, ParsedDocument
-from calypso.retrieval.tokenize import Analyzer
 from calypso.text import cjk
 from calypso.text.cjk import content_length
 from calypso.text.sentences import sentence_spans
+from calypso.text.tokenize import Analyzer
 
 # Five paragraphs of a Chinese refund policy, ~110 characters each (550 in all: under 1,000 code points).
 ZH_PARAGRAPHS = [

@@ -14,7 +14,7 @@ import pytest
 
 from calypso.retrieval import bm25 as bm25_mod
 from calypso.retrieval.bm25 import BM25Index
-from calypso.retrieval.tokenize import Analyzer, tokenize
+from calypso.text.tokenize import Analyzer, tokenize
 
 REPO = Path(__file__).resolve().parents[2]
 WORDS = [

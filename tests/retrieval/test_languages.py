@@ -8,9 +8,9 @@ import pytest
 import Stemmer
 
 from calypso.retrieval.bm25 import BM25Index
-from calypso.retrieval.languages import detect
-from calypso.retrieval.tokenize import DEFAULT_ANALYZER, STOPWORDS_EN, Analyzer, tokenize
 from calypso.services.ingestion import Upload
+from calypso.text.languages import detect
+from calypso.text.tokenize import DEFAULT_ANALYZER, STOPWORDS_EN, Analyzer, tokenize
 
 
 @pytest.mark.parametrize(

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from calypso.config import Settings
-from calypso.retrieval.tokenize import DEFAULT_ANALYZER, encode_terms
 from calypso.services import open_services
 from calypso.services.ingestion import Upload
 from calypso.services.reanalysis import TermsReanalysis
+from calypso.text.tokenize import DEFAULT_ANALYZER, encode_terms
 
 ZH = "# 退款政策\n\n客户可在购买后30天内申请全额退款。\n\n礼品卡一律不予退款。\n".encode()
 NO_VERSION = "no analyzer has this version "  # so stale_terms lists every chunk

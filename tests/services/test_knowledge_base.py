@@ -8,9 +8,9 @@ import pytest
 from postgres_support import RawDatabase
 
 from calypso.errors import StorageError, UnprocessableDocument
-from calypso.retrieval.tokenize import ANALYZER_VERSION
 from calypso.services import open_services
 from calypso.services.ingestion import Upload
+from calypso.text.tokenize import ANALYZER_VERSION
 
 TEXT = "\n\n".join(f"Paragraph {i} explains how the harbour crane number {i} is inspected." for i in range(60))
 

@@ -32,9 +32,9 @@ from typing import Final, Literal
 
 from calypso.citations.declines import is_decline
 from calypso.citations.grounded import Quote, Source
-from calypso.retrieval.tokenize import STOPWORDS_EN_EXTENDED, Analyzer
 from calypso.text.cjk import CJK_CHARS
 from calypso.text.sentences import sentence_spans
+from calypso.text.tokenize import STOPWORDS_EN_EXTENDED, Analyzer
 
 AttributionMode = Literal["off", "fill", "verify"]
 MODES: Final = ("off", "fill", "verify")

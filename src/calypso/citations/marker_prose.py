@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from calypso.citations.markers import Marker, MarkerPiece, TextPiece
-from calypso.retrieval.languages import detect
+from calypso.text.languages import detect
 
 Piece = TextPiece | MarkerPiece
 

@@ -26,7 +26,7 @@ from functools import cache
 from calypso.citations.grounded import GroundedAnswer, Quote, Source
 from calypso.citations.support import SUBSTITUTION_FACTOR, content_stems
 from calypso.generation.question_words import drop_question_terms
-from calypso.retrieval.languages import detect
+from calypso.text.languages import detect
 
 QuoteFinder = Callable[[str, Source], Quote]
 

@@ -3,7 +3,7 @@
 A lexical entailment proxy in pure Python: split the passage into sentences
 (calypso.text.sentences, run-ons cut at 600 characters), find the
 window of 1-3 consecutive sentences that covers most of the segment's content words
-(``calypso.retrieval.tokenize.Analyzer``: each text by its language, extended English stopwords
+(``calypso.text.tokenize.Analyzer``: each text by its language, extended English stopwords
 removed, Snowball stems; CJK runs as character bigrams; window terms weighted by a passage-local idf), then combine a few
 alignment features with a logistic regression (``FEATURE_NAMES``): content-word recall of
 the segment in that window and in the whole passage, recall of its adjacent content-word
@@ -41,9 +41,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from calypso.citations import semantic
-from calypso.retrieval.languages import detect
-from calypso.retrieval.tokenize import STOPWORDS_EN_EXTENDED, Analyzer
+from calypso.text.languages import detect
 from calypso.text.sentences import sentence_spans
+from calypso.text.tokenize import STOPWORDS_EN_EXTENDED, Analyzer
 
 if TYPE_CHECKING:
     from calypso.embeddings.base import Embedder

@@ -2,7 +2,7 @@
 
 The answerer writes only two sentences of its own: that nothing in the knowledge base answers, and
 that no knowledge base was searched. A Chinese question gets them in Chinese: the language is
-``calypso.retrieval.languages.detect`` of the question, and a question too short to tell (a name, a
+``calypso.text.languages.detect`` of the question, and a question too short to tell (a name, a
 number) takes the language of the retrieved passages, as the sentence choice does. Languages
 without a translation here get English. The setting named in the second sentence stays as it is
 spelled (``CALYPSO_LLM_BASE_URL``).
@@ -10,7 +10,7 @@ spelled (``CALYPSO_LLM_BASE_URL``).
 
 from __future__ import annotations
 
-from calypso.retrieval import languages
+from calypso.text import languages
 
 NOT_FOUND: dict[str, str] = {
     "en": "I could not find anything about this in the knowledge base.",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from calypso.models import Passage
-from calypso.retrieval.languages import detect
+from calypso.text.languages import detect
 
 # Measured with small models behind llama.cpp (bench/real_model.py, issue 39): an example of where the marker goes
 # and a fixed sentence to decline with are what small models follow; they wrote "According to [Source 2], …"

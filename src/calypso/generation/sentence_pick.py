@@ -32,10 +32,10 @@ from dataclasses import dataclass, replace
 
 from calypso.generation.question_words import WANTS_NUMBER, drop_question_terms
 from calypso.models import Passage
-from calypso.retrieval import languages
-from calypso.retrieval.tokenize import STOPWORDS_EN_EXTENDED, Analyzer
+from calypso.text import languages
 from calypso.text.cjk import content_length
 from calypso.text.sentences import sentence_spans
+from calypso.text.tokenize import STOPWORDS_EN_EXTENDED, Analyzer
 
 # (question, sentences) -> each sentence's similarity to the question in [0, 1];
 # None: no semantic score this time (the model failed), choose by words only.

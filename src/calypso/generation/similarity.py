@@ -31,7 +31,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 import numpy as np
 
 from calypso.embeddings.base import Embedder
-from calypso.retrieval import languages as language_detection
+from calypso.text import languages as language_detection
 
 log = logging.getLogger("calypso.generation")
 

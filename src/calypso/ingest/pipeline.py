@@ -18,7 +18,7 @@ from calypso.ingest.limits import ParseLimits
 from calypso.ingest.ocr_share import local_progress
 from calypso.ingest.parsers import parse_document
 from calypso.models import Chunk, Document, Page, ParsedDocument
-from calypso.retrieval.tokenize import analyze_many
+from calypso.text.tokenize import analyze_many
 
 PASSAGE_BATCH = 256  # passages analysed between progress reports (and checks that the job still holds)
 

@@ -1,6 +1,4 @@
-"""In-memory keyword retrieval (BM25) over chunk texts."""
+"""Retrieval: the in-memory BM25 and vector indexes, query reduction, 0..1 scores, filters and fusion.
 
-from calypso.retrieval.bm25 import BM25Index
-from calypso.retrieval.tokenize import Analyzer, tokenize
-
-__all__ = ["Analyzer", "BM25Index", "tokenize"]
+Text analysis (the analyzer, language detection, stopwords) is in ``calypso.text``.
+"""

@@ -45,9 +45,9 @@ from calypso.retrieval.bm25_segments import (
     _Segment,
     write_merged,
 )
-from calypso.retrieval.languages import detect
 from calypso.retrieval.row_file import link_saved
-from calypso.retrieval.tokenize import ANALYZER_VERSION, DEFAULT_ANALYZER
+from calypso.text.languages import detect
+from calypso.text.tokenize import ANALYZER_VERSION, DEFAULT_ANALYZER
 
 # Tuned on SciFact qrels/train.tsv (bench/retrieval_quality.py).
 DEFAULT_K1 = 1.2
@@ -211,7 +211,7 @@ class BM25Index:
     maps the posting arrays from those files (read-only, paged in on use) instead of
     rebuilding, and the loaded index takes adds and removes like a built one.
 
-    ``analyzer`` maps a text to its terms (default: :func:`calypso.retrieval.tokenize`).
+    ``analyzer`` maps a text to its terms (default: :func:`calypso.text.tokenize.tokenize`).
     """
 
     def __init__(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from calypso.retrieval.tokenize import tokenize, words_of
+from calypso.text.tokenize import tokenize, words_of
 
 # Surface forms (lowercased) a question uses for its form rather than its subject: question words,
 # auxiliaries, pronouns and a few vague quantifiers. Words that can carry the subject of a question

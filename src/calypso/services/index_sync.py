@@ -57,10 +57,10 @@ from calypso.heap import return_freed_memory
 from calypso.models import DocumentChange, IndexedChunk
 from calypso.retrieval import vector_snapshot
 from calypso.retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
-from calypso.retrieval.tokenize import decode_language, decode_terms
 from calypso.retrieval.vectors import ExactVectorIndex
 from calypso.services.process_directory import ProcessDirectory
 from calypso.store.base import ChangeFeed, EmbeddingStore, VectorSearch
+from calypso.text.tokenize import decode_language, decode_terms
 
 log = logging.getLogger("calypso.index")
 

@@ -34,10 +34,10 @@ from calypso.errors import (
 )
 from calypso.ingest.pipeline import PipelineOptions, Prepared, prepare
 from calypso.models import Document, IngestJob
-from calypso.retrieval.tokenize import encode_terms
 from calypso.services.index_sync import NamespaceIndexes
 from calypso.services.leases import Heartbeat
 from calypso.store.base import DocumentStore, JobStore
+from calypso.text.tokenize import encode_terms
 
 log = logging.getLogger("calypso.ingest.worker")
 

@@ -1,6 +1,6 @@
 """Re-analyse stored terms written by an older analyzer, online, with progress.
 
-When the keyword analyzer changes (``retrieval.tokenize.ANALYZER_VERSION``), chunks keep the terms
+When the keyword analyzer changes (``text.tokenize.ANALYZER_VERSION``), chunks keep the terms
 the older one derived. Indexes never trust those (``decode_terms`` returns None and the text is
 analysed instead), so search is right from the first start, but every index build pays for the
 analysis again. This background thread rewrites the stale terms in key order, ``BATCH`` chunks per
@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass
 
 from calypso.errors import CalypsoError
-from calypso.retrieval.tokenize import ANALYZER_VERSION, analyze_many, encode_terms
 from calypso.store.base import StoredTerms
+from calypso.text.tokenize import ANALYZER_VERSION, analyze_many, encode_terms
 
 log = logging.getLogger("calypso.reanalysis")
 

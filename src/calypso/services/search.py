@@ -25,12 +25,12 @@ from calypso.errors import InvalidRequest
 from calypso.models import Passage, RankingOptions
 from calypso.retrieval.bm25 import BM25Index
 from calypso.retrieval.hybrid import NEIGHBOUR_POOL, NEIGHBOUR_WEIGHT, fuse, fusion_weights, smooth_neighbours
-from calypso.retrieval.languages import detect
 from calypso.retrieval.query import keyword_query
 from calypso.retrieval.scoring import keyword_score
 from calypso.scope import DEFAULT_WORKSPACE, check_namespace
 from calypso.services.index_sync import NamespaceIndexes
 from calypso.store.base import DocumentStore, VectorSearch, VectorStoreStore
+from calypso.text.languages import detect
 
 HYBRID_DEPTH = 100  # each run's depth before fusion: fuse's 0 is the 100th (as tuned on SciFact)
 # Below this cosine a passage is not a match by meaning: the vector run always returns its 100 nearest,

@@ -1,7 +1,7 @@
 """Stored terms kept current: the SQL both backends speak for re-analysing passages online.
 
 Each chunk stores the terms retrieval derived from its text, prefixed by the analyzer's version
-(``retrieval.tokenize.encode_terms``). When the analyzer changes, the terms of older versions are
+(``text.tokenize.encode_terms``). When the analyzer changes, the terms of older versions are
 ignored (indexes re-derive them from the text) until ``services.reanalysis`` rewrites them through
 these methods, in key order, a batch at a time, with search working throughout.
 """

@@ -1,4 +1,6 @@
-"""Plain-text utilities shared by every layer (ingestion, generation, citations).
+"""Plain text and its analysis, shared by every layer (ingestion, retrieval, generation, citations).
 
-Modules here import nothing else from calypso, so any layer may use them.
+Sentences, CJK segmentation, control characters, language detection and the keyword analyzer
+(``tokenize``: stemming, stopwords, stored terms). Modules here import nothing from calypso outside
+``text/``, so any layer may use them.
 """

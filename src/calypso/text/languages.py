@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from calypso.retrieval.english import STOPWORDS_EN, STOPWORDS_EN_EXTENDED
+from calypso.text.english import STOPWORDS_EN, STOPWORDS_EN_EXTENDED
 
 SAMPLE_CHARS = 2000
 SAMPLE_WORDS = 120
@@ -167,7 +167,7 @@ def stopwords(code: str) -> frozenset[str]:
     if code == "en":
         return STOPWORDS_EN
     try:
-        text = resources.files("calypso.retrieval").joinpath("stopwords", f"{code}.txt").read_text("utf-8")
+        text = resources.files("calypso.text").joinpath("stopwords", f"{code}.txt").read_text("utf-8")
     except FileNotFoundError:
         return frozenset()
     return frozenset(word for word in text.split("\n") if word)

@@ -17,9 +17,9 @@ from itertools import chain
 
 import Stemmer
 
-from calypso.retrieval import languages
-from calypso.retrieval.english import STOPWORDS_EN, STOPWORDS_EN_EXTENDED
-from calypso.retrieval.languages import BIGRAM_SCRIPTS, LANGUAGES
+from calypso.text import languages
+from calypso.text.english import STOPWORDS_EN, STOPWORDS_EN_EXTENDED
+from calypso.text.languages import BIGRAM_SCRIPTS, LANGUAGES
 
 # One regex for both settings: `\w+` is ~40% faster than `\b\w\w+\b`; with min_len=2
 # the cache maps one-character tokens to "" instead, which gives the same terms.
@@ -96,7 +96,7 @@ class _StemCache(dict[str, str]):
 class Analyzer:
     """Configurable, language-aware tokenizer; ``Analyzer()`` is the default used by :func:`tokenize`.
 
-    Each text is analysed by its own language (``retrieval.languages.detect``): English as before
+    Each text is analysed by its own language (``text.languages.detect``): English as before
     (``stopwords``, Snowball English), another language with its own stop words and Snowball stemmer,
     runs of CJK (and Thai, Lao, Khmer, Myanmar) characters as character bigrams. Non-ASCII text is
     NFKC-normalised first (full-width "ＡＢＣ１２３" is "abc123").
