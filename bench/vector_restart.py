@@ -57,7 +57,7 @@ from calypso.config import Settings
 from calypso.embeddings.local_onnx import DIMENSION, MODEL_NAME
 from calypso.retrieval import vector_snapshot
 from calypso.services import open_embedding_model, open_storage
-from calypso.services.index_sync import SnapshotDirectory
+from calypso.services.snapshot_directory import SnapshotDirectory
 
 FIELDS = ("VmRSS", "RssAnon", "RssFile", "VmHWM")
 

@@ -23,7 +23,6 @@ import httpx
 from calypso.bots import DEFAULT_BOT_ID
 from calypso.config import DATABASE_FILE, Settings
 from calypso.errors import CalypsoError, InvalidRequest
-from calypso.store.sqlite.lock import is_held
 
 RECORD = "server.json"
 LOCAL_HOME = Path(".calypso")  # `make serve`'s data directory, beside the checkout
@@ -78,7 +77,9 @@ def running_server(settings: Settings) -> RunningServer | None:
         server = RunningServer(str(record["url"]), int(record["pid"]), bool(record["auth"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return server if is_held(settings.database_path) else None
+    from calypso.services import data_directory_in_use  # here: the services are slow to import for --help
+
+    return server if data_directory_in_use(settings) else None
 
 
 class RemoteError(CalypsoError):

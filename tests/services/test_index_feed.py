@@ -13,12 +13,13 @@ import pytest
 from postgres_support import RawDatabase
 
 from calypso.config import Settings
-from calypso.retrieval import bm25 as bm25_mod
+from calypso.retrieval import bm25_files
 from calypso.retrieval.bm25 import BM25Index
 from calypso.services import Services, open_services
-from calypso.services.index_sync import NamespaceIndexes, SnapshotDirectory, index_rows
+from calypso.services.index_sync import NamespaceIndexes, index_rows
 from calypso.services.ingestion import Upload
 from calypso.services.search import SearchService
+from calypso.services.snapshot_directory import SnapshotDirectory
 
 WORDS = "harbour crane lighthouse lamp ferry dock tide anchor rope sail mast keel hull deck buoy pier".split()
 QUERIES = ["harbour crane", "lighthouse lamp tide", "ferry dock anchor", "rope sail mast keel", "buoy pier hull deck"]
@@ -213,7 +214,7 @@ def test_an_unusable_snapshot_is_rebuilt_from_the_store(tmp_path: Path, database
 def test_on_postgresql_a_built_index_is_searched_from_the_process_own_files(
     tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bm25_mod, "_FILE_POSTINGS_MIN", 0)  # this small index too
+    monkeypatch.setattr(bm25_files, "_FILE_POSTINGS_MIN", 0)  # this small index too
     rng = random.Random(5)
     settings = Settings(home=tmp_path)
     services = open_services(settings)

@@ -18,8 +18,9 @@ from calypso.retrieval import ann, vector_snapshot
 from calypso.retrieval.bm25 import BM25Index
 from calypso.retrieval.vectors import ExactVectorIndex
 from calypso.services import open_services, open_storage
-from calypso.services.index_sync import NamespaceIndexes, SnapshotDirectory
+from calypso.services.index_sync import NamespaceIndexes
 from calypso.services.ingestion import Upload
+from calypso.services.snapshot_directory import SnapshotDirectory
 from calypso.store.base import Storage
 
 if not ann.available():

@@ -29,7 +29,8 @@ from calypso.services.search import SearchService
 from calypso.services.turns import TurnPreparer
 from calypso.services.vector_stores import VectorStoreService
 from calypso.services.vectors import VectorService
-from calypso.store.base import Storage, VectorSearch
+from calypso.store.base import Storage
+from calypso.store.vectors import VectorSearch
 from calypso.store.wait_budget import WaitBudget, one_request
 
 log = logging.getLogger("calypso.services")
@@ -93,6 +94,13 @@ def open_storage(settings: Settings, *, exclusive: bool = False) -> Storage:
     from calypso.store.sqlite import SQLiteStorage
 
     return SQLiteStorage(settings.database_path, exclusive=exclusive)
+
+
+def data_directory_in_use(settings: Settings) -> bool:
+    """Whether a serving or ingesting process holds the embedded database's data directory now (its lock)."""
+    from calypso.store.sqlite.lock import is_held
+
+    return is_held(settings.database_path)
 
 
 def open_embedding_model(settings: Settings) -> Embedder | None:
@@ -178,4 +186,4 @@ def open_services(settings: Settings, storage: Storage | None = None, *, exclusi
     )
 
 
-__all__ = ["Services", "open_services", "open_storage", "request_budget"]
+__all__ = ["Services", "data_directory_in_use", "open_services", "open_storage", "request_budget"]

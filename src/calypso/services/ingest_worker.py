@@ -127,10 +127,14 @@ class JobRunner:
         """``embed_model``: the model a completed document is queued for (an embedding job), if any."""
         self.settings = settings
         self.jobs = jobs
-        self.options = PipelineOptions.from_settings(settings)
         self._documents = documents
         self._indexes = indexes
         self._embed_model = embed_model
+
+    @property
+    def options(self) -> PipelineOptions:
+        """Read at each job, as the settings stand then (tests and operators' reloads change them in place)."""
+        return PipelineOptions.from_settings(self.settings)
 
     def claim(self, owner: str) -> IngestJob | None:
         return self.jobs.claim(owner, self.settings.job_lease_seconds)

@@ -29,7 +29,8 @@ from calypso.retrieval.query import keyword_query
 from calypso.retrieval.scoring import keyword_score
 from calypso.scope import DEFAULT_WORKSPACE, check_namespace
 from calypso.services.index_sync import NamespaceIndexes
-from calypso.store.base import DocumentStore, VectorSearch, VectorStoreStore
+from calypso.store.base import DocumentStore, VectorStoreStore
+from calypso.store.vectors import VectorSearch
 from calypso.text.languages import detect
 
 HYBRID_DEPTH = 100  # each run's depth before fusion: fuse's 0 is the 100th (as tuned on SciFact)

@@ -14,7 +14,8 @@ from calypso.embeddings.base import Embedder, check_dimension
 from calypso.errors import InvalidRequest
 from calypso.models import Document
 from calypso.services.index_sync import NamespaceIndexes
-from calypso.store.base import DocumentStore, EmbeddingStore
+from calypso.store.base import DocumentStore
+from calypso.store.vectors import EmbeddingStore
 
 
 class VectorService:

@@ -8,15 +8,14 @@ about meaning (the services do) and know nothing of how text is analysed
 
 Implementations live side by side: ``calypso.store.sqlite`` (the embedded
 default) and ``calypso.store.postgres``. A backend provides every Protocol below
-(``VectorSearch`` only where it offers one) and a ``Storage`` bundle.
+(``VectorSearch``, in ``store/vectors.py`` with the vectors' store, only where it offers one) and a
+``Storage`` bundle.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
-
-import numpy as np
 
 from calypso.models import (
     ApiKey,
@@ -24,7 +23,6 @@ from calypso.models import (
     Conversation,
     Document,
     DocumentChange,
-    EmbeddingJob,
     FileBatch,
     IndexedChunk,
     IngestJob,
@@ -33,7 +31,6 @@ from calypso.models import (
     Page,
     QueueStats,
     SourcesPolicy,
-    StaticChunking,
     StoredBot,
     StoredChunk,
     StoredMessage,
@@ -41,6 +38,7 @@ from calypso.models import (
     VectorStore,
     VectorStoreFile,
 )
+from calypso.store.vectors import EmbeddingStore, VectorSearch
 
 
 class DuplicateContent(Exception):
@@ -49,17 +47,6 @@ class DuplicateContent(Exception):
     def __init__(self, existing: Document) -> None:
         super().__init__(f"document {existing.id} holds the same bytes")
         self.existing = existing
-
-
-def chunking_columns(chunking: StaticChunking | None) -> tuple[int | None, int | None]:
-    """A document's chunking as its two nullable columns (both backends)."""
-    if chunking is None:
-        return None, None
-    return chunking.max_chunk_size_tokens, chunking.chunk_overlap_tokens
-
-
-def chunking_from_columns(max_tokens: int | None, overlap_tokens: int | None) -> StaticChunking | None:
-    return None if max_tokens is None else StaticChunking(int(max_tokens), int(overlap_tokens or 0))
 
 
 class DocumentStore(Protocol):
@@ -530,61 +517,6 @@ class VectorStoreStore(Protocol):
 
     def cancel_batch(self, workspace: str, vector_store_id: str, batch_id: str) -> bool:
         """Mark the batch cancelled; False when it does not exist."""
-        ...
-
-
-class EmbeddingStore(Protocol):
-    """Passage vectors by model, and the queue of documents whose passages need them (``embeddings_sql``)."""
-
-    def claim(self, worker_id: str, lease_seconds: float, model: str) -> EmbeddingJob | None: ...
-
-    def renew(self, document_key: int, worker_id: str, lease_seconds: float) -> bool: ...
-
-    def release(self, document_key: int, worker_id: str) -> None: ...
-
-    def finish(self, document_key: int, worker_id: str) -> bool: ...
-
-    def pending(self, model: str) -> int: ...
-
-    def reset(self, model: str, workspace: str | None = None) -> int: ...
-
-    def missing_chunks(self, document_key: int, model: str) -> list[tuple[int, str]]: ...
-
-    def store_vectors(
-        self, job: EmbeddingJob, worker_id: str, chunk_keys: Sequence[int], vectors: np.ndarray
-    ) -> bool: ...
-
-    def document_vectors(self, document_key: int, model: str) -> tuple[list[int], np.ndarray | None]: ...
-
-    def namespace_vectors(
-        self, workspace: str, namespace: str, model: str
-    ) -> Iterator[tuple[int, list[int], np.ndarray]]: ...
-
-    def embedded_counts(self, document_keys: Sequence[int], model: str) -> dict[int, int]: ...
-
-    def stored_dimension(self, model: str) -> int | None: ...
-
-
-class VectorSearch(Protocol):
-    """One namespace's passage vectors of one model, searched by cosine.
-
-    Implemented in memory by ``retrieval.vectors.ExactVectorIndex`` (exact, or an HNSW graph's candidates
-    scored exactly; the services load it from ``EmbeddingStore`` and feed it the change feed) and in the
-    database by ``store.postgres.vector_search.PgVectorSearch`` (current by construction: nothing to feed).
-    Both match structurally; retrieval imports nothing from ``store``.
-    """
-
-    def __len__(self) -> int:
-        """About how many vectors it holds; 0 only when it holds none (searches then return nothing)."""
-        ...
-
-    def search(
-        self, query: np.ndarray, k: int = 10, doc_keys: Collection[int] | None = None
-    ) -> list[tuple[int, float]]:
-        """Up to ``k`` ``(chunk_key, cosine)`` pairs, best first, for ``query`` (a unit vector of the model's
-        dimension); only chunks of ``doc_keys`` when given (an empty collection: none). A deleted document's
-        chunks stop coming back once the deletion reaches it (in the database at commit; in memory when the
-        feed is applied)."""
         ...
 
 

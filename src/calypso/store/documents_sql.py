@@ -22,10 +22,10 @@ from calypso.models import (
     Order,
     Page,
     Section,
+    StaticChunking,
     StoredChunk,
     WordBox,
 )
-from calypso.store.base import chunking_from_columns
 from calypso.store.shared_sql import D, SharedSQL
 
 DOC_COLUMNS = (
@@ -41,6 +41,17 @@ CHUNK_COLUMNS = (
 # A passage and its document in one row (``get_passages``): the chunk's columns, then the document's.
 PASSAGE_COLUMNS = CHUNK_COLUMNS + ", " + ", ".join("d." + c.strip() for c in DOC_COLUMNS.split(","))
 _CHUNK_WIDTH = len(CHUNK_COLUMNS.split(","))
+
+
+def chunking_columns(chunking: StaticChunking | None) -> tuple[int | None, int | None]:
+    """A document's chunking as its two nullable columns (both backends)."""
+    if chunking is None:
+        return None, None
+    return chunking.max_chunk_size_tokens, chunking.chunk_overlap_tokens
+
+
+def chunking_from_columns(max_tokens: int | None, overlap_tokens: int | None) -> StaticChunking | None:
+    return None if max_tokens is None else StaticChunking(int(max_tokens), int(overlap_tokens or 0))
 
 
 def passages_from_rows(

@@ -26,7 +26,6 @@ from calypso.store.base import (
     ChangeFeed,
     ConversationStore,
     DocumentStore,
-    EmbeddingStore,
     JobStore,
     KeyStore,
     PolicyStore,
@@ -47,6 +46,7 @@ from calypso.store.postgres.responses import PostgresResponseStore
 from calypso.store.postgres.vector_search import ITERATIVE_SCANS, PgVectorSearch, ensure_hnsw_index, pgvector_version
 from calypso.store.terms_sql import StoredTermsSQL
 from calypso.store.vector_stores_sql import SQLVectorStoreStore
+from calypso.store.vectors import EmbeddingStore
 
 
 class PostgresStorage:

@@ -10,13 +10,11 @@ from calypso.store.base import (
     ChangeFeed,
     ConversationStore,
     DocumentStore,
-    EmbeddingStore,
     JobStore,
     KeyStore,
     PolicyStore,
     ResponseStore,
     StoredTerms,
-    VectorSearch,
     VectorStoreStore,
 )
 from calypso.store.embeddings_sql import SQLEmbeddingStore, sqlite_dialect
@@ -32,6 +30,7 @@ from calypso.store.sqlite.policies import SQLitePolicyStore
 from calypso.store.sqlite.responses import SQLiteResponseStore
 from calypso.store.terms_sql import StoredTermsSQL
 from calypso.store.vector_stores_sql import SQLVectorStoreStore
+from calypso.store.vectors import EmbeddingStore, VectorSearch
 
 
 class SQLiteStorage:

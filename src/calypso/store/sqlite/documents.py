@@ -10,11 +10,12 @@ from typing import Any
 
 from calypso.errors import NotFound
 from calypso.models import Chunk, Document, Page, StoredChunk
-from calypso.store.base import DuplicateContent, chunking_columns
+from calypso.store.base import DuplicateContent
 from calypso.store.documents_sql import (
     DOC_COLUMNS,
     PASSAGE_COLUMNS,
     DocumentsSQL,
+    chunking_columns,
     document_from_columns,
     layout_value,
     passages_from_rows,
