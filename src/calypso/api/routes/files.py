@@ -14,11 +14,11 @@ from fastapi.responses import Response
 
 from calypso.api.auth import Workspace, current_workspace
 from calypso.api.deps import Documents, Ingestion, OrderParam, VectorStores, read_upload
-from calypso.services.ingestion import Upload
 from calypso.api.file_headers import user_file_headers
 from calypso.api.ranges import byte_range
 from calypso.api.serialize import file_object, list_object
 from calypso.errors import InvalidRequest
+from calypso.services.ingestion import Upload
 
 router = APIRouter(prefix="/v1/files", tags=["files"])
 
