@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from test_search_from_memory_api import DUCKS, POLICY_ZH, _word_file
 
-from calypso.retrieval import bm25 as bm25_mod
+from calypso.retrieval import bm25_files
 from calypso.services.ingestion import Upload
 
 QUERIES = {"礼品卡可以退款吗？": "退款政策.docx", "Quarterly Duck Survey": "pptx_chart.pptx"}
@@ -15,7 +15,7 @@ QUERIES = {"礼品卡可以退款吗？": "退款政策.docx", "Quarterly Duck S
 
 @pytest.fixture(autouse=True)
 def _small_segments_from_files(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bm25_mod, "_FILE_POSTINGS_MIN", 0)  # these few postings are read from the files too
+    monkeypatch.setattr(bm25_files, "_FILE_POSTINGS_MIN", 0)  # these few postings are read from the files too
 
 
 def _settled(searcher) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import os
 import random
-import sys
 import threading
 from collections import Counter
 from pathlib import Path
@@ -257,8 +256,7 @@ def test_scifact_quality() -> None:
         if os.environ.get("CI"):
             pytest.fail(msg)
         pytest.skip(msg)
-    sys.path.insert(0, str(REPO / "bench"))
-    import beir_eval
+    from bench.common import beir as beir_eval
 
     corpus = beir_eval.load_corpus(data)
     queries = beir_eval.load_queries(data)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from calypso.retrieval import bm25 as bm25_mod
+from calypso.retrieval import bm25_files
 from calypso.retrieval.bm25 import BM25Index
 from calypso.retrieval.bm25_segments import _merge, write_merged
 
@@ -56,7 +57,7 @@ def _many_segments(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bm25_mod, "_SMALL_SEGMENT", 0)  # keep the small segments apart
     monkeypatch.setattr(bm25_mod, "_COMPACT_MIN", 20)
     monkeypatch.setattr(bm25_mod, "_MAX_MERGED", 1)  # merges stay under an eighth of the index
-    monkeypatch.setattr(bm25_mod, "_FILE_POSTINGS_MIN", 0)  # every saved segment is read from its files
+    monkeypatch.setattr(bm25_files, "_FILE_POSTINGS_MIN", 0)  # every saved segment is read from its files
 
 
 def test_settle_searches_one_saved_segment_from_files(tmp_path: Path) -> None:
@@ -160,7 +161,7 @@ def test_load_reads_postings_from_files(tmp_path: Path) -> None:
 def test_a_small_saved_segment_is_read_into_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     index, docs = _built(120)
     postings = sum(seg.n_postings for seg in index._segs)
-    monkeypatch.setattr(bm25_mod, "_FILE_POSTINGS_MIN", postings + 1)  # no file kept open for so few
+    monkeypatch.setattr(bm25_files, "_FILE_POSTINGS_MIN", postings + 1)  # no file kept open for so few
     index.settle(tmp_path / "a", index.save(tmp_path / "a"))
     assert index.segment_count == 1 and index._segs[0].files is None
     _assert_equal(index, docs)

@@ -12,21 +12,20 @@ Scoring is Lucene's BM25 (Lucene >= 8, and bm25s' "lucene" method, so scores com
 the classic constant factor (k1+1) is dropped as it never changes a ranking. Postings
 store a code into a per-segment table of distinct (tf, dl) pairs, so a change of avgdl
 only recomputes those small tables and scores stay exact (equal to a from-scratch build)
-after any adds and removes. Per-posting impacts are precomputed lazily once enough
-searches ran on unchanged statistics (see ``search``). A query is one vectorised
-scatter-add of its terms' postings into a dense score array, then a top-k selection
-above a cheap lower bound of the k-th score (no partition of all N scores).
+after any adds and removes.
+
+This module keeps the index's rows, vocabulary and segments under writes; a query is scored over
+its snapshot by ``bm25_search.py``, and ``bm25_files.py`` is its layout on disk.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
+from functools import partial
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -34,20 +33,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from calypso.retrieval.bm25_segments import (
-    _I64,
-    PostingFiles,
-    _Floats,
-    _Int32s,
-    _Int64s,
-    _merge,
-    _Params,
-    _Segment,
-    write_merged,
-)
-from calypso.retrieval.row_file import link_saved
+from calypso.retrieval import bm25_files
+from calypso.retrieval.bm25_files import Saved
+from calypso.retrieval.bm25_search import Snapshot, top_k
+from calypso.retrieval.bm25_segments import _I64, _Int32s, _Int64s, _merge, _Segment
 from calypso.text.languages import detect
-from calypso.text.tokenize import ANALYZER_VERSION, DEFAULT_ANALYZER
+from calypso.text.tokenize import DEFAULT_ANALYZER
 
 # Tuned on SciFact qrels/train.tsv (bench/retrieval_quality.py).
 DEFAULT_K1 = 1.2
@@ -62,49 +53,11 @@ _MAX_MERGED = 1 << 21
 _COMPILE_TOKENS = 1 << 20  # a bulk load compiles its pending rows every ~1M tokens (bounds the build's peak)
 _ADD_BATCH = 4096  # chunks analysed per locked append (bounds the Python term lists held at once)
 _COMPACT_MIN = 1024  # renumber rows once this many, and a quarter of them, are dead
-_DIRECT_TOPK_ROWS = 1 << 15  # below this, top-k takes all positive rows (no k-th bound)
 _LANGUAGE_SAMPLE = 8  # detect the language of one passage in this many (for query_language)
-_FILE_POSTINGS_MIN = 1 << 16  # a saved segment with fewer postings is loaded into memory, not read from its files
-_FILE_FORMAT = 1  # of save/load; bump when the layout of the files changes
 
 # (chunk_key, text), (chunk_key, text, terms) or (chunk_key, text, terms, language): terms already analyzed
 # (e.g. stored) skip tokenising; their text may then be "" (the language, when given, is the passage's).
 Chunks = Sequence[tuple[int, str] | tuple[int, str, list[str] | None] | tuple[int, str, list[str] | None, str | None]]
-
-
-# What ``save`` wrote: one group of segments a saved segment, in order (more than one: merged on the way).
-Saved = tuple[tuple[_Segment, ...], ...]
-
-
-def _written_as_one(segs: Sequence[_Segment]) -> int:
-    """Where the run of segments ``save`` writes as one segment starts: the newest ones, held in memory, and the
-    saved ones before them while each is under ``_MERGE_RATIO`` times the run so far."""
-    start = len(segs)
-    while start and segs[start - 1].files is None:
-        start -= 1
-    if start == len(segs):
-        return start  # nothing new: every segment is linked
-    size = sum(s.n_postings for s in segs[start:])
-    while start and segs[start - 1].n_postings < _MERGE_RATIO * size:
-        start -= 1
-        size += segs[start].n_postings
-    return start
-
-
-def _open_segment(directory: Path, i: int, row_start: int) -> _Segment:
-    """Segment ``i`` of a saved index, its arrays mapped and its postings read from the files; a small one is read
-    into memory whole (it costs under 0.7 MB, and keeps no files open: a namespace's large segments hold three)."""
-    files = PostingFiles(directory / f"seg{i}")
-    if files.n_postings < _FILE_POSTINGS_MIN:
-        files.close()
-        fields = {name: np.load(files.path(name), allow_pickle=False) for name in _Segment._ARRAYS}
-        return _Segment(row_start, **fields)
-    # Plain ndarrays over the mappings: every slice of an ``np.memmap`` builds another memmap
-    # (``__array_finalize__``), about 80 slices and 0.2 ms a search at 200k passages.
-    fields = {
-        name: np.asarray(np.load(files.path(name), mmap_mode="r", allow_pickle=False)) for name in _Segment._ARRAYS
-    }
-    return _Segment(row_start, files=files, **fields)
 
 
 class _Vocab(dict[str, int]):
@@ -113,84 +66,6 @@ class _Vocab(dict[str, int]):
     def __missing__(self, term: str) -> int:
         tid = self[term] = len(self)
         return tid
-
-
-# rows, codes, lut of one posting list; or rows, impacts, None once precomputed
-# (the middle array's dtype depends on the third item, which the type cannot express)
-_Slice = tuple[_Int32s, NDArray[Any], _Floats | None]
-_TINY = float(np.finfo(np.float32).tiny)
-
-
-def _scatter(scores: _Floats, plists: list[list[_Slice]], coefs: list[float]) -> None:
-    """scores[rows] += coef * lut[codes] (or coef * impacts) over all the terms' postings.
-    One add.at over concatenated postings: its per-call overhead dominates short lists."""
-    items = [(sl, np.float32(c)) for pl, c in zip(plists, coefs) for sl in pl]
-    w = np.empty(sum(len(sl[0]) for sl, _ in items), np.float32)
-    o = 0
-    for (rows, src, lut), c in items:
-        e = o + len(rows)
-        if lut is None:  # precomputed impacts
-            np.multiply(src, c, out=w[o:e])
-        else:
-            # Codes are always in range: "clip" skips the bounds check ("raise" costs 1.7x: 0.77 against
-            # 0.45 ms for 500k postings). Scaling the small table first saves a pass over the postings.
-            (lut * c if len(src) > len(lut) else lut).take(src, out=w[o:e], mode="clip")
-            if len(src) <= len(lut):
-                w[o:e] *= c
-        o = e
-    if items:
-        np.add.at(scores, np.concatenate([sl[0] for sl, _ in items]), w)
-
-
-def _lookup(scores: _Floats, plist: list[_Slice], coef: float, cand: _Int32s) -> None:
-    """Add one term's contribution to the (sorted, distinct, int32) ``cand`` rows only:
-    binary search in the ascending posting rows instead of touching every posting."""
-    for rows, codes, lut in plist:
-        pos = np.searchsorted(rows, cand)
-        pos[pos == len(rows)] = 0
-        hit = rows[pos] == cand
-        if hit.any():
-            w = codes[pos[hit]] if lut is None else lut.take(codes[pos[hit]], mode="clip")
-            scores[cand[hit]] += w * np.float32(coef)
-
-
-def _kth_lower_bound(scores: _Floats, rows_lists: list[_Int32s], k: int) -> float:
-    """A lower bound on the k-th best score: the k-th best distinct row among the given
-    posting rows. A row occurs at most once per list, so the k*m best of m lists' entries
-    hold at least k distinct rows. (-x partitions: numpy is slow on many equal maxima.)"""
-    rows = np.concatenate(rows_lists) if len(rows_lists) > 1 else rows_lists[0]
-    kk = k * len(rows_lists)
-    if len(rows) < kk:
-        return 0.0
-    best = np.argpartition(-scores[rows], kk - 1)[:kk]
-    u = np.unique(rows[best])
-    return float(-np.partition(-scores[u], k - 1)[k - 1]) if len(u) >= k else 0.0
-
-
-class _Snapshot:
-    """What a search reads: immutable, swapped in whole under the writer lock."""
-
-    __slots__ = ("dead", "df", "docs", "impacts", "luts", "n_live", "n_rows", "paid", "params", "row_key", "segs")
-
-    def __init__(
-        self,
-        *,
-        segs: tuple[_Segment, ...],
-        df: _Int64s,
-        n_live: int,
-        luts: tuple[_Floats, ...],
-        n_rows: int,
-        row_key: _Int64s,
-        dead: _Int64s | None,
-        docs: dict[int, tuple[int, int]],
-        params: _Params,
-        paid: list[int],
-        impacts: list[_Floats | None],
-    ) -> None:
-        self.segs, self.df, self.n_live, self.luts, self.n_rows = segs, df, n_live, luts, n_rows
-        self.row_key, self.dead, self.docs, self.params = row_key, dead, docs, params
-        self.paid = paid  # postings looked up through each segment's lut (mutated by searches)
-        self.impacts = impacts  # per segment: precomputed impacts, filled in by searches
 
 
 class BM25Index:
@@ -240,7 +115,7 @@ class BM25Index:
         self._pending: list[_Int32s] = []  # term-id streams of the pending rows
         self._dead: list[_Int64s] = []  # removed rows that are still in segments
         self._n_dead = 0  # dead rows in the row tables (compaction trigger)
-        self._snap: _Snapshot | None = None
+        self._snap: Snapshot | None = None
 
     def set_params(self, k1: float, b: float) -> None:
         """Change k1/b in place (only the small per-segment tables are recomputed)."""
@@ -346,7 +221,7 @@ class BM25Index:
         self._snap = None  # pending rows are simply skipped when compiled
 
     # --------------------------------------------------------------- compiling
-    def _snapshot(self) -> _Snapshot:
+    def _snapshot(self) -> Snapshot:
         snap = self._snap
         if snap is not None:
             return snap
@@ -359,7 +234,7 @@ class BM25Index:
                 dead = np.concatenate(self._dead) if self._dead else None
                 self._dead = [dead] if dead is not None else []
                 params = (self.k1, self.b, avgdl)
-                self._snap = _Snapshot(
+                self._snap = Snapshot(
                     segs=tuple(self._segs),
                     df=self._df.copy(),
                     n_live=self._n_live,
@@ -453,57 +328,7 @@ class BM25Index:
                 qtf[tid] = qtf.get(tid, 0) + 1
         if not qtf:
             return []
-        tids = np.fromiter(qtf, _I64, len(qtf))
-        df = snap.df[tids].astype(np.float64)
-        idf = np.log1p((snap.n_live - df + 0.5) / (df + 0.5))
-        coef = (idf * np.fromiter(qtf.values(), np.float64, len(qtf))).astype(np.float32)
-        # Posting slices of each query term: one (rows, codes, lut) per segment holding it.
-        plists: list[list[_Slice]] = [[] for _ in range(len(tids))]
-        for si, (seg, lut) in enumerate(zip(snap.segs, snap.luts)):
-            if not seg.n_postings:
-                continue
-            pos = np.searchsorted(seg.terms, tids)
-            pos[pos >= len(seg.terms)] = 0
-            hit = np.flatnonzero(seg.terms[pos] == tids)
-            ptr = seg.indptr
-            imp = snap.impacts[si]
-            for i, a, e in zip(hit.tolist(), ptr[pos[hit]].tolist(), ptr[pos[hit] + 1].tolist()):
-                if imp is not None:
-                    plists[i].append((seg.rows[a:e], imp[a:e], None))
-                else:  # a segment read from files copies its slices from the page cache, for this search only
-                    plists[i].append((*seg.postings(a, e), lut))
-                    snap.paid[si] += e - a
-            # Ski rental: once lookups through the (tf, dl) table have cost as much as precomputing every
-            # posting's impact for these statistics, precompute it (in memory: not for a segment read from files).
-            if imp is None and seg.files is None and snap.paid[si] > seg.n_postings:
-                impacts = snap.impacts[si] = lut.take(seg.codes, mode="clip")
-                seg.impact = (snap.params, impacts)
-        scores = np.zeros(snap.n_rows, np.float32)
-        if snap.dead is not None:
-            scores[snap.dead] = -np.inf  # tombstones never reach a positive score
-        if doc_keys is None:
-            _scatter(scores, plists, coef.tolist())
-            if snap.n_rows <= _DIRECT_TOPK_ROWS:  # small: every positive row is a cheap candidate
-                return self._top(scores, np.flatnonzero(scores > 0), k, snap.row_key)
-            # Bound the k-th score from the rarest terms' rows, then select above it: a
-            # dense compare is far cheaper than partitioning all N (mostly zero) scores.
-            probe: list[_Int32s] = []
-            for i in np.argsort(-coef, kind="stable").tolist():
-                probe.extend(r for r, _, _ in plists[i])
-                if sum(map(len, probe)) >= 4 * k:
-                    break
-            theta = _kth_lower_bound(scores, probe, k) if probe else 0.0
-            cand: NDArray[np.integer[Any]] = np.flatnonzero(scores >= max(theta, _TINY))
-        else:
-            cand = self._doc_rows(snap.docs, doc_keys, snap.n_rows)
-            n_post = sum(len(r) for pl in plists for r, _, _ in pl)
-            if len(cand) * len(plists) * 4 < n_post:  # few allowed rows: look them up
-                for pl, c in zip(plists, coef.tolist()):
-                    _lookup(scores, pl, c, cand)
-            else:
-                _scatter(scores, plists, coef.tolist())
-            cand = cand[scores[cand] > 0]
-        return self._top(scores, cand, k, snap.row_key)
+        return top_k(snap, qtf, k, doc_keys)
 
     def max_score(self, query: str) -> float:
         """A score no chunk reaches for ``query``: the sum of its terms' idf, each times its count in the query.
@@ -521,27 +346,6 @@ class BM25Index:
                 total += math.log1p((snap.n_live - df + 0.5) / (df + 0.5))
         return total
 
-    @staticmethod
-    def _top(scores: _Floats, cand: NDArray[np.integer[Any]], k: int, row_key: _Int64s) -> list[tuple[int, float]]:
-        vals = scores[cand]
-        if len(cand) > 4 * k:  # keep every tie of the k-th value, then sort exactly
-            sel = vals >= -np.partition(-vals, k - 1)[k - 1]  # (-x: fast with many ties)
-            cand, vals = cand[sel], vals[sel]
-        order = np.lexsort((cand, -vals))[:k]
-        return list(zip(row_key[cand[order]].tolist(), vals[order].astype(float).tolist()))
-
-    @staticmethod
-    def _doc_rows(docs: dict[int, tuple[int, int]], doc_keys: Collection[int], n_rows: int) -> _Int32s:
-        # The snapshot's doc map: compaction swaps in a new dict, so row numbers match.
-        spans = sorted(s for s in map(docs.get, set(doc_keys)) if s and s[0] < n_rows)
-        if not spans:
-            return np.zeros(0, np.int32)
-        starts = np.fromiter((s[0] for s in spans), _I64, len(spans))
-        counts = np.fromiter((s[1] for s in spans), _I64, len(spans))
-        offs = np.repeat(starts - np.cumsum(counts) + counts, counts)
-        rows = offs + np.arange(int(counts.sum()), dtype=_I64)
-        return rows[rows < n_rows].astype(np.int32)  # int32 like posting rows (searchsorted)
-
     # ------------------------------------------------------------ persisting
     def __contains__(self, doc_key: object) -> bool:
         """Whether a document (by key) is indexed."""
@@ -553,7 +357,7 @@ class BM25Index:
 
         A segment read from an earlier save's files is hard-linked from them (they never change) where it can
         be. The segments held in memory (the newest) are written as one, with the older ones while those are
-        smaller than ``_MERGE_RATIO`` times them (``_written_as_one``): a built index is saved as a single
+        smaller than ``_MERGE_RATIO`` times them (``bm25_files.saved_groups``): a built index is saved as a single
         segment, which a search reads with one ``pread`` a term, and each posting is rewritten a logarithmic
         number of times over the index's life.
 
@@ -573,12 +377,9 @@ class BM25Index:
                 "docs": np.array([(d, s, c) for d, (s, c) in self._docs.items()], _I64).reshape(-1, 3),
             }
             segs = list(self._segs)  # immutable: written outside the lock
-            one = _written_as_one(segs)
-            groups: Saved = tuple((seg,) for seg in segs[:one]) + ((tuple(segs[one:]),) if one < len(segs) else ())
+            groups = bm25_files.saved_groups(segs, _MERGE_RATIO)
             vocab = list(self._vocab)  # insertion order is term id order
             manifest = {
-                "format": _FILE_FORMAT,
-                "analyzer": ANALYZER_VERSION,
                 "k1": self.k1,
                 "b": self.b,
                 "n_rows": n,
@@ -589,34 +390,13 @@ class BM25Index:
                 "seen": self._seen,
                 "meta": meta or {},
             }
-        directory.mkdir(parents=True, exist_ok=True)
-        for name, array in tables.items():
-            np.save(directory / f"{name}.npy", array)
-        for i, group in enumerate(groups):
-            for name in _Segment._ARRAYS:
-                (directory / f"seg{i}.{name}.npy").unlink(missing_ok=True)
-            if len(group) > 1:
-                write_merged(group, directory / f"seg{i}")
-                continue
-            seg = group[0]
-            for name in _Segment._ARRAYS:
-                target = directory / f"seg{i}.{name}.npy"
-                if seg.files is None or not link_saved(seg.files.path(name), target):
-                    np.save(target, getattr(seg, name))
-        (directory / "vocab.txt").write_text("\n".join(vocab), encoding="utf-8")
-        (directory / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-        for path in directory.iterdir():  # on disk before anyone points at it
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        bm25_files.write(directory, tables, groups, vocab, manifest)
         return groups
 
     def settle(self, directory: Path, saved: Saved) -> None:
         """After ``save(directory)`` is committed: search the saved segments from its files instead of memory
         (those not merged away since), so a built index lets go of its postings and the older snapshot can go."""
-        opened = [_open_segment(directory, i, group[0].row_start) for i, group in enumerate(saved)]
+        opened = [bm25_files.open_segment(directory, i, group[0].row_start) for i, group in enumerate(saved)]
         with self._lock:
             segs = self._segs
             for group, seg in zip(saved, opened):
@@ -629,8 +409,7 @@ class BM25Index:
     @staticmethod
     def manifest(directory: Path) -> dict[str, Any]:
         """The manifest ``save`` wrote (with the caller's ``meta``); OSError/ValueError when unreadable."""
-        manifest: dict[str, Any] = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
-        return manifest
+        return bm25_files.read_manifest(directory)
 
     @classmethod
     def load(cls, directory: Path) -> BM25Index:
@@ -640,16 +419,11 @@ class BM25Index:
         Raises ValueError when the files come from another format or analyzer version
         (build afresh then), OSError when they are missing.
         """
-        manifest = cls.manifest(directory)
-        if manifest.get("format") != _FILE_FORMAT or manifest.get("analyzer") != ANALYZER_VERSION:
-            raise ValueError(f"index files in {directory} are of another format or analyzer version")
-
-        def array(name: str) -> NDArray[Any]:
-            return np.asarray(np.load(directory / f"{name}.npy", allow_pickle=False))
-
+        manifest = bm25_files.read_manifest(directory)
+        bm25_files.check_version(directory, manifest)
+        array = partial(bm25_files.read_array, directory)
         index = cls(k1=manifest["k1"], b=manifest["b"])
-        vocab_text = (directory / "vocab.txt").read_text(encoding="utf-8")
-        index._vocab.update((t, i) for i, t in enumerate(vocab_text.split("\n") if vocab_text else ()))
+        index._vocab.update((t, i) for i, t in enumerate(bm25_files.read_vocab(directory)))
         n = int(manifest["n_rows"])
         # Row tables are written in place by adds and removes: in memory (13 bytes a row).
         index._row_key, index._row_len, index._row_live = array("row_key"), array("row_len"), array("row_live")
@@ -661,7 +435,9 @@ class BM25Index:
         index._n_live, index._total_len = int(manifest["n_live"]), int(manifest["total_len"])
         index._languages.update(manifest.get("languages", {}))
         index._seen = int(manifest.get("seen", 0))
-        index._segs = [_open_segment(directory, i, int(row_start)) for i, row_start in enumerate(manifest["segments"])]
+        index._segs = [
+            bm25_files.open_segment(directory, i, int(row_start)) for i, row_start in enumerate(manifest["segments"])
+        ]
         dead = np.flatnonzero(~index._row_live)
         index._dead = [dead] if len(dead) else []
         index._n_dead = len(dead)
