@@ -17,7 +17,7 @@ MAX_LINES = 600  # any module
 MAX_SURFACE_LINES = 300  # a route or a translator: a wire format turned into service calls and back
 # The lower packages: parts the services use; they never reach up to a service, a surface or a store.
 LOWER = ("citations", "ingest", "retrieval", "embeddings", "generation", "text", "dialects")
-SURFACES = ("calypso.api", "calypso.grpc_api", "calypso.cli", "calypso.cli_remote", "calypso.cli_progress")
+SURFACES = ("calypso.api", "calypso.grpc_api", "calypso.cli")
 
 
 def _modules() -> dict[str, Path]:

@@ -180,7 +180,7 @@ def test_search_and_ask_on_an_empty_knowledge_base_say_where_they_looked(tmp_pat
 
 
 def test_serve_says_which_languages_the_vectors_cover(minilm) -> None:  # type: ignore[no-untyped-def]
-    from calypso.cli import search_summary
+    from calypso.banner import search_summary
 
     assert "minilm-l6-v2-int8's vectors for en" in search_summary(minilm)
     assert "keywords" in search_summary(None)

@@ -11,7 +11,7 @@ from pptx import Presentation
 from pptx.util import Inches
 from tests_support import WAIT
 
-from calypso.cli_progress import extent
+from calypso.cli.progress import extent
 
 MORE = "ingestion-docs-more"
 HEADER = "| Zone | Revenue 2023 | Margin |"

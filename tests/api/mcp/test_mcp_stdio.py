@@ -18,7 +18,7 @@ from mcp_support import Secured, ingest_alps
 from tests_support import REPO, LiveServer, free_port
 
 from calypso.api.app import create_app
-from calypso.cli_remote import write_record
+from calypso.cli.remote import write_record
 from calypso.config import Settings
 from calypso.services import open_services
 
