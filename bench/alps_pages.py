@@ -81,7 +81,7 @@ def main() -> None:
             first = first_start = top5 = 0
             for r in rows:
                 gold = set(r["gold_pdf_pages"])
-                passages = searcher.search(r["question"], max_results=5, ranking=ranking)
+                passages = searcher.search(r["question"], searcher.scope(max_results=5, ranking=ranking))
                 hits = [on_gold(p, gold) for p in passages]
                 first += bool(hits[:1] and hits[0])
                 first_start += bool(passages and passages[0].chunk.page_start in gold)

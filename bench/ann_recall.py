@@ -107,7 +107,7 @@ def scifact_quality(home: Path, queries: dict[str, str], qrels: dict) -> dict:
         services = open_home(home, ann_min)
         try:
             searcher = services.search
-            searcher.search("warm up", NAMESPACE)
+            searcher.search("warm up", searcher.scope(NAMESPACE))
             vectors = searcher.vectors(NAMESPACE, DEFAULT_WORKSPACE)
             assert vectors is not None
             graph = vectors.wait_for_graph(timeout=600)
@@ -116,7 +116,7 @@ def scifact_quality(home: Path, queries: dict[str, str], qrels: dict) -> dict:
                 run = {}
                 for q in qrels:
                     ids: list[str] = []
-                    for p in searcher.search(queries[q], NAMESPACE, max_results=100, ranking=ranking):
+                    for p in searcher.search(queries[q], searcher.scope(NAMESPACE, max_results=100, ranking=ranking)):
                         doc_id = p.document.filename.removesuffix(".txt")
                         if doc_id not in ids:
                             ids.append(doc_id)

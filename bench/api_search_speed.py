@@ -96,11 +96,11 @@ def measure(label: str, passages: list[str], queries: list[str], port: int) -> N
                 stop(process)
 
         services = open_services(Settings(home=home))
-        services.search.search(queries[0])
+        services.search.search(queries[0], services.search.scope())
         inproc_ms = []
         for query in queries:
             t0 = time.perf_counter()
-            services.search.search(query, max_results=10)
+            services.search.search(query, services.search.scope(max_results=10))
             inproc_ms.append((time.perf_counter() - t0) * 1000)
         services.close()
 
@@ -122,17 +122,17 @@ def feed_cost(passages: list[str], queries: list[str]) -> None:
             build_home(Path(tmp), passages, url)
             services = open_services(Settings(home=Path(tmp), database_url=url))
             searcher, store = services.search, services.storage.feed
-            searcher.search(queries[0])
+            searcher.search(queries[0], searcher.scope())
             position = store.change_position()
             feed_ms, search_ms, both_ms = [], [], []
             for query in queries:
                 t0 = time.perf_counter()
                 store.changes_since(position, 1000)
                 t1 = time.perf_counter()
-                searcher.search(query, max_results=10)
+                searcher.search(query, searcher.scope(max_results=10))
                 t2 = time.perf_counter()
                 services.search.catch_up()
-                searcher.search(query, max_results=10)
+                searcher.search(query, searcher.scope(max_results=10))
                 t3 = time.perf_counter()
                 feed_ms.append((t1 - t0) * 1000)
                 search_ms.append((t2 - t1) * 1000)
@@ -145,7 +145,7 @@ def feed_cost(passages: list[str], queries: list[str]) -> None:
                 t0 = time.perf_counter()
                 writer.ingestion.ingest(Upload(f"A passage about {word}.".encode(), f"{word}.txt"))
                 t1 = time.perf_counter()
-                while not searcher.search(word):
+                while not searcher.search(word, searcher.scope()):
                     time.sleep(0.0005)
                 lag_ms.append((time.perf_counter() - t1) * 1000)
             writer.close()

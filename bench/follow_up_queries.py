@@ -52,7 +52,7 @@ def gain(root: Path) -> None:
                         {"role": "user", "content": follow_up},
                     ]
                     for query, bucket in ((follow_up, "alone"), (search_query(conversation, _text), "combined")):
-                        passages = services.search.search(query, max_results=1, ranking=KEYWORD)
+                        passages = services.search.search(query, services.search.scope(max_results=1, ranking=KEYWORD))
                         hit = bool(passages) and bool(
                             gold & set(range(passages[0].chunk.page_start, passages[0].chunk.page_end + 1))
                         )

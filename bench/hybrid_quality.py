@@ -153,13 +153,19 @@ def latency(searcher, queries: list[str]) -> dict:  # type: ignore[no-untyped-de
         return (time.perf_counter() - t) * 1000
 
     for q in ["warm up the index and the model", "a second warm-up query"]:
-        searcher.search(q, NAMESPACE, max_results=10)
+        searcher.search(q, searcher.scope(NAMESPACE, max_results=10))
     times: dict[str, list[float]] = {"hybrid, query embedded": [], "keyword only": [], "hybrid, vector memoised": []}
     load_before = loadavg()
     for q in queries:
-        times["hybrid, query embedded"].append(timed(lambda q=q: searcher.search(q, NAMESPACE, max_results=10)))
-        times["keyword only"].append(timed(lambda q=q: searcher.search(q, NAMESPACE, max_results=10, ranking=keyword)))
-        times["hybrid, vector memoised"].append(timed(lambda q=q: searcher.search(q, NAMESPACE, max_results=10)))
+        times["hybrid, query embedded"].append(
+            timed(lambda q=q: searcher.search(q, searcher.scope(NAMESPACE, max_results=10)))
+        )
+        times["keyword only"].append(
+            timed(lambda q=q: searcher.search(q, searcher.scope(NAMESPACE, max_results=10, ranking=keyword)))
+        )
+        times["hybrid, vector memoised"].append(
+            timed(lambda q=q: searcher.search(q, searcher.scope(NAMESPACE, max_results=10)))
+        )
     out = {}
     print(
         f"\nsearch latency, {len(queries)} SciFact claims, k=10 (load average before {load_before}, after {loadavg()})"
@@ -185,7 +191,7 @@ def quality(searcher, queries: dict[str, str], qrels: dict) -> dict:  # type: ig
         run = {}
         for q in qrels:
             ids: list[str] = []
-            for p in searcher.search(queries[q], NAMESPACE, max_results=100, ranking=ranking):
+            for p in searcher.search(queries[q], searcher.scope(NAMESPACE, max_results=100, ranking=ranking)):
                 doc_id = p.document.filename.removesuffix(".txt")
                 if doc_id not in ids:
                     ids.append(doc_id)
@@ -219,7 +225,7 @@ def alps(work: Path) -> dict:
             misses = []
             for r in rows:
                 gold = set(r["gold_pdf_pages"])
-                passages = searcher.search(r["question"], max_results=5, ranking=ranking)
+                passages = searcher.search(r["question"], searcher.scope(max_results=5, ranking=ranking))
                 hits = [bool(gold & set(range(p.chunk.page_start, p.chunk.page_end + 1))) for p in passages]
                 first += bool(hits[:1] and hits[0])
                 first_start += bool(passages and passages[0].chunk.page_start in gold)

@@ -77,7 +77,9 @@ def _digests(services: object, home: Path, claims: list[str]) -> tuple[str, str]
     found = hashlib.sha256()
     search = services.search  # type: ignore[attr-defined]
     for claim in claims:
-        for passage in search.search(claim, "scifact", max_results=10, ranking=RankingOptions(embedding_weight=0)):
+        for passage in search.search(
+            claim, search.scope("scifact", max_results=10, ranking=RankingOptions(embedding_weight=0))
+        ):
             found.update(f"{passage.document.filename}:{passage.chunk.chunk_index}:{passage.score:.6f}|".encode())
     return stored.hexdigest()[:16], found.hexdigest()[:16]
 

@@ -86,7 +86,7 @@ def search_chinese(pdf: Path, pages: list[dict], show: bool) -> None:
             for namespace in ("text", "scan"):
                 first = 0
                 for question, gold in asked:
-                    found = services.search.search(question, namespace, max_results=1)
+                    found = services.search.search(question, services.search.scope(namespace, max_results=1))
                     if not found:
                         continue
                     hit = found[0]

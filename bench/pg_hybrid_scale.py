@@ -147,14 +147,14 @@ def in_process(
         vectors.ef_search = sweep[0][2]
         keyword = RankingOptions(embedding_weight=0)
         for q in queries[:20]:
-            search.search(q, NAMESPACE, max_results=K)
+            search.search(q, search.scope(NAMESPACE, max_results=K))
         times, keyword_times = [], []
         for q in queries[20:]:
             t = time.perf_counter()
-            search.search(q, NAMESPACE, max_results=K)
+            search.search(q, search.scope(NAMESPACE, max_results=K))
             times.append((time.perf_counter() - t) * 1000)
             t = time.perf_counter()
-            search.search(q, NAMESPACE, max_results=K, ranking=keyword)
+            search.search(q, search.scope(NAMESPACE, max_results=K, ranking=keyword))
             keyword_times.append((time.perf_counter() - t) * 1000)
         out["hybrid_p50"], out["hybrid_p99"] = percentile(times, 50), percentile(times, 99)
         out["keyword_p50"] = percentile(keyword_times, 50)
@@ -165,7 +165,7 @@ def in_process(
         for i, q in enumerate(queries):
             for name, ranking in (("hybrid", None), ("keyword", keyword)):
                 t = time.perf_counter()
-                search.search(q, NAMESPACE, document_ids=ids, max_results=K, ranking=ranking)
+                search.search(q, search.scope(NAMESPACE, document_ids=ids, max_results=K, ranking=ranking))
                 if i >= 20:
                     filtered[name].append((time.perf_counter() - t) * 1000)
         out["hybrid_filtered_p50"] = percentile(filtered["hybrid"], 50)

@@ -135,7 +135,7 @@ def in_process(settings: Settings, queries: list[str], bm25s: Worker | None) -> 
             index.search(q, k=10)
 
         def full(q: str) -> None:
-            searcher.search(q, NAMESPACE, max_results=10)
+            searcher.search(q, searcher.scope(NAMESPACE, max_results=10))
 
         for q in queries[:20]:  # warm: compile segments, fill caches
             index_only(q)
@@ -237,17 +237,17 @@ def hybrid_in_process(settings: Settings, queries: list[str]) -> dict:
         model_load_s = time.perf_counter() - t0
         keyword = RankingOptions(embedding_weight=0)
         for q in queries[:20]:  # warm; these are timed again below with their vectors memoised
-            searcher.search(q, NAMESPACE, max_results=10)
-            searcher.search(q, NAMESPACE, max_results=10, ranking=keyword)
+            searcher.search(q, searcher.scope(NAMESPACE, max_results=10))
+            searcher.search(q, searcher.scope(NAMESPACE, max_results=10, ranking=keyword))
         times: dict[str, list[float]] = {"hybrid": [], "keyword": [], "vectors": [], "embed": []}
         query_model = query_embedder(embedder)  # the session a search embeds its query with
         found_by_query = []
         for q in queries[20:]:
             t = time.perf_counter()
-            searcher.search(q, NAMESPACE, max_results=10)  # first time: embeds q
+            searcher.search(q, searcher.scope(NAMESPACE, max_results=10))  # first time: embeds q
             times["hybrid"].append((time.perf_counter() - t) * 1000)
             t = time.perf_counter()
-            searcher.search(q, NAMESPACE, max_results=10, ranking=keyword)
+            searcher.search(q, searcher.scope(NAMESPACE, max_results=10, ranking=keyword))
             times["keyword"].append((time.perf_counter() - t) * 1000)
             qv = searcher.query_vector(q)  # memoised by the hybrid search above
             t = time.perf_counter()

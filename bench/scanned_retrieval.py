@@ -85,7 +85,7 @@ def main() -> None:
                 first = top5 = 0
                 for r in rows:
                     gold = set(r["gold_pdf_pages"])
-                    passages = services.search.search(r["question"], namespace, max_results=5)
+                    passages = services.search.search(r["question"], services.search.scope(namespace, max_results=5))
                     hits = [on_gold(p, gold) for p in passages]
                     first += bool(hits[:1] and hits[0])
                     top5 += any(hits)

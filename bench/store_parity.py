@@ -57,7 +57,7 @@ def through_service(
     run = {
         q: [
             p.document.filename.removesuffix(".txt")
-            for p in services.search.search(queries[q], NAMESPACE, max_results=100)
+            for p in services.search.search(queries[q], services.search.scope(NAMESPACE, max_results=100))
         ]
         for q in qrels
     }

@@ -78,7 +78,7 @@ def test_demo_knowledge_base_answers_a_question(kb, searcher) -> None:
 
     assert ingest_demo(kb) == 3
     assert ingest_demo(kb) == 0  # already there
-    passages = searcher.search("refund within 30 days of purchase", max_results=1)
+    passages = searcher.search("refund within 30 days of purchase", searcher.scope(max_results=1))
     assert passages[0].document.filename == "refund_policy_2026.md"
 
 

@@ -324,7 +324,7 @@ def test_document_restricted_bot_never_cites_an_excluded_document(settings: Sett
     privacy = kb.ingest(Upload((docs / "github-general-privacy-statement.md").read_bytes(), "privacy.md")).document
     terms = kb.ingest(Upload((docs / "github-terms-of-service.md").read_bytes(), "terms.md")).document
     # The test only proves something if the best passage sits in the excluded document.
-    best = services.search.search(QUESTION, max_results=settings.passage_count)
+    best = services.search.search(QUESTION, services.search.scope(max_results=settings.passage_count))
     assert best[0].document.id == privacy.id
 
     server, _ = start(services)

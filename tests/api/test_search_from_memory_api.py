@@ -29,7 +29,7 @@ def test_searches_from_memory_find_chinese_word_and_english_slides(http, kb, sea
     first = {q: http.post("/v1/search", json={"query": q}).json() for q in queries}  # loads the index (a thread)
     for query, filename in queries.items():
         # Keyword only (the tests' default) and the index loaded: the event loop on SQLite, a thread on PostgreSQL.
-        assert searcher.runs_from_memory(query) == (not searcher.settings.database_url)
+        assert searcher.runs_from_memory(query, searcher.scope()) == (not searcher.settings.database_url)
         again = http.post("/v1/search", json={"query": query}).json()
         assert again == first[query]
         assert again["data"] and again["data"][0]["filename"] == filename
@@ -63,7 +63,9 @@ def test_an_answers_second_turn_retrieves_from_memory_through_the_sdk(openai_cli
     first = openai_client.chat.completions.create(model="calypso-rag-agent", messages=messages)
     assert "礼品卡一律不予退款" in first.choices[0].message.content
     follow_up = "运费由谁承担？"
-    assert searcher.runs_from_memory(follow_up) == (not searcher.settings.database_url)  # the index is loaded
+    assert searcher.runs_from_memory(follow_up, searcher.scope()) == (
+        not searcher.settings.database_url
+    )  # the index is loaded
     messages += [{"role": "assistant", "content": first.choices[0].message.content}]
     messages += [{"role": "user", "content": follow_up}]
     second = openai_client.chat.completions.create(model="calypso-rag-agent", messages=messages)

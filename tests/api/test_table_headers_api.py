@@ -25,7 +25,7 @@ def test_rows_of_a_split_table_come_with_their_column_names(openai_client, http,
     assert holding and all("table_header" not in ours for ours in holding)  # the header is there already
 
     kb.ingest(Upload(path.read_bytes(), path.name))  # the default namespace, as the answer endpoints search it
-    passages = searcher.search("Beta Previews features still in development", max_results=10)
+    passages = searcher.search("Beta Previews features still in development", searcher.scope(max_results=10))
     shown = format_sources([p for p in passages if "[J. Beta Previews]" in p.chunk.text][:1])
     assert "table header (from above): | Section | What can you find there? |" in shown
 

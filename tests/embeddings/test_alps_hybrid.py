@@ -35,7 +35,7 @@ def alps(tmp_path: Path, data_dir: Path) -> Iterator[tuple[Services, list[dict]]
 def _first_on_gold_page(services: Services, rows: list[dict], ranking: RankingOptions | None) -> list[str]:
     hits = []
     for row in rows:
-        first = services.search.search(row["question"], max_results=1, ranking=ranking)[0].chunk
+        first = services.search.search(row["question"], services.search.scope(max_results=1, ranking=ranking))[0].chunk
         if set(row["gold_pdf_pages"]) & set(range(first.page_start, first.page_end + 1)):
             hits.append(row["qid"])
     return hits

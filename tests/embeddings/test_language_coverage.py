@@ -55,7 +55,7 @@ def _search(settings: Settings) -> list[float | None]:
         for n, text in enumerate(ZH):
             services.ingestion.ingest(Upload(text.encode(), f"zh{n}.txt", "general"))
         embed_all(services.vectors)
-        passages = services.search.search(QUESTION, "general")
+        passages = services.search.search(QUESTION, services.search.scope("general"))
         assert passages and "礼品卡" in passages[0].chunk.text
         return [p.vector_score for p in passages]
     finally:

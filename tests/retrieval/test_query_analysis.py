@@ -41,20 +41,20 @@ def test_ducks_are_answered_with_what_ducks_eat(kb, searcher) -> None:
         )
     )
     kb.ingest(Upload(b"# Diet\n\nDucks eat water plants, seeds, insects and small fish.\n", "diet.md"))
-    passages = searcher.search("What do ducks eat?")
+    passages = searcher.search("What do ducks eat?", searcher.scope())
     assert passages[0].document.filename == "diet.md"
 
 
 def test_demo_refund_deadline_ranks_the_30_day_passage_first(kb, searcher) -> None:
     ingest_demo(kb)
-    passages = searcher.search("How long do I have to ask for a refund?")
+    passages = searcher.search("How long do I have to ask for a refund?", searcher.scope())
     assert "within 30 days of purchase" in passages[0].chunk.text
 
 
 def test_scores_are_in_unit_range_and_keep_bm25_order(kb, searcher) -> None:
     ingest_demo(kb)
     for query in ("refund", "How long do I have to ask for a refund?", "office opening hours wifi password"):
-        passages = searcher.search(query, max_results=20)
+        passages = searcher.search(query, searcher.scope(max_results=20))
         assert passages
         assert all(0.0 <= p.score <= 1.0 for p in passages)
         raws = [p.keyword_score for p in passages]
@@ -65,12 +65,14 @@ def test_scores_are_in_unit_range_and_keep_bm25_order(kb, searcher) -> None:
 
 def test_score_threshold_drops_passages_below_it(kb, searcher) -> None:
     ingest_demo(kb)
-    every = searcher.search("refund store credit", max_results=20)
+    every = searcher.search("refund store credit", searcher.scope(max_results=20))
     cut = every[len(every) // 2].score
-    kept = searcher.search("refund store credit", max_results=20, ranking=RankingOptions(score_threshold=cut))
+    kept = searcher.search(
+        "refund store credit", searcher.scope(max_results=20, ranking=RankingOptions(score_threshold=cut))
+    )
     assert kept and all(p.score >= cut for p in kept)
     assert [p.chunk for p in kept] == [p.chunk for p in every if p.score >= cut]
-    assert searcher.search("refund store credit", ranking=RankingOptions(score_threshold=1.0)) == []
+    assert searcher.search("refund store credit", searcher.scope(ranking=RankingOptions(score_threshold=1.0))) == []
 
 
 def test_max_score_bounds_every_score() -> None:

@@ -34,7 +34,7 @@ def test_stale_terms_are_rewritten_and_search_works_throughout(settings: Setting
         store = services.storage.terms
         chunks = len(store.stale_terms(NO_VERSION, 0, 1000))
         assert chunks >= 2 and store.count_stale_terms(TermsReanalysis(store).current) == chunks
-        before = services.search.search("礼品卡可以退款吗", "general")
+        before = services.search.search("礼品卡可以退款吗", services.search.scope("general"))
         assert before and "礼品卡" in before[0].chunk.text
 
         reanalysis = TermsReanalysis(store, batch=2)
@@ -49,7 +49,7 @@ def test_stale_terms_are_rewritten_and_search_works_throughout(settings: Setting
                 if c.key == key
             )
             assert stored == encode_terms(*reversed(DEFAULT_ANALYZER.analyze(text)))
-        after = services.search.search("礼品卡可以退款吗", "general")
+        after = services.search.search("礼品卡可以退款吗", services.search.scope("general"))
         assert [(p.document.id, p.chunk.chunk_index) for p in after] == [
             (p.document.id, p.chunk.chunk_index) for p in before
         ]

@@ -69,8 +69,8 @@ def test_keyword_searchable_first_then_found_by_meaning(embedded: Services, raw:
     assert vectors.pending() == 3
     listed = [embedded.documents.get(i) for i in ids.values()]
     assert set(vectors.progress(listed).values()) == {0}
-    assert searcher.search(MEANING_ONLY, "hr") == []  # keywords alone find nothing
-    assert searcher.search("canteen lunch", "hr")[0].document.id == ids["canteen.txt"]
+    assert searcher.search(MEANING_ONLY, searcher.scope("hr")) == []  # keywords alone find nothing
+    assert searcher.search("canteen lunch", searcher.scope("hr"))[0].document.id == ids["canteen.txt"]
 
     assert embed_all(vectors) == 3
     assert vectors.pending() == 0
@@ -78,16 +78,18 @@ def test_keyword_searchable_first_then_found_by_meaning(embedded: Services, raw:
     kinds = [r[0] for r in raw.execute("SELECT kind FROM document_changes ORDER BY seq")]
     assert kinds.count("embedded") == 3
 
-    hits = searcher.search(MEANING_ONLY, "hr")
+    hits = searcher.search(MEANING_ONLY, searcher.scope("hr"))
     assert hits[0].document.id == ids["canteen.txt"]
     assert hits[0].keyword_score is None and hits[0].vector_score is not None and hits[0].vector_score > 0.3
     assert all(0.0 <= h.score <= 1.0 for h in hits)
-    assert searcher.search("How do volcanoes form?", "hr") == []  # nearest by vector is not a match by meaning
+    assert (
+        searcher.search("How do volcanoes form?", searcher.scope("hr")) == []
+    )  # nearest by vector is not a match by meaning
     # Keyword-only by weight: the vectors are not asked.
     keyword_only = RankingOptions(text_weight=1.0, embedding_weight=0.0)
-    assert searcher.search(MEANING_ONLY, "hr", ranking=keyword_only) == []
+    assert searcher.search(MEANING_ONLY, searcher.scope("hr", ranking=keyword_only)) == []
     # The threshold cuts on the fused score.
-    assert searcher.search(MEANING_ONLY, "hr", ranking=RankingOptions(score_threshold=0.99)) == [
+    assert searcher.search(MEANING_ONLY, searcher.scope("hr", ranking=RankingOptions(score_threshold=0.99))) == [
         h for h in hits if h.score >= 0.99
     ]
 
@@ -97,11 +99,11 @@ def test_another_process_sees_new_vectors(embedding_settings: Settings, embedded
     other_home = embedding_settings.home.parent / "other-home" if embedding_settings.database_url else None
     other = open_services(replace_settings(embedding_settings, home=other_home or embedding_settings.home))
     try:
-        assert other.search.search(MEANING_ONLY, "hr") == []
+        assert other.search.search(MEANING_ONLY, other.search.scope("hr")) == []
         ids = _ingest_all(embedded.ingestion)
         embed_all(embedded.vectors)
         other.search.catch_up()  # what its follower thread does within a second
-        assert other.search.search(MEANING_ONLY, "hr")[0].document.id == ids["canteen.txt"]
+        assert other.search.search(MEANING_ONLY, other.search.scope("hr"))[0].document.id == ids["canteen.txt"]
     finally:
         other.close()
 
@@ -111,12 +113,12 @@ def test_a_restart_loads_each_vector_once(embedding_settings: Settings, embedded
     # the feed's embedded changes before the vectors' load must not be applied again on top of it.
     searcher = embedded.search
     ids = _ingest_all(embedded.ingestion)
-    searcher.search("canteen lunch", "hr")  # the keyword index, before any vector
+    searcher.search("canteen lunch", searcher.scope("hr"))  # the keyword index, before any vector
     embed_all(embedded.vectors)
     embedded.close()
     again = open_services(embedding_settings)
     try:
-        assert again.search.search(MEANING_ONLY, "hr")[0].document.id == ids["canteen.txt"]
+        assert again.search.search(MEANING_ONLY, again.search.scope("hr"))[0].document.id == ids["canteen.txt"]
         vectors = again.search.vectors("hr")
         assert vectors is not None and len(vectors) == len(DOCS)
         assert vectors.rows == len(DOCS)  # rows held, live or dead: no document was removed and added again
@@ -143,7 +145,7 @@ def test_deleting_a_document_takes_its_vectors(embedded: Services, raw: RawDatab
     embed_all(embedded.vectors)
     embedded.documents.delete(ids["canteen.txt"])
     assert raw.scalar("SELECT COUNT(*) FROM chunk_embeddings") == 2
-    assert all(h.document.id != ids["canteen.txt"] for h in searcher.search(MEANING_ONLY, "hr"))
+    assert all(h.document.id != ids["canteen.txt"] for h in searcher.search(MEANING_ONLY, searcher.scope("hr")))
 
 
 def test_a_worker_that_lost_its_lease_stores_nothing(embedded: Services, raw: RawDatabase) -> None:
@@ -168,7 +170,7 @@ def test_reindex_drops_and_rebuilds_every_vector(embedded: Services, raw: RawDat
     assert raw.scalar("SELECT COUNT(*) FROM chunk_embeddings") == 0
     vectors.catch_up()
     assert embed_all(vectors) == 3
-    assert searcher.search(MEANING_ONLY, "hr")[0].document.id == ids["canteen.txt"]
+    assert searcher.search(MEANING_ONLY, searcher.scope("hr"))[0].document.id == ids["canteen.txt"]
 
 
 class EightDimensions:
@@ -210,7 +212,7 @@ def test_keyword_only_without_a_model(services: Services, settings: Settings, tm
     assert services.vectors.embedder is None  # CALYPSO_EMBEDDING_MODEL=none in the test environment
     doc = services.ingestion.ingest(Upload(DOCS["canteen.txt"].encode(), "canteen.txt", "hr")).document
     assert services.vectors.progress([doc]) == {}
-    assert services.search.search(MEANING_ONLY, "hr") == []
+    assert services.search.search(MEANING_ONLY, services.search.scope("hr")) == []
 
 
 def test_small_documents_are_embedded_together(embedded: Services) -> None:
@@ -222,7 +224,7 @@ def test_small_documents_are_embedded_together(embedded: Services) -> None:
     assert vectors.pending() == 0
     listed = [embedded.documents.get(i) for i in ids.values()]
     assert vectors.progress(listed) == {i: 1 for i in ids.values()}
-    assert searcher.search(MEANING_ONLY, "hr")[0].document.id == ids["canteen.txt"]
+    assert searcher.search(MEANING_ONLY, searcher.scope("hr"))[0].document.id == ids["canteen.txt"]
 
 
 def test_only_postgresql_offers_a_vector_search_of_its_own(settings: Settings) -> None:

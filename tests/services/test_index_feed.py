@@ -56,14 +56,14 @@ def _assert_same(index: BM25Index, expected: BM25Index) -> None:
 
 
 def _doc_ids(searcher: SearchService, query: str) -> set[str]:
-    return {p.document.id for p in searcher.search(query)}
+    return {p.document.id for p in searcher.search(query, searcher.scope())}
 
 
 def test_a_write_in_one_process_reaches_another_within_a_second(tmp_path: Path, database_url: str) -> None:
     # Two Services over one database, as two API processes have (SQLite: a second, non-exclusive opener).
     a, b = open_services(Settings(home=tmp_path)), open_services(Settings(home=tmp_path))
     a.ingestion.ingest(Upload(b"Harbour cranes are inspected every spring.", "cranes.txt"))
-    assert b.search.search("harbour cranes")  # B's index is built and following
+    assert b.search.search("harbour cranes", b.search.scope())  # B's index is built and following
     doc = a.ingestion.ingest(Upload(b"Lighthouse lamps are cleaned weekly.", "lamps.txt")).document
     assert _doc_ids(a.search, "lighthouse lamps") == {doc.id}  # a process reads its own write at once
     assert _within(1.0, lambda: _doc_ids(b.search, "lighthouse lamps") == {doc.id}) < 1.0
@@ -78,7 +78,7 @@ def test_a_write_in_one_process_reaches_another_within_a_second(tmp_path: Path, 
 def test_the_follower_survives_a_lost_connection(tmp_path: Path, database_url: str) -> None:
     a, b = open_services(Settings(home=tmp_path)), open_services(Settings(home=tmp_path / "b"))
     a.ingestion.ingest(Upload(b"Harbour cranes are inspected every spring.", "cranes.txt"))
-    assert b.search.search("harbour cranes")
+    assert b.search.search("harbour cranes", b.search.scope())
     _within(5.0, lambda: _listeners(database_url) >= 1)
     raw = RawDatabase(database_url, Path())
     # Every other connection of this database goes, the LISTEN one included (as when the server restarts).
@@ -194,7 +194,7 @@ def test_an_unusable_snapshot_is_rebuilt_from_the_store(tmp_path: Path, database
     (current / "seg0.rows.npy").write_bytes(b"torn")  # a crash mid-write of an older version, or a bad disk
     with caplog.at_level(logging.INFO, logger="calypso.index"):
         again = open_services(settings)
-        assert again.search.search("harbour cranes")
+        assert again.search.search("harbour cranes", again.search.scope())
     assert "unusable" in caplog.text and "built" in caplog.text
     again.close()
     # A snapshot of another database (the data directory's database was replaced) is not trusted either.
@@ -205,7 +205,9 @@ def test_an_unusable_snapshot_is_rebuilt_from_the_store(tmp_path: Path, database
     with caplog.at_level(logging.INFO, logger="calypso.index"):
         other = open_services(settings)
         other.ingestion.ingest(Upload(b"Lighthouse lamps are cleaned weekly.", "lamps.txt"))
-        assert [p.document.filename for p in other.search.search("harbour lighthouse")] == ["lamps.txt"]
+        assert [p.document.filename for p in other.search.search("harbour lighthouse", other.search.scope())] == [
+            "lamps.txt"
+        ]
     assert "another database" in caplog.text
     other.close()
 
@@ -226,12 +228,12 @@ def test_on_postgresql_a_built_index_is_searched_from_the_process_own_files(
     assert len(own) == 1 and (own[0] / "default" / "general" / "CURRENT").is_file()
     assert index.segment_count == 1 and all(seg.files is not None for seg in index._segs)
     _assert_same(index, _fresh(services))
-    assert [p.document.filename for p in services.search.search("起重机 检修")] == ["港口.txt"]
+    assert [p.document.filename for p in services.search.search("起重机 检修", services.search.scope())] == ["港口.txt"]
     services.ingestion.ingest(Upload(_text(rng, 3), "late.txt"))  # after the save: in memory until the next one
     _assert_same(index, _fresh(services))
 
     other = open_services(settings)  # a second API process on the same host: its own files, none of the first's
-    assert other.search.search("harbour crane")
+    assert other.search.search("harbour crane", other.search.scope())
     assert other.search.indexes.wait_saved(timeout=60)
     assert len([p for p in (tmp_path / "index-own").iterdir() if not p.name.startswith(".")]) == 2
     other.close()

@@ -116,7 +116,7 @@ def test_a_worker_killed_mid_job_leaves_it_to_another(
         assert raw.scalar("SELECT COUNT(*) FROM ingest_jobs") == 0
         added = raw.execute(f"SELECT kind FROM document_changes WHERE document_key = {key}")
         assert added == [("added",)]
-        assert services.search.search("harbour crane 42", "ops")  # searchable from the store
+        assert services.search.search("harbour crane 42", services.search.scope("ops"))  # searchable from the store
         # A graceful stop.
         second.send_signal(signal.SIGTERM)
         assert second.wait(30) == 0

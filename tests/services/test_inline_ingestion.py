@@ -59,7 +59,9 @@ def test_an_upload_is_stored_and_searchable_in_one_call(services: Services, raw:
     assert result.created and result.document.status == "completed"
     chunks = result.document.chunk_count
     assert _left(raw) == {"documents": 1, "pages": 1, "chunks": chunks, "ingest_jobs": 0, "added": 1}
-    assert [p.document.id for p in services.search.search("harbour crane", "ops")][:1] == [result.document.id]
+    assert [p.document.id for p in services.search.search("harbour crane", services.search.scope("ops"))][:1] == [
+        result.document.id
+    ]
     again = services.ingestion.ingest(Upload(UPLOADS[size], "crane.txt", "ops"))  # the same bytes: the stored document
     assert not again.created and again.document.id == result.document.id
     assert _left(raw)["documents"] == 1
@@ -200,6 +202,6 @@ def test_a_process_killed_mid_upload_leaves_nothing_or_a_job_the_restart_finishe
         document = services.ingestion.ingest(Upload(BIG, "crane.txt", "ops")).document
         assert document.status == "completed" and document.chunk_count > 1
         assert services.storage.jobs.jobs("default", [document.id]) == {}
-        assert services.search.search("harbour crane", "ops")
+        assert services.search.search("harbour crane", services.search.scope("ops"))
     finally:
         services.close()

@@ -17,7 +17,7 @@ TEXT = "\n\n".join(f"Paragraph {i} explains how the harbour crane number {i} is 
 
 def test_failure_midway_leaves_no_half_document(kb, searcher, settings, services) -> None:
     kb.ingest(Upload(b"The first document mentions a harbour crane once.", "first.txt"))
-    assert len(searcher.search("harbour crane")) == 1
+    assert len(searcher.search("harbour crane", searcher.scope())) == 1
     # A real database failure on the fourth chunk insert, inside the document's transaction.
     db = RawDatabase.of(settings)
     db.fail_chunk_insert(3)
@@ -28,7 +28,9 @@ def test_failure_midway_leaves_no_half_document(kb, searcher, settings, services
     assert db.scalar("SELECT COUNT(*) FROM chunks") == 1
     assert db.scalar("SELECT COUNT(*) FROM pages") == 1
     db.close()
-    assert [p.document.filename for p in searcher.search("harbour crane inspected", max_results=50)] == ["first.txt"]
+    assert [
+        p.document.filename for p in searcher.search("harbour crane inspected", searcher.scope(max_results=50))
+    ] == ["first.txt"]
     # And the same bytes can be ingested once the fault is gone.
     assert kb.ingest(Upload(TEXT.encode(), "second.txt")).created
 
@@ -44,10 +46,10 @@ def test_index_survives_restart(settings) -> None:
     doc = first.ingestion.ingest(Upload(TEXT.encode(), "cranes.txt", "port")).document
     first.close()
     second = open_services(settings)
-    hits = second.search.search("crane number 7", "port", max_results=3)
+    hits = second.search.search("crane number 7", second.search.scope("port", max_results=3))
     assert hits[0].document.id == doc.id and "crane number 7 " in hits[0].chunk.text
     second.documents.delete(doc.id)
-    assert second.search.search("crane number 7", "port") == []
+    assert second.search.search("crane number 7", second.search.scope("port")) == []
     second.close()
 
 
@@ -55,10 +57,10 @@ def test_namespaces_are_isolated_and_document_filter(kb, searcher) -> None:
     a = kb.ingest(Upload(b"Apples are harvested in autumn.", "a.txt", "fruit")).document
     b = kb.ingest(Upload(b"Apple trees bloom in spring.", "b.txt", "fruit")).document
     kb.ingest(Upload(b"Apples appear in this other namespace too.", "c.txt", "other"))
-    assert {p.document.id for p in searcher.search("apples", "fruit")} == {a.id, b.id}
-    assert [p.document.id for p in searcher.search("apples", "fruit", document_ids=[b.id])] == [b.id]
-    assert searcher.search("apples", "fruit", document_ids=[]) == []
-    assert searcher.search("apples", "fruit", document_ids=["no-such-id"]) == []
+    assert {p.document.id for p in searcher.search("apples", searcher.scope("fruit"))} == {a.id, b.id}
+    assert [p.document.id for p in searcher.search("apples", searcher.scope("fruit", document_ids=[b.id]))] == [b.id]
+    assert searcher.search("apples", searcher.scope("fruit", document_ids=[])) == []
+    assert searcher.search("apples", searcher.scope("fruit", document_ids=["no-such-id"])) == []
 
 
 def test_concurrent_ingest_and_search(kb, searcher) -> None:
@@ -74,7 +76,7 @@ def test_concurrent_ingest_and_search(kb, searcher) -> None:
     def reader() -> None:
         try:
             for _ in range(30):
-                searcher.search("lighthouse lamps", max_results=5)
+                searcher.search("lighthouse lamps", searcher.scope(max_results=5))
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
 
@@ -86,13 +88,16 @@ def test_concurrent_ingest_and_search(kb, searcher) -> None:
     for thread in threads:
         thread.join()
     assert errors == []
-    assert len(searcher.search("lighthouse lamps", max_results=100)) == 20
+    assert len(searcher.search("lighthouse lamps", searcher.scope(max_results=100))) == 20
 
 
 def test_index_loads_from_stored_terms_and_tolerates_stale_ones(settings) -> None:
     first = open_services(settings)
     doc = first.ingestion.ingest(Upload(TEXT.encode(), "cranes.txt", "port")).document
-    expected = [(p.chunk.chunk_index, round(p.score, 6)) for p in first.search.search("crane number 7", "port")]
+    expected = [
+        (p.chunk.chunk_index, round(p.score, 6))
+        for p in first.search.search("crane number 7", first.search.scope("port"))
+    ]
     first.close()
     db = RawDatabase.of(settings)
     stored = db.scalar("SELECT terms FROM chunks LIMIT 1")
@@ -100,7 +105,8 @@ def test_index_loads_from_stored_terms_and_tolerates_stale_ones(settings) -> Non
     # A restart builds the index from stored terms and ranks identically.
     second = open_services(settings)
     assert [
-        (p.chunk.chunk_index, round(p.score, 6)) for p in second.search.search("crane number 7", "port")
+        (p.chunk.chunk_index, round(p.score, 6))
+        for p in second.search.search("crane number 7", second.search.scope("port"))
     ] == expected
     second.close()
     # Terms from another analyzer version (or none) are re-derived from the text.
@@ -108,6 +114,9 @@ def test_index_loads_from_stored_terms_and_tolerates_stale_ones(settings) -> Non
     db.execute("UPDATE chunks SET terms = NULL WHERE chunk_index = 0")
     db.close()
     third = open_services(settings)
-    assert [(p.chunk.chunk_index, round(p.score, 6)) for p in third.search.search("crane number 7", "port")] == expected
-    assert third.search.search("crane", "port")[0].document.id == doc.id
+    assert [
+        (p.chunk.chunk_index, round(p.score, 6))
+        for p in third.search.search("crane number 7", third.search.scope("port"))
+    ] == expected
+    assert third.search.search("crane", third.search.scope("port"))[0].document.id == doc.id
     third.close()

@@ -138,13 +138,20 @@ def test_several_serving_processes_share_one_postgres_database(tmp_path: Path, d
     second = open_services(Settings(home=tmp_path / "other"), exclusive=True)  # no lock to refuse it
     doc = first.ingestion.ingest(Upload(b"Harbour cranes are inspected every spring.", "cranes.txt")).document
     assert second.documents.get(doc.id).filename == "cranes.txt"
-    assert second.search.search("harbour cranes")[0].document.id == doc.id  # its index builds from the database
+    assert (
+        second.search.search("harbour cranes", second.search.scope())[0].document.id == doc.id
+    )  # its index builds from the database
     # An index already built follows the other process's writes through the change feed, within a second.
     later = first.ingestion.ingest(Upload(b"Lighthouse lamps are cleaned weekly.", "lamps.txt")).document
-    assert first.search.search("lighthouse lamps")[0].document.id == later.id  # its own write, at once
-    assert _within(1.0, lambda: [p.document.id for p in second.search.search("lighthouse lamps")] == [later.id])
+    assert (
+        first.search.search("lighthouse lamps", first.search.scope())[0].document.id == later.id
+    )  # its own write, at once
+    assert _within(
+        1.0,
+        lambda: [p.document.id for p in second.search.search("lighthouse lamps", second.search.scope())] == [later.id],
+    )
     first.documents.delete(later.id)
-    assert _within(1.0, lambda: second.search.search("lighthouse lamps") == [])
+    assert _within(1.0, lambda: second.search.search("lighthouse lamps", second.search.scope()) == [])
     first.close()
     second.close()
 

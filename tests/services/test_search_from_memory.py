@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from calypso.config import Settings
+from calypso.errors import InvalidNamespace
 from calypso.models import RankingOptions
 from calypso.services import open_services
 from calypso.services.embed_worker import embed_all
@@ -27,13 +30,18 @@ def test_keyword_searches_of_a_loaded_namespace_run_from_memory(settings: Settin
     try:
         search = services.search
         services.ingestion.ingest(Upload(ENGLISH[0].encode(), "returns.txt", "general"))
-        assert not search.runs_from_memory("refund", "general")  # first query: the index builds
-        assert search.search("refund", "general")
-        assert search.runs_from_memory("refund", "general")
-        assert not search.runs_from_memory("refund", "elsewhere")  # another namespace, not loaded
-        assert search.runs_from_memory("refund", "Not a namespace!")  # refused at once anyway
-        assert asyncio.run(search.search_async("refund", "general")) == search.search("refund", "general")
-        assert asyncio.run(search.search_async("refund", "elsewhere")) == []  # on a thread: the index builds
+        assert not search.runs_from_memory("refund", search.scope("general"))  # first query: the index builds
+        assert search.search("refund", search.scope("general"))
+        assert search.runs_from_memory("refund", search.scope("general"))
+        assert not search.runs_from_memory("refund", search.scope("elsewhere"))  # another namespace, not loaded
+        with pytest.raises(InvalidNamespace):  # refused before anything runs
+            search.scope("Not a namespace!")
+        assert asyncio.run(search.search_async("refund", search.scope("general"))) == search.search(
+            "refund", search.scope("general")
+        )
+        assert (
+            asyncio.run(search.search_async("refund", search.scope("elsewhere"))) == []
+        )  # on a thread: the index builds
     finally:
         services.close()
 
@@ -45,18 +53,20 @@ def test_a_query_the_model_must_embed_goes_to_a_thread(settings: Settings) -> No
         for n, text in enumerate(ENGLISH):
             services.ingestion.ingest(Upload(text.encode(), f"policy{n}.txt", "general"))
         embed_all(services.vectors)
-        search.search("warm up", "general", ranking=KEYWORDS_ONLY)  # loads the index without embedding
+        search.search("warm up", search.scope("general", ranking=KEYWORDS_ONLY))  # loads the index without embedding
         search.catch_up()  # the vectors stored by embed_all reach the index through the feed
         question = "Can I get my money back for a gift card?"
-        assert not search.runs_from_memory(question, "general")  # hybrid: the model runs on the question
-        assert search.runs_from_memory(question, "general", ranking=KEYWORDS_ONLY)
-        hybrid = search.search(question, "general")
+        assert not search.runs_from_memory(question, search.scope("general"))  # hybrid: the model runs on the question
+        assert search.runs_from_memory(question, search.scope("general", ranking=KEYWORDS_ONLY))
+        hybrid = search.search(question, search.scope("general"))
         assert any(p.vector_score is not None for p in hybrid)
-        assert search.runs_from_memory(question, "general")  # its vector is memoised now
-        assert search.search(question, "general") == hybrid
+        assert search.runs_from_memory(question, search.scope("general"))  # its vector is memoised now
+        assert search.search(question, search.scope("general")) == hybrid
         german = "Kann ich eine Geschenkkarte gegen Bargeld zurückgeben?"
-        assert search.runs_from_memory(german, "general")  # the English model does not cover it: keywords only
-        assert all(p.vector_score is None for p in search.search(german, "general"))
+        assert search.runs_from_memory(
+            german, search.scope("general")
+        )  # the English model does not cover it: keywords only
+        assert all(p.vector_score is None for p in search.search(german, search.scope("general")))
     finally:
         services.close()
 
@@ -65,8 +75,8 @@ def test_postgresql_searches_always_go_to_a_thread(settings: Settings) -> None:
     services = open_services(settings.model_copy(update={"embedding_model": "none"}))
     try:
         services.ingestion.ingest(Upload(ENGLISH[0].encode(), "returns.txt", "general"))
-        services.search.search("refund", "general")
+        services.search.search("refund", services.search.scope("general"))
         services.search.settings = settings.model_copy(update={"database_url": "postgresql://elsewhere/db"})
-        assert not services.search.runs_from_memory("refund", "general")
+        assert not services.search.runs_from_memory("refund", services.search.scope("general"))
     finally:
         services.close()

@@ -229,7 +229,7 @@ def test_hybrid_search_through_the_service_reads_vectors_from_the_database(setti
         ids = {
             name: hnsw.ingestion.ingest(Upload(text.encode(), name, "hr")).document.id for name, text in docs.items()
         }
-        assert searcher.search(meaning_only, "hr") == []  # keywords alone: nothing embedded yet
+        assert searcher.search(meaning_only, searcher.scope("hr")) == []  # keywords alone: nothing embedded yet
         assert embed_all(hnsw.vectors) == 3
         vectors = searcher.vectors("hr")
         assert isinstance(vectors, PgVectorSearch)
@@ -241,7 +241,7 @@ def test_hybrid_search_through_the_service_reads_vectors_from_the_database(setti
             return search_in_database(*args, **kwargs)
 
         vectors.search = recorded  # type: ignore[method-assign]
-        hits = searcher.search(meaning_only, "hr")
+        hits = searcher.search(meaning_only, searcher.scope("hr"))
         # PostgreSQL searched the vectors on another thread while this one ran the keyword search.
         assert len(threads) == 1 and threads[0].startswith("calypso-vectors")
         assert threading.current_thread().name not in threads
@@ -249,13 +249,13 @@ def test_hybrid_search_through_the_service_reads_vectors_from_the_database(setti
         # The in-memory index over the same database ranks and scores the same.
         memory.search.catch_up()
         assert isinstance(memory.search.vectors("hr"), ExactVectorIndex)
-        same = memory.search.search(meaning_only, "hr")
+        same = memory.search.search(meaning_only, memory.search.scope("hr"))
         assert [h.chunk.chunk_index for h in same] == [h.chunk.chunk_index for h in hits]
         assert [h.document.id for h in same] == [h.document.id for h in hits]
         assert np.allclose([h.score for h in same], [h.score for h in hits], atol=1e-5)
         # A deleted document is gone from the database's search at once.
         documents.delete(ids["canteen.txt"])
-        assert ids["canteen.txt"] not in {h.document.id for h in searcher.search(meaning_only, "hr")}
+        assert ids["canteen.txt"] not in {h.document.id for h in searcher.search(meaning_only, searcher.scope("hr"))}
     finally:
         hnsw.close()
         memory.close()
@@ -392,10 +392,12 @@ def test_an_api_process_searching_in_the_database_never_loads_vectors(
             ("parking.txt", "Parking permits are issued by the facilities team every January."),
         ):
             services.ingestion.ingest(Upload(text.encode(), name, "hr"))
-        assert services.search.search("parking permits", "hr")  # the namespace's keyword index is loaded
+        assert services.search.search(
+            "parking permits", services.search.scope("hr")
+        )  # the namespace's keyword index is loaded
         assert embed_all(services.vectors) == 2
         services.search.catch_up()  # the "embedded" changes, as the follower applies them
-        hits = services.search.search("when can I eat in the cafeteria", "hr")
+        hits = services.search.search("when can I eat in the cafeteria", services.search.scope("hr"))
         assert hits and hits[0].document.filename == "canteen.txt"
         held = services.search.indexes.sizes()[("default", "hr")]
         if where == "hnsw":

@@ -108,7 +108,7 @@ def open_knowledge_base(args: argparse.Namespace) -> tuple[Services, str] | int:
 
     settings = command_settings(args)
     try:
-        namespace = check_namespace(args.namespace or settings.default_namespace)
+        namespace = check_namespace(settings.namespace_or_default(args.namespace))
     except CalypsoError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return 2

@@ -173,7 +173,7 @@ def _ingest_through(server: RunningServer, args: argparse.Namespace, settings: S
 
 
 def _search_through(server: RunningServer, args: argparse.Namespace, settings: Settings) -> int:
-    namespace = args.namespace or settings.default_namespace
+    namespace = settings.namespace_or_default(args.namespace)
     print(f"knowledge base: {where(settings)}, served by {server.url}", file=sys.stderr)
     try:
         client = ServerClient(server)
@@ -227,7 +227,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         return opened
     services, namespace = opened
     try:
-        passages: list[Passage] = services.search.search(args.query, namespace, max_results=args.k)
+        scope = services.search.scope(namespace, max_results=args.k)
+        passages: list[Passage] = services.search.search(args.query, scope)
     except CalypsoError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return 2

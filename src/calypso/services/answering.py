@@ -9,7 +9,7 @@ The API dialects only render these events.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -275,20 +275,9 @@ class Answerer:
             query = search_query(request.messages, message_text)
         else:
             query = next((message_text(m) for m in reversed(request.messages) if m.get("role") == "user"), "")
-        k = scope.passage_count or self.settings.passage_count
-
-        passages: list[Passage] = []
-        for namespace in scope.namespaces:
-            passages += await self.search.search_async(
-                query,
-                namespace,
-                document_ids=scope.document_ids,
-                max_results=k,
-                workspace=request.workspace,
-                ranking=scope.ranking,
-            )
-        # Scores are in [0, 1] and mean the share of the query matched, so namespaces merge by score.
-        return sorted(passages, key=lambda p: -p.score)[:k], query
+        if scope.passage_count is None:  # an answer reads CALYPSO_PASSAGE_COUNT passages, a search another count
+            scope = replace(scope, passage_count=self.settings.passage_count)
+        return await self.search.search_async(query, scope, request.workspace), query
 
     async def stream(self, request: AskRequest) -> AsyncGenerator[AnswerEvent, None]:
         validate_messages(request.messages)

@@ -169,4 +169,3 @@ class BotService:
                 code="bot_read_only",
             )
         raise NotFound(f"No bot {bot_id!r} in this workspace (see GET /v1/bots).", param="id", code="bot_not_found")
-

@@ -27,7 +27,7 @@ from calypso.retrieval.bm25 import BM25Index
 from calypso.retrieval.hybrid import NEIGHBOUR_POOL, NEIGHBOUR_WEIGHT, fuse, fusion_weights, smooth_neighbours
 from calypso.retrieval.query import keyword_query
 from calypso.retrieval.scoring import keyword_score
-from calypso.scope import DEFAULT_WORKSPACE, check_namespace
+from calypso.scope import DEFAULT_WORKSPACE, RetrievalScope, check_namespace
 from calypso.services.index_sync import NamespaceIndexes
 from calypso.store.base import DocumentStore, VectorStoreStore
 from calypso.store.vectors import VectorSearch
@@ -90,17 +90,24 @@ class SearchService:
             self._beside.shutdown(wait=False)
         self._indexes.close()
 
-    def search(
+    def scope(
         self,
-        query: str,
         namespace: str | None = None,
         *,
         document_ids: Sequence[str] | None = None,
         max_results: int | None = None,
-        workspace: str = DEFAULT_WORKSPACE,
         ranking: RankingOptions | None = None,
-    ) -> list[Passage]:
-        """Top passages for ``query`` in a namespace, optionally only from some documents.
+    ) -> RetrievalScope:
+        """What a search request names, checked: one namespace (the default one when None), optionally only some
+        of its documents, at most ``max_results`` passages (None: CALYPSO_SEARCH_MAX_RESULTS), ranked as asked."""
+        name = check_namespace(self.settings.namespace_or_default(namespace))
+        ids = tuple(document_ids) if document_ids is not None else None
+        return RetrievalScope((name,), ids, max_results, ranking)
+
+    def search(self, query: str, scope: RetrievalScope, workspace: str = DEFAULT_WORKSPACE) -> list[Passage]:
+        """The top ``scope.passage_count`` passages (None: CALYPSO_SEARCH_MAX_RESULTS) for ``query`` in the scope's
+        namespaces, merged by score (scores are in [0, 1] and mean the share of the query matched), optionally only
+        from the scope's documents.
 
         Keyword matching uses the query's content words (``keyword_query``). Each passage's ``score`` is in
         [0, 1] (``retrieval.scoring``), its raw BM25 in ``keyword_score``; ``ranking.score_threshold`` drops
@@ -109,18 +116,28 @@ class SearchService:
         fused score, mixed with the best neighbouring passage's (``smooth_neighbours``), is in [0, 1] and the
         raw cosine is in ``vector_score``.
         """
-        namespace = check_namespace(namespace or self.settings.default_namespace)
         if not isinstance(query, str) or not query.strip():
             raise InvalidRequest("The query is empty; send the question or keywords to search for.", param="query")
-        k = max_results or self.settings.search_max_results
-        threshold = ranking.score_threshold if ranking is not None else 0.0
         try:
-            text_weight, embedding_weight = fusion_weights(ranking)
+            fusion_weights(scope.ranking)
         except ValueError as exc:
             raise InvalidRequest(str(exc), param="ranking_options.hybrid_search") from exc
+        k = scope.passage_count or self.settings.search_max_results
+        found: list[Passage] = []
+        for namespace in scope.namespaces:
+            found += self._search_namespace(query, namespace, scope, k, workspace)
+        return sorted(found, key=lambda p: -p.score)[:k]
+
+    def _search_namespace(
+        self, query: str, namespace: str, scope: RetrievalScope, k: int, workspace: str
+    ) -> list[Passage]:
+        """One namespace's top ``k`` passages, best first."""
+        ranking = scope.ranking
+        threshold = ranking.score_threshold if ranking is not None else 0.0
+        text_weight, embedding_weight = fusion_weights(ranking)
         doc_keys = None
-        if document_ids is not None:
-            doc_keys = set(self.store.document_keys(workspace, list(document_ids)).values())
+        if scope.document_ids is not None:
+            doc_keys = set(self.store.document_keys(workspace, list(scope.document_ids)).values())
         index = self.index(namespace, workspace)
         if embedding_weight > 0 and not self._vectors_apply(query, index):
             embedding_weight = 0.0
@@ -188,40 +205,18 @@ class SearchService:
         return keyword_run(), pending.result()
 
     async def search_async(
-        self,
-        query: str,
-        namespace: str | None = None,
-        *,
-        document_ids: Sequence[str] | None = None,
-        max_results: int | None = None,
-        workspace: str = DEFAULT_WORKSPACE,
-        ranking: RankingOptions | None = None,
+        self, query: str, scope: RetrievalScope, workspace: str = DEFAULT_WORKSPACE
     ) -> list[Passage]:
         """``search`` for a caller on an event loop: run right there when it reads only memory
         (``runs_from_memory``: the worker-thread hop cost 0.5 ms of a 3.8 ms keyword search over HTTP at 200k
         passages, docs/benchmarks/hybrid.md, issue 30), else on a thread, where the model, a build or
         PostgreSQL's round trips do not hold up the loop's other requests."""
-        run = partial(
-            self.search,
-            query,
-            namespace,
-            document_ids=document_ids,
-            max_results=max_results,
-            workspace=workspace,
-            ranking=ranking,
-        )
-        if self.runs_from_memory(query, namespace, workspace=workspace, ranking=ranking):
+        run = partial(self.search, query, scope, workspace)
+        if self.runs_from_memory(query, scope, workspace):
             return run()
         return await asyncio.to_thread(run)
 
-    def runs_from_memory(
-        self,
-        query: str,
-        namespace: str | None = None,
-        *,
-        workspace: str = DEFAULT_WORKSPACE,
-        ranking: RankingOptions | None = None,
-    ) -> bool:
+    def runs_from_memory(self, query: str, scope: RetrievalScope, workspace: str = DEFAULT_WORKSPACE) -> bool:
         """Whether ``search`` would read only this process's memory and its SQLite file, a millisecond or two
         at 200k passages: the namespace's index is loaded already, the store is the embedded one, and no model
         runs (keyword-only, or the query's vector is memoised). The HTTP route runs such a search on its event
@@ -230,10 +225,12 @@ class SearchService:
         if self.settings.database_url:
             return False
         try:
-            namespace = check_namespace(namespace or self.settings.default_namespace)
-            embedding_weight = fusion_weights(ranking)[1]
-        except (InvalidRequest, ValueError):
+            embedding_weight = fusion_weights(scope.ranking)[1]
+        except ValueError:
             return True  # ``search`` refuses it at once
+        return all(self._reads_memory(query, namespace, embedding_weight, workspace) for namespace in scope.namespaces)
+
+    def _reads_memory(self, query: str, namespace: str, embedding_weight: float, workspace: str) -> bool:
         index = self._indexes.loaded(workspace, namespace)
         if index is None:
             return False

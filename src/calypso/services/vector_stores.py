@@ -479,14 +479,13 @@ class VectorStoreService:
             chosen = self._matching(workspace, store.namespace, filters)
             if not chosen:
                 return []
-        passages = self.searcher.search(
-            query,
+        scope = self.searcher.scope(
             store.namespace,
             document_ids=list(chosen) if chosen is not None else None,
             max_results=max_results,
-            workspace=workspace,
             ranking=ranking,
         )
+        passages = self.searcher.search(query, scope, workspace)
         if chosen is None:  # the links of the hits only, not of every file
             chosen = self.store.file_links(workspace, list({p.document.id for p in passages}))
         now = int(time.time())

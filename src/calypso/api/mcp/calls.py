@@ -85,13 +85,10 @@ def run_search(
     caller: Caller, query: str, knowledge_base: str | None, document_ids: list[str] | None, max_results: int
 ) -> CallToolResult:
     namespace = namespace_of(caller, knowledge_base)
-    passages = caller.services.search.search(
-        check_text(query, "query"),
-        namespace,
-        document_ids=document_ids,
-        max_results=max_results,
-        workspace=caller.workspace,
-    )
+    query = check_text(query, "query")
+    search = caller.services.search
+    scope = search.scope(namespace, document_ids=document_ids, max_results=max_results)
+    passages = search.search(query, scope, caller.workspace)
     results = [render.passage_result(p, rank, caller.links) for rank, p in enumerate(passages, start=1)]
     structured = {"query": query, "knowledge_base": namespace, "results": results}
     return tool_result(render.search_text(query, namespace, results), structured)

@@ -106,7 +106,9 @@ def run_verify(
         score = False
     else:
         namespace = namespace_of(caller, knowledge_base)
-        passages = services.search.search(claim, namespace, max_results=max_passages, workspace=caller.workspace)
+        passages = services.search.search(
+            claim, services.search.scope(namespace, max_results=max_passages), caller.workspace
+        )
         score = True
     threshold = services.settings.support_threshold
     threshold = SUPPORT_THRESHOLD if threshold is None else threshold

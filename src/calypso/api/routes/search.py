@@ -28,14 +28,14 @@ class SearchRequest(BaseModel):
 
 @router.post("/search")
 async def search(body: SearchRequest, searcher: Search, workspace: Workspace) -> JSONResponse:
-    passages = await searcher.search_async(  # on the event loop when it reads only memory, else a thread
-        body.query,
+    scope = searcher.scope(
         body.namespace,
         document_ids=body.document_ids,
         max_results=body.max_num_results,
-        workspace=workspace,
         ranking=body.ranking_options.to_options() if body.ranking_options else None,
     )
+    # On the event loop when it reads only memory, else a thread.
+    passages = await searcher.search_async(body.query, scope, workspace)
     # A JSONResponse skips FastAPI's generic encoder: about 0.6 ms less per search.
     return JSONResponse(
         {
