@@ -19,7 +19,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 from postgres_support import start_pg_server
-from tests_support import REPO, LiveServer, eval_data_dir, free_port
+from tests_support import REPO, eval_data_dir
 
 from calypso.api.app import create_app
 from calypso.config import Settings
@@ -29,6 +29,7 @@ from calypso.generation.fake_upstream import FakeUpstream, Script
 from calypso.services import Services, open_services
 from calypso.services.ingestion import IngestionService
 from calypso.services.search import SearchService
+from testkit.live_server import LiveServer, free_port
 from testkit.postgres import PgServer
 
 # Keyword-only unless a test asks for the embedding model (tests/embeddings): loading it and embedding

@@ -194,7 +194,8 @@ def test_serve_logs_json_lines_with_the_request_id(tmp_path: Path) -> None:
     import time
 
     import httpx
-    from tests_support import free_port
+
+    from testkit.live_server import free_port
 
     port = free_port()
     taken = socket.socket()
@@ -234,10 +235,10 @@ def test_dev_upstream_answers_like_a_model_and_the_banner_says_so(tmp_path: Path
     import time
 
     import httpx
-    from tests_support import free_port
 
     from calypso.banner import generator_line, port_in_use, storage_line
     from calypso.config import Settings
+    from testkit.live_server import free_port
 
     port = free_port()
     command = [sys.executable, "-m", "calypso.cli", "dev-upstream", "--port", str(port)]
@@ -276,7 +277,8 @@ def test_cli_commands_use_the_running_servers_knowledge_base(tmp_path: Path) -> 
     import time
 
     import httpx
-    from tests_support import free_port
+
+    from testkit.live_server import free_port
 
     project = tmp_path / "project"
     project.mkdir()

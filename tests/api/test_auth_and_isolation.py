@@ -9,12 +9,13 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import openai
 import pytest
-from tests_support import WAIT, LiveServer, free_port
+from tests_support import WAIT
 
 from calypso.api.app import create_app
 from calypso.citations.links import signature
 from calypso.config import Settings
 from calypso.services import open_services
+from testkit.live_server import LiveServer, free_port
 
 ADMIN = "admin-secret-for-tests"
 QUESTION = "How many days do customers have to request a full refund?"

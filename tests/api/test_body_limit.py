@@ -7,10 +7,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests_support import LiveServer, free_port
 
 from calypso.api.app import create_app
 from calypso.config import Settings
+from testkit.live_server import LiveServer, free_port
 
 
 @pytest.fixture

@@ -23,8 +23,10 @@ from calypso.services.bots import BotService
 from calypso.services.ingestion import Upload
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests_support import LiveServer, eval_data_dir
-from tests_support import free_port as _free_port  # noqa: E402
+from tests_support import eval_data_dir
+
+from testkit.live_server import LiveServer
+from testkit.live_server import free_port as _free_port  # noqa: E402
 
 BOTS_TOML = """
 [[bots]]

@@ -11,11 +11,11 @@ from typing import Any
 
 import httpx
 import pytest
-from tests_support import LiveServer, free_port
 
 from calypso.api.app import create_app
 from calypso.generation.fake_upstream import Script
 from calypso.services import open_services
+from testkit.live_server import LiveServer, free_port
 
 QUESTIONS = ("How many days do customers have to request a full refund?", "Can I return a gift card?")
 SLOW = 0.5  # seconds before the upstream's first token: long enough for both requests to be in flight

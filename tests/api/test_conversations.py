@@ -17,7 +17,9 @@ from calypso.bots import Bot
 from calypso.generation.fake_upstream import FakeUpstream, Script
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests_support import MARKER, WAIT, LiveServer, render, served_knowledge_base
+from tests_support import MARKER, WAIT, render, served_knowledge_base
+
+from testkit.live_server import LiveServer
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests_support import WAIT, LiveServer, free_port, wait_for_document
+from tests_support import WAIT, wait_for_document
+
+from testkit.live_server import LiveServer, free_port
 
 
 def _upload(http: httpx.Client, path: Path, namespace: str | None = None, **extra) -> httpx.Response:

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests_support import LiveServer, free_port
 
 from calypso.api.app import create_app
 from calypso.bots import Bot
@@ -25,6 +24,7 @@ from calypso.generation import registry
 from calypso.generation.base import Finish, GenerationEvent, GenerationRequest, Generator, TextDelta
 from calypso.scope import DEFAULT_WORKSPACE
 from calypso.services import open_services
+from testkit.live_server import LiveServer, free_port
 
 CHAT = {"model": "calypso-rag-agent", "messages": [{"role": "user", "content": "hi"}]}
 MALFORMED = b'{"model": "calypso-rag-agent", "messages": ['

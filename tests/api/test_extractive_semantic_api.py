@@ -14,7 +14,6 @@ from collections.abc import Iterator
 import httpx
 import openai
 import pytest
-from tests_support import LiveServer, free_port
 
 from calypso.api.app import create_app
 from calypso.config import Settings
@@ -22,6 +21,7 @@ from calypso.embeddings import local_onnx
 from calypso.generation.extractive import NOT_FOUND
 from calypso.generation.similarity import EmbeddingSimilarity
 from calypso.services import open_services
+from testkit.live_server import LiveServer, free_port
 
 QUESTION = "What do ducks eat?"
 ANSWER = "Mallards feed mostly on pondweed, seeds and small snails."

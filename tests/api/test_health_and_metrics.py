@@ -84,9 +84,8 @@ def test_metrics_time_the_first_token_and_count_upstream_failures(kb, settings, 
 
 
 def test_metrics_can_require_a_token_or_be_off(settings, services) -> None:
-    from tests_support import LiveServer, free_port
-
     from calypso.api.app import create_app
+    from testkit.live_server import LiveServer, free_port
 
     settings.metrics_token = SecretStr("scrape-me")
     with LiveServer(create_app(settings, services), free_port()) as live, httpx.Client(base_url=live.url) as http:
@@ -104,9 +103,8 @@ def test_probes_are_in_the_openapi_document(api, path) -> None:
 
 
 def test_readyz_says_when_uploads_wait_for_a_worker_that_never_comes(settings, services) -> None:
-    from tests_support import LiveServer, free_port
-
     from calypso.api.app import create_app
+    from testkit.live_server import LiveServer, free_port
 
     if settings.database_url:
         pytest.skip("on PostgreSQL separate `calypso worker` processes may take the job")

@@ -10,10 +10,11 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from tests_support import WAIT, LiveServer, free_port
+from tests_support import WAIT
 
 from calypso.api.app import create_app
 from calypso.config import Settings
+from testkit.live_server import LiveServer, free_port
 
 
 def _nested(depth: int) -> object:

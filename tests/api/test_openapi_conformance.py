@@ -28,12 +28,12 @@ from schemathesis.specs.openapi.checks import (
     positive_data_acceptance,
     response_schema_conformance,
 )
-from tests_support import LiveServer, free_port
 
 from calypso.api.app import create_app
 from calypso.config import Settings
 from calypso.demo import ingest_demo
 from calypso.services import open_services
+from testkit.live_server import LiveServer, free_port
 
 EXAMPLES = int(os.environ.get("CALYPSO_CONFORMANCE_EXAMPLES", "8"))
 SEED = int(os.environ.get("CALYPSO_PROPERTY_SEED", "20240611"))

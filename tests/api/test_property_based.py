@@ -28,12 +28,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import status_code_conformance
-from tests_support import LiveServer, free_port
 
 from calypso.api.app import create_app
 from calypso.config import Settings
 from calypso.demo import ingest_demo
 from calypso.services import open_services
+from testkit.live_server import LiveServer, free_port
 
 EXAMPLES = int(os.environ.get("CALYPSO_PROPERTY_EXAMPLES", "40"))
 ADMIN_KEY = "admin-secret"

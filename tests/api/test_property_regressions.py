@@ -8,12 +8,12 @@ from pathlib import Path
 import httpx
 import pytest
 from pydantic import BaseModel, ConfigDict
-from tests_support import LiveServer, free_port
 
 from calypso.api.app import create_app
 from calypso.citations.links import verify
 from calypso.config import Settings
 from calypso.validation import invalid_request_from
+from testkit.live_server import LiveServer, free_port
 
 
 def test_a_signed_link_with_a_non_ascii_signature_is_403(api: httpx.Client) -> None:

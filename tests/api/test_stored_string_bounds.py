@@ -10,10 +10,10 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from tests_support import LiveServer, free_port
 
 from calypso.api.app import create_app
 from calypso.config import Settings
+from testkit.live_server import LiveServer, free_port
 
 PAIRS_17 = {f"k{i}": "v" for i in range(17)}
 LONG_KEY = {"k" * 65: "v"}

@@ -13,9 +13,9 @@ from typing import Any
 
 import httpx
 import pytest
-from tests_support import LiveServer, free_port
 
 from calypso.api.app import create_app
+from testkit.live_server import LiveServer, free_port
 
 try:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest

@@ -11,12 +11,12 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from tests_support import LiveServer, free_port
 
 from calypso.api.app import create_app
 from calypso.config import Settings
 from calypso.scope import DEFAULT_WORKSPACE
 from calypso.services import Services, open_services
+from testkit.live_server import LiveServer, free_port
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("usearch")

@@ -12,7 +12,6 @@ import socket
 from collections.abc import Sequence
 
 import pytest
-from tests_support import free_port
 
 from calypso.citations.composer import AnswerComposer
 from calypso.citations.grounded import GroundedAnswer, Quote, Source
@@ -26,6 +25,7 @@ from calypso.generation.extractive import NOT_FOUND, ExtractiveGenerator, select
 from calypso.generation.sentence_pick import SEMANTIC_WEIGHT, SentenceSimilarity, pick_sentences
 from calypso.generation.similarity import EmbeddingSimilarity
 from calypso.models import Chunk, Document, Passage
+from testkit.live_server import free_port
 
 QUESTION = "What do ducks eat?"
 # The answer shares no content word with the question ("duck", "eat"); nor does anything else here.

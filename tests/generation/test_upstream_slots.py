@@ -18,7 +18,7 @@ from calypso.generation.fake_upstream import FakeUpstream, Script
 from calypso.generation.upstream import UpstreamConfig, UpstreamGenerator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests_support import LiveServer, free_port
+from testkit.live_server import LiveServer, free_port
 
 MESSAGES = [{"role": "user", "content": "Refunds?"}]
 SLOW = Script(tokens=["Refunds take thirty days. "] * 40, token_delay=0.05)  # holds its slot for two seconds

@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from tests_support import LiveServer, free_port
+
+from testkit.live_server import LiveServer, free_port
 
 pytest.importorskip("xai_sdk", reason="the xAI gRPC surface needs the 'xai' extra (pip install -e '.[xai]')")
 

@@ -15,7 +15,8 @@ from collections.abc import Iterator
 import grpc
 import pytest
 from grpc_support import POLL, GrpcServer
-from tests_support import LiveServer, free_port
+
+from testkit.live_server import LiveServer, free_port
 
 pytest.importorskip("xai_sdk", reason="the xAI gRPC surface needs the 'xai' extra (pip install -e '.[xai]')")
 

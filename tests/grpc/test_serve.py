@@ -10,10 +10,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests_support import free_port
 from xai_sdk import Client
 
 from calypso.config import settings_table
+from testkit.live_server import free_port
 
 
 def _serve(home: Path, port: int, grpc_port: int) -> subprocess.Popen[str]:

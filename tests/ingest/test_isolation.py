@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests_support import WAIT, LiveServer, eval_data_dir, free_port
+from tests_support import WAIT, eval_data_dir
 
 from calypso.api.app import create_app
 from calypso.config import Settings
@@ -15,6 +15,7 @@ from calypso.errors import PayloadTooLarge, UnprocessableDocument, UnsupportedMe
 from calypso.ingest.formats import MARKDOWN, PDF, TEXT
 from calypso.ingest.isolation import IN_PLACE_BYTES, ParserPool, parse_isolated, parses_in_place
 from calypso.ingest.parsers import detect_media_type
+from testkit.live_server import LiveServer, free_port
 
 
 def test_a_parse_over_its_budget_is_refused_and_the_next_one_works() -> None:

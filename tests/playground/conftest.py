@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests_support import LiveServer, free_port
 
 from calypso.api.app import create_app
 from calypso.config import Settings
 from calypso.generation.fake_upstream import FakeUpstream
 from calypso.scope import DEFAULT_WORKSPACE
 from calypso.services import open_services
+from testkit.live_server import LiveServer, free_port
 
 CHROMIUM = os.environ.get("CALYPSO_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -17,9 +17,10 @@ from typing import Any
 
 import httpx
 import pytest
-from tests_support import REPO, WAIT, LiveServer, eval_data_dir
+from tests_support import REPO, WAIT, eval_data_dir
 
 from calypso.generation.fake_upstream import FakeUpstream, Script
+from testkit.live_server import LiveServer
 
 INVENTED = "Refunds are also paid in cash at any of our stores in the mountains."
 DOCUMENTS = {

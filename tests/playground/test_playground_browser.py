@@ -16,12 +16,13 @@ from typing import Any
 
 import httpx
 import pytest
-from tests_support import REPO, LiveServer, eval_data_dir, free_port
+from tests_support import REPO, eval_data_dir
 
 from calypso.api.app import create_app
 from calypso.config import Settings
 from calypso.generation.fake_upstream import FakeUpstream, Script
 from calypso.services import open_services
+from testkit.live_server import LiveServer, free_port
 
 QA_ID = "alps-001"  # "What may have been buried by the same prehistoric people?", gold page 15
 PDF_NAME = "alps_wiki.pdf"

@@ -16,10 +16,11 @@ from typing import Any
 
 import httpx
 import pytest
-from tests_support import REPO, WAIT, LiveServer, free_port
+from tests_support import REPO, WAIT
 
 from calypso.generation.fake_upstream import FakeUpstream, Script
 from calypso.ingest.formats import extensions
+from testkit.live_server import LiveServer, free_port
 
 FORMATS_JS = REPO / "src/calypso/playground/static/js/formats.js"
 NOTE = "# Refund policy\n\nRefunds are paid within fourteen days of the request, to the card that paid.\n"

@@ -23,13 +23,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests_support import free_port
 
 from calypso.config import DATABASE_FILE, Settings
 from calypso.errors import InsufficientStorage
 from calypso.services import open_services
 from calypso.services.ingestion import Upload
 from calypso.store.sqlite.database import Database
+from testkit.live_server import free_port
 from testkit.postgres import PgServer
 
 

@@ -14,13 +14,13 @@ from pathlib import Path
 import httpx
 import pytest
 from postgres_support import RawDatabase
-from tests_support import free_port
 
 from calypso.config import Settings
 from calypso.errors import DataDirectoryInUse
 from calypso.services import open_services
 from calypso.services.ingestion import Upload
 from calypso.store.sqlite import SQLiteStorage
+from testkit.live_server import free_port
 
 
 def test_chunk_and_document_keys_are_never_reused(tmp_path: Path, database_url: str) -> None:

@@ -13,7 +13,6 @@ from typing import TypeVar
 import httpx
 import psycopg
 import pytest
-from tests_support import LiveServer, free_port
 
 from calypso.api.app import create_app
 from calypso.config import Settings
@@ -23,6 +22,7 @@ from calypso.services.ingestion import Upload
 from calypso.store.postgres import PostgresStorage, redact_url
 from calypso.store.postgres import database as pg_database
 from calypso.store.postgres.migrations import MIGRATIONS, require_extension
+from testkit.live_server import LiveServer, free_port
 from testkit.postgres import PgServer
 
 pytestmark = pytest.mark.backends("postgres")

@@ -6,11 +6,11 @@ from collections.abc import Iterator
 
 import pytest
 from mcp_support import ADMIN, Secured, ingest_alps
-from tests_support import LiveServer, free_port
 
 from calypso.api.app import create_app
 from calypso.config import Settings
 from calypso.services import open_services
+from testkit.live_server import LiveServer, free_port
 
 
 @pytest.fixture(scope="module")

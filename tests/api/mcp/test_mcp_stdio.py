@@ -15,12 +15,13 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.types import CallToolResult
 from mcp_support import Secured, ingest_alps
-from tests_support import REPO, LiveServer, free_port
+from tests_support import REPO
 
 from calypso.api.app import create_app
 from calypso.cli.remote import write_record
 from calypso.config import Settings
 from calypso.services import open_services
+from testkit.live_server import LiveServer, free_port
 
 QUESTION = "What is the highest mountain in the Alps?"
 
