@@ -59,7 +59,7 @@ class ServiceCollector(Collector):
         passages = GaugeMetricFamily(
             "calypso_index_passages", "Passages in this process's loaded indexes.", labels=["namespace", "kind"]
         )
-        for (workspace, namespace), (keyword, vectors) in sorted(self.services.search.indexes.sizes().items()):
+        for (workspace, namespace), (keyword, vectors) in sorted(self.services.search.index_sizes().items()):
             name = namespace if workspace == "default" else f"{workspace}/{namespace}"
             passages.add_metric([name, "keyword"], keyword)
             passages.add_metric([name, "vector"], vectors)

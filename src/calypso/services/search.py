@@ -80,6 +80,15 @@ class SearchService:
         """Load every namespace's index now (at start-up) instead of on its first query; returns passages indexed."""
         return sum(len(self.index(namespace, workspace)) for namespace in self.store.namespaces(workspace))
 
+    def index_sizes(self) -> dict[tuple[str, str], tuple[int, int]]:
+        """Passages in this process's loaded indexes, (keyword, vector) by (workspace, namespace) (metrics)."""
+        return self._indexes.sizes()
+
+    @property
+    def following(self) -> bool:
+        """Whether the loaded indexes follow the change feed now (readiness)."""
+        return self._indexes.following
+
     def catch_up(self) -> int:
         """Apply the store's change feed to the loaded indexes now (the follower thread does so on its own)."""
         return self._indexes.catch_up()

@@ -64,8 +64,8 @@ async def readyz(request: Request) -> JSONResponse:
     except Exception as exc:  # noqa: BLE001 - any failure to reach the database is "not ready"
         reason = "timed out" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
         checks["database"] = {"ok": False, "error": reason}
-    indexes = services.search.indexes
-    checks["indexes"] = {"ok": indexes.following, "namespaces_loaded": len(indexes.sizes())}
+    search = services.search
+    checks["indexes"] = {"ok": search.following, "namespaces_loaded": len(search.index_sizes())}
     checks["ingest_workers"] = _ingestion(request, services, queued)
     checks["embed_workers"] = _workers(request, "embed_workers")
     settings = services.settings
