@@ -90,7 +90,7 @@ def embed(services: Services, label: str) -> dict:
 
     cpu0, load_before = time.process_time(), loadavg()
     t0 = time.perf_counter()
-    passages = embed_all(services.documents, on_progress=progress)
+    passages = embed_all(services.vectors, on_progress=progress)
     seconds = time.perf_counter() - t0
     cores = (time.process_time() - cpu0) / seconds if seconds else float("nan")
     print(
