@@ -44,7 +44,7 @@ def on_gold(passage: Passage, gold: set[int]) -> bool:
 def explain(docs: SearchService, question: str, gold: set[int]) -> None:
     """The gold page's passages in each run: rank, scores, and the passages above the best of them."""
     for name, ranking in RUNS.items():
-        passages = docs.search(question, max_results=100, ranking=ranking)
+        passages = docs.search(question, docs.scope(max_results=100, ranking=ranking))
         ranks = [i for i, p in enumerate(passages) if on_gold(p, gold)]
         where = ", ".join(
             f"#{i + 1} (chunk {passages[i].chunk.chunk_index}, score {passages[i].score:.3f})" for i in ranks[:3]
@@ -69,13 +69,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as home:
         services = open_services(Settings(home=Path(home)))
         try:
-            docs = services.documents
             searcher = services.search
             services.ingestion.ingest(Upload((root / "alps_wiki.pdf").read_bytes(), "alps_wiki.pdf"))
-            embedded = embed_all(docs)
-            model = docs.embedder.name if docs.embedder is not None else "none"
+            embedded = embed_all(services.vectors)
+            model = services.vectors.model or "none"
             ranking = RUNS["keyword"] if args.keyword_only else None
-            patch = mock.patch("calypso.services.documents.keyword_query", lambda q, *a: q) if args.raw else None
+            patch = mock.patch("calypso.services.search.keyword_query", lambda q, *a: q) if args.raw else None
             if patch:
                 patch.start()
             first = first_start = top5 = 0

@@ -42,8 +42,8 @@ from calypso.embeddings.local_onnx import LocalOnnxEmbedder
 from calypso.retrieval.hybrid import NEIGHBOUR_POOL, fuse, smooth_neighbours
 from calypso.retrieval.query import keyword_query
 from calypso.services import open_services
-from calypso.services.documents import HYBRID_DEPTH, MIN_COSINE
 from calypso.services.ingestion import Upload
+from calypso.services.search import HYBRID_DEPTH, MIN_COSINE
 
 WEIGHTS = (0.3, 0.4, 0.5)
 LAMBDAS = (0.0, 0.25, 0.5, 0.75, 1.0)

@@ -114,7 +114,7 @@ def run_set(name: str, n: int, keyword_only: bool, verbose: bool) -> tuple[list[
                 body = f"{doc['title']}\n\n{doc['text']}\n" if doc.get("title") else f"{doc['text']}\n"
                 services.ingestion.ingest(Upload(body.encode("utf-8"), f"{doc['_id']}.txt", name))
             if not keyword_only:
-                embed_all(docs)
+                embed_all(services.vectors)
             answerer = Answerer(docs, services.search, settings)
             answers = asyncio.run(ask_all(answerer, [questions[r["query_id"]] for r in rows], name))
             asyncio.run(answerer.aclose())

@@ -24,7 +24,6 @@ from bench.common import beir as be
 from bench.common.scans import make_scanned
 from calypso.config import Settings
 from calypso.models import Passage
-from calypso.scope import DEFAULT_WORKSPACE
 from calypso.services import open_services
 from calypso.services.documents import DocumentService
 from calypso.services.embed_worker import embed_all
@@ -46,7 +45,7 @@ def stored_text(docs: DocumentService, document_id: str) -> str:
     text = ""
     after = None
     while True:
-        listing = docs.store.list_chunks(DEFAULT_WORKSPACE, document_id, 1000, after)
+        listing = docs.chunks(document_id, 1000, after)
         for stored in listing.items:
             chunk = stored.chunk
             if chunk.end > len(text):
@@ -78,8 +77,8 @@ def main() -> None:
             scan_doc = services.ingestion.ingest(Upload(scan, "alps_wiki_scanned.pdf", "scan")).document
             t3 = time.perf_counter()
             print(f"ingested: text PDF {t2 - t1:.1f}s, scanned PDF {t3 - t2:.1f}s (25 pages OCR'd)")
-            embedded = embed_all(docs)
-            model = docs.embedder.name if docs.embedder is not None else "none (keyword only)"
+            embedded = embed_all(services.vectors)
+            model = services.vectors.model or "none (keyword only)"
             counts = {}
             for namespace in ("text", "scan"):
                 first = top5 = 0
@@ -96,7 +95,7 @@ def main() -> None:
                         )
                 counts[namespace] = (first, top5)
             recall = word_recall(stored_text(docs, text_doc.id), stored_text(docs, scan_doc.id))
-            confidences = [p.confidence for p in docs.store.get_pages(scan_doc.workspace, scan_doc.id) if p.confidence]
+            confidences = [p.confidence for p in docs.pages(scan_doc.id) if p.confidence]
         finally:
             services.close()
     n = len(rows)

@@ -50,7 +50,6 @@ def prepare_home(home: Path, names: list[str]) -> None:
     """The knowledge bases, ingested and embedded as the server would, one namespace per set."""
     services = open_services(Settings(home=home))
     try:
-        docs = services.documents
         root = data_dir()
         if {"alps", "unanswerable"} & set(names):
             pdf = root / "alps-wiki-qa" / "alps_wiki.pdf"
@@ -62,7 +61,7 @@ def prepare_home(home: Path, names: list[str]) -> None:
                     doc = json.loads(line)
                     body = f"{doc['title']}\n\n{doc['text']}\n" if doc.get("title") else f"{doc['text']}\n"
                     services.ingestion.ingest(Upload(body.encode("utf-8"), f"{doc['_id']}.txt", name))
-        embed_all(docs)
+        embed_all(services.vectors)
     finally:
         services.close()
 
