@@ -111,13 +111,23 @@ def test_read_connections_stay_bounded_across_bursts(tmp_path: Path, database_ur
                 targets.append(os.readlink(f"/proc/self/fd/{fd}"))
         return sum(str(tmp_path) in target for target in targets)
 
+    scope = services.search.scope()
+    failures: list[BaseException] = []
+
+    def search() -> None:
+        try:
+            services.search.search("lighthouse", scope)
+        except BaseException as exc:  # noqa: BLE001 - a thread's failure must fail the test, not vanish
+            failures.append(exc)
+
     def burst() -> None:
         # Fresh threads each time, as a server's worker pool replaces idle threads.
-        threads = [threading.Thread(target=services.search.search, args=("lighthouse",)) for _ in range(THREADS)]
+        threads = [threading.Thread(target=search) for _ in range(THREADS)]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
+        assert failures == []
 
     # PostgreSQL: the pool's ceiling, 10 connections, plus the index follower's LISTEN connection. SQLite: a database and a WAL descriptor per
     # connection plus the shared-memory file, for at most the writer and one reader per thread of a
