@@ -45,7 +45,7 @@ def corpus_rows(path: Path) -> list[tuple[str, str]]:
 def ranked_ids(docs: SearchService, query: str, ranking: RankingOptions | None) -> list[str]:
     """Corpus ids in rank order (a paragraph split into several passages counts at its best)."""
     seen: dict[str, None] = {}
-    for passage in docs.search(query, "bench", max_results=50, ranking=ranking):
+    for passage in docs.search(query, docs.scope("bench", max_results=50, ranking=ranking)):
         seen.setdefault(passage.document.filename.removesuffix(".txt"), None)
     return list(seen)
 

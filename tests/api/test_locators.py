@@ -38,7 +38,9 @@ def _message(response):
     ],
 )
 def test_docx_and_html_passages_are_located_by_heading_path(located_kb, query: str, filename: str) -> None:
-    passages = [p for p in located_kb.search(query, max_results=10) if p.document.filename == filename]
+    passages = [
+        p for p in located_kb.search(query, located_kb.scope(max_results=10)) if p.document.filename == filename
+    ]
     assert passages
     for passage in passages:
         assert passage.chunk.heading_path, "the real documents have headings above every passage searched here"
@@ -51,7 +53,9 @@ def test_docx_and_html_passages_are_located_by_heading_path(located_kb, query: s
 
 
 def test_pdf_passages_keep_their_page(located_kb) -> None:
-    (passage,) = [p for p in located_kb.search("Mirzayance oral argument", max_results=5) if p.has_pages][:1]
+    (passage,) = [
+        p for p in located_kb.search("Mirzayance oral argument", located_kb.scope(max_results=5)) if p.has_pages
+    ][:1]
     assert passage.locator_label == f"p. {passage.chunk.page_labels[0]}"
 
 

@@ -212,7 +212,7 @@ ZH_TEXT = (
 
 
 def test_a_chinese_answer_with_its_marker_used_as_a_noun(alps, fake, http) -> None:
-    alps.ingest(ZH_TEXT.encode("utf-8"), "luogujing.txt")
+    alps.ingest(Upload(ZH_TEXT.encode("utf-8"), "luogujing.txt"))
     question = "锣鼓经常用的节奏型称为什么？"
     raw = "根据【1】，锣鼓经常用的节奏型称为「锣鼓点」。"
     response = ask_responses(http, fake, question, raw)
