@@ -29,6 +29,7 @@ from calypso.config import Settings
 from calypso.models import VectorStoreFile
 from calypso.services import open_services
 from calypso.services.ingestion import Upload
+from testkit.stores import add_document
 
 STORE = "vs_bench"
 
@@ -41,7 +42,7 @@ def run(settings: Settings, files: int, label: str) -> None:
         ids = []
         for n in range(files):
             doc, pages, chunks, content = synthetic_document(n, [f"Passage of document {n}."], namespace=STORE)
-            storage.documents.add_document(doc, pages, chunks, content)
+            add_document(storage, doc, pages, chunks, content)
             ids.append(doc.file_id)
             if n % 10 == 0:
                 link = VectorStoreFile("default", STORE, f"file-extra-{n}", doc.id, {"n": n})

@@ -20,6 +20,7 @@ from calypso.config import Settings
 from calypso.services import open_services, open_storage
 from calypso.store.base import DuplicateContent
 from calypso.text.tokenize import analyze_many, encode_terms
+from testkit.stores import add_document
 
 PER_DOCUMENT = 100  # passages per synthetic document in build_home
 TOKENIZE_BATCH = 4000  # passages analysed at once while loading
@@ -29,7 +30,7 @@ NAMESPACE = "general"
 def load(settings: Settings, passages: list[str], per_doc: int, limit_s: float, label: str) -> dict:
     """Write the passages into the store in documents of ``per_doc``; stop early on time or memory."""
     storage = open_storage(settings)
-    store, loaded, stopped = storage.documents, 0, ""
+    loaded, stopped = 0, ""
     t0 = last_print = time.perf_counter()
     try:
         for first in range(0, len(passages), TOKENIZE_BATCH):
@@ -40,7 +41,7 @@ def load(settings: Settings, passages: list[str], per_doc: int, limit_s: float, 
                     (first + offset) // per_doc, batch[offset : offset + per_doc], NAMESPACE
                 )
                 try:
-                    store.add_document(doc, pages, chunks, content, terms[offset : offset + per_doc])
+                    add_document(storage, doc, pages, chunks, content, terms[offset : offset + per_doc])
                 except DuplicateContent:
                     continue
                 loaded += len(chunks)
@@ -201,5 +202,5 @@ def build_home(home: Path, passages: list[str], database_url: str = "") -> None:
         doc, pages, chunks, content = synthetic_document(first // PER_DOCUMENT, batch)
         terms = analyze_many(c.text for c in chunks)  # stored as ingestion stores them
         stored = [encode_terms(t, language) for language, t in terms]
-        services.storage.documents.add_document(doc, pages, chunks, content, stored)
+        add_document(services.storage, doc, pages, chunks, content, stored)
     services.close()

@@ -30,6 +30,7 @@ from calypso.store.postgres.vector_search import (
     pgvector_version,
     version_numbers,
 )
+from testkit.stores import add_document
 
 pytestmark = pytest.mark.backends("postgres")
 
@@ -64,7 +65,7 @@ class Corpus:
             len(vectors),
         )
         chunks = [Chunk(i, f"passage {i} of {number}", 0, 1, 1, 1, ("1",)) for i in range(len(vectors))]
-        key, chunk_keys = self.storage.documents.add_document(doc, [Page(1, "1", 0, 1)], chunks, b"x")
+        key, chunk_keys = add_document(self.storage, doc, [Page(1, "1", 0, 1)], chunks, b"x")
         for chunk_key, vector in zip(chunk_keys, vectors):
             self.vectors[chunk_key], self.doc_of[chunk_key] = vector, key
         self.docs.setdefault(namespace, []).append(key)

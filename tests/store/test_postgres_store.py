@@ -24,6 +24,7 @@ from calypso.store.postgres import database as pg_database
 from calypso.store.postgres.migrations import MIGRATIONS, require_extension
 from testkit.live_server import LiveServer, free_port
 from testkit.postgres import PgServer
+from testkit.stores import add_document
 
 pytestmark = pytest.mark.backends("postgres")
 T = TypeVar("T")
@@ -132,7 +133,7 @@ def test_namespace_chunks_streams_through_a_server_side_cursor(database_url: str
     for d in range(30):
         doc = Document(f"d{d}", f"file-d{d}", "w", "ns", "a.txt", "text/plain", 1, f"sha{d}", 1, 1, 10)
         chunks = [Chunk(i, f"chunk {i} of {d}", 0, 1, 1, 1, ("1",)) for i in range(10)]
-        storage.documents.add_document(doc, [Page(1, "1", 0, 1)], chunks, b"x")
+        add_document(storage, doc, [Page(1, "1", 0, 1)], chunks, b"x")
     stream = storage.feed.namespace_chunks("w", "ns")
     first_key, first_chunks = next(stream)
     assert [c.text for c in first_chunks] == [f"chunk {i} of 0" for i in range(10)]

@@ -28,6 +28,7 @@ from calypso.models import (
 )
 from calypso.services import open_storage
 from calypso.store.base import MAX_JOB_ATTEMPTS, DuplicateContent, Storage
+from testkit.stores import add_document
 
 
 def _document(doc_id: str = "d1", namespace: str = "general", sha: str = "abc", workspace: str = "default") -> Document:
@@ -71,7 +72,9 @@ def raw(settings: Settings) -> Iterator[RawDatabase]:
 
 def test_add_read_delete_round_trip(storage: Storage) -> None:
     store = storage.documents
-    key, chunk_keys = store.add_document(_document(), [Page(1, "1", 0, 11)], CHUNKS, b"hello\x00world", ["a1 x", None])
+    key, chunk_keys = add_document(
+        storage, _document(), [Page(1, "1", 0, 11)], CHUNKS, b"hello\x00world", ["a1 x", None]
+    )
     assert len(chunk_keys) == 2
     doc = store.get_document("default", "d1")
     assert doc is not None and doc.filename == "a.txt" and doc.metadata == {"z": 1, "a": [1, "two"]}
@@ -129,7 +132,7 @@ def test_lookups_by_ids_holding_nul_find_nothing(storage: Storage) -> None:
     # A client can send "\x00" in any id (a model name, a path); PostgreSQL text cannot hold NUL, so the
     # lookup must come back empty, not fail as a server error.
     store = storage.documents
-    store.add_document(_document(), [Page(1, "1", 0, 11)], CHUNKS, b"x")
+    add_document(storage, _document(), [Page(1, "1", 0, 11)], CHUNKS, b"x")
     assert store.get_document("default", "d1\x00") is None
     assert store.get_document_by_file_id("default\x00", "file-d1") is None
     assert store.document_keys("default", ["d1\x00", "d1"]).keys() == {"d1"}
@@ -140,14 +143,14 @@ def test_lookups_by_ids_holding_nul_find_nothing(storage: Storage) -> None:
 
 def test_duplicate_bytes_are_refused_naming_the_existing_document(storage: Storage) -> None:
     store = storage.documents
-    store.add_document(_document(), [Page(1, "1", 0, 11)], CHUNKS, b"x")
+    add_document(storage, _document(), [Page(1, "1", 0, 11)], CHUNKS, b"x")
     with pytest.raises(DuplicateContent) as refused:
-        store.add_document(_document("d2"), [Page(1, "1", 0, 11)], CHUNKS, b"x")
+        add_document(storage, _document("d2"), [Page(1, "1", 0, 11)], CHUNKS, b"x")
     assert refused.value.existing.id == "d1"
     assert store.get_document("default", "d2") is None
     # The same bytes in another namespace or workspace are another document.
-    store.add_document(_document("d3", namespace="other"), [], CHUNKS, b"x")
-    store.add_document(_document("d4", workspace="w2"), [], CHUNKS, b"x")
+    add_document(storage, _document("d3", namespace="other"), [], CHUNKS, b"x")
+    add_document(storage, _document("d4", workspace="w2"), [], CHUNKS, b"x")
 
 
 def test_concurrent_identical_adds_store_one_document(storage: Storage) -> None:
@@ -157,7 +160,7 @@ def test_concurrent_identical_adds_store_one_document(storage: Storage) -> None:
     def add(n: int) -> None:
         barrier.wait()
         try:
-            storage.documents.add_document(_document(f"race{n}", sha="same"), [Page(1, "1", 0, 11)], CHUNKS, b"x")
+            add_document(storage, _document(f"race{n}", sha="same"), [Page(1, "1", 0, 11)], CHUNKS, b"x")
             outcomes.append(f"race{n}")
         except DuplicateContent as duplicate:
             outcomes.append(f"duplicate of {duplicate.existing.id}")
@@ -174,11 +177,11 @@ def test_concurrent_identical_adds_store_one_document(storage: Storage) -> None:
 
 def test_failed_insert_leaves_nothing_behind(storage: Storage, raw: RawDatabase) -> None:
     store = storage.documents
-    store.add_document(_document(), [Page(1, "1", 0, 11)], CHUNKS, b"x")
+    add_document(storage, _document(), [Page(1, "1", 0, 11)], CHUNKS, b"x")
     # Two chunks with the same index violate UNIQUE midway through: nothing of the second attempt may remain.
     duplicate_chunks = [Chunk(0, "a", 0, 1, 1, 1, ("1",)), Chunk(0, "b", 0, 1, 1, 1, ("1",))]
     with pytest.raises(StorageError):
-        store.add_document(_document("d2", sha="zzz"), [Page(1, "1", 0, 1)], duplicate_chunks, b"y")
+        add_document(storage, _document("d2", sha="zzz"), [Page(1, "1", 0, 1)], duplicate_chunks, b"y")
     assert store.get_document("default", "d2") is None
     assert raw.scalar("SELECT COUNT(*) FROM chunks") == 2
     assert raw.scalar("SELECT COUNT(*) FROM documents") == 1
@@ -188,10 +191,10 @@ def test_failed_insert_leaves_nothing_behind(storage: Storage, raw: RawDatabase)
 def test_change_feed_records_adds_and_deletes_in_commit_order(storage: Storage) -> None:
     store = storage.documents
     start = storage.feed.change_position()
-    key1, chunk_keys = store.add_document(_document("d1"), [Page(1, "1", 0, 11)], CHUNKS, b"1", ["a1 x", None])
-    key2, _ = store.add_document(_document("d2", namespace="other", sha="2", workspace="w2"), [], CHUNKS, b"2")
+    key1, chunk_keys = add_document(storage, _document("d1"), [Page(1, "1", 0, 11)], CHUNKS, b"1", ["a1 x", None])
+    key2, _ = add_document(storage, _document("d2", namespace="other", sha="2", workspace="w2"), [], CHUNKS, b"2")
     with pytest.raises(DuplicateContent):  # a refused write leaves no trace in the feed
-        store.add_document(_document("d3"), [], CHUNKS, b"1")
+        add_document(storage, _document("d3"), [], CHUNKS, b"1")
     store.delete_document("default", "d1")
     assert store.delete_document("default", "d1") is None  # nothing deleted, nothing recorded
     changes = storage.feed.changes_since(start)
@@ -216,7 +219,7 @@ def test_change_feed_records_adds_and_deletes_in_commit_order(storage: Storage) 
 def test_concurrent_writers_never_let_a_reader_skip_a_change(storage: Storage) -> None:
     # Writers race; a reader follows the feed the whole time. Whatever it saw last, it must later see
     # every other change: seq order is commit order, so no change commits behind a position already read.
-    store, stop, seen = storage.documents, threading.Event(), []
+    stop, seen = threading.Event(), []
     start = storage.feed.change_position()
 
     def follow() -> None:
@@ -228,7 +231,7 @@ def test_concurrent_writers_never_let_a_reader_skip_a_change(storage: Storage) -
 
     def write(n: int) -> None:
         for i in range(8):
-            store.add_document(_document(f"w{n}-{i}", sha=f"{n}-{i}"), [], CHUNKS, b"x")
+            add_document(storage, _document(f"w{n}-{i}", sha=f"{n}-{i}"), [], CHUNKS, b"x")
 
     reader = threading.Thread(target=follow)
     reader.start()
@@ -475,7 +478,7 @@ def test_cancel_ends_the_job_and_a_later_complete_writes_nothing(storage: Storag
     assert storage.jobs.cancel("default", "j1") is None  # ended already
     doc = storage.documents.get_document("default", "j1")
     assert doc is not None and doc.status == "cancelled"
-    storage.documents.add_document(_document("done", sha="other"), PAGES, CHUNKS, b"z")
+    add_document(storage, _document("done", sha="other"), PAGES, CHUNKS, b"z")
     assert storage.jobs.cancel("default", "done") is None  # a completed document has nothing to cancel
 
 
@@ -492,7 +495,7 @@ def test_deleting_an_in_progress_document_drops_its_job(storage: Storage, raw: R
 def test_listing_pages_by_cursor(storage: Storage) -> None:
     store = storage.documents
     for i in range(5):
-        store.add_document(_document(f"d{i}", sha=f"s{i}"), [Page(1, "1", 0, 5)], CHUNKS[:1], b"x")
+        add_document(storage, _document(f"d{i}", sha=f"s{i}"), [Page(1, "1", 0, 5)], CHUNKS[:1], b"x")
     first = store.list_documents("default", "general", 2, None, "asc")
     assert [d.id for d in first.items] == ["d0", "d1"] and first.has_more
     rest = store.list_documents("default", "general", 10, "d1", "asc")
@@ -647,9 +650,9 @@ def test_vector_stores_round_trip_and_page_in_both_directions(storage: Storage) 
 
 def test_file_links_carry_attributes_and_go_with_their_document(storage: Storage) -> None:
     documents, stores = storage.documents, storage.vector_stores
-    documents.add_document(_document("d1", namespace="vs_a"), [], CHUNKS, b"1")
-    documents.add_document(_document("d2", namespace="vs_a", sha="2"), [], CHUNKS, b"22")
-    documents.add_document(_document("d3", namespace="vs_a", sha="3", workspace="w2"), [], CHUNKS, b"3")
+    add_document(storage, _document("d1", namespace="vs_a"), [], CHUNKS, b"1")
+    add_document(storage, _document("d2", namespace="vs_a", sha="2"), [], CHUNKS, b"22")
+    add_document(storage, _document("d3", namespace="vs_a", sha="3", workspace="w2"), [], CHUNKS, b"3")
     link = VectorStoreFile("default", "vs_a", "file-orig", "d1", {"year": 2024, "draft": False, "tag": "x"})
     assert stores.link_file(link, 10)
     assert not stores.link_file(replace(link, workspace="w2"), 10)  # d1 is not w2's
@@ -675,8 +678,8 @@ def test_file_links_carry_attributes_and_go_with_their_document(storage: Storage
 
 def test_one_document_is_several_files_of_its_store(storage: Storage) -> None:
     # Two files with identical bytes attached to one store share the namespace's one document.
-    documents, stores = storage.documents, storage.vector_stores
-    documents.add_document(_document("d1", namespace="vs_a"), [], CHUNKS, b"1")
+    stores = storage.vector_stores
+    add_document(storage, _document("d1", namespace="vs_a"), [], CHUNKS, b"1")
     first = VectorStoreFile("default", "vs_a", "file-a", "d1", {"n": 1})
     second = VectorStoreFile("default", "vs_a", "file-b", "d1", {"n": 2})
     assert stores.link_file(first, 10) and stores.link_file(second, 11)
@@ -694,13 +697,13 @@ def test_one_document_is_several_files_of_its_store(storage: Storage) -> None:
 
 
 def test_store_files_page_in_the_database_both_ways_and_by_status(storage: Storage) -> None:
-    documents, stores = storage.documents, storage.vector_stores
+    stores = storage.vector_stores
     for n in range(7):
         doc = replace(_document(f"d{n}", namespace="vs_p", sha=f"s{n}"), status="failed" if n % 3 == 0 else "completed")
-        documents.add_document(doc, [], CHUNKS, b"x")
+        add_document(storage, doc, [], CHUNKS, b"x")
     stores.link_file(VectorStoreFile("default", "vs_p", "file-x2", "d2", {}), 5)  # d2 is two files
     stores.link_file(VectorStoreFile("default", "vs_p", "file-y2", "d2", {}), 6)
-    documents.add_document(_document("other", namespace="vs_q", sha="o"), [], CHUNKS, b"o")
+    add_document(storage, _document("other", namespace="vs_q", sha="o"), [], CHUNKS, b"o")
     every = ["file-d0", "file-d1", "file-x2", "file-y2", "file-d3", "file-d4", "file-d5", "file-d6"]
 
     def ids(limit: int, after: str | None, before: str | None, order: str, status: str | None = None) -> list[str]:
@@ -749,10 +752,9 @@ def test_file_links_look_documents_up_by_id_on_sqlite(tmp_path) -> None:  # type
 
 
 def test_stale_terms_are_found_in_key_order_and_rewritten(storage: Storage) -> None:
-    store = storage.documents
     chunks = [Chunk(i, f"passage {i}", i * 10, i * 10 + 9, 1, 1, ("1",)) for i in range(5)]
-    doc_key, keys = store.add_document(
-        _document(), [Page(1, "1", 0, 50)], chunks, b"x", ["a1 old", None, "a2 new", "a1 old", "a22 other"]
+    doc_key, keys = add_document(
+        storage, _document(), [Page(1, "1", 0, 50)], chunks, b"x", ["a1 old", None, "a2 new", "a1 old", "a22 other"]
     )
     terms = storage.terms
     assert terms.count_stale_terms("a2 ") == 4  # older versions, none stored, and a version that only shares "a2"

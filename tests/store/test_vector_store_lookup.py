@@ -21,6 +21,7 @@ from calypso.models import Document, VectorStoreFile
 from calypso.services import open_storage
 from calypso.store.base import Storage
 from calypso.store.vector_stores_sql import SQLVectorStoreStore
+from testkit.stores import add_document
 
 STORE = "vs_lookup"
 
@@ -60,7 +61,7 @@ def _fill(storage: Storage, start: int, stop: int) -> None:
     """Documents ``start``..``stop`` in the store's namespace, every other one linked under a second file id."""
     for n in range(start, stop):
         doc = Document(f"d{n}", f"file-d{n}", "default", STORE, "a.txt", "text/plain", 1, f"sha{n}", n, 0, 0)
-        storage.documents.add_document(doc, [], [], b"x")
+        add_document(storage, doc, [], [], b"x")
         if n % 2:
             storage.vector_stores.link_file(VectorStoreFile("default", STORE, f"file-l{n}", f"d{n}", {}), n)
 
@@ -150,7 +151,7 @@ def test_a_file_id_in_another_namespace_or_workspace_is_not_found(storage: Stora
     doc = storage.documents.get_document("default", "d1")
     assert doc is not None
     other = replace(doc, id="w2d1", workspace="w2", file_id="file-w2", sha256="w2")
-    storage.documents.add_document(other, [], [], b"y")
+    add_document(storage, other, [], [], b"y")
     storage.vector_stores.link_file(VectorStoreFile("w2", STORE, "file-l1", "w2d1", {"w": 2}), 1)
     assert stores.find_file("w2", STORE, "file-l1") == VectorStoreFile("w2", STORE, "file-l1", "w2d1", {"w": 2})
     assert stores.find_file("default", STORE, "file-l1") == VectorStoreFile("default", STORE, "file-l1", "d1", {})

@@ -42,7 +42,7 @@ from calypso.store.vectors import EmbeddingStore, VectorSearch
 
 
 class DuplicateContent(Exception):
-    """``add_document`` or ``JobStore.submit`` found the same bytes already in the namespace; nothing was written."""
+    """``JobStore.submit`` (or ``add_completed``) found the same bytes already in the namespace; nothing was written."""
 
     def __init__(self, existing: Document) -> None:
         super().__init__(f"document {existing.id} holds the same bytes")
@@ -51,23 +51,6 @@ class DuplicateContent(Exception):
 
 class DocumentStore(Protocol):
     """Documents with their pages, chunks and original bytes."""
-
-    def add_document(
-        self,
-        doc: Document,
-        pages: Sequence[Page],
-        chunks: Sequence[Chunk],
-        content: bytes,
-        terms: Sequence[str | None] | None = None,
-    ) -> tuple[int, list[int]]:
-        """Store a document, its pages, chunks (with retrieval's terms, one per chunk) and bytes atomically.
-
-        Returns the document's key and its chunk keys in chunk order; keys are
-        never reused, even after a delete. Either everything is visible
-        afterwards or nothing is (StorageError). Raises DuplicateContent when
-        the namespace already holds a document with the same ``sha256``.
-        """
-        ...
 
     def status_counts(self) -> dict[str, int]:
         """How many documents there are of each status, over every workspace (for metrics)."""
@@ -175,8 +158,8 @@ class ChangeFeed(Protocol):
     def changes_since(self, seq: int, limit: int = 1000) -> list[DocumentChange]:
         """Changes after ``seq``, oldest first, at most ``limit``.
 
-        ``add_document`` and ``delete_document`` append to the feed in their own
-        transaction, and seq order is commit order: a reader that has seen
+        Completing a document (``JobStore.complete``, ``add_completed``), deleting one and storing vectors
+        append to the feed in their own transaction, and seq order is commit order: a reader that has seen
         change N has seen every change committed before it, so following the
         feed from a position never skips one.
         """

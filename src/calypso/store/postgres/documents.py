@@ -104,27 +104,6 @@ class PostgresDocumentStore(DocumentsSQL[Database]):
         return _as_is(value)
 
     # -- writes ------------------------------------------------------------
-    def add_document(
-        self,
-        doc: Document,
-        pages: Sequence[Page],
-        chunks: Sequence[Chunk],
-        content: bytes,
-        terms: Sequence[str | None] | None = None,
-    ) -> tuple[int, list[int]]:
-        stored_terms = list(terms) if terms is not None else [None] * len(chunks)
-        if len(stored_terms) != len(chunks):
-            raise ValueError(f"{len(stored_terms)} terms for {len(chunks)} chunks")
-
-        def work(db: Connection) -> tuple[int, list[int]]:
-            key = self.insert_document(db, doc)
-            db.execute("INSERT INTO document_contents (document_key, content) VALUES (%s, %s)", (key, content))
-            chunk_keys = write_pages_and_chunks(db, key, pages, chunks, stored_terms)
-            _record_change(db, doc.workspace, doc.namespace, key, "added")
-            return key, chunk_keys
-
-        return self.database.write(work)
-
     @staticmethod
     def insert_document(db: Connection, doc: Document) -> int:
         """The new document's key; DuplicateContent when the namespace holds these bytes, even if they just landed."""

@@ -10,7 +10,6 @@ from typing import Any
 
 from calypso.errors import NotFound
 from calypso.models import Chunk, Document, Page, StoredChunk
-from calypso.store.base import DuplicateContent
 from calypso.store.documents_sql import (
     DOC_COLUMNS,
     PASSAGE_COLUMNS,
@@ -126,31 +125,6 @@ class SQLiteDocumentStore(DocumentsSQL[Database]):
         return json.loads(value)  # JSON columns are text in SQLite
 
     # -- writes ------------------------------------------------------------
-    def add_document(
-        self,
-        doc: Document,
-        pages: Sequence[Page],
-        chunks: Sequence[Chunk],
-        content: bytes,
-        terms: Sequence[str | None] | None = None,
-    ) -> tuple[int, list[int]]:
-        stored_terms = list(terms) if terms is not None else [None] * len(chunks)
-
-        def work(db: sqlite3.Connection) -> tuple[int, list[int]]:
-            # Checked inside the write transaction, so concurrent uploads of the same bytes store one document.
-            existing = db.execute(
-                f"SELECT {DOC_COLUMNS} FROM documents WHERE workspace = ? AND namespace = ? AND sha256 = ?",
-                (doc.workspace, doc.namespace, doc.sha256),
-            ).fetchone()
-            if existing is not None:
-                raise DuplicateContent(document_from_row(existing))
-            key = insert_document(db, doc, content)
-            chunk_keys = write_pages_and_chunks(db, key, pages, chunks, stored_terms)
-            _record_change(db, doc.workspace, doc.namespace, key, "added")
-            return key, chunk_keys
-
-        return self.database.write(work)
-
     def delete_document(self, workspace: str, document_id: str) -> Document | None:
         def work(db: sqlite3.Connection) -> Document | None:
             row = db.execute(
