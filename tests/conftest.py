@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from postgres_support import start_pg_server
+from postgres_support import RawDatabase, start_pg_server
 from tests_support import REPO, eval_data_dir
 
 from calypso.api.app import create_app
@@ -154,6 +154,14 @@ def services(settings: Settings) -> Iterator[Services]:
     opened = open_services(settings)
     yield opened
     opened.close()
+
+
+@pytest.fixture
+def raw(settings: Settings) -> Iterator[RawDatabase]:
+    """The test's database as its tables are, read and faulted by SQL (``postgres_support.RawDatabase``)."""
+    db = RawDatabase.of(settings)
+    yield db
+    db.close()
 
 
 @pytest.fixture

@@ -51,13 +51,6 @@ def embedded(embedding_settings: Settings) -> Iterator[Services]:
     opened.close()
 
 
-@pytest.fixture
-def raw(settings: Settings) -> Iterator[RawDatabase]:
-    db = RawDatabase.of(settings)
-    yield db
-    db.close()
-
-
 def _ingest_all(ingestion: IngestionService) -> dict[str, str]:
     return {name: ingestion.ingest(Upload(text.encode(), name, "hr")).document.id for name, text in DOCS.items()}
 

@@ -35,13 +35,6 @@ def services(settings: Settings) -> Iterator[Services]:
     opened.close()
 
 
-@pytest.fixture
-def raw(settings: Settings) -> Iterator[RawDatabase]:
-    db = RawDatabase.of(settings)
-    yield db
-    db.close()
-
-
 def _start_worker(settings: Settings, log: Path) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,

@@ -10,7 +10,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,13 +29,6 @@ BIG = b" ".join(
 )
 UPLOADS = {"small": TEXT, "big": BIG}
 TABLES = ("documents", "pages", "chunks", "ingest_jobs")
-
-
-@pytest.fixture
-def raw(settings: Settings) -> Iterator[RawDatabase]:
-    db = RawDatabase.of(settings)
-    yield db
-    db.close()
 
 
 def _left(raw: RawDatabase) -> dict[str, int]:

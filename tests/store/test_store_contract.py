@@ -63,13 +63,6 @@ def storage(settings: Settings) -> Iterator[Storage]:
     opened.close()
 
 
-@pytest.fixture
-def raw(settings: Settings) -> Iterator[RawDatabase]:
-    db = RawDatabase.of(settings)
-    yield db
-    db.close()
-
-
 def test_add_read_delete_round_trip(storage: Storage) -> None:
     store = storage.documents
     key, chunk_keys = add_document(
