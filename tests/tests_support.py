@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -119,3 +119,13 @@ def served_knowledge_base(home: Path, upstream_url: str, documents: list[str], b
             yield server
     finally:
         services.close()
+
+
+def within(seconds: float, condition: Callable[[], bool]) -> float:
+    """Seconds until ``condition()`` held, polled; AssertionError when it did not within ``seconds``."""
+    start = time.monotonic()
+    while not condition():
+        if time.monotonic() - start > seconds:
+            raise AssertionError(f"not within {seconds} s")
+        time.sleep(0.01)
+    return time.monotonic() - start

@@ -5,12 +5,11 @@ from __future__ import annotations
 import logging
 import random
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from postgres_support import RawDatabase
+from tests_support import within
 
 from calypso.config import Settings
 from calypso.retrieval import bm25_files
@@ -27,16 +26,6 @@ QUERIES = ["harbour crane", "lighthouse lamp tide", "ferry dock anchor", "rope s
 
 def _text(rng: random.Random, n: int) -> bytes:
     return "\n\n".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 40))) for _ in range(n)).encode()
-
-
-def _within(seconds: float, condition: Callable[[], bool]) -> float:
-    """Seconds until ``condition()`` held (polled); fails when it did not within ``seconds``."""
-    start = time.monotonic()
-    while not condition():
-        if time.monotonic() - start > seconds:
-            raise AssertionError(f"not within {seconds} s")
-        time.sleep(0.01)
-    return time.monotonic() - start
 
 
 def _fresh(services: Services, namespace: str = "general") -> BM25Index:
@@ -66,10 +55,10 @@ def test_a_write_in_one_process_reaches_another_within_a_second(tmp_path: Path, 
     assert b.search.search("harbour cranes", b.search.scope())  # B's index is built and following
     doc = a.ingestion.ingest(Upload(b"Lighthouse lamps are cleaned weekly.", "lamps.txt")).document
     assert _doc_ids(a.search, "lighthouse lamps") == {doc.id}  # a process reads its own write at once
-    assert _within(1.0, lambda: _doc_ids(b.search, "lighthouse lamps") == {doc.id}) < 1.0
+    assert within(1.0, lambda: _doc_ids(b.search, "lighthouse lamps") == {doc.id}) < 1.0
     a.documents.delete(doc.id)
     assert _doc_ids(a.search, "lighthouse lamps") == set()
-    assert _within(1.0, lambda: _doc_ids(b.search, "lighthouse lamps") == set()) < 1.0
+    assert within(1.0, lambda: _doc_ids(b.search, "lighthouse lamps") == set()) < 1.0
     a.close()
     b.close()
 
@@ -79,7 +68,7 @@ def test_the_follower_survives_a_lost_connection(tmp_path: Path, database_url: s
     a, b = open_services(Settings(home=tmp_path)), open_services(Settings(home=tmp_path / "b"))
     a.ingestion.ingest(Upload(b"Harbour cranes are inspected every spring.", "cranes.txt"))
     assert b.search.search("harbour cranes", b.search.scope())
-    _within(5.0, lambda: _listeners(database_url) >= 1)
+    within(5.0, lambda: _listeners(database_url) >= 1)
     raw = RawDatabase(database_url, Path())
     # Every other connection of this database goes, the LISTEN one included (as when the server restarts).
     raw.execute(
@@ -89,9 +78,9 @@ def test_the_follower_survives_a_lost_connection(tmp_path: Path, database_url: s
     raw.close()
     doc = a.ingestion.ingest(Upload(b"Lighthouse lamps are cleaned weekly.", "lamps.txt")).document  # pool reconnects
     # The follower notices, reconnects (within its one-second retry) and catches up from its position.
-    _within(5.0, lambda: _doc_ids(b.search, "lighthouse lamps") == {doc.id})
+    within(5.0, lambda: _doc_ids(b.search, "lighthouse lamps") == {doc.id})
     a.documents.delete(doc.id)
-    assert _within(1.0, lambda: _doc_ids(b.search, "lighthouse lamps") == set()) < 1.0
+    assert within(1.0, lambda: _doc_ids(b.search, "lighthouse lamps") == set()) < 1.0
     a.close()
     b.close()
 

@@ -7,13 +7,12 @@ import os
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pytest
 from postgres_support import RawDatabase
+from tests_support import within
 
 from calypso.config import Settings
 from calypso.errors import DataDirectoryInUse
@@ -156,24 +155,14 @@ def test_several_serving_processes_share_one_postgres_database(tmp_path: Path, d
     assert (
         first.search.search("lighthouse lamps", first.search.scope())[0].document.id == later.id
     )  # its own write, at once
-    assert _within(
+    assert within(
         1.0,
         lambda: [p.document.id for p in second.search.search("lighthouse lamps", second.search.scope())] == [later.id],
     )
     first.documents.delete(later.id)
-    assert _within(1.0, lambda: second.search.search("lighthouse lamps", second.search.scope()) == [])
+    assert within(1.0, lambda: second.search.search("lighthouse lamps", second.search.scope()) == [])
     first.close()
     second.close()
-
-
-def _within(seconds: float, condition: Callable[[], bool]) -> float:
-    """Seconds until ``condition()`` held, polled; AssertionError when it did not within ``seconds``."""
-    start = time.monotonic()
-    while not condition():
-        if time.monotonic() - start > seconds:
-            raise AssertionError(f"not within {seconds} s")
-        time.sleep(0.01)
-    return time.monotonic() - start
 
 
 def _serve(home: Path, port: int) -> subprocess.Popen[bytes]:
@@ -185,7 +174,7 @@ def _serve(home: Path, port: int) -> subprocess.Popen[bytes]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        _within(60.0, lambda: _healthy(port))
+        within(60.0, lambda: _healthy(port))
     except AssertionError:
         process.kill()
         raise
@@ -218,9 +207,9 @@ def test_two_serve_processes_over_one_database_see_each_others_writes(tmp_path: 
             upload = a.post("/v1/documents", files={"file": ("lamps.txt", b"Lighthouse lamps are cleaned weekly.")})
             assert upload.status_code in (200, 201), upload.text
             doc_id = upload.json()["id"]
-            assert _within(1.0, lambda: found(b, "lighthouse lamps") == {doc_id}) < 1.0
+            assert within(1.0, lambda: found(b, "lighthouse lamps") == {doc_id}) < 1.0
             assert a.delete(f"/v1/documents/{doc_id}").status_code == 200
-            assert _within(1.0, lambda: found(b, "lighthouse lamps") == set()) < 1.0
+            assert within(1.0, lambda: found(b, "lighthouse lamps") == set()) < 1.0
     finally:
         for server in servers:
             server.terminate()

@@ -128,25 +128,31 @@ class SearchService:
         if not isinstance(query, str) or not query.strip():
             raise InvalidRequest("The query is empty; send the question or keywords to search for.", param="query")
         try:
-            fusion_weights(scope.ranking)
+            weights = fusion_weights(scope.ranking)
         except ValueError as exc:
             raise InvalidRequest(str(exc), param="ranking_options.hybrid_search") from exc
         k = scope.passage_count or self.settings.search_max_results
+        threshold = scope.ranking.score_threshold if scope.ranking is not None else 0.0
+        doc_keys = None  # the scope's documents, looked up once for every namespace
+        if scope.document_ids is not None:
+            doc_keys = set(self.store.document_keys(workspace, list(scope.document_ids)).values())
         found: list[Passage] = []
         for namespace in scope.namespaces:
-            found += self._search_namespace(query, namespace, scope, k, workspace)
+            found += self._search_namespace(query, namespace, k, weights, threshold, doc_keys, workspace)
         return sorted(found, key=lambda p: -p.score)[:k]
 
     def _search_namespace(
-        self, query: str, namespace: str, scope: RetrievalScope, k: int, workspace: str
+        self,
+        query: str,
+        namespace: str,
+        k: int,
+        weights: tuple[float, float],
+        threshold: float,
+        doc_keys: set[int] | None,
+        workspace: str,
     ) -> list[Passage]:
-        """One namespace's top ``k`` passages, best first."""
-        ranking = scope.ranking
-        threshold = ranking.score_threshold if ranking is not None else 0.0
-        text_weight, embedding_weight = fusion_weights(ranking)
-        doc_keys = None
-        if scope.document_ids is not None:
-            doc_keys = set(self.store.document_keys(workspace, list(scope.document_ids)).values())
+        """One namespace's top ``k`` passages, best first, fused with ``(text, embedding)`` weights."""
+        text_weight, embedding_weight = weights
         index = self.index(namespace, workspace)
         if embedding_weight > 0 and not self._vectors_apply(query, index):
             embedding_weight = 0.0
