@@ -93,7 +93,7 @@ class Chunk:
     page_start: int  # physical page numbers covered, 1-based, inclusive
     page_end: int
     page_labels: tuple[str, ...]
-    heading_path: tuple[str, ...] = ()  # the section most of the passage is in
+    heading_path: tuple[str, ...] = ()  # the section the passage starts in (headings opening it included)
     # Where each heading path inside the passage begins (the first at offset 0), so a quote is located by
     # the heading above it; () when the passage lies in one section (``heading_path``).
     sections: tuple[Section, ...] = ()

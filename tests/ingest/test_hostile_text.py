@@ -132,8 +132,8 @@ def test_chunking_a_quarter_million_headings() -> None:
         """,
         cpu_seconds=CPU_CAP,
     )
-    # The heading path is the section in the middle of the chunk; the last chunk ends the last section.
-    assert out.strip() == "250000 ('Heading 249996',) Body of section 249999."
+    # The heading path is the section the chunk starts in (its first heading); the last chunk ends the last section.
+    assert out.strip() == "250000 ('Heading 249993',) Body of section 249999."
 
 
 def test_heading_locator_matches_a_full_scan() -> None:

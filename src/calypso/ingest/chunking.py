@@ -163,6 +163,7 @@ class _HeadingLocator:
     """
 
     def __init__(self, headings: list[Heading], text: str) -> None:
+        self.text = text
         self.headings = sorted(headings, key=lambda h: h.start)
         self.starts = [h.start for h in self.headings]
         self.paths: list[tuple[str, ...]] = []
@@ -185,6 +186,26 @@ class _HeadingLocator:
     def path(self, offset: int) -> tuple[str, ...]:
         index = bisect.bisect_right(self.starts, offset) - 1
         return self.paths[index] if index >= 0 else ()
+
+    def opening_path(self, start: int, end: int) -> tuple[str, ...]:
+        """The heading path in force where ``text[start:end]`` starts: the section its first words are in.
+
+        Headings that open it ("# Guide", "## Refunds", then the body) count as in force, since its first
+        words of body stand under them; a heading further in does not (a passage that starts in the middle
+        of one section and runs into the next belongs to the first). Once the midpoint decided, and a
+        passage was located by the heading where it ends.
+        """
+        index = bisect.bisect_right(self.starts, start) - 1
+        pos = self._line_end(index) if index >= 0 and self.starts[index] == start else start
+        while index + 1 < len(self.starts) and self.starts[index + 1] < end and self.lead_ins[index + 1] <= pos:
+            index += 1
+            pos = self._line_end(index)
+        return self.paths[index] if index >= 0 else ()
+
+    def _line_end(self, index: int) -> int:
+        """Where the line of heading ``index`` ends."""
+        end = self.text.find("\n", self.starts[index])
+        return len(self.text) if end < 0 else end
 
     def sections(self, start: int, end: int) -> tuple[Section, ...]:
         """The heading paths of ``text[start:end]`` with where each begins in it; () when there is one."""
@@ -244,7 +265,7 @@ def chunk_document(
                 page_start=covered[0].number,
                 page_end=covered[-1].number,
                 page_labels=tuple(p.label for p in covered),
-                heading_path=headings.path((start + end) // 2),  # the section most of it is in
+                heading_path=headings.opening_path(start, end),
                 sections=headings.sections(start, end),
                 modality="ocr" if any(page.modality == "ocr" for page in covered) else "text",
                 confidence=_ocr_confidence(covered, start, end),
