@@ -247,7 +247,11 @@ class Passage:
 
     @property
     def display_label(self) -> str:
-        locator = self.locator_label
+        """The passage's own label, "file (locator)": where no quote names a place (search results)."""
+        return self.labelled(self.locator_label)
+
+    def labelled(self, locator: str) -> str:
+        """ "file (locator)", or the file name alone when ``locator`` is empty."""
         return f"{self.document.filename} ({locator})" if locator else self.document.filename
 
 

@@ -149,6 +149,29 @@ class GroundedAnswer:
                 counts[citation.attribution] = counts.get(citation.attribution, 0) + 1
         return counts
 
+    def quotes_of(self, source: Source) -> list[Quote]:
+        """The quotes the answer cites ``source`` by, in order of citation (a quote cited twice, once)."""
+        quotes: list[Quote] = []
+        for segment in self.segments:
+            for citation in segment.citations:
+                if citation.retrieval_number == source.retrieval_number and citation.quote not in quotes:
+                    quotes.append(citation.quote)
+        return quotes
+
+    def source_locator(self, source: Source) -> str:
+        """Where the answer's quotes of ``source`` stand: each distinct quote locator in order of citation,
+        joined by "; " ("Policy › Eligibility; Policy › How to request"); the passage's own locator when the
+        answer quotes it nowhere."""
+        quotes = self.quotes_of(source)
+        if not quotes:
+            return source.passage.locator_label
+        locators = dict.fromkeys(quote_locator(q, source.passage)[2] for q in quotes)
+        return "; ".join(locator for locator in locators if locator)
+
+    def source_label(self, source: Source) -> str:
+        """A source's label in this answer, "file (locator)" with ``source_locator``: the "Sources:" line."""
+        return source.passage.labelled(self.source_locator(source))
+
     @property
     def cited_sources(self) -> list[Source]:
         return sorted((s for s in self.sources if s.cited), key=lambda s: s.display_number)

@@ -97,7 +97,8 @@ def citations(
     """Seed 004's ``citations``: null (no knowledge base, disabled, tool call) or one object per cited source.
 
     Ordered by first citation in the answer; the seed's six fields come first,
-    then extensions (label, url, and the first quote with its page and support).
+    then extensions (label, url, and the first quote with its page and support). ``label`` is the
+    "Sources:" line's: the file and where its quotes stand (the heading or page above each, not the passage's).
     """
     if answer.citations_are_null:
         return None
@@ -117,7 +118,7 @@ def citations(
                 "chunk_index": passage.chunk.chunk_index,
                 "text_preview": passage.chunk.text[:PREVIEW_CHARS],
                 "score": round(passage.score, 4),
-                "label": passage.display_label,
+                "label": answer.source_label(source),  # the appendix line's: where its quotes stand
                 "url": quote_url(passage, links, quote),
                 "page_number": page_number,
                 "page_label": page_label,

@@ -18,11 +18,14 @@ from calypso.dialects.styles import HIDDEN, NUMERIC, PLAIN, SOURCE, RenderStyle
 
 
 def sources_appendix(answer: GroundedAnswer) -> str:
-    """``"\\n\\nSources:\\n[1] label…"``: the cited sources by display number; "" when nothing is cited."""
+    """``"\\n\\nSources:\\n[1] label…"``: the cited sources by display number; "" when nothing is cited.
+
+    Each label names where the source's quotes stand (``GroundedAnswer.source_label``), not the passage's start.
+    """
     cited = answer.cited_sources
     if not cited:
         return ""
-    return "\n\nSources:\n" + "\n".join(f"[{s.display_number}] {s.passage.display_label}" for s in cited)
+    return "\n\nSources:\n" + "\n".join(f"[{s.display_number}] {answer.source_label(s)}" for s in cited)
 
 
 @dataclass

@@ -72,6 +72,29 @@ def page_attributes(passage: Passage) -> dict[str, Any]:
     return {"page_number": passage.chunk.page_start, "page_label": passage.page_label}
 
 
+def grounded_source(answer: GroundedAnswer, source: Source, options: RenderOptions) -> dict[str, Any]:
+    """One ``grounded_sources`` entry. Its label, page and locator say where its quotes stand when the answer
+    cites it (each quote's heading or page; the first quote's page), else where the passage is."""
+    passage = source.passage
+    quotes = answer.quotes_of(source)
+    pages = page_attributes(passage)
+    if quotes and pages:
+        pages = dict(zip(("page_number", "page_label"), quote_locator(quotes[0], passage)[:2]))
+    return {
+        "source_index": source.display_number,
+        "label": answer.source_label(source),
+        "file_id": passage.document.file_id,
+        "filename": passage.document.filename,
+        "document_id": passage.document.id,
+        "chunk_index": passage.chunk.chunk_index,
+        **pages,
+        "locator_label": answer.source_locator(source),
+        "url": _url(source, options),
+        "score": round(passage.score, 6),
+        "cited": source.cited,
+    }
+
+
 # -- annotations ---------------------------------------------------------------------------
 
 
@@ -240,22 +263,7 @@ def aicore_metadata(answer: GroundedAnswer, options: RenderOptions) -> dict[str,
         meta.update(grounded_sources=[], grounding_supports=[], display_text=answer.text)
         meta["ui"] = [{"type": "text", "text": answer.text}]
         return meta
-    meta["grounded_sources"] = [
-        {
-            "source_index": s.display_number,
-            "label": s.passage.display_label,
-            "file_id": s.passage.document.file_id,
-            "filename": s.passage.document.filename,
-            "document_id": s.passage.document.id,
-            "chunk_index": s.passage.chunk.chunk_index,
-            **page_attributes(s.passage),
-            "locator_label": s.passage.locator_label,
-            "url": _url(s, options),
-            "score": round(s.passage.score, 6),
-            "cited": s.cited,
-        }
-        for s in answer.by_display_number
-    ]
+    meta["grounded_sources"] = [grounded_source(answer, s, options) for s in answer.by_display_number]
     meta["grounding_supports"] = [
         {
             "support_index": i,
@@ -275,7 +283,7 @@ def aicore_metadata(answer: GroundedAnswer, options: RenderOptions) -> dict[str,
             {
                 "type": "sources",
                 "items": [
-                    {"source_index": s.display_number, "label": s.passage.display_label, "url": _url(s, options)}
+                    {"source_index": s.display_number, "label": answer.source_label(s), "url": _url(s, options)}
                     for s in answer.cited_sources
                 ],
             }
