@@ -25,10 +25,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from quote_label_docs import handbook_docx, observatory_pdf
 
 from calypso.api.app import create_app
-from calypso.bots import Bot
 from calypso.config import Settings
 from calypso.demo import ingest_demo
-from calypso.scope import DEFAULT_WORKSPACE
 from calypso.services import open_services
 from calypso.services.ingestion import Upload
 from testkit.live_server import LiveServer, free_port
@@ -86,9 +84,11 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     ingest_demo(services.ingestion)
     services.ingestion.ingest(Upload(handbook_docx(), "staff_handbook.docx"))
     services.ingestion.ingest(Upload(observatory_pdf(), "observatory.pdf"))
-    services.bots.create(DEFAULT_WORKSPACE, Bot(id=SOURCE_BOT, namespace="general", marker_style="source"))
     try:
         with LiveServer(create_app(settings, services), free_port()) as server:
+            # How a client asks for [Source N] markers: a bot with that marker style, named as the model.
+            made = httpx.post(f"{server.url}/v1/bots", json={"id": SOURCE_BOT, "marker_style": "source"})
+            assert made.status_code in (200, 201), made.text
             yield server
     finally:
         services.close()
