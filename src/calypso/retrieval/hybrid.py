@@ -6,7 +6,9 @@ absent from a run gets 0 there; the weighted sum is divided by the weights' tota
 Chosen on SciFact train over reciprocal rank fusion (docs/benchmarks/retrieval.md, "Embedding
 models (issue 12)"): test nDCG@10 0.7238 against RRF's best 0.7156, BM25 0.6789 and
 dense 0.6468. Both runs should be cut at the same depth (100 in that measurement):
-the depth sets what 0 means.
+the depth sets what 0 means. With the server's default weights a third component may join them: the
+exact-match signal of a query's rare identifiers (``retrieval.exact_match``), already in [0, 1], with the
+weight it earns for that query; ``default_weights`` tells when the defaults apply.
 
 ``rrf`` (weighted reciprocal rank fusion, divided by its best possible value) is kept
 for comparison and for runs whose scores mean nothing across queries.
@@ -47,6 +49,12 @@ def fusion_weights(ranking: RankingOptions | None) -> tuple[float, float]:
     return text, dense
 
 
+def default_weights(ranking: RankingOptions | None) -> bool:
+    """Whether the request leaves both fusion weights to the server (query-dependent weighting applies only
+    then: weights a request gives are used as given)."""
+    return ranking is None or (ranking.text_weight is None and ranking.embedding_weight is None)
+
+
 def _normalised(run: Sequence[tuple[K, float]]) -> dict[K, float]:
     if not run:
         return {}
@@ -71,16 +79,23 @@ def fuse(
     *,
     text_weight: float = DEFAULT_TEXT_WEIGHT,
     embedding_weight: float = DEFAULT_EMBEDDING_WEIGHT,
+    exact: Mapping[K, float] | None = None,
+    exact_weight: float = 0.0,
 ) -> list[tuple[K, float]]:
-    """Convex fusion of two ``(key, score)`` runs, best first; every score in [0, 1]."""
-    total = text_weight + embedding_weight
+    """Convex fusion of two ``(key, score)`` runs, best first; every score in [0, 1].
+
+    ``exact`` (key -> a score in [0, 1], taken as it is) joins them with ``exact_weight``."""
+    total = text_weight + embedding_weight + (exact_weight if exact else 0.0)
     acc: dict[K, float] = {}
     get = acc.get
-    for run, weight in ((text, text_weight), (dense, embedding_weight)):
+    for scores, weight in ((_normalised(text), text_weight), (_normalised(dense), embedding_weight)):
         if weight == 0:
             continue
-        for key, s in _normalised(run).items():
+        for key, s in scores.items():
             acc[key] = get(key, 0.0) + weight * s / total
+    if exact and exact_weight > 0:
+        for key, s in exact.items():
+            acc[key] = get(key, 0.0) + exact_weight * s / total
     return _ranked(acc)
 
 

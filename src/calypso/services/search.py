@@ -4,8 +4,9 @@ It owns this process's in-memory indexes (``services/index_sync.py``: one BM25 i
 namespace), loaded or built on first use and following the store's change feed, with the passage vectors
 beside it when an embedding model is set). A search is hybrid when the namespace has vectors and the model
 covers its languages: the keyword run and the vector run (100 deep each) are fused by
-``retrieval.hybrid.fuse`` with the request's weights, and the top fused passages' scores mixed with their
-neighbours' (``smooth_neighbours``). Passages not embedded yet are still found by their keywords.
+``retrieval.hybrid.fuse`` with the request's weights (at the server's defaults, with the exact-match signal
+of the query's rare identifiers beside them: ``retrieval.exact_match``), and the top fused passages' scores
+mixed with their neighbours' (``smooth_neighbours``). Passages not embedded yet are still found by their keywords.
 """
 
 from __future__ import annotations
@@ -24,7 +25,15 @@ from calypso.embeddings.base import Embedder, covers, query_embedder
 from calypso.errors import InvalidRequest
 from calypso.models import Passage, RankingOptions
 from calypso.retrieval.bm25 import BM25Index
-from calypso.retrieval.hybrid import NEIGHBOUR_POOL, NEIGHBOUR_WEIGHT, fuse, fusion_weights, smooth_neighbours
+from calypso.retrieval.exact_match import exact_signal
+from calypso.retrieval.hybrid import (
+    NEIGHBOUR_POOL,
+    NEIGHBOUR_WEIGHT,
+    default_weights,
+    fuse,
+    fusion_weights,
+    smooth_neighbours,
+)
 from calypso.retrieval.query import keyword_query
 from calypso.retrieval.scoring import keyword_score
 from calypso.scope import DEFAULT_WORKSPACE, RetrievalScope, check_namespace
@@ -138,7 +147,9 @@ class SearchService:
             doc_keys = set(self.store.document_keys(workspace, list(scope.document_ids)).values())
         found: list[Passage] = []
         for namespace in scope.namespaces:
-            found += self._search_namespace(query, namespace, k, weights, threshold, doc_keys, workspace)
+            found += self._search_namespace(
+                query, namespace, k, weights, threshold, doc_keys, workspace, default_weights(scope.ranking)
+            )
         return sorted(found, key=lambda p: -p.score)[:k]
 
     def _search_namespace(
@@ -150,8 +161,10 @@ class SearchService:
         threshold: float,
         doc_keys: set[int] | None,
         workspace: str,
+        exact: bool = False,
     ) -> list[Passage]:
-        """One namespace's top ``k`` passages, best first, fused with ``(text, embedding)`` weights."""
+        """One namespace's top ``k`` passages, best first, fused with ``(text, embedding)`` weights, and with
+        the query's rare identifiers' exact-match signal when ``exact`` (the server's default weights)."""
         text_weight, embedding_weight = weights
         index = self.index(namespace, workspace)
         if embedding_weight > 0 and not self._vectors_apply(query, index):
@@ -171,7 +184,15 @@ class SearchService:
             text_run, dense_run = self._runs(keyword_run, vectors, self.query_vector(query), depth, doc_keys)
             dense_run = [(key, cosine) for key, cosine in dense_run if cosine >= MIN_COSINE]
             raw_keyword, raw_cosine = dict(text_run), dict(dense_run)
-            pool = fuse(text_run, dense_run, text_weight=text_weight, embedding_weight=embedding_weight)
+            matches, exact_weight = exact_signal(index, query, keywords, depth, doc_keys) if exact else ({}, 0.0)
+            pool = fuse(
+                text_run,
+                dense_run,
+                text_weight=text_weight,
+                embedding_weight=embedding_weight,
+                exact=matches,
+                exact_weight=exact_weight,
+            )
             pool = pool[: max(k, NEIGHBOUR_POOL)]
             # Where the pool's passages sit (no text: 50 passages fetched whole cost 0.8 ms), for the smoothing.
             positions = self.store.chunk_positions([key for key, _ in pool])
