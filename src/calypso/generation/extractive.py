@@ -19,6 +19,7 @@ from calypso.generation.sentence_pick import (
     MAX_SENTENCES,
     SEMANTIC_WEIGHT,
     SentenceSimilarity,
+    answers_question,
     passage_language,
     pick_sentences,
 )
@@ -43,8 +44,11 @@ def select_sentences(
     similarity: SentenceSimilarity | None = None,
     semantic_weight: float = SEMANTIC_WEIGHT,
 ) -> list[tuple[int, int, str]]:
-    """(source number, offset of the sentence in its passage, cleaned sentence) of the best sentences, best first."""
+    """(source number, offset of the sentence in its passage, cleaned sentence) of the best sentences, best first;
+    none when no sentence answers the question (``generation.answerability``)."""
     picked = pick_sentences(question, passages, similarity=similarity, semantic_weight=semantic_weight)
+    if picked and not answers_question(question, passages, picked):
+        return []  # the sentences share the question's words but do not answer it: say nothing was found
     return [(c.number, c.start, c.text) for c in picked]
 
 

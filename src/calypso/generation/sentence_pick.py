@@ -30,6 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from calypso.generation import answerability
 from calypso.generation.question_words import WANTS_NUMBER, drop_question_terms
 from calypso.models import Passage
 from calypso.text import languages
@@ -139,6 +140,7 @@ class Candidate:
     # CJK passages only: the content terms of the whole passage (see PASSAGE_CREDIT).
     passage_terms: frozenset[str] = frozenset()
     score: float = 0.0
+    meaning: float | None = None  # the similarity's score (cosine to the question), when there is one
 
 
 def _is_control(ch: str) -> bool:
@@ -403,7 +405,7 @@ def score_candidates(
             score *= 0.7
         if candidate.reference:
             score *= 0.3
-        scored.append(replace(candidate, score=score))
+        scored.append(replace(candidate, score=score, meaning=None if semantic is None else semantic[index]))
     scored.sort(key=lambda c: (-c.score, c.number, c.start))
     return scored
 
@@ -475,6 +477,22 @@ def pick_sentences(
     if language != "en":
         chosen = _with_antecedents(chosen, pool)
     return chosen
+
+
+def answers_question(question: str, passages: Sequence[Passage], chosen: Sequence[Candidate]) -> bool:
+    """Whether one of the ``chosen`` sentences answers ``question`` rather than only sharing its words
+    (``generation.answerability``): the answerer declines when none does."""
+    language = passage_language(passages)
+    terms = [t for t in question_terms(question, language) if not _PARTICLES & set(t)]
+    asked = answerability.asked(question, terms, language, _terms)
+    compounds = language in COMPOUNDING
+
+    def near(a: str, b: str) -> bool:
+        return _near(a, b) or (compounds and _compound_part(a, b))
+
+    topic = answerability.topic_names(asked, [_terms(p.chunk.text, language) for p in passages], near)
+    quoted = [answerability.Quoted(c.number, c.text, c.terms, c.context, c.meaning, c.passage_terms) for c in chosen]
+    return answerability.answered(asked, quoted, topic=topic, language=language, analyze=_terms, near=near)
 
 
 FOLLOWERS = 2  # sentences that may follow the best one, each referring back to the one before
