@@ -162,8 +162,8 @@ def asked(question: str, terms: Iterable[str], language: str, analyze: Analyze) 
         for i, word in enumerate(words):
             if (i > 0 and word[0].isupper()) or any(ch.isdigit() for ch in word):
                 names |= analyze(word, language)
-        if kind == "count" and (found := _COUNTED.search(question)):
-            counted = analyze(found.group(1), language)
+        if kind == "count" and (thing := _COUNTED.search(question)):
+            counted = analyze(thing.group(1), language)
     return Asked(frozenset(terms), frozenset(names), kind, counted)
 
 
