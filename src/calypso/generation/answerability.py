@@ -5,7 +5,7 @@ names Lake Geneva and says nothing of its depth; asked "How many brown bears liv
 species. A sentence answers (``answers``) when it holds
 
 - every **name** of the question (English: capitalised words after the first, codes, numbers), unless the
-  name is the topic of the retrieved passages (in most of them: "the Alps" of an article about the Alps);
+  name is what a retrieved document is about (in its title or file name: "the Alps" of alps_wiki.pdf);
 - what the question **asks for** (``Asked.kind``): a measure with its unit for "how high/long/deep",
   a number next to the thing counted for "how many X", a time for "when", a sum of money for a price,
   degrees for a temperature, a share for a percentage;
@@ -34,10 +34,6 @@ Near = Callable[[str, str], bool]  # two stems of one word ("climber"/"climb"), 
 # documents' words; German ones (inflection, compounds) and Chinese ones (bigrams) less so.
 MIN_SENTENCE_COVERAGE = {"en": 0.5, "de": 0.25, "zh": 0.34}
 DEFAULT_MIN_SENTENCE_COVERAGE = 0.25
-# A name the question gives that is in this share of the retrieved passages is their topic: a sentence
-# need not repeat it ("What did Celtic tribes mine from the Alps?").
-TOPIC_SHARE = 0.5
-TOPIC_MIN_PASSAGES = 3  # and in at least this many: of two passages, one naming it is no topic
 # CJK: a question term the sentence lacks but its passage holds counts this share. A Chinese sentence names
 # its subject once and then leaves it out ("…1953年逝世"); the same share as the picker's PASSAGE_CREDIT. On the
 # fit half: 66 of 100 unanswerable Chinese questions declined, no answerable one lost (0.4 without it: 72, 1 lost).
@@ -86,9 +82,10 @@ _KINDS: list[tuple[str, re.Pattern[str], re.Pattern[str]]] = [
     ),
     (
         "duration",
+        # "How long is the Rhone?" asks a length, "how long does it take" a time: either gives it.
         re.compile(r"\bhow long\b|\bwie lange?\b|多久|多长时间", re.I),
         re.compile(
-            rf"{_LENGTH_UNIT}|\d|\b(?:{_NUMBER_WORDS})\b|\b(?:years?|months?|weeks?|days?|hours?|minutes?|"
+            rf"{_LENGTH_UNIT}|\b(?:years?|months?|weeks?|days?|hours?|minutes?|"
             r"centur(?:y|ies)|decades?|Jahre?n?|Monate?n?|Wochen?|Tage?n?|Stunden?)\b|[年月天日时時]",
             re.I,
         ),
@@ -129,6 +126,7 @@ _COUNTED = re.compile(
     r"\bhow many\s+((?:[\w'’-]+\s+){0,2}?[\w'’-]+?)\s+(?:do|does|did|are|is|were|was|have|has|had|can|could|will|would|live|lived)\b",
     re.I,
 )
+_COUNTED_SHORT = re.compile(r"\bhow many\s+([\w'’-]+(?:\s+[\w'’-]+)?)", re.I)  # "how many avalanche deaths occur"
 _WORD = re.compile(r"[\w'’-]+")
 
 
@@ -162,7 +160,7 @@ def asked(question: str, terms: Iterable[str], language: str, analyze: Analyze) 
         for i, word in enumerate(words):
             if (i > 0 and word[0].isupper()) or any(ch.isdigit() for ch in word):
                 names |= analyze(word, language)
-        if kind == "count" and (thing := _COUNTED.search(question)):
+        if kind == "count" and (thing := _COUNTED.search(question) or _COUNTED_SHORT.search(question)):
             counted = analyze(thing.group(1), language)
     return Asked(frozenset(terms), frozenset(names), kind, counted)
 
@@ -172,12 +170,12 @@ def _holds(term: str, terms: Iterable[str], near: Near) -> bool:
     return any(folded == _fold(other) or near(folded, _fold(other)) for other in terms)
 
 
-def topic_names(question: Asked, passage_terms: list[frozenset[str]], near: Near) -> frozenset[str]:
-    """The question's names that most retrieved passages hold: their topic, which a sentence need not repeat."""
-    if not passage_terms:
-        return frozenset()
-    need = max(TOPIC_MIN_PASSAGES, TOPIC_SHARE * len(passage_terms))
-    return frozenset(n for n in question.names if sum(_holds(n, terms, near) for terms in passage_terms) >= need)
+def topic_names(question: Asked, titles: Iterable[frozenset[str]], near: Near) -> frozenset[str]:
+    """The question's names that a retrieved document's title or file name holds ("alps_wiki.pdf"): what the
+    documents are about, which a sentence need not repeat. Not the names most retrieved passages hold: those
+    were retrieved for holding them ("How long is the Mont Blanc Tunnel?" finds Mont Blanc everywhere)."""
+    held = [terms for terms in titles]
+    return frozenset(n for n in question.names if any(_holds(n, terms, near) for terms in held))
 
 
 def _counts(text: str, counted: frozenset[str], analyze: Analyze, language: str) -> bool:

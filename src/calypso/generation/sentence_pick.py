@@ -490,7 +490,8 @@ def answers_question(question: str, passages: Sequence[Passage], chosen: Sequenc
     def near(a: str, b: str) -> bool:
         return _near(a, b) or (compounds and _compound_part(a, b))
 
-    topic = answerability.topic_names(asked, [_terms(p.chunk.text, language) for p in passages], near)
+    titles = {p.document.id: f"{p.document.title or ''} {p.document.filename.rsplit('.', 1)[0]}" for p in passages}
+    topic = answerability.topic_names(asked, [_terms(t.replace("_", " "), language) for t in titles.values()], near)
     quoted = [answerability.Quoted(c.number, c.text, c.terms, c.context, c.meaning, c.passage_terms) for c in chosen]
     return answerability.answered(asked, quoted, topic=topic, language=language, analyze=_terms, near=near)
 
