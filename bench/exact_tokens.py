@@ -156,7 +156,7 @@ def design_table() -> dict[str, Callable[[Runs, dict[int, tuple[int, int]]], lis
 
     return {
         "plain fusion 0.6 / 0.4 (before)": lambda runs, pos: ranked(runs, pos, 0.6, {}, 0.0),
-        "keyword only": lambda runs, pos: ranked(runs, pos, 1.0, {}, 0.0),
+        "text run alone (weight 1), smoothed": lambda runs, pos: ranked(runs, pos, 1.0, {}, 0.0),
         "weights: text 0.75 with a rare identifier": weights(0.75),
         "weights: text 0.9 with a rare identifier": weights(0.9),
         "third run: BM25 of the rare identifier terms, weight 2": identifier_bm25(2.0),

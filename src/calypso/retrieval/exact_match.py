@@ -1,49 +1,49 @@
 """The exact-match signal: passages that hold a query's rare identifiers, and the weight that signal earns.
 
 A query such as "Command Code BMFOL BMF Return Form 1041 Display" names one exhibit of the 400-page IRS
-manual by its form number. The embedding sees only that the table of contents (a page of 35 lines of
-"Command Code BMFOL … Display") looks like the query, and the keyword run likes that page too, since it
-repeats the query's common words ("command", "code", "display") 35 times. What picks the exhibit is "1041":
-it stands on 10 of 398 passages. So fusion gets a third component beside the two runs:
+manual by its form number. The embedding sees only that the table of contents (page 4 lists 38 exhibit
+titles "Command Code BMFOL … Display") looks like the query, and the keyword run likes its passage (pp. 4-5)
+too: it repeats the query's common words ("command", "code", "display") a dozen times and "BMF" five. What
+picks the exhibit is "1041": it stands on 10 of 398 passages. So fusion gets a third component beside the two runs:
 
 - ``rare_terms``: the query's identifier terms (``retrieval.identifiers``, analysed as the index analyses
   them) whose idf is at least ``EXACT_RARITY`` of the highest idf possible in the index (a term on one
-  passage). "1041" (idf 3.64 of 5.59) counts; "BMFOL", on 372 of 398 passages, does not.
+  passage). "1041" (idf 3.64 of 5.58) counts; "BMFOL", on 372 of 398 passages, does not.
 - ``exact_matches``: each passage holding one of them gets the idf-weighted share of them it holds, in
   [0, 1]: presence, not a term frequency, since a list that names a code four times does not name it more.
 - ``exact_weight``: the signal's weight beside the text run's 0.6 and the embedding run's 0.4 is
   ``EXACT_WEIGHT`` times the rare identifiers' share of the query's idf (``BM25Index.max_score``): the
   query "TC902" is all identifier (weight 1.5), the claim "In the UK, drowning affects boys and girls
-  equally" is mostly words ("UK" is 16% of its idf: weight 0.24).
+  equally" is mostly words ("UK" is 15% of its idf: weight 0.22).
 
 Explicit ``ranking_options`` weights are used as given, without this signal (``retrieval.hybrid``), and a
 keyword-only search does not use it.
 
-Designs compared (``bench/exact_tokens.py``; docs/benchmarks/hybrid.md, "Exact tokens win (issue 42)"), each
-then smoothed with neighbours as shipped. Fourteen identifier queries on the IRS manual (the gold page first),
-five on the Federal Register's two airworthiness directives, SciFact nDCG@10 (test / train), the Alps
-questions (first source holds the gold page):
+Designs compared (``bench/exact_tokens.py --designs --train``; docs/benchmarks/hybrid.md, "Exact tokens win
+(issue 42)"), each smoothed with neighbours as shipped: 13 identifier queries on the IRS manual and 5 on the
+Federal Register's two airworthiness directives (the gold page first), SciFact nDCG@10 (test / train):
 
-| design | IRS first | Federal Register | SciFact test / train | Alps |
-|---|---|---|---|---|
-| plain fusion 0.6 / 0.4 (before) | 6 / 14 | 5 / 5 | 0.7294 / 0.7269 | 36 |
-| keyword only | 8 / 14 | 5 / 5 | 0.6836 / 0.6968 | 35 |
-| query-dependent weights: text 0.75 when a rare identifier is matched | 7 / 14 | 5 / 5 | 0.7278 / 0.7253 | 36 |
-| the same, text 0.9 | 8 / 14 | 5 / 5 | 0.7251 / 0.7212 | 36 |
-| third run: BM25 over the rare identifier terms, weight 2 | 9 / 14 | 5 / 5 | 0.6813 / 0.6800 | 36 |
-| presence signal, fixed weight 1 | 10 / 14 | 5 / 5 | 0.7175 / 0.7114 | 36 |
-| **presence signal, weight 1.5 × idf share (shipped)** | **10 / 14** | **5 / 5** | **0.7298 / 0.7312** | **36** |
-| presence signal, weight 1.0 × idf share | 9 / 14 | 5 / 5 | 0.7309 / 0.7321 | 36 |
+| design | IRS first | Federal Register | SciFact test / train |
+|---|---|---|---|
+| plain fusion 0.6 / 0.4 (before) | 6 / 13 | 5 / 5 | 0.7294 / 0.7269 |
+| query-dependent weights: text 0.75 when a rare identifier is matched | 7 / 13 | 5 / 5 | 0.7278 / 0.7253 |
+| the same, text 0.9 | 8 / 13 | 5 / 5 | 0.7251 / 0.7212 |
+| third run: BM25 of the rare identifier terms, weight 2 | 9 / 13 | 5 / 5 | 0.6826 / 0.6767 |
+| presence signal, fixed weight 1 | 10 / 13 | 5 / 5 | 0.7175 / 0.7114 |
+| presence signal, weight 1.0 x idf share | 9 / 13 | 5 / 5 | 0.7309 / 0.7321 |
+| **presence signal, weight 1.5 x idf share (shipped)** | **10 / 13** | **5 / 5** | **0.7298 / 0.7312** |
+| presence signal, weight 2.0 x idf share | 10 / 13 | 5 / 5 | 0.7288 / 0.7310 |
 
 Raising the text weight cannot win where the keyword run itself ranks the table of contents first (it does
-for the Form 1041 query), and a BM25 run over the identifiers repeats that error (the contents page holds
-"BMF" 8 times). Presence ties the exhibit with the contents page on the code, and the neighbour smoothing
-then prefers the exhibit, whose neighbours hold the code too. A fixed weight costs SciFact (claims whose
-acronym, "CVD", "UK", "CSF", the relevant abstract spells out); scaled by the identifiers' share of the
-query it gains on train. 1.5 is the smallest weight that puts the Form 1041 exhibit first; the floor 0.5
-(0.4 and 0.6 gave the same IRS figures, SciFact train 0.7312 / 0.7313) keeps "BMF" (46 of 398 passages,
-0.38) out. The four IRS queries still missed ask for a form whose number the contents pages list two to
-four times (Form 990T, 706GS(T), 8743): keyword search alone misses them too.
+for the Form 1041 query), and a BM25 run of the identifiers repeats that error (the contents passage holds "BMF"
+5 times) and costs SciFact most. Presence ties the exhibit with the contents page on the code, and the
+neighbour smoothing then prefers the exhibit, whose neighbours hold the code too. A fixed weight costs
+SciFact (claims whose acronym, "CVD", "UK", "CSF", the relevant abstract spells out); scaled by the
+identifiers' share of the query it gains on train. 1.5 is the smallest scale that puts the Form 1041 exhibit
+first (1.0 leaves it second); the floor 0.5 keeps "BMF" (46 of 398 passages, 0.38) out (0.4 and 0.6 gave the
+same IRS figures offline, SciFact train 0.7312 / 0.7313). The Alps questions name no rare identifier: 36 of
+39 before and after. The three IRS queries still missed ask for a form whose number the contents pages list
+two to four times (Form 990T, 706GS(T), 8743); keyword search alone misses them too.
 """
 
 from __future__ import annotations
