@@ -111,7 +111,7 @@ def exact_signal(
             if term not in idfs:
                 idfs[term] = index.max_score(term)
     rare = rare_terms(idfs, len(index))
-    weight = exact_weight(rare, index.max_score(keywords))
+    weight = exact_weight(rare, index.max_score(keywords)) if rare else 0.0
     if weight <= 0:
         return {}, 0.0
     holders = {
