@@ -93,7 +93,10 @@ _KINDS: list[tuple[str, re.Pattern[str], re.Pattern[str]]] = [
     (
         "count",
         re.compile(
-            r"\bhow (?:many|often)\b|\bnumber of\b|\bpopulation\b|\bwie (?:viele?|oft)\b|\banzahl\b|多少|几|幾", re.I
+            # "how much snow falls" asks an amount; "how much does it cost" a price (below); "哪几个" is "which".
+            r"\bhow (?:many|often)\b|\bhow much\b(?! (?:does|do|did|is|are|was|were|will|would|can|could)\b)|"
+            r"\bnumber of\b|\bpopulation\b|\bwie (?:viele?|oft)\b|\banzahl\b|多少|(?<!哪)[几幾](?!乎)",
+            re.I,
         ),
         _NUMBER,
     ),

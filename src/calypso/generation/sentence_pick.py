@@ -480,20 +480,27 @@ def pick_sentences(
 
 
 def answers_question(question: str, passages: Sequence[Passage], chosen: Sequence[Candidate]) -> bool:
-    """Whether one of the ``chosen`` sentences answers ``question`` rather than only sharing its words
-    (``generation.answerability``): the answerer declines when none does."""
+    """Whether one of the ``chosen`` sentences answers ``question``, or one of its parts when it asks two
+    things ("How does GitHub share personal data, and what are my rights to delete it?"), rather than only sharing its words (``generation.answerability``): the answerer declines when
+    none does."""
     language = passage_language(passages)
-    terms = [t for t in question_terms(question, language) if not _PARTICLES & set(t)]
-    asked = answerability.asked(question, terms, language, _terms)
     compounds = language in COMPOUNDING
 
     def near(a: str, b: str) -> bool:
         return _near(a, b) or (compounds and _compound_part(a, b))
 
     titles = {p.document.id: f"{p.document.title or ''} {p.document.filename.rsplit('.', 1)[0]}" for p in passages}
-    topic = answerability.topic_names(asked, [_terms(t.replace("_", " "), language) for t in titles.values()], near)
+    title_terms = [_terms(title.replace("_", " "), language) for title in titles.values()]
     quoted = [answerability.Quoted(c.number, c.text, c.terms, c.context, c.meaning, c.passage_terms) for c in chosen]
-    return answerability.answered(asked, quoted, topic=topic, language=language, analyze=_terms, near=near)
+    # English only, as the coverage rule above: a German relative clause ("Was ist die Annahme, die …") is no
+    # second question.
+    for part in _question_parts(question) if language == "en" else [question]:
+        terms = [t for t in question_terms(part, language) if not _PARTICLES & set(t)]
+        asked = answerability.asked(part, terms, language, _terms)
+        topic = answerability.topic_names(asked, title_terms, near)
+        if answerability.answered(asked, quoted, topic=topic, language=language, analyze=_terms, near=near):
+            return True
+    return False
 
 
 FOLLOWERS = 2  # sentences that may follow the best one, each referring back to the one before
