@@ -27,6 +27,8 @@ from calypso.models import Passage, RankingOptions
 from calypso.retrieval.bm25 import BM25Index
 from calypso.retrieval.exact_match import exact_signal
 from calypso.retrieval.hybrid import (
+    CROSS_LINGUAL_EMBEDDING_WEIGHT,
+    CROSS_LINGUAL_TEXT_WEIGHT,
     NEIGHBOUR_POOL,
     NEIGHBOUR_WEIGHT,
     default_weights,
@@ -169,6 +171,8 @@ class SearchService:
         index = self.index(namespace, workspace)
         if embedding_weight > 0 and not self._vectors_apply(query, index):
             embedding_weight = 0.0
+        elif exact and embedding_weight > 0 and self._crosses_languages(query, index):
+            text_weight, embedding_weight = CROSS_LINGUAL_TEXT_WEIGHT, CROSS_LINGUAL_EMBEDDING_WEIGHT
         vectors = self._indexes.vectors(workspace, namespace) if embedding_weight > 0 else None
         keywords = keyword_query(query)
         raw_keyword: dict[int, float] = {}
@@ -286,6 +290,12 @@ class SearchService:
             return False
         passages = index.query_language()
         return covers(self.embedder, passages) and covers(self.embedder, detect(query, fallback=passages))
+
+    @staticmethod
+    def _crosses_languages(query: str, index: BM25Index) -> bool:
+        """Whether the query is in another language than the knowledge base's passages (their most common)."""
+        passages = index.query_language()
+        return detect(query, fallback=passages) != passages
 
     def query_vector(self, query: str) -> Any:
         """The query's embedding, from a small cache of recent queries (a hybrid search embeds each once)."""
