@@ -84,6 +84,17 @@ def test_a_markdown_citation_opens_the_passage_with_its_quote_marked_and_escaped
     assert content.status_code == 200 and content.content == HOSTILE
 
 
+def test_head_on_a_citation_link_answers_as_get_does_without_the_page(api, kb: IngestionService) -> None:
+    """Link checkers and chat unfurlers send HEAD before GET (issue 44): 200 with GET's headers, not 405."""
+    kb.ingest(Upload(HOSTILE, "security.md"))
+    url = _citations(api, HOSTILE_QUESTION)[0]["url"]
+    head, get = api.head(url), api.get(url)
+    assert head.status_code == 200 and head.content == b""
+    for name in ("content-type", "content-security-policy", "cache-control", "referrer-policy"):
+        assert head.headers[name] == get.headers[name]
+    assert api.head(url.replace("signature=", "signature=0")).status_code == 403
+
+
 def test_tampered_expired_and_unknown_links(api, kb: IngestionService, services) -> None:
     result = kb.ingest(Upload(HOSTILE, "security.md"))
     url = _citations(api, HOSTILE_QUESTION)[0]["url"]

@@ -31,6 +31,8 @@ _MAX = 2**62  # SQLite and PostgreSQL integers: a larger number would not be an 
 Offset = Annotated[int | None, Query(ge=0, le=_MAX, description="Code-point offset of the quote in the passage.")]
 
 
+# HEAD too: link checkers and chat unfurlers send it before (or instead of) GET.
+@router.head("/{file_id}/view", include_in_schema=False)  # the GET below, without its body
 @router.get("/{file_id}/view", response_class=HTMLResponse)
 def view_passage(
     file_id: str,
