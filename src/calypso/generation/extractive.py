@@ -24,6 +24,7 @@ from calypso.generation.sentence_pick import (
     pick_sentences,
 )
 from calypso.models import Passage
+from calypso.text import languages
 from calypso.text.cjk import CJK_CHARS, has_cjk
 
 # In English; the answerer says them in the question's language (calypso.generation.phrases).
@@ -53,11 +54,14 @@ def select_sentences(
 
 
 def compose(picked: list[tuple[int, int, str]], language: str = "en") -> str:
-    """The answer text: each sentence followed by the marker of its own source; when nothing was
+    """The answer text: each sentence followed by the marker of its own source, after a sentence saying in
+    which language the sources say it when that is not ``language`` (the question's); when nothing was
     picked, that nothing was found, in ``language``."""
     if not picked:
         return phrases.not_found(language)
-    return " ".join(f"{sentence} [Source {number}]" for number, _, sentence in picked)
+    quotes = " ".join(f"{sentence} [Source {number}]" for number, _, sentence in picked)
+    note = phrases.quoted_in(language, languages.detect(" ".join(sentence for _, _, sentence in picked), language))
+    return f"{note} {quotes}" if note else quotes
 
 
 def _asked(request: GenerationRequest) -> str:

@@ -1,7 +1,8 @@
 """The extractive answerer's fixed sentences, in the language of the question.
 
-The answerer writes only two sentences of its own: that nothing in the knowledge base answers, and
-that no knowledge base was searched. A Chinese question gets them in Chinese: the language is
+The answerer writes only three sentences of its own: that nothing in the knowledge base answers, that
+no knowledge base was searched, and, before quotes in another language than the question's, in which
+language the sources say it ("The sources say this in Chinese.": it quotes, it does not translate). A Chinese question gets them in Chinese: the language is
 ``calypso.text.languages.detect`` of the question, and a question too short to tell (a name, a
 number) takes the language of the retrieved passages, as the sentence choice does. Languages
 without a translation here get English. The setting named in the second sentence stays as it is
@@ -59,6 +60,135 @@ NO_KNOWLEDGE_BASE: dict[str, str] = {
         "lenguaje (CALYPSO_LLM_BASE_URL) para responder sin ella."
     ),
 }
+
+
+# "The sources say this in {language}.", by the question's language; {language} is named in that language too.
+_QUOTED_IN: dict[str, str] = {
+    "en": "The sources say this in {}.",
+    "zh": "以下资料原文为{}。",
+    "ja": "以下の資料は{}で書かれています。",
+    "ko": "다음 자료는 {}로 되어 있습니다.",
+    "de": "Die Quellen sagen dies auf {}.",
+    "fr": "Les sources le disent en {}.",
+    "es": "Las fuentes lo dicen en {}.",
+    "it": "Le fonti lo dicono in {}.",
+    "pt": "As fontes dizem isto em {}.",
+    "nl": "De bronnen zeggen dit in het {}.",
+}
+# The languages' names (en zh ja ko de fr es it pt nl), in each of them.
+_ORDER = ("en", "zh", "ja", "ko", "de", "fr", "es", "it", "pt", "nl")
+_NAMES: dict[str, tuple[str, ...]] = {
+    "en": ("English", "Chinese", "Japanese", "Korean", "German", "French", "Spanish", "Italian", "Portuguese", "Dutch"),
+    "zh": ("英文", "中文", "日文", "韩文", "德文", "法文", "西班牙文", "意大利文", "葡萄牙文", "荷兰文"),
+    "ja": (
+        "英語",
+        "中国語",
+        "日本語",
+        "韓国語",
+        "ドイツ語",
+        "フランス語",
+        "スペイン語",
+        "イタリア語",
+        "ポルトガル語",
+        "オランダ語",
+    ),
+    "ko": (
+        "영어",
+        "중국어",
+        "일본어",
+        "한국어",
+        "독일어",
+        "프랑스어",
+        "스페인어",
+        "이탈리아어",
+        "포르투갈어",
+        "네덜란드어",
+    ),
+    "de": (
+        "Englisch",
+        "Chinesisch",
+        "Japanisch",
+        "Koreanisch",
+        "Deutsch",
+        "Französisch",
+        "Spanisch",
+        "Italienisch",
+        "Portugiesisch",
+        "Niederländisch",
+    ),
+    "fr": (
+        "anglais",
+        "chinois",
+        "japonais",
+        "coréen",
+        "allemand",
+        "français",
+        "espagnol",
+        "italien",
+        "portugais",
+        "néerlandais",
+    ),
+    "es": (
+        "inglés",
+        "chino",
+        "japonés",
+        "coreano",
+        "alemán",
+        "francés",
+        "español",
+        "italiano",
+        "portugués",
+        "neerlandés",
+    ),
+    "it": (
+        "inglese",
+        "cinese",
+        "giapponese",
+        "coreano",
+        "tedesco",
+        "francese",
+        "spagnolo",
+        "italiano",
+        "portoghese",
+        "olandese",
+    ),
+    "pt": (
+        "inglês",
+        "chinês",
+        "japonês",
+        "coreano",
+        "alemão",
+        "francês",
+        "espanhol",
+        "italiano",
+        "português",
+        "neerlandês",
+    ),
+    "nl": (
+        "Engels",
+        "Chinees",
+        "Japans",
+        "Koreaans",
+        "Duits",
+        "Frans",
+        "Spaans",
+        "Italiaans",
+        "Portugees",
+        "Nederlands",
+    ),
+}
+QUOTED_IN: dict[tuple[str, str], str] = {
+    (asked, said): template.format(_NAMES[asked][_ORDER.index(said)])
+    for asked, template in _QUOTED_IN.items()
+    for said in _ORDER
+    if said != asked
+}
+
+
+def quoted_in(question_language: str, source_language: str) -> str | None:
+    """That the quotes below are in ``source_language``, said in ``question_language``; None when they are
+    the same language, or either has no sentence here (the quotes then speak for themselves)."""
+    return QUOTED_IN.get((question_language, source_language))
 
 
 def question_language(question: str, fallback: str = "en") -> str:

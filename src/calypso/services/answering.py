@@ -115,7 +115,9 @@ def validate_messages(messages: list[dict[str, Any]]) -> None:
 
 
 # The extractive answerer's own sentences claim nothing about the documents: "not a claim", never "unsupported".
-OWN_SENTENCES = frozenset((*phrases.NOT_FOUND.values(), *phrases.NO_KNOWLEDGE_BASE.values()))
+OWN_SENTENCES = frozenset(
+    (*phrases.NOT_FOUND.values(), *phrases.NO_KNOWLEDGE_BASE.values(), *phrases.QUOTED_IN.values())
+)
 
 
 def _track(tracker: SentenceTracker, event: TextEvent | MarkerEvent) -> list[SentenceEvent]:
