@@ -9,7 +9,9 @@ class's ``grpc_status`` (a ``grpc.StatusCode`` name) with the same message.
     ├── InvalidRequest                 400 invalid_request_error
     │   ├── EmptyDocument              400 (code: empty_file)
     │   ├── InvalidNamespace           400 (code: invalid_namespace)
-    │   └── UnknownGenerator           400 (code: unknown_generator; also a LookupError)
+    │   ├── UnknownGenerator           400 (code: unknown_generator; also a LookupError)
+    │   └── ArchiveUnreadable          400 (code: archive_unreadable): `calypso import` of a truncated or corrupt file
+    │       └── ArchiveTooNew          400 (code: archive_too_new): written by a newer Calypso
     ├── AuthenticationFailed           401 invalid_request_error (code: invalid_api_key, as OpenAI)
     │   └── MissingApiKey              401 (code: null: OpenAI's answer to a request without a key)
     ├── PermissionDenied               403 permission_error
@@ -78,6 +80,18 @@ class UnknownGenerator(InvalidRequest, LookupError):
     """A generator name the registry does not have (a bot's stored generator whose plugin went away)."""
 
     default_code = "unknown_generator"
+
+
+class ArchiveUnreadable(InvalidRequest):
+    """A knowledge-base archive that is not one, or is truncated or corrupt: nothing was imported."""
+
+    default_code = "archive_unreadable"
+
+
+class ArchiveTooNew(ArchiveUnreadable):
+    """An archive in a format newer than this Calypso reads: nothing was imported."""
+
+    default_code = "archive_too_new"
 
 
 class AuthenticationFailed(CalypsoError):

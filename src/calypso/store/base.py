@@ -38,6 +38,7 @@ from calypso.models import (
     VectorStore,
     VectorStoreFile,
 )
+from calypso.store.portable import PortableStore
 from calypso.store.vectors import EmbeddingStore, VectorSearch
 
 
@@ -524,6 +525,7 @@ class Storage(Protocol):
     policies: PolicyStore
     vector_stores: VectorStoreStore
     embeddings: EmbeddingStore
+    portable: PortableStore  # rows out and in, for export and import (``store/portable.py``)
 
     def vector_search(
         self, model: str, dimension: int, ef_search: int

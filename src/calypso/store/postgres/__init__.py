@@ -35,6 +35,8 @@ from calypso.store.base import (
 )
 from calypso.store.embeddings_sql import SQLEmbeddingStore, postgres_dialect
 from calypso.store.feed_sql import ChangeFeedSQL
+from calypso.store.portable import PortableStore
+from calypso.store.portable_sql import PortableSQL, postgres_portable
 from calypso.store.postgres.bots import PostgresBotStore
 from calypso.store.postgres.conversations import PostgresConversationStore
 from calypso.store.postgres.database import Database, redact_url
@@ -71,7 +73,11 @@ class PostgresStorage:
         self.keys: KeyStore = PostgresKeyStore(self.database)
         self.policies: PolicyStore = PostgresPolicyStore(self.database)
         self.vector_stores: VectorStoreStore = SQLVectorStoreStore(self.database, "%s")
-        self.embeddings: EmbeddingStore = SQLEmbeddingStore(self.database, postgres_dialect(_record_change))
+        vectors = postgres_dialect(_record_change)
+        self.embeddings: EmbeddingStore = SQLEmbeddingStore(self.database, vectors)
+        self.portable: PortableStore = PortableSQL(
+            database.snapshot, lambda work, _needs: database.write(work), postgres_portable(vectors)
+        )
 
     def vector_search(self, model: str, dimension: int, ef_search: int) -> Callable[[str, str], PgVectorSearch]:
         """Passage vectors searched in the database (pgvector HNSW) instead of loaded by each process:

@@ -205,6 +205,13 @@ class Database:
             cursor.execute(sql, params)
             yield from cursor
 
+    @contextmanager
+    def snapshot(self) -> Iterator[Connection]:
+        """A pooled connection in a read-only repeatable-read transaction: one state of the database."""
+        with self.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield conn
+
     def write(self, work: Callable[[Connection], T]) -> T:
         """Run ``work(conn)`` inside one transaction: committed when it returns, rolled back when it raises."""
         with self.connection() as conn, conn.transaction():

@@ -19,6 +19,8 @@ from calypso.store.base import (
 )
 from calypso.store.embeddings_sql import SQLEmbeddingStore, sqlite_dialect
 from calypso.store.feed_sql import ChangeFeedSQL
+from calypso.store.portable import PortableStore
+from calypso.store.portable_sql import PortableSQL, sqlite_portable
 from calypso.store.sqlite.bots import SQLiteBotStore
 from calypso.store.sqlite.conversations import SQLiteConversationStore
 from calypso.store.sqlite.database import Database
@@ -55,7 +57,12 @@ class SQLiteStorage:
         self.keys: KeyStore = SQLiteKeyStore(self.database)
         self.policies: PolicyStore = SQLitePolicyStore(self.database)
         self.vector_stores: VectorStoreStore = SQLVectorStoreStore(self.database, "?")
-        self.embeddings: EmbeddingStore = SQLEmbeddingStore(self.database, sqlite_dialect(_record_change))
+        vectors = sqlite_dialect(_record_change)
+        self.embeddings: EmbeddingStore = SQLEmbeddingStore(self.database, vectors)
+        database = self.database
+        self.portable: PortableStore = PortableSQL(
+            database.snapshot, lambda work, needs: database.write(work, needs=needs), sqlite_portable(vectors)
+        )
         if self._lock is not None and self._lock.previous_owner is not None:
             release_dead_leases(self.database, self._lock.previous_owner)
 

@@ -118,6 +118,16 @@ class Database:
         with self._reader() as db:
             yield from db.execute(sql, params)
 
+    @contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """A pooled connection inside a read transaction: every read in the block sees one state of the file."""
+        with self._reader() as db:
+            db.execute("BEGIN")
+            try:
+                yield db
+            finally:
+                db.execute("ROLLBACK")
+
     def write(self, work: Callable[[sqlite3.Connection], T], *, needs: int = 0, frees_space: bool = False) -> T:
         """Run ``work(db)`` inside one immediate transaction under the single-writer lock.
 
