@@ -1,4 +1,4 @@
-"""The `calypso` command: serve, ingest, worker, search, ask, mcp, keys, settings. Thin: it calls the modules."""
+"""The `calypso` command: serve, ingest, worker, search, ask, mcp, keys, export, import, settings. Thin: it calls the modules."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from calypso.cli.admin import cmd_keys, cmd_settings
 from calypso.cli.knowledge import cmd_ask, cmd_ingest, cmd_reindex, cmd_search
+from calypso.cli.portable import add_commands as add_portable_commands
 from calypso.cli.serving import cmd_dev_upstream, cmd_mcp, cmd_serve, cmd_worker
 from calypso.config import Settings, settings_problems
 from calypso.logs import configure, log_format
@@ -94,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     for keys_parser in (create, listing, revoke):
         keys_parser.add_argument("--home", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     keys.set_defaults(func=cmd_keys)
+
+    add_portable_commands(sub, "data directory (default: $CALYPSO_HOME, else the user's data directory)")
 
     with_home(sub.add_parser("settings", help="where the data directory is, and every setting")).set_defaults(
         func=cmd_settings
