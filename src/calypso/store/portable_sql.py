@@ -44,6 +44,7 @@ class PortableDialect:
     executemany: Callable[[Any, str, list[tuple[Any, ...]]], int]  # rows written
     stream: Callable[[Any, str, tuple[Any, ...], int], Iterator[Any]]
     schema: Callable[[Any], dict[str, set[str]]]
+    json_types: Callable[[Any], dict[tuple[str, str], str]]  # (table, column) -> json or jsonb, to cast text to
     record_change: Callable[[Any, str, str, int, str], None]
 
 
@@ -79,6 +80,7 @@ def sqlite_portable(vectors: Dialect) -> PortableDialect:
         executemany=_sqlite_many,
         stream=lambda db, sql, args, _batch: iter(db.execute(sql, args)),
         schema=_sqlite_schema,
+        json_types=lambda _db: {},
         record_change=vectors.record_change,
     )
 
@@ -108,6 +110,14 @@ def _pg_schema(db: Any) -> dict[str, set[str]]:
     return found
 
 
+def _pg_json_types(db: Any) -> dict[tuple[str, str], str]:
+    rows = db.execute(
+        "SELECT table_name, column_name, data_type FROM information_schema.columns "
+        "WHERE table_schema = current_schema() AND data_type IN ('json', 'jsonb')"
+    )
+    return {(table, column): kind for table, column, kind in rows}
+
+
 def postgres_portable(vectors: Dialect) -> PortableDialect:
     """PostgreSQL's dialect; ``vectors``: how its passage vectors are written and read, and its changes recorded."""
     return PortableDialect(
@@ -127,6 +137,7 @@ def postgres_portable(vectors: Dialect) -> PortableDialect:
         executemany=_pg_many,
         stream=_pg_stream,
         schema=_pg_schema,
+        json_types=_pg_json_types,
         record_change=vectors.record_change,
     )
 
@@ -262,6 +273,20 @@ class _Loader:
         self.conversations: dict[str, int] = {}
         self.embedded: set[int] = set()
         self._chunk_keys: tuple[int, dict[int, int]] = (-1, {})
+        self._json_types = d.json_types(db)
+
+    def _marks(self, table: str, columns: list[str]) -> str:
+        """The placeholders of an INSERT's columns: JSON text cast to the column's type where it has one."""
+        marks = []
+        for column in columns:
+            kind = self._json_types.get((table, column))
+            if column == "vector":
+                marks.append(self.d.vector_param)
+            elif kind is not None:
+                marks.append(f"CAST({self.d.mark} AS {kind})")
+            else:
+                marks.append(self.d.mark)
+        return ", ".join(marks)
 
     def _sql(self, sql: str) -> str:
         return sql.replace("?", self.d.mark)
@@ -326,7 +351,7 @@ class _Loader:
         if not self.d.content_table:
             columns.append("content")
             values = (*values, row["content"])
-        marks = ", ".join([self.d.mark] * len(columns))
+        marks = self._marks("documents", columns)
         key = self.d.insert_key(self.db, f"INSERT INTO documents ({', '.join(columns)}) VALUES ({marks})", values)
         if self.d.content_table:
             self.db.execute(
@@ -345,7 +370,7 @@ class _Loader:
                 )
             self._count("conversations", 0, 1)
             return
-        marks = ", ".join([self.d.mark] * len(table.columns))
+        marks = self._marks("conversations", list(table.columns))
         sql = f"INSERT INTO conversations ({', '.join(table.columns)}) VALUES ({marks})"
         self.conversations[row["id"]] = self.d.insert_key(self.db, sql, self._values(table, row))
         self._count("conversations", 1, 0)
@@ -366,10 +391,9 @@ class _Loader:
             columns.insert(0, "document_key")
         elif table.parent == "conversation":
             columns.insert(0, "conversation_key")
-        marks = [self.d.vector_param if c == "vector" else self.d.mark for c in columns]
         insert = (
             f"INSERT INTO {table.name} ({', '.join(_quoted(c) for c in columns)}) "
-            f"VALUES ({', '.join(marks)}) ON CONFLICT DO NOTHING"
+            f"VALUES ({self._marks(table.name, columns)}) ON CONFLICT DO NOTHING"
         )
         batch: list[tuple[Any, ...]] = []
         seen, dropped = 0, self.counts.vectors_dropped
