@@ -218,8 +218,9 @@ class Settings(BaseSettings):
     )
     embedding_model: str = Field(
         "minilm-l6-v2-int8",
-        description="Embedding model: a local one ('minilm-l6-v2-int8', from the 'embed' extra), the model name "
-        "sent to CALYPSO_EMBEDDING_BASE_URL, or 'none' for keyword-only search.",
+        description="Embedding model: a local one from the 'embed' extra ('minilm-l6-v2-int8', English; "
+        "'multilingual-e5-small-int8', any language, a question in one finding passages in another), the model "
+        "name sent to CALYPSO_EMBEDDING_BASE_URL, or 'none' for keyword-only search.",
     )
     embedding_base_url: str | None = Field(
         None,
@@ -231,7 +232,7 @@ class Settings(BaseSettings):
     embedding_languages: str = Field(
         "",
         description="Languages the embedding model covers, as ISO 639-1 codes ('en,de') or '*' for any. Empty: "
-        "the model's own ('en' for minilm-l6-v2-int8; any for a server's model). Queries and knowledge bases in "
+        "the model's own ('en' for minilm-l6-v2-int8; any for multilingual-e5-small-int8 and a server's model). Queries and knowledge bases in "
         "other languages are searched by keywords alone (docs/languages.md).",
     )
     embed_workers: int = Field(

@@ -5,7 +5,8 @@
 - ``CALYPSO_EMBEDDING_BASE_URL`` set: ``OpenAIEmbedder`` (``openai_http.py``) asking that
   server for ``CALYPSO_EMBEDDING_MODEL``.
 - otherwise a local model by name from the registry; built in: ``minilm-l6-v2-int8``
-  (``local_onnx.py``, the default). If its packages are missing, one logged line says
+  (``local_onnx.py``, the default, English) and ``multilingual-e5-small-int8``
+  (``multilingual_e5.py``, any language). If its packages are missing, one logged line says
   so and ``None`` is returned: search stays keyword-only.
 - ``CALYPSO_EMBEDDING_MODEL=none``: ``None``.
 
@@ -20,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from calypso.config import revealed
-from calypso.embeddings import local_onnx
+from calypso.embeddings import local_onnx, multilingual_e5
 from calypso.embeddings.base import (
     DimensionMismatch,
     Embedder,
@@ -122,5 +123,11 @@ register(
     # The local model's batch of 4 is measured (see local_onnx); the batch size setting is for servers.
     lambda batch_size=4: local_onnx.LocalOnnxEmbedder(),
     local_onnx.available,
+    local_onnx.INSTALL_HINT,
+)
+register(
+    multilingual_e5.MODEL_NAME,
+    lambda batch_size=4: multilingual_e5.MultilingualE5Embedder(),
+    multilingual_e5.available,
     local_onnx.INSTALL_HINT,
 )

@@ -42,7 +42,7 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -107,11 +107,17 @@ def graph_file(model_path: Path, precision: minilm_graph.Precision, scratch: Pat
     key = hashlib.sha256(Path(minilm_graph.__file__).read_bytes())
     for field in (model_path, stat.st_size, stat.st_mtime_ns, sorted(minilm_graph.INT8_FP32_PRODUCTS)):
         key.update(f"\0{field}".encode())
+    return cached_graph(f"minilm-{precision}", key, lambda: minilm_graph.build(model_path, precision), scratch)
+
+
+def cached_graph(stem: str, key: Any, build: Callable[[], bytes], scratch: Path) -> Path:
+    """``graph_file``'s cache for any built graph: ``key`` (a hashlib hash of what the graph is made from)
+    names it, with the ``onnx`` version."""
     key.update(importlib.metadata.version("onnx").encode())
-    path = graph_cache_dir() / f"minilm-{precision}-{key.hexdigest()[:16]}.onnx"
+    path = graph_cache_dir() / f"{stem}-{key.hexdigest()[:16]}.onnx"
     if path.is_file():
         return path
-    graph = minilm_graph.build(model_path, precision)
+    graph = build()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=path.name, suffix=".part", delete=False) as part:
@@ -174,15 +180,16 @@ class LocalOnnxEmbedder:
         with self._lock:
             if self._session is not None:
                 return
-            model_path, tokenizer_path = model_files()
+            model_path = self._model_file()
             try:
                 import onnxruntime as ort
-                from tokenizers import Tokenizer
+
+                tokenizer = self._open_tokenizer(model_path)
             except ImportError as exc:
                 raise EmbeddingUnavailable(
-                    f"The local embedding model needs onnxruntime and tokenizers ({exc}). Run `{INSTALL_HINT}`."
+                    f"The local embedding model needs onnxruntime and its tokenizer's package ({exc}). "
+                    f"Run `{INSTALL_HINT}`."
                 ) from exc
-            tokenizer = _tokenizer(str(tokenizer_path), self.max_tokens, Tokenizer)
             options = ort.SessionOptions()
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             options.intra_op_num_threads = self.threads
@@ -219,6 +226,20 @@ class LocalOnnxEmbedder:
             self._tokenizer = tokenizer
             return_freed_memory()  # what building the graph and the session let go
 
+    def _model_file(self) -> Path:
+        """The shipped file the graph is built from (and the hooks below read)."""
+        return model_files()[0]
+
+    def _open_tokenizer(self, model_path: Path) -> Any:
+        """What ``_piece_ids`` uses: here the model's own ``tokenizer.json``."""
+        from tokenizers import Tokenizer
+
+        return _tokenizer(str(model_files()[1]), self.max_tokens, Tokenizer)
+
+    def _piece_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's piece ids, truncated, as the model reads them."""
+        return [encoding.ids for encoding in self._tokenizer.encode_batch(list(texts))]
+
     def _graph_file(self, model_path: Path, scratch: Path) -> Path:
         """The ONNX file the session runs: the compact graph at this precision (``graph_file``)."""
         try:
@@ -247,14 +268,14 @@ class LocalOnnxEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if self._session is None:
             self.load()
-        out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         if not texts:
             return out
-        encodings = self._tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        pieces = self._piece_ids(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(pieces[i]))
         for start in range(0, len(order), self.batch_size):
             rows = order[start : start + self.batch_size]
-            out[rows] = self._run([encodings[i].ids for i in rows])
+            out[rows] = self._run([pieces[i] for i in rows])
         return out
 
     def _run(self, batch: list[list[int]]) -> np.ndarray:

