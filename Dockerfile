@@ -46,7 +46,8 @@ RUN if [ -n "${OCR_PACKAGES}" ]; then \
         --shell /usr/sbin/nologin calypso \
     && install -d -o calypso -g calypso -m 0750 /var/lib/calypso
 COPY --from=build /opt/calypso /opt/calypso
-COPY --from=build /opt/calypso-cache /opt/calypso-cache
+# Writable by the server: a model chosen at run time (CALYPSO_EMBEDDING_MODEL) caches its graph beside these.
+COPY --from=build --chown=calypso:calypso /opt/calypso-cache /opt/calypso-cache
 ENV PATH=/opt/calypso/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     XDG_CACHE_HOME=/opt/calypso-cache \
