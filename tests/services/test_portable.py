@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
+from tests_support import eval_data_dir
 
 from calypso.api.app import create_app
 from calypso.config import Settings
@@ -35,9 +36,8 @@ pytest.importorskip("onnxruntime")
 
 MODEL = "minilm-l6-v2-int8"
 SECRET = "portable-test-signing-secret-0123456789"
-DATA = Path("/work/shared/data")
-ALPS = DATA / "alps-wiki-qa" / "alps_wiki.pdf"
-DOCX = DATA / "ingestion-docs" / "docx" / "word_sample.docx"
+ALPS = "alps-wiki-qa/alps_wiki.pdf"
+DOCX = "ingestion-docs/docx/word_sample.docx"
 CHINESE = (
     "# 阿尔卑斯山\n\n阿尔卑斯山是欧洲最高、延伸最广的山脉，横跨八个国家。\n\n"
     "## 勃朗峰\n\n勃朗峰位于法国和意大利边境，海拔4808米，是阿尔卑斯山的最高峰。\n\n"
@@ -75,7 +75,7 @@ def _build_source(settings: Settings) -> dict[str, Any]:
     made: dict[str, Any] = {}
     services = open_services(settings)
     try:
-        for path in (ALPS, DOCX):
+        for path in (eval_data_dir() / ALPS, eval_data_dir() / DOCX):
             services.ingestion.ingest(Upload(path.read_bytes(), path.name, "general"))
         services.ingestion.ingest(Upload(CHINESE.encode(), "阿尔卑斯山.md", "general"))
         record, made["key"] = services.keys.create("default", "ops")
@@ -128,9 +128,7 @@ def _observe(settings: Settings, made: dict[str, Any]) -> dict[str, Any]:
                 message = answer.json()["choices"][0]["message"]
                 assert message["citations"], (bot, question)
                 seen[question] = {k: message[k] for k in ("content", "annotations", "citations")}
-            search = api.post(
-                f"/v1/vector_stores/{made['store']}/search", headers=auth, json={"query": "冰川退缩"}
-            )
+            search = api.post(f"/v1/vector_stores/{made['store']}/search", headers=auth, json={"query": "冰川退缩"})
             assert search.status_code == 200, search.text
             seen["search"] = search.json()["data"]
             assert any(hit["attributes"].get("lang") == "zh" for hit in seen["search"])
