@@ -87,6 +87,7 @@ def list_documents(
     return list_object(_documents_json(documents, page.items), page.has_more)
 
 
+@router.head("/{document_id}", include_in_schema=False)  # the file's link in the documents dialect
 @router.get("/{document_id}")
 def get_document(document_id: str, documents: Documents, workspace: Workspace) -> dict[str, Any]:
     return _document_json(documents, documents.get(document_id, workspace))

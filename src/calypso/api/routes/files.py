@@ -88,6 +88,7 @@ def list_files(
     return list_object([file_object(d) for d in page.items], page.has_more)
 
 
+@router.head("/{file_id}", include_in_schema=False)  # a link to a file: HEAD as link checkers send it
 @router.get("/{file_id}")
 def get_file(file_id: str, documents: Documents, workspace: Workspace) -> dict[str, Any]:
     return file_object(documents.get_by_file_id(file_id, workspace))

@@ -24,6 +24,7 @@ router = APIRouter(tags=["meta"])
 READY_TIMEOUT_SECONDS = 2.0  # a probe that waits longer than this is a failed probe anyway
 
 
+@router.head("/healthz", include_in_schema=False)  # uptime monitors probe with HEAD
 @router.get("/healthz")
 def healthz() -> dict[str, str]:
     """The process is up and its event loop answers."""
@@ -49,6 +50,7 @@ def _ingestion(request: Request, services: Services, queued: int | None) -> dict
     return check
 
 
+@router.head("/readyz", include_in_schema=False)
 @router.get("/readyz", responses={503: {"description": "Not ready: the failing checks say why."}})
 async def readyz(request: Request) -> JSONResponse:
     """Ready to serve: the database answers, the index follower runs, the ingestion and embedding workers live;

@@ -29,11 +29,14 @@ _HEADERS = {
 
 @router.get("/")
 @router.get("/playground")
+@router.head("/")  # a shared link to the page: unfurlers and link checkers send HEAD
+@router.head("/playground")
 def page() -> Response:
     return Response(index_html(), media_type="text/html; charset=utf-8", headers=_HEADERS)
 
 
 @router.get("/playground/")
+@router.head("/playground/")
 def page_slash() -> RedirectResponse:
     return RedirectResponse("/playground")
 
