@@ -42,7 +42,8 @@ RUN if [ -n "${OCR_PACKAGES}" ]; then \
         && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${OCR_PACKAGES} \
         && apt-get clean && rm -rf /var/lib/apt/lists/*; \
     fi \
-    && useradd --system --uid 10001 --user-group --home-dir /var/lib/calypso --no-create-home \
+    && groupadd --system --gid 10001 calypso \
+    && useradd --system --uid 10001 --gid calypso --home-dir /var/lib/calypso --no-create-home \
         --shell /usr/sbin/nologin calypso \
     && install -d -o calypso -g calypso -m 0750 /var/lib/calypso
 COPY --from=build /opt/calypso /opt/calypso
