@@ -47,8 +47,8 @@ run_flags=(--network=host --ulimit nofile=20000:20000 --ulimit nproc=4096:4096)
 build_flags=(--format docker --network=host --build-arg "BASE=$BASE")
 [ -f "$CA_BUNDLE" ] && build_flags+=(--volume "$CA_BUNDLE:/etc/ssl/certs/ca-certificates.crt:ro")
 
-export CALYPSO_IMAGE=$image CALYPSO_POSTGRES_IMAGE=localhost/calypso-postgres:$TAG
-export CALYPSO_PROXY_IMAGE=localhost/calypso-proxy:$TAG BASE
+export APP_IMAGE=$image POSTGRES_IMAGE=localhost/calypso-postgres:$TAG
+export PROXY_IMAGE=localhost/calypso-proxy:$TAG BASE
 export POSTGRES_PASSWORD=$("$PYTHON" -c 'import secrets; print(secrets.token_hex(16))')
 export CALYPSO_SIGNING_SECRET=$("$PYTHON" -c 'import secrets; print(secrets.token_hex(32))')
 export CALYPSO_ADMIN_KEY=$("$PYTHON" -c 'import secrets; print(secrets.token_urlsafe(24))')
@@ -148,11 +148,11 @@ step "images FROM $BASE"
 t=$SECONDS
 $PODMAN build "${build_flags[@]}" -t "$image" "$repo" >/tmp/calypso-check-build.log 2>&1 \
     || { tail -30 /tmp/calypso-check-build.log; exit 1; }
-$PODMAN build "${build_flags[@]}" -t "$CALYPSO_POSTGRES_IMAGE" "$repo/deploy/postgres" >>/tmp/calypso-check-build.log 2>&1
-$PODMAN build "${build_flags[@]}" -t "$CALYPSO_PROXY_IMAGE" "$repo/deploy/proxy" >>/tmp/calypso-check-build.log 2>&1
+$PODMAN build "${build_flags[@]}" -t "$POSTGRES_IMAGE" "$repo/deploy/postgres" >>/tmp/calypso-check-build.log 2>&1
+$PODMAN build "${build_flags[@]}" -t "$PROXY_IMAGE" "$repo/deploy/proxy" >>/tmp/calypso-check-build.log 2>&1
 echo "built in $((SECONDS - t)) s"
 base_size=$($PODMAN image inspect "$BASE" --format '{{.Size}}' 2>/dev/null || echo 0)
-for name in "$image" "$CALYPSO_POSTGRES_IMAGE" "$CALYPSO_PROXY_IMAGE"; do
+for name in "$image" "$POSTGRES_IMAGE" "$PROXY_IMAGE"; do
     size=$($PODMAN image inspect "$name" --format '{{.Size}}')
     echo "$name: $((size / 1000000)) MB ($(((size - base_size) / 1000000)) MB over the base's $((base_size / 1000000)) MB)"
 done
