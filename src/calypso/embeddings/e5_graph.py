@@ -94,6 +94,31 @@ def build(model: E5File, precision: Precision = "q4") -> bytes:
         """Products of the same input side by side: their output rows one after another."""
         return Q4Matrix(np.concatenate([m.scales for m in matrices]), np.concatenate([m.nibbles for m in matrices]))
 
+    def attention(x: str, matrix: Q4Matrix, bias: np.ndarray, key_mask: str, out: str) -> str:
+        """Self-attention over x from the query, key and value weights side by side: at int8, the product and
+        the heads in one ``QAttention`` (as ``minilm_graph``); else the product, then ``MultiHeadAttention``."""
+        if precision != "int8":
+            q, k, v = f"{out}.q", f"{out}.k", f"{out}.v"
+            qkv = linear(x, matrix, bias, out)
+            nodes.append(helper.make_node("Split", [qkv], [q, k, v], name=f"{out}.split", axis=-1, num_outputs=3))
+            return node(
+                "MultiHeadAttention",
+                [q, k, v, "", key_mask],
+                f"{out}.context",
+                domain="com.microsoft",
+                num_heads=shape.heads,
+            )
+        w_q, scale = int8_columns(matrix.dequantised())
+        x_q, x_scale, x_zero = f"{out}.xq", f"{out}.xs", f"{out}.xz"
+        nodes.append(helper.make_node("DynamicQuantizeLinear", [x], [x_q, x_scale, x_zero], name=x_q))
+        w, b, w_scale = (
+            constant(f"{out}.w", w_q),
+            constant(f"{out}.b", bias.astype(np.float32)),
+            constant(f"{out}.scale", scale),
+        )
+        inputs = [x_q, w, b, x_scale, w_scale, key_mask, x_zero]
+        return node("QAttention", inputs, f"{out}.context", domain="com.microsoft", num_heads=shape.heads)
+
     def layer_norm(kind: str, x: str, skip: str, weights: str, out: str) -> str:
         gamma, beta = constant(f"{out}.g", model.f32(f"{weights}.w")), constant(f"{out}.b", model.f32(f"{weights}.b"))
         if kind == "plain":
@@ -131,16 +156,7 @@ def build(model: E5File, precision: Precision = "q4") -> bytes:
         p = f"l{layer}"
         qkv_matrix = stacked(*(model.q4(f"{p}.{part}.w", hidden) for part in "qkv"))
         qkv_bias = np.concatenate([model.f32(f"{p}.{part}.b") for part in "qkv"])
-        qkv = linear(x, qkv_matrix, qkv_bias, f"qkv.{layer}")
-        q, k, v = f"q.{layer}", f"k.{layer}", f"v.{layer}"
-        nodes.append(helper.make_node("Split", [qkv], [q, k, v], name=f"split.{layer}", axis=-1, num_outputs=3))
-        context = node(
-            "MultiHeadAttention",
-            [q, k, v, "", key_mask],
-            f"context.{layer}",
-            domain="com.microsoft",
-            num_heads=shape.heads,
-        )
+        context = attention(x, qkv_matrix, qkv_bias, key_mask, f"qkv.{layer}")
         attended = linear(context, model.q4(f"{p}.ao.w", hidden), model.f32(f"{p}.ao.b"), f"attn_out.{layer}")
         x1 = layer_norm("skip", attended, x, f"{p}.aln", f"attn_norm.{layer}")
         inner = linear(x1, model.q4(f"{p}.fi.w", hidden), model.f32(f"{p}.fi.b"), f"ffn_in.{layer}")
