@@ -51,7 +51,8 @@ def fusion_weights(ranking: RankingOptions | None) -> tuple[float, float]:
 
 # A query in another language than the passages' (a multilingual model embeds both): keywords meet only in
 # names and numbers, so the vectors lead and the keyword run cannot drown them. Chosen on XQuAD's English -> German
-# and Chinese -> English pairs (bench/crosslingual_search.py --sweep).
+# and Chinese -> English pairs with multilingual-e5-small (bench/crosslingual_search.py --sweep; nDCG@10 0.9039 and
+# 0.7492 with the exact signal, vectors alone 0.9009 and 0.7390; a text weight of 0.6 drops en -> de to 0.81).
 CROSS_LINGUAL_TEXT_WEIGHT = 0.1
 CROSS_LINGUAL_EMBEDDING_WEIGHT = 0.9
 
