@@ -25,6 +25,7 @@ from typing import Any, Literal
 import numpy as np
 
 from calypso.embeddings.e5_file import BLOCK, E5File, Q4Matrix
+from calypso.embeddings.encoder_graph import encoder_model
 
 Precision = Literal["q4", "int8", "fp32"]
 PRECISIONS: tuple[Precision, ...] = ("q4", "int8", "fp32")
@@ -166,17 +167,4 @@ def build(model: E5File, precision: Precision = "q4") -> bytes:
         last = layer == shape.layers - 1
         x = layer_norm("skip", out, x1, f"{p}.oln", "last_hidden_state" if last else f"layer_in.{layer + 1}")
 
-    graph = helper.make_graph(
-        nodes,
-        "multilingual-e5-small",
-        [
-            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "pieces"]),
-            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "pieces"]),
-        ],
-        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "pieces", hidden])],
-        initializers,
-    )
-    onnx_model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("com.microsoft", 1)], ir_version=9
-    )
-    return bytes(onnx_model.SerializeToString())
+    return encoder_model(nodes, "multilingual-e5-small", initializers, hidden, opset=18, ir_version=9)

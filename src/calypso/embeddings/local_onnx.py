@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from calypso.embeddings import minilm_graph
+from calypso.embeddings import encoder_graph, minilm_graph
 from calypso.embeddings.base import EmbeddingUnavailable, normalise
 from calypso.heap import return_freed_memory
 
@@ -104,7 +104,7 @@ def graph_file(model_path: Path, precision: minilm_graph.Precision, scratch: Pat
     renamed: whole or absent, as another process may be reading that name), else, when the cache cannot be
     written, into ``scratch``."""
     stat = model_path.stat()
-    key = hashlib.sha256(Path(minilm_graph.__file__).read_bytes())
+    key = hashlib.sha256(Path(minilm_graph.__file__).read_bytes() + Path(encoder_graph.__file__).read_bytes())
     for field in (model_path, stat.st_size, stat.st_mtime_ns, sorted(minilm_graph.INT8_FP32_PRODUCTS)):
         key.update(f"\0{field}".encode())
     return cached_graph(f"minilm-{precision}", key, lambda: minilm_graph.build(model_path, precision), scratch)

@@ -24,6 +24,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from calypso.embeddings.encoder_graph import encoder_model
+
 Precision = Literal["int8", "fp32"]
 
 HIDDEN = 384
@@ -190,17 +192,4 @@ def build(
             epsilon=EPSILON,
         )
 
-    graph = helper.make_graph(
-        nodes,
-        "minilm-compact",
-        [
-            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "pieces"]),
-            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "pieces"]),
-        ],
-        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "pieces", HIDDEN])],
-        initializers,
-    )
-    model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)], ir_version=8
-    )
-    return bytes(model.SerializeToString())
+    return encoder_model(nodes, "minilm-compact", initializers, HIDDEN, opset=17, ir_version=8)

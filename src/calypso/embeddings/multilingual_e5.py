@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from calypso.embeddings import e5_file, e5_graph, local_onnx, xlmr_tokenizer
+from calypso.embeddings import e5_file, e5_graph, encoder_graph, local_onnx, xlmr_tokenizer
 from calypso.embeddings.base import EmbeddingUnavailable
 
 PRECISION: e5_graph.Precision = "int8"
@@ -182,7 +182,7 @@ class MultilingualE5Embedder(local_onnx.LocalOnnxEmbedder):
     def _graph_file(self, model_path: Path, scratch: Path) -> Path:
         stat = model_path.stat()
         key = hashlib.sha256()
-        for module in (e5_graph, e5_file):
+        for module in (e5_graph, e5_file, encoder_graph):
             key.update(Path(module.__file__ or "").read_bytes())
         for field in (model_path, stat.st_size, stat.st_mtime_ns, self.e5_precision, e5_graph.ACCURACY_LEVEL):
             key.update(f"\0{field}".encode())
