@@ -184,6 +184,10 @@ def test_serve_says_which_languages_the_vectors_cover(minilm) -> None:  # type: 
 
     assert "minilm-l6-v2-int8's vectors for en" in search_summary(minilm)
     assert "keywords" in search_summary(None)
+    from calypso.embeddings.multilingual_e5 import MultilingualE5Embedder  # issue 43: constructed, not loaded
+
+    multilingual = search_summary(MultilingualE5Embedder())
+    assert "vectors for any language; a question finds passages in other languages too" in multilingual
 
 
 def test_serve_logs_json_lines_with_the_request_id(tmp_path: Path) -> None:

@@ -48,9 +48,15 @@ def search_summary(embedder: Embedder | None) -> str:
     """How search works here: keywords in every language, the embedding model's vectors in those it covers."""
     if embedder is None:
         return "Search: keywords, every language analysed by its own (CALYPSO_EMBEDDING_MODEL=none)."
-    covered = "any language" if embedder.languages is None else ", ".join(sorted(embedder.languages))
+    if embedder.languages is None:
+        return (
+            f"Search: keywords in every language, with {embedder.name}'s vectors for any language; a question finds "
+            "passages in other languages too (docs/languages.md)."
+        )
+    covered = ", ".join(sorted(embedder.languages))
+    crossing = "; a question finds passages in the others among them" if len(embedder.languages) > 1 else ""
     return (
-        f"Search: keywords in every language, with {embedder.name}'s vectors for {covered} "
+        f"Search: keywords in every language, with {embedder.name}'s vectors for {covered}{crossing} "
         "(other languages by keywords alone: docs/languages.md)."
     )
 

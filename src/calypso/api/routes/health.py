@@ -50,11 +50,26 @@ def _ingestion(request: Request, services: Services, queued: int | None) -> dict
     return check
 
 
+def _vectors(services: Services) -> dict[str, Any]:
+    """Informative: the embedding model, the languages its vectors cover (None: any) and whether a question
+    finds passages in another language (``crosses_languages``); no model: keyword search only."""
+    embedder = services.search.embedder
+    if embedder is None:
+        return {"ok": True, "model": None, "languages": [], "crosses_languages": False}
+    covered = embedder.languages
+    return {
+        "ok": True,
+        "model": embedder.name,
+        "languages": None if covered is None else sorted(covered),
+        "crosses_languages": covered is None or len(covered) > 1,
+    }
+
+
 @router.head("/readyz", include_in_schema=False)
 @router.get("/readyz", responses={503: {"description": "Not ready: the failing checks say why."}})
 async def readyz(request: Request) -> JSONResponse:
     """Ready to serve: the database answers, the index follower runs, the ingestion and embedding workers live;
-    ``ocr`` names the engine that reads scans."""
+    ``ocr`` names the engine that reads scans, ``vectors`` the embedding model and the languages it covers."""
     services: Services = request.app.state.services
     checks: dict[str, dict[str, Any]] = {}
     queued: int | None = None
@@ -70,6 +85,7 @@ async def readyz(request: Request) -> JSONResponse:
     checks["indexes"] = {"ok": search.following, "namespaces_loaded": len(search.index_sizes())}
     checks["ingest_workers"] = _ingestion(request, services, queued)
     checks["embed_workers"] = _workers(request, "embed_workers")
+    checks["vectors"] = _vectors(services)
     settings = services.settings
     # Which engine reads scans; informative: a server without OCR still serves text documents.
     engine = (
