@@ -141,6 +141,9 @@ class Asked:
     names: frozenset[str] = frozenset()
     kind: str | None = None
     counted: frozenset[str] = frozenset()  # "how many X": X's terms, which the number must stand next to
+    # Asked in another language than the passages': its words are not theirs, so a sentence close to it in meaning
+    # answers whatever words it shares (its names are not looked for either: "el Cervino" is the Matterhorn).
+    across_languages: bool = False
 
 
 def _fold(term: str) -> str:
@@ -216,7 +219,7 @@ def _covers(question: Asked, quoted: Quoted, topic: frozenset[str], language: st
         1.0 if _holds(t, held, near) else CJK_PASSAGE_CREDIT if t in quoted.passage_terms else 0.0
         for t in question.terms
     )
-    if covered == 0 and quoted.meaning is not None and quoted.meaning >= MEANING_MIN:
+    if (covered == 0 or question.across_languages) and quoted.meaning is not None and quoted.meaning >= MEANING_MIN:
         return True  # all in other words ("What do ducks eat?" / "Mallards feed mostly on pondweed"): by meaning
     base = "zh" if language in languages.CJK_LANGUAGES else language
     return covered / len(question.terms) >= MIN_SENTENCE_COVERAGE.get(base, DEFAULT_MIN_SENTENCE_COVERAGE)

@@ -481,9 +481,12 @@ def pick_sentences(
 
 def answers_question(question: str, passages: Sequence[Passage], chosen: Sequence[Candidate]) -> bool:
     """Whether one of the ``chosen`` sentences answers ``question``, or one of its parts when it asks two
-    things ("How does GitHub share personal data, and what are my rights to delete it?"), rather than only sharing its words (``generation.answerability``): the answerer declines when
-    none does."""
+    things ("How does GitHub share personal data, and what are my rights to delete it?"), rather than only
+    sharing its words (``generation.answerability``): the answerer declines when none does. A question in
+    another language than the passages' names things in its own ("el Cervino" for the Matterhorn): its names
+    are not looked for in them."""
     language = passage_language(passages)
+    same_language = languages.detect(question, language) == language
     compounds = language in COMPOUNDING
 
     def near(a: str, b: str) -> bool:
@@ -497,6 +500,8 @@ def answers_question(question: str, passages: Sequence[Passage], chosen: Sequenc
     for part in _question_parts(question) if language == "en" else [question]:
         terms = [t for t in question_terms(part, language) if not _PARTICLES & set(t)]
         asked = answerability.asked(part, terms, language, _terms)
+        if not same_language:
+            asked = replace(asked, names=frozenset(), across_languages=True)
         topic = answerability.topic_names(asked, title_terms, near)
         if answerability.answered(asked, quoted, topic=topic, language=language, analyze=_terms, near=near):
             return True
