@@ -20,12 +20,12 @@ to them. Output ``last_hidden_state`` [batch, pieces, 384], pooled by the caller
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
 from calypso.embeddings.e5_file import BLOCK, E5File, Q4Matrix
-from calypso.embeddings.encoder_graph import encoder_model
+from calypso.embeddings.encoder_graph import GraphBuilder
 
 Precision = Literal["q4", "int8", "fp32"]
 PRECISIONS: tuple[Precision, ...] = ("q4", "int8", "fp32")
@@ -51,20 +51,12 @@ def int8_columns(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def build(model: E5File, precision: Precision = "q4") -> bytes:
     """The graph's serialized ``ModelProto``: inputs ``input_ids``, ``attention_mask`` (int64 [batch,
     pieces]); output ``last_hidden_state``."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper
 
     shape = model.shape
     hidden, epsilon = shape.hidden, shape.epsilon
-    nodes: list[Any] = []
-    initializers: list[Any] = []
-
-    def constant(name: str, value: np.ndarray) -> str:
-        initializers.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
-        return name
-
-    def node(op: str, inputs: list[str], output: str, domain: str = "", **attributes: Any) -> str:
-        nodes.append(helper.make_node(op, inputs, [output], name=output, domain=domain, **attributes))
-        return output
+    graph = GraphBuilder()
+    constant, node = graph.constant, graph.node
 
     def linear(x: str, matrix: Q4Matrix, bias: np.ndarray, out: str) -> str:
         """x @ W.T + b, W [out, in] in Q4_0 blocks."""
@@ -102,7 +94,7 @@ def build(model: E5File, precision: Precision = "q4") -> bytes:
         if precision != "int8":
             q, k, v = f"{out}.q", f"{out}.k", f"{out}.v"
             qkv = linear(x, matrix, bias, out)
-            nodes.append(helper.make_node("Split", [qkv], [q, k, v], name=f"{out}.split", axis=-1, num_outputs=3))
+            graph.nodes.append(helper.make_node("Split", [qkv], [q, k, v], name=f"{out}.split", axis=-1, num_outputs=3))
             return node(
                 "MultiHeadAttention",
                 [q, k, v, "", key_mask],
@@ -112,7 +104,7 @@ def build(model: E5File, precision: Precision = "q4") -> bytes:
             )
         w_q, scale = int8_columns(matrix.dequantised())
         x_q, x_scale, x_zero = f"{out}.xq", f"{out}.xs", f"{out}.xz"
-        nodes.append(helper.make_node("DynamicQuantizeLinear", [x], [x_q, x_scale, x_zero], name=x_q))
+        graph.nodes.append(helper.make_node("DynamicQuantizeLinear", [x], [x_q, x_scale, x_zero], name=x_q))
         w, b, w_scale = (
             constant(f"{out}.w", w_q),
             constant(f"{out}.b", bias.astype(np.float32)),
@@ -167,4 +159,4 @@ def build(model: E5File, precision: Precision = "q4") -> bytes:
         last = layer == shape.layers - 1
         x = layer_norm("skip", out, x1, f"{p}.oln", "last_hidden_state" if last else f"layer_in.{layer + 1}")
 
-    return encoder_model(nodes, "multilingual-e5-small", initializers, hidden, opset=18, ir_version=9)
+    return graph.model("multilingual-e5-small", hidden, opset=18, ir_version=9)

@@ -1,12 +1,38 @@
 """What the encoder graphs Calypso writes share: token ids and mask in, the last hidden states out.
 
-``minilm_graph`` and ``e5_graph`` each build their layers from their own weights; this wraps the nodes in the
-graph and model onnxruntime loads.
+``minilm_graph`` and ``e5_graph`` each build their layers from their own weights into a ``GraphBuilder``
+(constants and nodes named by their output), which wraps them in the model onnxruntime loads.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
+
+
+class GraphBuilder:
+    """The nodes and initializers of one graph, each named by what it outputs."""
+
+    def __init__(self) -> None:
+        self.nodes: list[Any] = []
+        self.initializers: list[Any] = []
+
+    def constant(self, name: str, value: np.ndarray) -> str:
+        from onnx import numpy_helper
+
+        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+        return name
+
+    def node(self, op: str, inputs: list[str], output: str, domain: str = "", **attributes: Any) -> str:
+        from onnx import helper
+
+        self.nodes.append(helper.make_node(op, inputs, [output], name=output, domain=domain, **attributes))
+        return output
+
+    def model(self, name: str, hidden: int, *, opset: int, ir_version: int) -> bytes:
+        """The serialized encoder model of what was built (``encoder_model``)."""
+        return encoder_model(self.nodes, name, self.initializers, hidden, opset=opset, ir_version=ir_version)
 
 
 def encoder_model(

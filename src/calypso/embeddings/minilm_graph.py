@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from calypso.embeddings.encoder_graph import encoder_model
+from calypso.embeddings.encoder_graph import GraphBuilder
 
 Precision = Literal["int8", "fp32"]
 
@@ -85,19 +85,11 @@ def build(
     ``last_hidden_state`` [batch, pieces, 384], as the export's. ``fp32_products``: products kept in fp32 at
     int8 precision, by kind (``qkv``, ``attn_out``, ``ffn_in``, ``ffn_out``) or ``kind.layer``."""
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper
 
     weights = _Weights(onnx.load(str(model_path)))
-    nodes: list[Any] = []
-    initializers: list[Any] = []
-
-    def constant(name: str, value: np.ndarray) -> str:
-        initializers.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
-        return name
-
-    def node(op: str, inputs: list[str], output: str, domain: str = "", **attributes: Any) -> str:
-        nodes.append(helper.make_node(op, inputs, [output], name=output, domain=domain, **attributes))
-        return output
+    graph = GraphBuilder()
+    constant, node = graph.constant, graph.node
 
     def int8(out: str) -> bool:
         return precision == "int8" and out.split(".")[0] not in fp32_products and out not in fp32_products
@@ -125,7 +117,7 @@ def build(
             inputs = [x, dequantized(out, w_q, scale), constant(f"{out}.b", bias), key_mask]
             return node("Attention", inputs, f"{out}.context", domain="com.microsoft", num_heads=HEADS)
         x_q, x_scale, x_zero = f"{out}.xq", f"{out}.xs", f"{out}.xz"
-        nodes.append(helper.make_node("DynamicQuantizeLinear", [x], [x_q, x_scale, x_zero], name=x_q))
+        graph.nodes.append(helper.make_node("DynamicQuantizeLinear", [x], [x_q, x_scale, x_zero], name=x_q))
         w, b, w_scale = constant(f"{out}.w", w_q), constant(f"{out}.b", bias), constant(f"{out}.scale", scale)
         inputs = [x_q, w, b, x_scale, w_scale, key_mask, x_zero]
         return node("QAttention", inputs, f"{out}.context", domain="com.microsoft", num_heads=HEADS)
@@ -192,4 +184,4 @@ def build(
             epsilon=EPSILON,
         )
 
-    return encoder_model(nodes, "minilm-compact", initializers, HIDDEN, opset=17, ir_version=8)
+    return graph.model("minilm-compact", HIDDEN, opset=17, ir_version=8)
