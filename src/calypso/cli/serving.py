@@ -130,8 +130,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
+    syncers = services.sources.workers(max(settings.source_workers, 1), role="worker")
     workers.start()
     embedders.start()
+    syncers.start()
     embedding = f", embedding with {services.vectors.model}" if services.vectors.model else ""
     print(f"calypso worker: {count} thread(s) ingesting{embedding}; stop with SIGTERM or Ctrl-C", flush=True)
     try:
@@ -140,6 +142,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     finally:
         # A running job finishes, or is released at its next batch for another worker to take.
         embedders.stop()
+        syncers.stop(settings.job_lease_seconds)
         workers.stop(settings.job_lease_seconds)
         services.close()
     print("calypso worker: stopped", flush=True)

@@ -274,3 +274,9 @@ def fetch_page(url: str, *, timeout: float, max_bytes: int, allow_private: bool)
             except httpx.HTTPError as exc:
                 raise UpstreamError(f"Fetching {url} failed: {exc}.", param="url", code="fetch_failed") from exc
     raise UpstreamError(f"Fetching {url} redirected more than {_MAX_REDIRECTS} times.", param="url")
+
+
+# The website source (``sources/website.py``) fetches many pages under the same guard and deadline rules.
+Deadline = _Deadline
+guarded_transport = _transport
+check_url = _check_url

@@ -26,6 +26,7 @@ from calypso.services.process_directory import ProcessDirectory
 from calypso.services.reanalysis import TermsReanalysis
 from calypso.services.responses import ResponseService
 from calypso.services.search import SearchService
+from calypso.services.sources import SourceService
 from calypso.services.turns import TurnPreparer
 from calypso.services.vector_stores import VectorStoreService
 from calypso.services.vectors import VectorService
@@ -53,6 +54,7 @@ class Services:
     policies: PolicyService
     vector_stores: VectorStoreService
     reanalysis: TermsReanalysis
+    sources: SourceService
     turns: TurnPreparer = field(init=False)  # what every surface asks through, over the services above
 
     def __post_init__(self) -> None:
@@ -183,6 +185,7 @@ def open_services(settings: Settings, storage: Storage | None = None, *, exclusi
         policies=PolicyService(storage.policies),
         vector_stores=VectorStoreService(documents, ingestion, search, storage.vector_stores),
         reanalysis=reanalysis,
+        sources=SourceService(settings, storage.sources, ingestion, documents, secret),
     )
 
 

@@ -39,6 +39,7 @@ from calypso.models import (
     VectorStoreFile,
 )
 from calypso.store.portable import PortableStore
+from calypso.store.sources import SourceStore
 from calypso.store.vectors import EmbeddingStore, VectorSearch
 
 
@@ -526,6 +527,7 @@ class Storage(Protocol):
     vector_stores: VectorStoreStore
     embeddings: EmbeddingStore
     portable: PortableStore  # rows out and in, for export and import (``store/portable.py``)
+    sources: SourceStore[Any]  # synced sources and their items (``store/sources.py``)
 
     def vector_search(
         self, model: str, dimension: int, ef_search: int

@@ -19,6 +19,7 @@ from psycopg import errors, sql
 
 from calypso.errors import StorageError
 from calypso.store.migrations import apply, recorded
+from calypso.store.sources import POSTGRES_TABLES
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 Migration = Callable[[Connection], None]
@@ -328,6 +329,13 @@ def m015_passage_confidence_and_table_header(db: Connection) -> None:
     db.execute("ALTER TABLE chunks ADD COLUMN confidence REAL, ADD COLUMN table_header TEXT")
 
 
+def m016_sources(db: Connection) -> None:
+    """Synced sources and the items each brought (``store/sources.py``)."""
+    for statement in POSTGRES_TABLES.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_vector_extension", m001_vector_extension),
     ("002_documents", m002_documents),
@@ -344,6 +352,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("013_file_expiry", m013_file_expiry),
     ("014_conversation_turn_lease", m014_conversation_turn_lease),
     ("015_passage_confidence_and_table_header", m015_passage_confidence_and_table_header),
+    ("016_sources", m016_sources),
 ]
 
 

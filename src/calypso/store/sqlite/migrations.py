@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from calypso.store.migrations import apply, recorded
+from calypso.store.sources import SQLITE_TABLES
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -385,6 +386,11 @@ def m016_passage_confidence_and_table_header(db: sqlite3.Connection) -> None:
     _run(db, "ALTER TABLE chunks ADD COLUMN confidence REAL; ALTER TABLE chunks ADD COLUMN table_header TEXT")
 
 
+def m017_sources(db: sqlite3.Connection) -> None:
+    """Synced sources and the items each brought (``store/sources.py``)."""
+    _run(db, SQLITE_TABLES)
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_documents", m001_documents),
     ("002_responses", m002_responses),
@@ -402,6 +408,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("014_file_purpose", m014_file_purpose),
     ("015_file_expiry", m015_file_expiry),
     ("016_passage_confidence_and_table_header", m016_passage_confidence_and_table_header),
+    ("017_sources", m017_sources),
 ]
 
 

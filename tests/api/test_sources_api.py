@@ -1,0 +1,178 @@
+"""/v1/sources over the app: the source's lifecycle, a folder kept in sync, bad input and hostile folders.
+
+Runs on SQLite here and on PostgreSQL in the PG lane (CALYPSO_TEST_BACKEND=postgres). Background sync workers
+are off, so each sync's counts are those of the sync the test asked for.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from calypso.api.app import create_app
+from calypso.config import Settings
+from calypso.services import Services
+
+OLD = time.time() - 3600  # an mtime long settled: the file is not being written
+SOURCE_KEYS = {
+    "id",
+    "object",
+    "type",
+    "namespace",
+    "status",
+    "created_at",
+    "settings",
+    "has_secret",
+    "schedule_seconds",
+    "next_sync_at",
+    "last_sync",
+}
+COUNTS = ("added", "updated", "removed", "unchanged", "failed")
+
+
+def write(path: Path, text: str, mtime: float = OLD) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    os.utime(path, (mtime, mtime))
+
+
+@pytest.fixture
+def sources_api(settings: Settings, services: Services, tmp_path: Path) -> Iterator[httpx.Client]:
+    settings.source_roots = str(tmp_path / "shared")
+    settings.source_workers = 0
+    (tmp_path / "shared").mkdir()
+    with TestClient(create_app(settings, services), raise_server_exceptions=False) as client:
+        yield client
+
+
+def assert_error(response: httpx.Response, status: int, param: str | None) -> dict:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"message", "type", "param", "code"}
+    assert body["error"]["param"] == param
+    return body["error"]
+
+
+def sync(api: httpx.Client, source_id: str) -> dict:
+    response = api.post(f"/v1/sources/{source_id}/sync", params={"wait": "true"})
+    assert response.status_code == 200, response.text
+    last = response.json()["last_sync"]
+    assert last["finished_at"] >= last["started_at"]
+    return last
+
+
+def counts(last: dict) -> tuple[int, ...]:
+    return tuple(last[name] for name in COUNTS)
+
+
+def hits(api: httpx.Client, query: str, namespace: str) -> list[str]:
+    found = api.post("/v1/search", json={"query": query, "namespace": namespace}).json()["data"]
+    return [hit["filename"] for hit in found]
+
+
+def test_folder_source_lifecycle_and_resync(sources_api: httpx.Client, tmp_path: Path) -> None:
+    api, folder = sources_api, tmp_path / "shared" / "handbook"
+    for n in range(6):
+        write(folder / f"chapter{n}.md", f"# Chapter {n}\n\nThe walrus{n} policy says chapter {n} applies.\n")
+    write(folder / "sub" / "deep.md", "# Deep\n\nThe narwhal clause lives in a subfolder.\n")
+    write(folder / "notes.bin", "skipped by the include glob")
+
+    created = sources_api.post(
+        "/v1/sources",
+        json={"type": "folder", "namespace": "handbook", "path": str(folder), "include": ["*.md"], "schedule": "1h"},
+    )
+    assert created.status_code == 201, created.text
+    source = created.json()
+    assert set(source) == SOURCE_KEYS
+    assert source["object"] == "source" and source["type"] == "folder" and source["namespace"] == "handbook"
+    assert source["status"] == "queued" and source["last_sync"] is None and source["schedule_seconds"] == 3600
+
+    first = sync(api, source["id"])
+    assert counts(first) == (7, 0, 0, 0, 0) and first["status"] == "completed"
+    assert hits(api, "narwhal clause", "handbook")
+    assert api.get(f"/v1/sources/{source['id']}").json()["next_sync_at"] >= time.time() + 3500
+
+    assert counts(sync(api, source["id"])) == (0, 0, 0, 7, 0)  # nothing changed: nothing read
+
+    write(folder / "chapter1.md", "# Chapter 1\n\nThe dugong rule replaced the old one.\n", OLD + 5)
+    (folder / "chapter2.md").unlink()
+    (folder / "chapter3.md").rename(folder / "renamed3.md")  # same bytes under a new name: the document stays
+    write(folder / "chapter4.md", (folder / "chapter4.md").read_text(), OLD + 9)  # touched, not changed
+    kept = {d["filename"]: d["id"] for d in api.get("/v1/documents", params={"namespace": "handbook"}).json()["data"]}
+
+    second = sync(api, source["id"])
+    assert counts(second) == (1, 1, 2, 4, 0), second
+    assert hits(api, "dugong", "handbook") == ["chapter1.md"]  # the new passages entered, the old ones left
+    assert hits(api, "walrus1", "handbook") == [] and hits(api, "walrus2", "handbook") == []
+    assert hits(api, "walrus3", "handbook") == ["chapter3.md"]
+    after = {d["filename"]: d["id"] for d in api.get("/v1/documents", params={"namespace": "handbook"}).json()["data"]}
+    assert after["chapter3.md"] == kept["chapter3.md"] and after["chapter4.md"] == kept["chapter4.md"]
+    assert len(after) == 6
+
+    listed = api.get("/v1/sources").json()
+    assert listed["object"] == "list" and [s["id"] for s in listed["data"]] == [source["id"]]
+    assert listed["data"][0]["last_sync"]["removed"] == 2
+
+    deleted = api.delete(f"/v1/sources/{source['id']}")
+    assert deleted.json() == {"id": source["id"], "object": "source.deleted", "deleted": True}
+    assert api.get("/v1/documents", params={"namespace": "handbook"}).json()["data"] == []
+    assert_error(api.get(f"/v1/sources/{source['id']}"), 404, "source_id")
+    assert_error(api.post(f"/v1/sources/{source['id']}/sync"), 404, "source_id")
+
+
+def test_a_sync_without_wait_is_queued_for_a_worker(sources_api: httpx.Client, tmp_path: Path) -> None:
+    folder = tmp_path / "shared" / "queued"
+    write(folder / "a.txt", "The okapi note.")
+    source = sources_api.post("/v1/sources", json={"type": "folder", "namespace": "q", "path": str(folder)}).json()
+    response = sources_api.post(f"/v1/sources/{source['id']}/sync")
+    assert response.status_code == 202 and response.json()["status"] == "queued"
+    assert sources_api.app.state.services.sources.run_one("test-worker") is not None  # what a worker does
+    done = sources_api.get(f"/v1/sources/{source['id']}").json()
+    assert done["status"] == "idle" and done["last_sync"]["added"] == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({"type": "dropbox", "namespace": "x"}, "type"),
+        ({"namespace": "x", "path": "/tmp"}, "type"),
+        ({"type": "folder", "namespace": "x"}, "path"),
+        ({"type": "folder", "namespace": "x", "path": "relative/dir"}, "path"),
+        ({"type": "folder", "namespace": "x", "path": "/etc"}, "path"),
+        ({"type": "folder", "namespace": "x", "path": "{shared}/missing"}, "path"),
+        ({"type": "folder", "namespace": "x", "path": "{shared}", "include": "*.md"}, "include"),
+        ({"type": "folder", "namespace": "x", "path": "{shared}", "schedule": "5s"}, "schedule"),
+        ({"type": "folder", "namespace": "x", "path": "{shared}", "colour": "red"}, "colour"),
+        ({"type": "folder", "namespace": "bad name!", "path": "{shared}"}, "namespace"),
+    ],
+)
+def test_bad_input_is_refused_naming_the_field(
+    sources_api: httpx.Client, tmp_path: Path, body: dict, param: str
+) -> None:
+    body = {k: v.replace("{shared}", str(tmp_path / "shared")) if isinstance(v, str) else v for k, v in body.items()}
+    assert_error(sources_api.post("/v1/sources", json=body), 400, param)
+    assert sources_api.get("/v1/sources").json()["data"] == []
+
+
+def test_hostile_folders_are_bounded_and_reported(
+    sources_api: httpx.Client, settings: Settings, tmp_path: Path
+) -> None:
+    folder = tmp_path / "shared" / "hostile"
+    write(folder / "ok.md", "The quokka paragraph.")
+    (folder / "loop").mkdir()
+    (folder / "loop" / "again").symlink_to(folder, target_is_directory=True)  # a symlink loop
+    write(folder / "huge.txt", "x" * 5000)
+    write(folder / "writing.txt", "half a file", time.time())  # modified just now: still being written
+    settings.max_upload_bytes = 4000
+    source = sources_api.post("/v1/sources", json={"type": "folder", "namespace": "h", "path": str(folder)}).json()
+    last = sync(sources_api, source["id"])
+    assert (last["added"], last["failed"], last["pending"]) == (1, 1, 1), last
+    messages = " ".join(e["message"] for e in last["errors"])
+    assert "symbolic link loop" in messages and "upload limit" in messages
+    assert sources_api.get("/healthz").status_code == 200
