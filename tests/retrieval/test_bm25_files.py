@@ -166,3 +166,28 @@ def test_a_small_saved_segment_is_read_into_memory(tmp_path: Path, monkeypatch: 
     assert index.segment_count == 1 and index._segs[0].files is None
     _assert_equal(index, docs)
     assert BM25Index.load(tmp_path / "a")._segs[0].files is None
+
+
+def test_a_build_that_spills_its_postings_searches_and_saves_as_one_held_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bm25_mod, "_COMPILE_TOKENS", 300)
+    monkeypatch.setattr(bm25_mod, "_SPILL_POSTINGS", 200)
+    monkeypatch.setattr(bm25_mod, "_ADD_BATCH", 6)
+    monkeypatch.setattr(bm25_files, "_FILE_POSTINGS_MIN", 0)
+    rng = random.Random(9)
+    docs = [(d, _doc(rng, d * 10)) for d in range(120)]
+    held = BM25Index()
+    held.add_many(docs)
+    spilled = BM25Index()
+    spilled.add_many(docs, spill=tmp_path / "spill")
+    assert spilled.segment_count > 3 and all(seg.files is not None for seg in spilled._segs[:-1])
+    for query in QUERIES:
+        assert spilled.search(query, k=50) == held.search(query, k=50), query
+    saved = spilled.save(tmp_path / "snap", whole=True)
+    spilled.settle(tmp_path / "snap", saved)
+    shutil.rmtree(tmp_path / "spill")
+    assert spilled.segment_count == 1
+    for query in QUERIES:
+        assert spilled.search(query, k=50) == held.search(query, k=50), query
+        assert BM25Index.load(tmp_path / "snap").search(query, k=50) == held.search(query, k=50), query

@@ -12,7 +12,7 @@ from postgres_support import RawDatabase
 from tests_support import within
 
 from calypso.config import Settings
-from calypso.retrieval import bm25_files
+from calypso.retrieval import bm25, bm25_files
 from calypso.retrieval.bm25 import BM25Index
 from calypso.services import Services, open_services
 from calypso.services.index_sync import NamespaceIndexes, index_rows
@@ -145,7 +145,6 @@ def test_an_index_built_while_writes_race_equals_a_fresh_build(tmp_path: Path, d
     services.close()
 
 
-@pytest.mark.backends("sqlite")
 def test_a_snapshot_plus_the_feed_equals_a_fresh_build(tmp_path: Path, database_url: str, caplog) -> None:
     rng = random.Random(3)
     settings = Settings(home=tmp_path)
@@ -202,29 +201,33 @@ def test_an_unusable_snapshot_is_rebuilt_from_the_store(tmp_path: Path, database
 
 
 @pytest.mark.backends("postgres")
-def test_on_postgresql_a_built_index_is_searched_from_the_process_own_files(
+def test_on_postgresql_a_built_index_is_searched_from_the_shared_snapshot_files(
     tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(bm25_files, "_FILE_POSTINGS_MIN", 0)  # this small index too
+    monkeypatch.setattr(bm25, "_SPILL_POSTINGS", 50)  # and its build spills, as a large one's does
+    monkeypatch.setattr(bm25, "_COMPILE_TOKENS", 200)
+    monkeypatch.setattr(bm25, "_ADD_BATCH", 4)
+    spill = BM25Index._spill_segments
     rng = random.Random(5)
     settings = Settings(home=tmp_path)
     services = open_services(settings)
     services.ingestion.ingest(Upload(_text(rng, 30), "harbour.txt"))
     services.ingestion.ingest(Upload("港口的起重机每年春天检修。灯塔的灯每周清洁一次。".encode(), "港口.txt"))
+    for i in range(6):
+        services.ingestion.ingest(Upload(_text(rng, 8), f"more{i}.txt"))
+    spilled = []
+    monkeypatch.setattr(BM25Index, "_spill_segments", lambda self, d: spilled.append(d) or spill(self, d))
     index = services.search.index("general")
     assert services.search.indexes.wait_saved(timeout=60)
-    own = [p for p in (tmp_path / "index-own").iterdir() if not p.name.startswith(".")]
-    assert len(own) == 1 and (own[0] / "default" / "general" / "CURRENT").is_file()
+    assert len(spilled) > 2
+    current = SnapshotDirectory(tmp_path / "index", ("default", "general")).current()
+    assert current is not None and not list(current.parent.glob(".build-*"))
+    # Spilled in pieces, saved as one segment, searched from the snapshot's files.
     assert index.segment_count == 1 and all(seg.files is not None for seg in index._segs)
+    assert index._segs[0].files.prefix.parent == current
     _assert_same(index, _fresh(services))
     assert [p.document.filename for p in services.search.search("起重机 检修", services.search.scope())] == ["港口.txt"]
     services.ingestion.ingest(Upload(_text(rng, 3), "late.txt"))  # after the save: in memory until the next one
     _assert_same(index, _fresh(services))
-
-    other = open_services(settings)  # a second API process on the same host: its own files, none of the first's
-    assert other.search.search("harbour crane", other.search.scope())
-    assert other.search.indexes.wait_saved(timeout=60)
-    assert len([p for p in (tmp_path / "index-own").iterdir() if not p.name.startswith(".")]) == 2
-    other.close()
     services.close()
-    assert not any((tmp_path / "index-own").iterdir())  # each removed its own at close

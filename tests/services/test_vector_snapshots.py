@@ -196,7 +196,7 @@ def test_a_save_that_fails_between_parts_leaves_the_previous_snapshot(
     _embed(settings, seed=6)
     opened = Opened(settings)
 
-    def crash(self: BM25Index, directory: Path, meta: object = None) -> None:
+    def crash(self: BM25Index, directory: Path, meta: object = None, *, whole: bool = False) -> None:
         assert (directory / "vectors" / "manifest.json").is_file()  # the vectors are written, the rest is not
         raise OSError("disk full")
 

@@ -33,10 +33,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from calypso.heap import return_freed_memory
 from calypso.retrieval import bm25_files
 from calypso.retrieval.bm25_files import Saved
 from calypso.retrieval.bm25_search import Snapshot, top_k
-from calypso.retrieval.bm25_segments import _I64, _Int32s, _Int64s, _merge, _Segment
+from calypso.retrieval.bm25_segments import _I64, _Int32s, _Int64s, _merge, _Segment, write_merged
 from calypso.text.languages import detect
 from calypso.text.tokenize import DEFAULT_ANALYZER
 
@@ -51,6 +52,10 @@ _MERGE_RATIO = 4  # merge the two newest segments while the older is < 4x the ne
 # keeps the number of segments a search visits small (each costs a few microseconds per query term).
 _MAX_MERGED = 1 << 21
 _COMPILE_TOKENS = 1 << 20  # a bulk load compiles its pending rows every ~1M tokens (bounds the build's peak)
+# A build given a spill directory writes its compiled postings there once this many are held in memory, and
+# searches them from those files: its peak no longer grows with the index (10 bytes a posting and the merges'
+# temporaries: 1.2-1.3 GB at 1M passages before).
+_SPILL_POSTINGS = 1 << 22
 _ADD_BATCH = 4096  # chunks analysed per locked append (bounds the Python term lists held at once)
 _COMPACT_MIN = 1024  # renumber rows once this many, and a quarter of them, are dead
 _LANGUAGE_SAMPLE = 8  # detect the language of one passage in this many (for query_language)
@@ -116,6 +121,8 @@ class BM25Index:
         self._dead: list[_Int64s] = []  # removed rows that are still in segments
         self._n_dead = 0  # dead rows in the row tables (compaction trigger)
         self._snap: Snapshot | None = None
+        self._spill: Path | None = None  # where add_many spills compiled postings (see _spill_segments)
+        self._spilled = 0  # segments spilled so far (their file names)
 
     def set_params(self, k1: float, b: float) -> None:
         """Change k1/b in place (only the small per-segment tables are recomputed)."""
@@ -128,21 +135,29 @@ class BM25Index:
         """Index all chunks ``(chunk_key, text)`` of one document (replaces the doc)."""
         self.add_many([(doc_key, chunks)])
 
-    def add_many(self, items: Iterable[tuple[int, Chunks]]) -> None:
-        """Bulk :meth:`add`; tokenises outside the lock, appends in batches."""
+    def add_many(self, items: Iterable[tuple[int, Chunks]], *, spill: Path | None = None) -> None:
+        """Bulk :meth:`add`; tokenises outside the lock, appends in batches.
+
+        ``spill``: a directory for compiled postings while this bulk load runs (a build before a save): beyond
+        ``_SPILL_POSTINGS`` in memory they are written there and searched from the files, so the load's peak stays
+        flat whatever the index's size. The files must stay until the index is saved and settled elsewhere."""
         batch: list[tuple[int, list[int], list[list[str]]]] = []
         n_chunks = 0
-        for doc_key, chunks in items:
-            keys = [int(c[0]) for c in chunks]
-            self._sample_languages(chunks)
-            terms = [c[2] if len(c) > 2 and c[2] is not None else self._analyze(c[1]) for c in chunks]
-            batch.append((int(doc_key), keys, terms))
-            n_chunks += len(keys)
-            if n_chunks >= _ADD_BATCH:
+        self._spill = spill
+        try:
+            for doc_key, chunks in items:
+                keys = [int(c[0]) for c in chunks]
+                self._sample_languages(chunks)
+                terms = [c[2] if len(c) > 2 and c[2] is not None else self._analyze(c[1]) for c in chunks]
+                batch.append((int(doc_key), keys, terms))
+                n_chunks += len(keys)
+                if n_chunks >= _ADD_BATCH:
+                    self._append(batch)
+                    batch, n_chunks = [], 0
+            if batch:
                 self._append(batch)
-                batch, n_chunks = [], 0
-        if batch:
-            self._append(batch)
+        finally:
+            self._spill = None
 
     def _sample_languages(self, chunks: Chunks) -> None:
         for chunk in chunks:
@@ -186,7 +201,26 @@ class BM25Index:
                 row += len(ks)
             if sum(map(len, self._pending)) >= _COMPILE_TOKENS:  # a bulk load: compile as it goes
                 self._compile_pending()
+                if self._spill is not None:
+                    self._spill_segments(self._spill)
             self._snap = None
+
+    def _spill_segments(self, directory: Path) -> None:
+        """Write the segments held in memory (the newest) as one into ``directory`` once they hold
+        ``_SPILL_POSTINGS``, and search that one from its files."""
+        start = len(self._segs)
+        while start and self._segs[start - 1].files is None:
+            start -= 1
+        held = self._segs[start:]
+        if sum(s.n_postings for s in held) < _SPILL_POSTINGS:
+            return
+        i = self._spilled
+        self._spilled += 1
+        directory.mkdir(parents=True, exist_ok=True)
+        write_merged(held, directory / f"seg{i}")
+        self._segs[start:] = [bm25_files.open_segment(directory, i, held[0].row_start)]
+        del held
+        return_freed_memory()
 
     def _reserve(self, n: int) -> None:
         if n <= len(self._row_key):
@@ -351,7 +385,7 @@ class BM25Index:
         """Whether a document (by key) is indexed."""
         return doc_key in self._docs
 
-    def save(self, directory: Path, meta: dict[str, Any] | None = None) -> Saved:
+    def save(self, directory: Path, meta: dict[str, Any] | None = None, *, whole: bool = False) -> Saved:
         """Write the index into ``directory`` (created; files in it are replaced), ``meta`` in its manifest;
         returns what was written, for :meth:`settle`.
 
@@ -360,6 +394,8 @@ class BM25Index:
         smaller than ``_MERGE_RATIO`` times them (``bm25_files.saved_groups``): a built index is saved as a single
         segment, which a search reads with one ``pread`` a term, and each posting is rewritten a logarithmic
         number of times over the index's life.
+
+        ``whole``: every segment is written as one (a build's spilled segments, merged as a stream).
 
         Only the default analyzer's indexes can be saved: the manifest names its version,
         and ``load`` refuses files written under another one.
@@ -377,7 +413,7 @@ class BM25Index:
                 "docs": np.array([(d, s, c) for d, (s, c) in self._docs.items()], _I64).reshape(-1, 3),
             }
             segs = list(self._segs)  # immutable: written outside the lock
-            groups = bm25_files.saved_groups(segs, _MERGE_RATIO)
+            groups = ((tuple(segs),) if segs else ()) if whole else bm25_files.saved_groups(segs, _MERGE_RATIO)
             vocab = list(self._vocab)  # insertion order is term id order
             manifest = {
                 "k1": self.k1,

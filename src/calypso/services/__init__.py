@@ -22,7 +22,6 @@ from calypso.services.index_sync import NamespaceIndexes
 from calypso.services.ingest_worker import JobRunner
 from calypso.services.ingestion import IngestionService
 from calypso.services.keys import KeyService, PolicyService
-from calypso.services.process_directory import ProcessDirectory
 from calypso.services.reanalysis import TermsReanalysis
 from calypso.services.responses import ResponseService
 from calypso.services.search import SearchService
@@ -124,18 +123,6 @@ def open_embedding_model(settings: Settings) -> Embedder | None:
     return embedder
 
 
-def own_index_directory(settings: Settings) -> ProcessDirectory | None:
-    """On PostgreSQL, the directory this process searches its indexes from once built (``index_sync``); None on
-    the embedded backend (its snapshots are shared), or when it cannot be made: the indexes stay in memory."""
-    if not settings.database_url:
-        return None
-    try:
-        return ProcessDirectory(settings.home / "index-own")
-    except OSError as exc:
-        log.warning("indexes stay in this process's memory: no directory for their files (%s)", exc)
-        return None
-
-
 def database_vector_search(
     settings: Settings, storage: Storage, embedder: Embedder | None
 ) -> Callable[[str, str], VectorSearch] | None:
@@ -153,8 +140,8 @@ def open_services(settings: Settings, storage: Storage | None = None, *, exclusi
     embedder = open_embedding_model(settings)
     indexes = NamespaceIndexes(
         storage.feed,
-        None if settings.database_url else settings.home / "index",  # snapshots beside the embedded database only
-        own=own_index_directory(settings),
+        settings.home / "index",  # on PostgreSQL, shared by the API processes of the host that use this home
+        identity=storage.feed.identity(),
         embeddings=storage.embeddings,
         model=embedder.name if embedder is not None else None,
         dimension=embedder.dimension if embedder is not None else 0,

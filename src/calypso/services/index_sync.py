@@ -1,62 +1,56 @@
-"""The in-memory indexes of one process (BM25, and passage vectors when an embedding model is set),
-following the store's document change feed.
+"""The in-memory indexes of one process (BM25, and passage vectors when an embedding model is set), following the
+store's document change feed.
 
-Every index update goes one way: a write lands in the store and appends an
-``added`` or ``deleted`` change to the feed in the same transaction; each
-process applies the feed to the indexes it holds. Applying is idempotent
-(``added`` indexes a document only when it is absent; ``deleted`` removes it
-only when present) and document keys are never reused, so replaying changes an
-index already reflects is harmless. Hence:
+Every index update goes one way: a write lands in the store and appends an ``added`` or ``deleted`` change to the
+feed in the same transaction; each process applies the feed to the indexes it holds. Applying is idempotent
+(``added`` indexes a document only when it is absent; ``deleted`` removes it only when present) and document keys
+are never reused, so replaying changes an index already reflects is harmless. Hence:
 
-- an index starts at the feed position read *before* it was built (or at the
-  position its snapshot covers), and everything after that is replayed onto it;
-- a process reads its own writes: the service calls ``catch_up`` right after
-  each local write;
-- other processes' writes arrive through a follower thread: it waits on the
-  store's notifications (PostgreSQL ``LISTEN``; SQLite cannot notify, so it polls)
-  and catches up; a lost connection is reopened, then the feed is read from the
-  last position, so nothing is missed.
+- an index starts at the feed position read *before* it was built (or at the position its snapshot covers), and
+  everything after that is replayed onto it;
+- a process reads its own writes: the service calls ``catch_up`` right after each local write;
+- other processes' writes arrive through a follower thread: it waits on the store's notifications (PostgreSQL
+  ``LISTEN``; SQLite cannot notify, so it polls) and catches up; a lost connection is reopened, then the feed is
+  read from the last position, so nothing is missed.
 
-Vector indexes (``retrieval.vectors.ExactVectorIndex``) follow the same feed: an ``embedded`` change
-(a batch of a document's vectors landed) reloads that document's vectors; ``deleted`` removes them.
-From ``ann_min_vectors`` vectors on, a namespace's index builds an ANN graph in the background
-(``retrieval/ann.py``).
+Vector indexes (``retrieval.vectors.ExactVectorIndex``) follow the same feed: an ``embedded`` change (a batch of a
+document's vectors landed) reloads that document's vectors; ``deleted`` removes them. From ``ann_min_vectors``
+vectors on, a namespace's index builds an ANN graph in the background (``retrieval/ann.py``).
 
-Snapshots (embedded backend): an index is saved under ``{home}/index`` with the
-feed position it covers, loaded memory-mapped at the next start and caught up
-from that position. A save writes a new directory and then atomically replaces
-the ``CURRENT`` pointer, so a crash leaves the previous snapshot, which the feed
-still brings up to date. The same directory holds the namespace's vectors and
-graph (``retrieval/vector_snapshot.py``) with their own feed position (``seq``
-of ``vectors/manifest.json``; the vectors are captured before the BM25 index, so
-it is at or before the BM25 one): at start both are loaded, each caught up from
-its own position. Vectors that fail a check (another model or dimension, parts
-that disagree, a position the feed does not hold) are loaded from the store's
-vectors table instead; a graph that fails one is rebuilt in the background.
-After a save the vector index reads its rows and graph from the files just
-written, so they are file-backed pages rather than anonymous memory.
+Snapshots: an index is saved under ``{home}/index`` with the feed position it covers and the database's identity,
+loaded memory-mapped at the next start and caught up from that position. On PostgreSQL the API processes of a host
+share them: the first to need a namespace builds it (streaming its postings to files, so its peak stays flat) and
+saves it under the namespace's lock, the others wait for that snapshot and load it; a process that later finds a
+newer snapshot than its own loads it (one copy of the files in the page cache for all). A save writes a new
+directory and then atomically replaces the ``CURRENT`` pointer, so a crash leaves the previous snapshot, which the
+feed still brings up to date. The same directory holds the namespace's vectors and graph
+(``retrieval/vector_snapshot.py``) with their own feed position (``seq`` of ``vectors/manifest.json``; the vectors
+are captured before the BM25 index, so it is at or before the BM25 one): at start both are loaded, each caught up
+from its own position. Vectors that fail a check (another model or dimension, parts that disagree, a position the
+feed does not hold) are loaded from the store's vectors table instead; a graph that fails one is rebuilt in the
+background. After a save the vector index reads its rows and graph from the files just written (page cache).
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from calypso.errors import StorageError
 from calypso.heap import return_freed_memory
-from calypso.models import DocumentChange, IndexedChunk
+from calypso.models import DocumentChange
 from calypso.retrieval import vector_snapshot
 from calypso.retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
 from calypso.retrieval.vectors import ExactVectorIndex
-from calypso.services.process_directory import ProcessDirectory
-from calypso.services.snapshot_directory import SnapshotDirectory
+from calypso.services.index_changes import apply_change, fingerprint, index_rows
+from calypso.services.snapshot_directory import SnapshotDirectory, SnapshotLock
 from calypso.store.base import ChangeFeed
 from calypso.store.vectors import EmbeddingStore, VectorSearch
-from calypso.text.tokenize import decode_language, decode_terms
 
 log = logging.getLogger("calypso.index")
 
@@ -70,29 +64,16 @@ SAVE_AFTER_CHANGES = 500  # changes applied to an index since its snapshot befor
 RETRY_SAVE_SECONDS = 60.0  # after a failed save (a full disk, say), before the follower tries again
 
 
-def index_rows(
-    store: ChangeFeed, doc_key: int, chunks: list[IndexedChunk]
-) -> list[tuple[int, str, list[str] | None, str | None]]:
-    """What ``BM25Index.add`` takes for one document: stored terms (and language) where usable, else the
-    text to analyse."""
-    rows = [(c.key, c.text, decode_terms(c.terms), decode_language(c.terms)) for c in chunks]
-    if any(terms is None and not text for _, text, terms, _ in rows):
-        # Terms of another analyzer version came without their text (see namespace_chunks): read it.
-        rows = [
-            (c.key, c.text, decode_terms(c.terms), decode_language(c.terms)) for c in store.document_chunks(doc_key)
-        ]
-    return rows
-
-
 class NamespaceIndexes:
     """One BM25 index per (workspace, namespace), loaded or built on first use, kept equal to the store.
 
     ``snapshots``: the directory for index snapshots, or None to always build from the store and keep
-    every index in memory. ``own``: instead, a directory of this process's own (PostgreSQL: a file
-    beside one API process cannot tell which database it describes for sure, and API processes
-    there are meant to be disposable): indexes are built from the store, saved there and searched
-    from those files, never loaded from it; it is removed at close. ``follow``: start the follower
-    thread with the first index (off: only ``catch_up`` applies changes).
+    every index in memory. Every process on a host given the same directory shares one snapshot per
+    namespace (``SnapshotDirectory``): the first builds and saves it, the others load it and follow the
+    feed; one that finds a newer snapshot than its own loads that one. ``identity``: the feed's database
+    (``ChangeFeed.identity``), stamped on every snapshot: one of another database is rebuilt, never
+    trusted. ``follow``: start the follower thread with the first index (off: only ``catch_up`` applies
+    changes).
     """
 
     def __init__(
@@ -100,7 +81,7 @@ class NamespaceIndexes:
         store: ChangeFeed,
         snapshots: Path | None = None,
         *,
-        own: ProcessDirectory | None = None,
+        identity: str = "",
         follow: bool = True,
         embeddings: EmbeddingStore | None = None,
         model: str | None = None,
@@ -112,8 +93,10 @@ class NamespaceIndexes:
         # (workspace, namespace) -> a search the database runs (pgvector HNSW): nothing loaded, nothing to follow.
         self.vector_search = vector_search
         self._searches: dict[Key, VectorSearch] = {}  # vector_search's, one per namespace asked
-        self.snapshots = own.path if own is not None else snapshots
-        self._own = own
+        self.snapshots = snapshots
+        self.identity = identity
+        self._origin: dict[Key, Path] = {}  # the snapshot directory each index was loaded from or last saved to
+        self._extra_savers: list[threading.Thread] = []  # builds' savers (each holds its namespace's lock)
         self.follow = follow
         # Vectors of ``model`` are indexed beside BM25 when both are given.
         self.embeddings = embeddings if model else None
@@ -157,7 +140,8 @@ class NamespaceIndexes:
 
     # -- loading -------------------------------------------------------------
     def get(self, workspace: str, namespace: str) -> BM25Index:
-        """The namespace's index: from its snapshot, else built from the store, then caught up."""
+        """The namespace's index: from its snapshot, else built from the store (and saved: the other processes of
+        the host wait for that snapshot and load it instead of building their own), then caught up."""
         key = (workspace, namespace)
         index = self._indexes.get(key)
         if index is not None:
@@ -168,46 +152,88 @@ class NamespaceIndexes:
             index = self._indexes.get(key)
             if index is not None:
                 return index
-            loaded = self._load(key)
-            if loaded is not None:
-                index, seq = loaded
-            else:
-                seq = self.store.change_position()  # before reading: later changes are replayed
-                started = time.perf_counter()
-                index = BM25Index()
-                index.add_many(
-                    (doc_key, index_rows(self.store, doc_key, chunks))
-                    for doc_key, chunks in self.store.namespace_chunks(workspace, namespace)
-                )
-                log.info("index %s/%s: %d passages built in %.1fs", *key, len(index), time.perf_counter() - started)
-            loaded_vectors = self._restore_vectors(key)
-            restored = loaded_vectors is not None
-            if loaded_vectors is None:
-                loaded_vectors = self._build_vectors(key)
-            return_freed_memory()  # what the build or the snapshot's load let go
-            with self._lock:
-                if not self._indexes:
-                    self._position = seq if loaded_vectors is None else min(seq, loaded_vectors[1])
-                if seq < self._position:
-                    self._apply_to(key, index, self._changes(seq, self._position))
-                if loaded_vectors is not None:
-                    vectors, vseq = loaded_vectors
-                    if vseq < self._position:
-                        for change in self._changes(vseq, self._position):
-                            if (change.workspace, change.namespace) == key:
-                                self._apply_vectors(vectors, change)
-                    self._vectors[key] = vectors
-                    self._vectors_seq[key] = vseq
-                    if restored:
-                        self._vectors_saved[key] = vectors.signature()
-                # seq > position: the next catch-up replays (position, seq] onto it, harmlessly
-                self._indexes[key] = index
-                self._unsaved[key] = 0 if loaded is not None else SAVE_AFTER_CHANGES
-                self.catch_up()  # what was written since the snapshot or during the build
+            held: SnapshotLock | None = None
+            snapshots = SnapshotDirectory(self.snapshots, key) if self.snapshots is not None else None
+            loaded, loaded_vectors = self._load_both(key, snapshots, shared=True)
+            if loaded is None and snapshots is not None:
+                # Nothing to load: build under the exclusive lock, held until the saver has written the snapshot.
+                held = snapshots.lock()
+                loaded, loaded_vectors = self._load_both(key, snapshots, shared=False)  # built while we waited?
+                if loaded is not None and held is not None:
+                    held.release()
+                    held = None
+            spill: Path | None = None
+            try:
+                if loaded is not None:
+                    index, seq = loaded
+                else:
+                    seq = self.store.change_position()  # before reading: later changes are replayed
+                    started = time.perf_counter()
+                    index = BM25Index()
+                    spill = snapshots.build_directory() if snapshots is not None else None
+                    index.add_many(
+                        (
+                            (doc_key, index_rows(self.store, doc_key, chunks))
+                            for doc_key, chunks in self.store.namespace_chunks(workspace, namespace)
+                        ),
+                        spill=spill,
+                    )
+                    log.info("index %s/%s: %d passages built in %.1fs", *key, len(index), time.perf_counter() - started)
+                restored = loaded_vectors is not None
+                if loaded_vectors is None:
+                    loaded_vectors = self._build_vectors(key)
+                return_freed_memory()  # what the build or the snapshot's load let go
+                with self._lock:
+                    if not self._indexes:
+                        self._position = seq if loaded_vectors is None else min(seq, loaded_vectors[1])
+                    if seq < self._position:
+                        self._apply_to(key, index, self._changes(seq, self._position))
+                    if loaded_vectors is not None:
+                        vectors, vseq = loaded_vectors
+                        if vseq < self._position:
+                            for change in self._changes(vseq, self._position):
+                                if (change.workspace, change.namespace) == key:
+                                    self._apply_vectors(vectors, change)
+                        self._vectors[key] = vectors
+                        self._vectors_seq[key] = vseq
+                        if restored:
+                            self._vectors_saved[key] = vectors.signature()
+                    # seq > position: the next catch-up replays (position, seq] onto it, harmlessly
+                    self._indexes[key] = index
+                    self._unsaved[key] = 0 if loaded is not None else SAVE_AFTER_CHANGES
+                    self.catch_up()  # what was written since the snapshot or during the build
+            except BaseException:
+                if held is not None:
+                    held.release()
+                if spill is not None:
+                    shutil.rmtree(spill, ignore_errors=True)
+                raise
         self._start_follower()
-        if self.snapshots is not None and (loaded is None or (loaded_vectors is not None and not restored)):
+        if held is not None:  # the saver writes the built index under the lock, then lets the others load it
+            self._save_built(key, held, spill)
+        elif self.snapshots is not None and loaded_vectors is not None and not restored:
             self._save_in_background()
         return index
+
+    def _load_both(
+        self, key: Key, snapshots: SnapshotDirectory | None, *, shared: bool
+    ) -> tuple[tuple[BM25Index, int] | None, tuple[ExactVectorIndex, int] | None]:
+        """The namespace's BM25 index and vectors from its snapshot where usable, under the shared lock (``shared``;
+        else the caller holds the exclusive one): no writer removes it meanwhile."""
+        if snapshots is None:
+            return None, None
+        lock = snapshots.lock(shared=True) if shared else None
+        try:
+            directory = snapshots.current()
+            if directory is None:
+                return None, None
+            loaded = self._load(key, directory)
+            if loaded is not None:
+                self._origin[key] = directory
+            return loaded, self._restore_vectors(key, directory)
+        finally:
+            if lock is not None:
+                lock.release()
 
     def loaded(self, workspace: str, namespace: str) -> BM25Index | None:
         """The namespace's index if this process holds it already (never loads or builds: does not block)."""
@@ -240,7 +266,7 @@ class NamespaceIndexes:
             return None
         seq = self.store.change_position()
         started = time.perf_counter()
-        vectors = self._new_vector_index()
+        vectors = ExactVectorIndex(self.dimension, self.model, ann_min_vectors=self.ann_min_vectors)
         with vectors.bulk():  # its ANN graph (if any) is built once the rows are in
             for doc_key, chunk_keys, matrix in self.embeddings.namespace_vectors(*key, self.model):
                 vectors.add(doc_key, chunk_keys, matrix)
@@ -248,11 +274,10 @@ class NamespaceIndexes:
         log.info("vectors %s/%s: %d loaded in %.1fs", *key, len(vectors), time.perf_counter() - started)
         return vectors, seq
 
-    def _restore_vectors(self, key: Key) -> tuple[ExactVectorIndex, int] | None:
+    def _restore_vectors(self, key: Key, directory: Path) -> tuple[ExactVectorIndex, int] | None:
         """The namespace's vector index from its snapshot (rows and graph memory-mapped) and the feed position it
         covers; None when there is none to use (logged when one was refused)."""
-        directory = self._current_snapshot(key) if self.embeddings is not None and self.vector_search is None else None
-        if directory is None:
+        if self.embeddings is None or self.vector_search is not None:
             return None
         started = time.perf_counter()
         try:
@@ -260,7 +285,7 @@ class NamespaceIndexes:
             if found is None:
                 return None
             seq = int(found["meta"]["seq"])
-            if not self._covers(seq, found["meta"].get("change")):
+            if not self._ours(found["meta"]):
                 log.warning("vector snapshot %s belongs to another database; loading the vectors from it", directory)
                 return None
             vectors, _ = vector_snapshot.load(
@@ -279,10 +304,6 @@ class NamespaceIndexes:
         )
         return vectors, seq
 
-    def _new_vector_index(self) -> ExactVectorIndex:
-        """An empty vector index for one namespace (the one place that chooses its kind)."""
-        return ExactVectorIndex(self.dimension, self.model, ann_min_vectors=self.ann_min_vectors)
-
     def _apply_vectors(self, vectors: ExactVectorIndex, change: DocumentChange) -> bool:
         """Apply one change to a vector index; True when it changed it."""
         if change.kind == "deleted":
@@ -294,19 +315,12 @@ class NamespaceIndexes:
                 return True
         return False
 
-    def _current_snapshot(self, key: Key) -> Path | None:
-        """The namespace's valid snapshot directory; None without snapshots or before the first save."""
-        return SnapshotDirectory(self.snapshots, key).current() if self.snapshots is not None else None
-
-    def _load(self, key: Key) -> tuple[BM25Index, int] | None:
-        directory = self._current_snapshot(key)
-        if directory is None:
-            return None
+    def _load(self, key: Key, directory: Path) -> tuple[BM25Index, int] | None:
         started = time.perf_counter()
         try:
             meta = BM25Index.manifest(directory)["meta"]
             seq = int(meta["seq"])
-            if not self._covers(seq, meta.get("change")):
+            if not self._ours(meta):
                 log.warning("index snapshot %s belongs to another database; building afresh", directory)
                 return None
             index = BM25Index.load(directory)
@@ -318,12 +332,19 @@ class NamespaceIndexes:
         log.info("index %s/%s: %d passages loaded in %.2fs", *key, len(index), time.perf_counter() - started)
         return index, seq
 
+    def _ours(self, meta: dict[str, Any]) -> bool:
+        """Whether a snapshot's ``meta`` describes this feed's database: its identity (PostgreSQL's system identifier
+        and database oid) and the change the feed holds at the snapshot's position."""
+        if meta.get("database", "") != self.identity:
+            return False
+        return self._covers(int(meta["seq"]), meta.get("change"))
+
     def _covers(self, seq: int, change: object) -> bool:
         """Whether the store's feed holds, at ``seq``, the change the snapshot recorded there."""
         if seq == 0:
             return True
         found = self.store.changes_since(seq - 1, 1)
-        return bool(found) and found[0].seq == seq and _fingerprint(self.store, found[0]) == change
+        return bool(found) and found[0].seq == seq and fingerprint(self.store, found[0]) == change
 
     # -- following the feed ----------------------------------------------------
     def catch_up(self) -> int:
@@ -337,7 +358,7 @@ class NamespaceIndexes:
                 for change in changes:
                     key = (change.workspace, change.namespace)
                     index = self._indexes.get(key)
-                    if index is not None and _apply(self.store, index, change):
+                    if index is not None and apply_change(self.store, index, change):
                         self._unsaved[key] = self._unsaved.get(key, 0) + 1
                     vectors = self._vectors.get(key)
                     # A BM25 snapshot older than the vectors (the usual restart once embedding is done)
@@ -362,10 +383,11 @@ class NamespaceIndexes:
                 return
             after = changes[-1].seq
 
-    def _apply_to(self, key: Key, index: BM25Index, changes: Iterable[DocumentChange]) -> None:
-        for change in changes:
-            if (change.workspace, change.namespace) == key:
-                _apply(self.store, index, change)
+    def _apply_to(self, key: Key, index: BM25Index, changes: Iterable[DocumentChange]) -> int:
+        """Apply the namespace's changes among ``changes``; returns how many changed the index."""
+        return sum(
+            apply_change(self.store, index, change) for change in changes if (change.workspace, change.namespace) == key
+        )
 
     def _start_follower(self) -> None:
         with self._lock:
@@ -423,28 +445,32 @@ class NamespaceIndexes:
             saved += written
         return saved
 
-    def _save_one(self, key: Key, vectors: ExactVectorIndex | None) -> int:
+    def _save_one(self, key: Key, vectors: ExactVectorIndex | None, held: SnapshotLock | None = None) -> int:
         """One namespace's snapshot: its vectors first (outside the lock: the rows never change in place),
-        then the BM25 index and the position it reflects, together under the lock."""
+        then the BM25 index and the position it reflects, together under the lock. ``held``: the namespace's
+        exclusive lock, already the caller's (a build's); without it a save gives way to another process's
+        newer snapshot (this one loads that instead, ``_adopt_newer``)."""
         assert self.snapshots is not None
+        snapshots = SnapshotDirectory(self.snapshots, key)
         vectors_saved: vector_snapshot.Saved | None = None
-        with SnapshotDirectory(self.snapshots, key).writing() as directory:
+        with snapshots.writing(held) as directory:
             if directory is None:
                 return 0  # another saver holds the directory: this index stays marked unsaved
+            current = snapshots.current()
+            if held is None and current is not None and current != self._origin.get(key):
+                return 0  # another process saved since this one loaded: adopted at the next follower round
             if vectors is not None:
                 with vectors.pinned_graph() as graph:
                     with self._lock:  # the vectors and the position they reflect, together
                         frozen = vectors.freeze(graph)
-                        vmeta: dict[str, object] = {
-                            "seq": self._position,
-                            "change": self._fingerprint_at(self._position),
-                        }
+                        vmeta = self._meta()
                     vectors_saved = vector_snapshot.save(frozen, directory, self.model, self.dimension, vmeta)
             with self._lock:  # the index and the position it reflects, together
                 index = self._indexes[key]
-                meta: dict[str, object] = {"seq": self._position, "change": self._fingerprint_at(self._position)}
+                meta = self._meta()
                 unsaved = self._unsaved.get(key, 0)
-                segments = index.save(directory, meta)
+                segments = index.save(directory, meta, whole=held is not None)
+            self._origin[key] = directory  # before the lock goes: the follower must not take it for another's
         assert directory is not None  # committed: its files stay until a later save's are
         index.settle(directory, segments)
         del segments  # the last reference to the segments held in memory: freed here, then given back
@@ -457,13 +483,62 @@ class NamespaceIndexes:
         log.info("index %s/%s: saved at change %s", *key, meta["seq"])
         return 1
 
+    def _meta(self) -> dict[str, object]:
+        """What a snapshot taken now records (under the lock): the feed position, the change there, the database."""
+        return {"seq": self._position, "change": self._fingerprint_at(self._position), "database": self.identity}
+
+    def _save_built(self, key: Key, held: SnapshotLock, spill: Path | None) -> None:
+        """Save a namespace's freshly built index in the background under ``held``, then release it: the processes
+        waiting on the lock load this snapshot; the build's spilled postings go once the index reads the saved ones."""
+
+        def run() -> None:
+            try:
+                self._save_one(key, self._vectors.get(key), held)
+            except (OSError, StorageError) as exc:
+                log.warning("could not save the index of %s/%s: %s", *key, exc)
+                self._save_failed_at = time.monotonic()
+            finally:
+                held.release()
+                if spill is not None:
+                    shutil.rmtree(spill, ignore_errors=True)
+
+        thread = threading.Thread(target=run, name="index-save-built", daemon=True)
+        with self._lock:
+            self._extra_savers = [t for t in self._extra_savers if t.is_alive()] + [thread]
+        thread.start()
+
+    def _adopt_newer(self) -> None:
+        """Load the snapshot another process saved since this one loaded or saved its own, caught up to this
+        process's position: the host's processes then read one copy of the files, not one each."""
+        if self.snapshots is None:
+            return
+        for key in list(self._indexes):
+            snapshots = SnapshotDirectory(self.snapshots, key)
+            current = snapshots.current()
+            if current is None or current == self._origin.get(key):
+                continue
+            lock = snapshots.lock(shared=True, wait=False)
+            if lock is None:
+                continue  # being written: next round
+            with lock:
+                current = snapshots.current()
+                loaded = self._load(key, current) if current is not None else None
+            if loaded is None or current is None:
+                continue
+            index, seq = loaded
+            with self._lock:
+                self._unsaved[key] = self._apply_to(key, index, self._changes(seq, self._position))
+                self._indexes[key] = index  # searches that hold the old one finish on it
+                self._origin[key] = current
+
     def _fingerprint_at(self, seq: int) -> list[object] | None:
         found = self.store.changes_since(seq - 1, 1) if seq else []
-        return _fingerprint(self.store, found[0]) if found and found[0].seq == seq else None
+        return fingerprint(self.store, found[0]) if found and found[0].seq == seq else None
 
     def _maybe_save(self) -> None:
         if self.snapshots is None or time.monotonic() - self._save_failed_at < RETRY_SAVE_SECONDS:
             return
+        self._adopt_newer()
         if any(n >= SAVE_AFTER_CHANGES for n in self._unsaved.values()) or any(
             self._graph_unsaved(key, vectors) for key, vectors in list(self._vectors.items())
         ):
@@ -482,8 +557,9 @@ class NamespaceIndexes:
             with self._lock:
                 saver = self._saver
                 due = any(self._graph_unsaved(key, vectors) for key, vectors in self._vectors.items())
-            if saver is not None and saver.is_alive():
-                saver.join(timeout=max(0.0, end - time.monotonic()))
+                busy = [t for t in (saver, *self._extra_savers) if t is not None and t.is_alive()]
+            if busy:
+                busy[0].join(timeout=max(0.0, end - time.monotonic()))
             elif not due:
                 return True
             else:
@@ -505,44 +581,15 @@ class NamespaceIndexes:
             self._saver.start()
 
     def close(self, *, save: bool = True) -> None:
-        """Stop following the feed and (snapshots on) save the indexes that changed since their snapshot;
-        remove the process's own directory (``own``) instead."""
+        """Stop following the feed and (snapshots on) save the indexes that changed since their snapshot."""
         self._stop.set()
         for vectors in list(self._vectors.values()):
             vectors.close()
-        for thread in (self._follower, self._saver):
+        for thread in (self._follower, self._saver, *self._extra_savers):
             if thread is not None:
                 thread.join(timeout=30)
-        if self._own is not None:
-            self._own.remove()  # searches still running keep reading the files they opened
-        elif save:
+        if save:
             try:
                 self.save(only_changed=True)
             except StorageError as exc:
                 log.warning("could not save the indexes at close: %s", exc)
-
-
-def _fingerprint(store: ChangeFeed, change: DocumentChange) -> list[object]:
-    """What identifies the feed's change at a snapshot's position: a recreated database reuses seqs and keys."""
-    digest = hashlib.sha256()
-    for chunk in store.document_chunks(change.document_key):  # empty once deleted
-        digest.update(f"{chunk.key}\x00{chunk.terms}\x00{chunk.text}\x00".encode())
-    return [change.workspace, change.namespace, change.document_key, change.kind, digest.hexdigest()[:16]]
-
-
-def _apply(store: ChangeFeed, index: BM25Index, change: DocumentChange) -> bool:
-    """Apply one change idempotently; True when it changed the index."""
-    if change.kind == "embedded":
-        return False  # vectors only
-    if change.kind == "deleted":
-        if change.document_key not in index:
-            return False
-        index.remove(change.document_key)
-        return True
-    if change.document_key in index:
-        return False
-    chunks = store.document_chunks(change.document_key)
-    if not chunks:  # deleted since: its own change follows
-        return False
-    index.add(change.document_key, index_rows(store, change.document_key, chunks))
-    return True

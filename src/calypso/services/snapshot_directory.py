@@ -1,4 +1,11 @@
-"""Where one namespace's index snapshots live on disk, and how a new one replaces the old atomically."""
+"""Where one namespace's index snapshots live on disk, how a new one replaces the old atomically, and the lock
+that makes every process on a host share one.
+
+``.lock`` in the namespace's directory: a reader holds it shared while it opens the current snapshot (so no
+writer removes it halfway); a writer holds it exclusively while it writes one; a process that found no
+snapshot to use holds it exclusively from before its build until its snapshot is written, so the other
+processes of the host wait and load that one instead of building their own (PostgreSQL: many API processes).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +16,32 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import TracebackType
+from typing import BinaryIO
 from urllib.parse import quote
+
+_BUILD_PREFIX = ".build-"  # a build's spilled postings (``BM25Index.add_many``), removed once it is saved
+
+
+class SnapshotLock:
+    """A held ``flock`` on a namespace's ``.lock``; another thread may release it (the saver of a build)."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        self._file: BinaryIO | None = file
+
+    def release(self) -> None:
+        """Drop the lock (once; later calls do nothing)."""
+        if self._file is not None:
+            self._file.close()  # closing the description drops the lock
+            self._file = None
+
+    def __enter__(self) -> SnapshotLock:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.release()
 
 
 class SnapshotDirectory:
@@ -26,17 +58,41 @@ class SnapshotDirectory:
         directory = self.path / name
         return directory if name.startswith("snap-") and (directory / "manifest.json").is_file() else None
 
-    @contextmanager
-    def writing(self) -> Iterator[Path | None]:
-        """A new snapshot directory to fill; ``CURRENT`` points at it once the block ends without an error, and the
-        older ones are removed. None when another saver is at it."""
+    def lock(self, *, shared: bool = False, wait: bool = True) -> SnapshotLock | None:
+        """The namespace's lock, shared (readers) or exclusive (a writer, a builder), across threads and processes;
+        None when ``wait`` is off and another holds it."""
         self.path.mkdir(parents=True, exist_ok=True)
-        with open(self.path / ".lock", "a+b") as lock:
-            try:  # one saver at a time, across threads and processes (a CLI beside a server, say)
-                fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                yield None
-                return
+        file = open(self.path / ".lock", "a+b")  # noqa: SIM115 - held by the SnapshotLock until released
+        try:
+            flags = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | (0 if wait else fcntl.LOCK_NB)
+            fcntl.flock(file.fileno(), flags)
+        except BlockingIOError:
+            file.close()
+            return None
+        except BaseException:
+            file.close()
+            raise
+        return SnapshotLock(file)
+
+    def build_directory(self) -> Path:
+        """A fresh directory for a build's spilled postings; the caller holds the exclusive lock, so any other one
+        here was left by a process that died while building, and is removed."""
+        for old in self.path.glob(f"{_BUILD_PREFIX}*"):
+            shutil.rmtree(old, ignore_errors=True)
+        directory = self.path / f"{_BUILD_PREFIX}{uuid.uuid4().hex[:12]}"
+        directory.mkdir(parents=True)
+        return directory
+
+    @contextmanager
+    def writing(self, held: SnapshotLock | None = None) -> Iterator[Path | None]:
+        """A new snapshot directory to fill; ``CURRENT`` points at it once the block ends without an error, and the
+        older ones are removed. With ``held`` (the caller's exclusive lock) it is written under that lock; without,
+        under the lock taken here, or None when another process or thread holds it (a reader or a saver)."""
+        lock = held if held is not None else self.lock(wait=False)
+        if lock is None:
+            yield None
+            return
+        try:
             directory = self.path / f"snap-{uuid.uuid4().hex[:12]}"
             pointer = self.path / f"CURRENT.{uuid.uuid4().hex[:8]}.tmp"
             try:
@@ -55,8 +111,11 @@ class SnapshotDirectory:
                 os.fsync(fd)  # the rename itself is durable
             finally:
                 os.close(fd)
-            for old in self.path.iterdir():  # a loaded index keeps its mapped files open: unlinking them is safe
+            for old in self.path.iterdir():  # a loaded index keeps its files open: unlinking them is safe
                 if old.name.startswith("snap-") and old != directory:
                     shutil.rmtree(old, ignore_errors=True)
                 elif old.name.startswith("CURRENT.") and old.name.endswith(".tmp"):
                     old.unlink(missing_ok=True)
+        finally:
+            if held is None:
+                lock.release()

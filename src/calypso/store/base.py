@@ -157,6 +157,11 @@ class ChangeFeed(Protocol):
         """The ``seq`` of the newest change in the feed (0 when it is empty)."""
         ...
 
+    def identity(self) -> str:
+        """Which database this feed is (PostgreSQL: its cluster's system identifier and the database's oid; "" on
+        SQLite, whose file sits beside its snapshots): a snapshot stamped with another is foreign."""
+        ...
+
     def changes_since(self, seq: int, limit: int = 1000) -> list[DocumentChange]:
         """Changes after ``seq``, oldest first, at most ``limit``.
 

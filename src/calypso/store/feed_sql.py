@@ -17,9 +17,16 @@ class ChangeFeedSQL(SharedSQL[D]):
     """``calypso.store.base.ChangeFeed`` on either backend; ``notified(timeout)`` is the backend's wait for a
     sign the feed grew (PostgreSQL's LISTEN), None where it has none (SQLite: readers poll)."""
 
-    def __init__(self, database: D, mark: str, notified: Callable[[float], bool] | None = None) -> None:
+    def __init__(
+        self, database: D, mark: str, notified: Callable[[float], bool] | None = None, identity: str | None = None
+    ) -> None:
         self.database, self.mark = database, mark
         self._notified = notified
+        self._identity = identity  # SQL that returns the database's identity; None: ""
+
+    def identity(self) -> str:
+        row = self.database.row(self._identity) if self._identity else None
+        return str(row[0]) if row else ""
 
     def namespace_chunks(self, workspace: str, namespace: str) -> Iterator[tuple[int, list[IndexedChunk]]]:
         rows = self.database.stream(

@@ -6,15 +6,9 @@ when several processes start at once, see ``migrations``), with the
 
 Several API processes may share the database: that is the point of this
 backend, so there is no data-directory lock (``exclusive`` means nothing
-here). One limitation remains in this version: each process keeps its own
-in-memory BM25 index per namespace, built from the database on first use and
-updated only by that process's own uploads and deletes. A document another
-process adds is not found by this one's searches until it restarts, and one
-another process deletes stays in this one's index (its passages are no
-longer returned, since chunks are fetched from the database, but it still
-takes a place in the ranking). A change feed that keeps every process's
-index current is the next step; until then, send all writes for a namespace
-to one process or restart the others after bulk ingestion.
+here). Each process searches a BM25 index per namespace that follows the
+database's change feed; the processes of one host share its snapshot files
+(``services/index_sync.py``), stamped with ``DATABASE_IDENTITY``.
 """
 
 from __future__ import annotations
@@ -51,6 +45,13 @@ from calypso.store.terms_sql import StoredTermsSQL
 from calypso.store.vector_stores_sql import SQLVectorStoreStore
 from calypso.store.vectors import EmbeddingStore
 
+# A recreated database (or another cluster's with the same name) gets another oid or system identifier, so a host's
+# index snapshots of the old one are refused; a replica of this one shares both.
+DATABASE_IDENTITY = (
+    "SELECT 'postgresql:' || (SELECT system_identifier FROM pg_control_system()) || ':' || "
+    "(SELECT oid FROM pg_database WHERE datname = current_database())"
+)
+
 
 class PostgresStorage:
     """``calypso.store.base.Storage`` on one PostgreSQL database (migrated on open).
@@ -64,7 +65,7 @@ class PostgresStorage:
         self.documents: DocumentStore = PostgresDocumentStore(self.database)
         database = self.database
         self.feed: ChangeFeed = ChangeFeedSQL(
-            database, "%s", lambda timeout: database.wait_for_notify(FEED_CHANNEL, timeout)
+            database, "%s", lambda timeout: database.wait_for_notify(FEED_CHANNEL, timeout), DATABASE_IDENTITY
         )
         self.terms: StoredTerms = StoredTermsSQL(database, "%s")
         self.jobs: JobStore = PostgresJobStore(self.database)
