@@ -15,4 +15,8 @@ def build_connector(
         from calypso.sources.folder import FolderConnector
 
         return FolderConnector(settings, options)
+    if kind == "website":
+        from calypso.sources.website import WebsiteConnector
+
+        return WebsiteConnector(settings, options)
     raise ValueError(f"no connector for source type {kind!r}")
