@@ -19,4 +19,8 @@ def build_connector(
         from calypso.sources.website import WebsiteConnector
 
         return WebsiteConnector(settings, options)
+    if kind == "git":
+        from calypso.sources.git import GitConnector
+
+        return GitConnector(settings, options)
     raise ValueError(f"no connector for source type {kind!r}")
