@@ -23,4 +23,8 @@ def build_connector(
         from calypso.sources.git import GitConnector
 
         return GitConnector(settings, options)
+    if kind == "imap":
+        from calypso.sources.imap import ImapConnector
+
+        return ImapConnector(settings, secrets, options)
     raise ValueError(f"no connector for source type {kind!r}")

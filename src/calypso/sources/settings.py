@@ -17,7 +17,7 @@ from calypso.errors import InvalidRequest
 from calypso.ingest.crawl import check_url
 
 TYPES = ("website", "folder", "git", "imap")
-BUILT = ("folder", "website", "git")  # the types a connector reads; the others answer "not supported yet"
+BUILT = TYPES  # the types a connector reads; the others answer "not supported yet"
 COMMON = frozenset({"type", "namespace", "schedule"})
 MIN_SCHEDULE_SECONDS = 60
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
