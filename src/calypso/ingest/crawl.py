@@ -298,3 +298,9 @@ check_url = _check_url
 Deadline = _Deadline
 guarded_transport = _transport
 check_url = _check_url
+
+
+# The website source (``sources/website.py``) fetches many pages under the same guard and deadline rules.
+Deadline = _Deadline
+guarded_transport = _transport
+check_url = _check_url

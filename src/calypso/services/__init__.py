@@ -29,6 +29,7 @@ from calypso.services.sources import SourceService
 from calypso.services.sources import SourceService
 from calypso.services.sources import SourceService
 from calypso.services.sources import SourceService
+from calypso.services.sources import SourceService
 from calypso.services.turns import TurnPreparer
 from calypso.services.vector_stores import VectorStoreService
 from calypso.services.vectors import VectorService

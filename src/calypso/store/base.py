@@ -43,6 +43,7 @@ from calypso.store.sources import SourceStore
 from calypso.store.sources import SourceStore
 from calypso.store.sources import SourceStore
 from calypso.store.sources import SourceStore
+from calypso.store.sources import SourceStore
 from calypso.store.vectors import EmbeddingStore, VectorSearch
 
 
@@ -535,6 +536,7 @@ class Storage(Protocol):
     vector_stores: VectorStoreStore
     embeddings: EmbeddingStore
     portable: PortableStore  # rows out and in, for export and import (``store/portable.py``)
+    sources: SourceStore[Any]  # synced sources and their items (``store/sources.py``)
     sources: SourceStore[Any]  # synced sources and their items (``store/sources.py``)
     sources: SourceStore[Any]  # synced sources and their items (``store/sources.py``)
     sources: SourceStore[Any]  # synced sources and their items (``store/sources.py``)

@@ -44,6 +44,7 @@ from calypso.store.sources import SourceStore
 from calypso.store.sources import SourceStore
 from calypso.store.sources import SourceStore
 from calypso.store.sources import SourceStore
+from calypso.store.sources import SourceStore
 from calypso.store.terms_sql import StoredTermsSQL
 from calypso.store.vector_stores_sql import SQLVectorStoreStore
 from calypso.store.vectors import EmbeddingStore
@@ -83,6 +84,7 @@ class PostgresStorage:
         self.portable: PortableStore = PortableSQL(
             database.snapshot, lambda work, _needs: database.write(work), postgres_portable(vectors)
         )
+        self.sources: SourceStore[Database] = SourceStore(database, "%s")
         self.sources: SourceStore[Database] = SourceStore(database, "%s")
         self.sources: SourceStore[Database] = SourceStore(database, "%s")
         self.sources: SourceStore[Database] = SourceStore(database, "%s")

@@ -25,6 +25,7 @@ from calypso.store.sources import SourceStore
 from calypso.store.sources import SourceStore
 from calypso.store.sources import SourceStore
 from calypso.store.sources import SourceStore
+from calypso.store.sources import SourceStore
 from calypso.store.sqlite.bots import SQLiteBotStore
 from calypso.store.sqlite.conversations import SQLiteConversationStore
 from calypso.store.sqlite.database import Database
@@ -67,6 +68,7 @@ class SQLiteStorage:
         self.portable: PortableStore = PortableSQL(
             database.snapshot, lambda work, needs: database.write(work, needs=needs), sqlite_portable(vectors)
         )
+        self.sources: SourceStore[Database] = SourceStore(self.database, "?")
         self.sources: SourceStore[Database] = SourceStore(self.database, "?")
         self.sources: SourceStore[Database] = SourceStore(self.database, "?")
         self.sources: SourceStore[Database] = SourceStore(self.database, "?")
