@@ -191,34 +191,6 @@ class Settings(BaseSettings):
     source_workers: int = Field(
         1, ge=0, description="Threads inside `calypso serve` that run source syncs (0: only `calypso worker` does)."
     )
-    source_roots: str = Field(
-        "",
-        description="Directories (comma-separated) folder and local git sources may read; empty: none may be added.",
-    )
-    source_workers: int = Field(
-        1, ge=0, description="Threads inside `calypso serve` that run source syncs (0: only `calypso worker` does)."
-    )
-    source_roots: str = Field(
-        "",
-        description="Directories (comma-separated) folder and local git sources may read; empty: none may be added.",
-    )
-    source_workers: int = Field(
-        1, ge=0, description="Threads inside `calypso serve` that run source syncs (0: only `calypso worker` does)."
-    )
-    source_roots: str = Field(
-        "",
-        description="Directories (comma-separated) folder and local git sources may read; empty: none may be added.",
-    )
-    source_workers: int = Field(
-        1, ge=0, description="Threads inside `calypso serve` that run source syncs (0: only `calypso worker` does)."
-    )
-    source_roots: str = Field(
-        "",
-        description="Directories (comma-separated) folder and local git sources may read; empty: none may be added.",
-    )
-    source_workers: int = Field(
-        1, ge=0, description="Threads inside `calypso serve` that run source syncs (0: only `calypso worker` does)."
-    )
     passage_count: int = Field(
         5, ge=1, le=MAX_PASSAGES, description="Passages retrieved and handed to the model per question."
     )

@@ -68,14 +68,6 @@ def create_app(
         embedders.start()  # a document is searchable by keywords first; its vectors follow from here
         syncers = app.state.services.sources.workers(settings.source_workers, role="serve")
         syncers.start()  # source syncs asked for or scheduled (services/sources.py)
-        syncers = app.state.services.sources.workers(settings.source_workers, role="serve")
-        syncers.start()  # source syncs asked for or scheduled (services/sources.py)
-        syncers = app.state.services.sources.workers(settings.source_workers, role="serve")
-        syncers.start()  # source syncs asked for or scheduled (services/sources.py)
-        syncers = app.state.services.sources.workers(settings.source_workers, role="serve")
-        syncers.start()  # source syncs asked for or scheduled (services/sources.py)
-        syncers = app.state.services.sources.workers(settings.source_workers, role="serve")
-        syncers.start()  # source syncs asked for or scheduled (services/sources.py)
         app.state.ingest_workers, app.state.embed_workers = workers, embedders  # for /readyz
         sweeper = asyncio.create_task(sweep_expired_files(app.state.services, settings.file_expiry_sweep_seconds))
         grpc_server = None
@@ -95,10 +87,6 @@ def create_app(
             if grpc_server is not None:
                 await grpc_server.stop(grace=2)  # in-flight calls get 2 s, as uvicorn's own shutdown
             await asyncio.to_thread(embedders.stop)
-            await asyncio.to_thread(syncers.stop, settings.job_lease_seconds)
-            await asyncio.to_thread(syncers.stop, settings.job_lease_seconds)
-            await asyncio.to_thread(syncers.stop, settings.job_lease_seconds)
-            await asyncio.to_thread(syncers.stop, settings.job_lease_seconds)
             await asyncio.to_thread(syncers.stop, settings.job_lease_seconds)
             await asyncio.to_thread(workers.stop, settings.job_lease_seconds)
             # Upstream connections belong to this server's event loop, whoever owns the services.

@@ -280,27 +280,3 @@ def fetch_page(url: str, *, timeout: float, max_bytes: int, allow_private: bool)
 Deadline = _Deadline
 guarded_transport = _transport
 check_url = _check_url
-
-
-# The website source (``sources/website.py``) fetches many pages under the same guard and deadline rules.
-Deadline = _Deadline
-guarded_transport = _transport
-check_url = _check_url
-
-
-# The website source (``sources/website.py``) fetches many pages under the same guard and deadline rules.
-Deadline = _Deadline
-guarded_transport = _transport
-check_url = _check_url
-
-
-# The website source (``sources/website.py``) fetches many pages under the same guard and deadline rules.
-Deadline = _Deadline
-guarded_transport = _transport
-check_url = _check_url
-
-
-# The website source (``sources/website.py``) fetches many pages under the same guard and deadline rules.
-Deadline = _Deadline
-guarded_transport = _transport
-check_url = _check_url

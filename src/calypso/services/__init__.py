@@ -26,10 +26,6 @@ from calypso.services.reanalysis import TermsReanalysis
 from calypso.services.responses import ResponseService
 from calypso.services.search import SearchService
 from calypso.services.sources import SourceService
-from calypso.services.sources import SourceService
-from calypso.services.sources import SourceService
-from calypso.services.sources import SourceService
-from calypso.services.sources import SourceService
 from calypso.services.turns import TurnPreparer
 from calypso.services.vector_stores import VectorStoreService
 from calypso.services.vectors import VectorService

@@ -40,10 +40,6 @@ from calypso.models import (
 )
 from calypso.store.portable import PortableStore
 from calypso.store.sources import SourceStore
-from calypso.store.sources import SourceStore
-from calypso.store.sources import SourceStore
-from calypso.store.sources import SourceStore
-from calypso.store.sources import SourceStore
 from calypso.store.vectors import EmbeddingStore, VectorSearch
 
 
@@ -536,10 +532,6 @@ class Storage(Protocol):
     vector_stores: VectorStoreStore
     embeddings: EmbeddingStore
     portable: PortableStore  # rows out and in, for export and import (``store/portable.py``)
-    sources: SourceStore[Any]  # synced sources and their items (``store/sources.py``)
-    sources: SourceStore[Any]  # synced sources and their items (``store/sources.py``)
-    sources: SourceStore[Any]  # synced sources and their items (``store/sources.py``)
-    sources: SourceStore[Any]  # synced sources and their items (``store/sources.py``)
     sources: SourceStore[Any]  # synced sources and their items (``store/sources.py``)
 
     def vector_search(

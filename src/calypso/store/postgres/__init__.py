@@ -41,10 +41,6 @@ from calypso.store.postgres.policies import PostgresPolicyStore
 from calypso.store.postgres.responses import PostgresResponseStore
 from calypso.store.postgres.vector_search import ITERATIVE_SCANS, PgVectorSearch, ensure_hnsw_index, pgvector_version
 from calypso.store.sources import SourceStore
-from calypso.store.sources import SourceStore
-from calypso.store.sources import SourceStore
-from calypso.store.sources import SourceStore
-from calypso.store.sources import SourceStore
 from calypso.store.terms_sql import StoredTermsSQL
 from calypso.store.vector_stores_sql import SQLVectorStoreStore
 from calypso.store.vectors import EmbeddingStore
@@ -84,10 +80,6 @@ class PostgresStorage:
         self.portable: PortableStore = PortableSQL(
             database.snapshot, lambda work, _needs: database.write(work), postgres_portable(vectors)
         )
-        self.sources: SourceStore[Database] = SourceStore(database, "%s")
-        self.sources: SourceStore[Database] = SourceStore(database, "%s")
-        self.sources: SourceStore[Database] = SourceStore(database, "%s")
-        self.sources: SourceStore[Database] = SourceStore(database, "%s")
         self.sources: SourceStore[Database] = SourceStore(database, "%s")
 
     def vector_search(self, model: str, dimension: int, ef_search: int) -> Callable[[str, str], PgVectorSearch]:

@@ -20,10 +20,6 @@ from psycopg import errors, sql
 from calypso.errors import StorageError
 from calypso.store.migrations import apply, recorded
 from calypso.store.sources import POSTGRES_TABLES
-from calypso.store.sources import POSTGRES_TABLES
-from calypso.store.sources import POSTGRES_TABLES
-from calypso.store.sources import POSTGRES_TABLES
-from calypso.store.sources import POSTGRES_TABLES
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 Migration = Callable[[Connection], None]
@@ -331,34 +327,6 @@ def m015_passage_confidence_and_table_header(db: Connection) -> None:
     """An OCR'd passage's recognition confidence, and the header of the table it begins inside (NULL: none,
     or stored before this)."""
     db.execute("ALTER TABLE chunks ADD COLUMN confidence REAL, ADD COLUMN table_header TEXT")
-
-
-def m016_sources(db: Connection) -> None:
-    """Synced sources and the items each brought (``store/sources.py``)."""
-    for statement in POSTGRES_TABLES.split(";"):
-        if statement.strip():
-            db.execute(statement)
-
-
-def m016_sources(db: Connection) -> None:
-    """Synced sources and the items each brought (``store/sources.py``)."""
-    for statement in POSTGRES_TABLES.split(";"):
-        if statement.strip():
-            db.execute(statement)
-
-
-def m016_sources(db: Connection) -> None:
-    """Synced sources and the items each brought (``store/sources.py``)."""
-    for statement in POSTGRES_TABLES.split(";"):
-        if statement.strip():
-            db.execute(statement)
-
-
-def m016_sources(db: Connection) -> None:
-    """Synced sources and the items each brought (``store/sources.py``)."""
-    for statement in POSTGRES_TABLES.split(";"):
-        if statement.strip():
-            db.execute(statement)
 
 
 def m016_sources(db: Connection) -> None:

@@ -22,10 +22,6 @@ from calypso.store.feed_sql import ChangeFeedSQL
 from calypso.store.portable import PortableStore
 from calypso.store.portable_sql import PortableSQL, sqlite_portable
 from calypso.store.sources import SourceStore
-from calypso.store.sources import SourceStore
-from calypso.store.sources import SourceStore
-from calypso.store.sources import SourceStore
-from calypso.store.sources import SourceStore
 from calypso.store.sqlite.bots import SQLiteBotStore
 from calypso.store.sqlite.conversations import SQLiteConversationStore
 from calypso.store.sqlite.database import Database
@@ -68,10 +64,6 @@ class SQLiteStorage:
         self.portable: PortableStore = PortableSQL(
             database.snapshot, lambda work, needs: database.write(work, needs=needs), sqlite_portable(vectors)
         )
-        self.sources: SourceStore[Database] = SourceStore(self.database, "?")
-        self.sources: SourceStore[Database] = SourceStore(self.database, "?")
-        self.sources: SourceStore[Database] = SourceStore(self.database, "?")
-        self.sources: SourceStore[Database] = SourceStore(self.database, "?")
         self.sources: SourceStore[Database] = SourceStore(self.database, "?")
         if self._lock is not None and self._lock.previous_owner is not None:
             release_dead_leases(self.database, self._lock.previous_owner)

@@ -8,10 +8,6 @@ from contextlib import contextmanager
 
 from calypso.store.migrations import apply, recorded
 from calypso.store.sources import SQLITE_TABLES
-from calypso.store.sources import SQLITE_TABLES
-from calypso.store.sources import SQLITE_TABLES
-from calypso.store.sources import SQLITE_TABLES
-from calypso.store.sources import SQLITE_TABLES
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -388,26 +384,6 @@ def m016_passage_confidence_and_table_header(db: sqlite3.Connection) -> None:
     """An OCR'd passage's recognition confidence, and the header of the table it begins inside (NULL: none,
     or stored before this)."""
     _run(db, "ALTER TABLE chunks ADD COLUMN confidence REAL; ALTER TABLE chunks ADD COLUMN table_header TEXT")
-
-
-def m017_sources(db: sqlite3.Connection) -> None:
-    """Synced sources and the items each brought (``store/sources.py``)."""
-    _run(db, SQLITE_TABLES)
-
-
-def m017_sources(db: sqlite3.Connection) -> None:
-    """Synced sources and the items each brought (``store/sources.py``)."""
-    _run(db, SQLITE_TABLES)
-
-
-def m017_sources(db: sqlite3.Connection) -> None:
-    """Synced sources and the items each brought (``store/sources.py``)."""
-    _run(db, SQLITE_TABLES)
-
-
-def m017_sources(db: sqlite3.Connection) -> None:
-    """Synced sources and the items each brought (``store/sources.py``)."""
-    _run(db, SQLITE_TABLES)
 
 
 def m017_sources(db: sqlite3.Connection) -> None:
