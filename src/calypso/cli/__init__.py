@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from calypso.cli.admin import cmd_keys, cmd_settings
 from calypso.cli.knowledge import cmd_ask, cmd_ingest, cmd_reindex, cmd_search
+from calypso.cli.sources import add_source_commands
 from calypso.cli.portable import add_commands as add_portable_commands
 from calypso.cli.serving import cmd_dev_upstream, cmd_mcp, cmd_serve, cmd_worker
 from calypso.config import Settings, settings_problems
@@ -97,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     keys.set_defaults(func=cmd_keys)
 
     add_portable_commands(sub, "data directory (default: $CALYPSO_HOME, else the user's data directory)")
+    add_source_commands(sub, with_home)
 
     with_home(sub.add_parser("settings", help="where the data directory is, and every setting")).set_defaults(
         func=cmd_settings
