@@ -5,6 +5,7 @@
 import { Answer, ENDINGS, STATES, popoverContent, renderAnswerText, renderEvidence, renderSources } from "./answer.js";
 import { ApiError, getJson, postJson, reachable, saveKey, savedKey, streamEvents } from "./api.js";
 import { Documents } from "./documents.js";
+import { Sources } from "./sources.js";
 import { $, el } from "./dom.js";
 import { formatNames } from "./formats.js";
 import { keepFresh } from "./freshness.js";
@@ -74,6 +75,21 @@ const documents = new Documents({
   onError: showError,
 });
 
+const syncedSources = new Sources({
+  elements: {
+    list: $("source-rows"),
+    form: $("source-form"),
+    type: $("source-type"),
+    origin: $("source-origin"),
+    mailbox: $("source-mailbox"),
+    username: $("source-username"),
+    password: $("source-password"),
+  },
+  namespace: currentNamespace,
+  onError: showError,
+  onSynced: () => documents.refresh(),
+});
+
 function currentBot() {
   return state.bots.get($("bot-select").value) || null;
 }
@@ -121,6 +137,7 @@ function onBotChange() {
   $("bot-details").textContent = details.join(" · ");
   updateNamespaceNote();
   documents.setHidden(Boolean(bot && bot.sources_policy === "hidden"));
+  syncedSources.refresh();
 }
 
 function updateNamespaceNote() {
@@ -136,6 +153,7 @@ function setupBots() {
     state.namespaceEdited = true;
     updateNamespaceNote();
     documents.refresh();
+    syncedSources.refresh();
   });
 }
 
