@@ -14,6 +14,7 @@ import pytest
 from sources_support import OLD, SOURCE_KEYS, assert_error, counts, hits, sources_api, sync, write
 
 from calypso.config import Settings
+from calypso.services import Services
 
 __all__ = ["sources_api"]
 
@@ -118,3 +119,22 @@ def test_hostile_folders_are_bounded_and_reported(
     messages = " ".join(e["message"] for e in last["errors"])
     assert "symbolic link loop" in messages and "upload limit" in messages
     assert sources_api.get("/healthz").status_code == 200
+
+
+def test_one_sync_per_source_and_a_dead_workers_sync_is_taken_over(
+    sources_api: httpx.Client, services: Services, tmp_path: Path
+) -> None:
+    folder = tmp_path / "shared" / "leased"
+    write(folder / "a.txt", "The kinkajou note.")
+    source = sources_api.post("/v1/sources", json={"type": "folder", "namespace": "l", "path": str(folder)}).json()
+    store = services.storage.sources
+    assert store.claim("worker-a", 30, source["id"]) is not None
+    assert store.claim("worker-b", 30, source["id"]) is None  # held: one sync per source at a time
+    assert services.sources.run_one("worker-b") is None
+    assert sources_api.get(f"/v1/sources/{source['id']}").json()["status"] == "syncing"
+
+    assert store.claim("worker-dead", 0.05, source["id"]) is None  # still worker-a's
+    assert store.renew(source["id"], "worker-a", 0.05)  # worker-a dies now: its lease runs out
+    time.sleep(0.1)
+    last = sync(sources_api, source["id"])  # taken over once the lease expired
+    assert last["added"] == 1 and not store.renew(source["id"], "worker-a", 30)
