@@ -22,6 +22,7 @@ from calypso.services.documents import DocumentService
 from calypso.services.ingest_worker import worker_id
 from calypso.services.ingestion import IngestionService
 from calypso.services.source_sync import SourceSyncer
+from calypso.services.source_watch import FolderWatch
 from calypso.sources.connectors import build_connector
 from calypso.sources.model import ConnectorOptions
 from calypso.sources.secrets import seal, unseal
@@ -53,6 +54,7 @@ class SourceService:
         self._documents = documents
         self._secret = signing_secret
         self.waiting = threading.Event()  # set when a sync is asked for: wakes this process's sync workers
+        self.generation = 0  # bumped when this process adds or removes a source: the folder watch looks again
         self.syncer = SourceSyncer(store, ingestion, documents, self._connector, settings.job_lease_seconds)
 
     def _connector(self, source: StoredSource) -> Any:
@@ -84,6 +86,7 @@ class SourceService:
             sync_requested_at=now,
         )
         self._store.insert(source)
+        self.generation += 1
         self.waiting.set()
         return source
 
@@ -96,11 +99,16 @@ class SourceService:
     def list_sources(self, workspace: str = DEFAULT_WORKSPACE) -> list[StoredSource]:
         return self._store.list_sources(workspace)
 
+    def folder_sources(self) -> list[StoredSource]:
+        """Every workspace's folder sources (the folder watch)."""
+        return self._store.of_type("folder")
+
     def delete(self, source_id: str, workspace: str = DEFAULT_WORKSPACE) -> StoredSource:
         """Delete the source and the documents it brought (a sync running now stops at its next item)."""
         source = self.get(source_id, workspace)
         items = self._store.items(source.id)
         self._store.delete(workspace, source_id)
+        self.generation += 1
         for document_id in sorted({item.document_id for item in items.values()}):
             try:
                 document = self._documents.get(document_id, workspace)
@@ -153,8 +161,11 @@ class SourceWorkers:
         self.service, self.count, self.role = service, count, role
         self.stopping = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._watch = FolderWatch(service, self.stopping) if count > 0 else None
 
     def start(self) -> None:
+        if self._watch is not None:
+            self._watch.start()
         for n in range(self.count):
             thread = threading.Thread(target=self._loop, args=(worker_id(f"sync-{self.role}{n}"),), daemon=True)
             thread.name = f"source-sync-{self.role}-{n}"
@@ -166,6 +177,8 @@ class SourceWorkers:
         self.service.waiting.set()
         for thread in self._threads:
             thread.join(timeout)
+        if self._watch is not None:
+            self._watch.join(timeout)
 
     def _loop(self, owner: str) -> None:
         poll = self.service.settings.job_poll_seconds

@@ -114,6 +114,11 @@ class SourceStore(SharedSQL[D]):
         )
         return [_source(row) for row in rows]
 
+    def of_type(self, kind: str) -> list[StoredSource]:
+        """Every workspace's sources of one type (the folder watch)."""
+        rows = self.database.rows(self._sql(f"SELECT {_SOURCE_COLUMNS} FROM sources WHERE type = ?"), (kind,))
+        return [_source(row) for row in rows]
+
     def delete(self, workspace: str, source_id: str) -> bool:
         """Delete the source and its item rows (not the documents: the service deletes those first)."""
         statement = self._sql("DELETE FROM sources WHERE workspace = ? AND id = ?")
