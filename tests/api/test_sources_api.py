@@ -42,6 +42,10 @@ def test_folder_source_lifecycle_and_resync(sources_api: httpx.Client, tmp_path:
     assert api.get(f"/v1/sources/{source['id']}").json()["next_sync_at"] >= time.time() + 3500
 
     assert counts(sync(api, source["id"])) == (0, 0, 0, 7, 0)  # nothing changed: nothing read
+    full = api.post(f"/v1/sources/{source['id']}/sync", params={"wait": "true"}, json={"full": True})
+    assert counts(full.json()["last_sync"]) == (0, 0, 0, 7, 0)  # every file read: the same bytes
+    assert_error(api.post(f"/v1/sources/{source['id']}/sync", json={"full": True}), 400, "full")
+    assert_error(api.post(f"/v1/sources/{source['id']}/sync", json={"fast": True}), 400, "fast")
 
     write(folder / "chapter1.md", "# Chapter 1\n\nThe dugong rule replaced the old one.\n", OLD + 5)
     (folder / "chapter2.md").unlink()

@@ -41,6 +41,8 @@ EXTRA: dict[tuple[str, str], set[int]] = {
     ("delete", "/v1/bots/{bot_id}"): {409},
     ("post", "/v1/admin/keys"): {201},
     ("post", "/v1/vector_stores"): {404},  # file_ids
+    ("post", "/v1/sources"): {201},
+    ("post", "/v1/sources/{source_id}/sync"): {202, 504},  # queued; ?wait=true past its hour
 }
 # Per operation: statuses the rules in ``_error_statuses`` would wrongly add.
 NEVER: dict[tuple[str, str], set[int]] = {
@@ -48,7 +50,7 @@ NEVER: dict[tuple[str, str], set[int]] = {
     ("get", "/v1/admin/workspaces/{workspace}/policy"): {404},  # a workspace is a name, not a stored id
     ("put", "/v1/admin/workspaces/{workspace}/policy"): {404},
 }
-NO_200 = {("post", "/v1/conversations"), ("post", "/v1/admin/keys")}  # these answer 201 only
+NO_200 = {("post", "/v1/conversations"), ("post", "/v1/admin/keys"), ("post", "/v1/sources")}  # 201 only
 STREAMING = {
     ("post", "/v1/responses"),
     ("post", "/v1/chat/completions"),

@@ -73,6 +73,7 @@ class SyncRun:
             ("added", "updated", "removed", "unchanged", "failed", "pending", "passages_added", "passages_removed"), 0
         )
         self.errors: list[dict[str, str]] = []
+        self.full = False  # every item read again, whatever its version
 
     def error(self, item: str, message: str) -> None:
         self.counts["failed"] += 1
@@ -108,21 +109,24 @@ class SourceSyncer:
         self._store, self._ingestion, self._documents = store, ingestion, documents
         self._connector, self._lease_seconds = connector, lease_seconds
 
-    def run(self, source: StoredSource, owner: str) -> dict[str, Any]:
-        """Sync one source whose lease ``owner`` holds; record and return its report (``last_sync``)."""
+    def run(self, source: StoredSource, owner: str, *, full: bool = False) -> dict[str, Any]:
+        """Sync one source whose lease ``owner`` holds; record and return its report (``last_sync``).
+
+        ``full``: no item is taken as unchanged by its version, nor asked for conditionally."""
         items = self._store.items(source.id)
         ids = sorted({item.document_id for item in items.values()})
         present = self._documents.by_id(source.workspace, ids) if ids else {}
         # An item whose document was deleted by hand is brought again, as if never seen.
         items = {e: i for e, i in items.items() if i.document_id in present}
         run = SyncRun(source, items, present)
+        run.full = full
         scan = Scan()
         status = "completed"
         with LeaseKeeper(self._store, source.id, owner, self._lease_seconds) as lease:
             seen: set[str] = set()
             try:
                 connector = self._connector(source)
-                known = {e: Known(i.version, i.state) for e, i in items.items()}
+                known = {} if full else {e: Known(i.version, i.state) for e, i in items.items()}
                 for found in connector.scan(known, scan):
                     if lease.lost.is_set():
                         raise SourceLost
@@ -153,7 +157,7 @@ class SourceSyncer:
         if found.pending:
             run.counts["pending"] += 1
             return
-        if old is not None and found.version is not None and found.version == old.version:
+        if not run.full and old is not None and found.version is not None and found.version == old.version:
             run.counts["unchanged"] += 1
             return
         try:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from calypso.config import Settings
-from calypso.errors import CalypsoError, NotFound, UpstreamTimeout
+from calypso.errors import CalypsoError, InvalidRequest, NotFound, UpstreamTimeout
 from calypso.scope import DEFAULT_WORKSPACE, check_namespace
 from calypso.services.documents import DocumentService
 from calypso.services.ingest_worker import worker_id
@@ -119,8 +119,15 @@ class SourceService:
         return source
 
     # -- syncs ---------------------------------------------------------------------
-    def sync(self, source_id: str, workspace: str = DEFAULT_WORKSPACE, *, wait: bool = False) -> StoredSource:
-        """Ask for a sync; with ``wait``, run it here (or follow the worker running it) and return once it ended."""
+    def sync(
+        self, source_id: str, workspace: str = DEFAULT_WORKSPACE, *, wait: bool = False, full: bool = False
+    ) -> StoredSource:
+        """Ask for a sync; with ``wait``, run it here (or follow the worker running it) and return once it ended.
+
+        ``full``: read every item again whatever its version (only a sync run here: a queued one is not told).
+        """
+        if full and not wait:
+            raise InvalidRequest("A full sync runs in the request: ask with ?wait=true.", param="full")
         self.get(source_id, workspace)
         asked = time.time()
         if not self._store.request_sync(workspace, source_id, asked):
@@ -133,7 +140,7 @@ class SourceService:
         while time.monotonic() < deadline:
             claimed = self._store.claim(owner, self.settings.job_lease_seconds, source_id)
             if claimed is not None:
-                self.syncer.run(claimed, owner)
+                self.syncer.run(claimed, owner, full=full)
                 return self.get(source_id, workspace)
             current = self.get(source_id, workspace)  # someone else syncs it: a sync started after we asked?
             started = float((current.last_sync or {}).get("started_at", 0))

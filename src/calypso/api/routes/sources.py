@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
 
 from calypso.api.auth import Workspace
 from calypso.api.serialize import list_object
@@ -82,8 +83,16 @@ def delete_source(source_id: str, sources: Sources, workspace: Workspace) -> dic
     return {"id": deleted.id, "object": "source.deleted", "deleted": True}
 
 
+class SyncRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    full: bool = Field(False, description="Read every item again, ignoring versions (with wait=true only).")
+
+
 @router.post("/{source_id}/sync")
-def sync_source(source_id: str, sources: Sources, workspace: Workspace, wait: bool = WAIT) -> JSONResponse:
-    """Sync now: 202 with the source queued, or with `?wait=true` 200 once the sync ended."""
-    source = sources.sync(source_id, workspace, wait=wait)
+def sync_source(
+    source_id: str, sources: Sources, workspace: Workspace, body: SyncRequest | None = None, wait: bool = WAIT
+) -> JSONResponse:
+    """Sync now: 202 with the source queued, or with `?wait=true` 200 once the sync ended. An item whose version
+    did not change is not read, unless `full` (bytes found unchanged still leave their document as it is)."""
+    source = sources.sync(source_id, workspace, wait=wait, full=body.full if body is not None else False)
     return JSONResponse(source_object(source), status_code=200 if wait else 202)
