@@ -67,6 +67,8 @@ STATE_400 = {
         "whether the host resolves, and to a public address, is known when fetched",
     ),
     ("POST /v1/admin/reindex", "embedding_model"): ("No embedding model", "this server has no embedding model"),
+    ("POST /v1/sources", "url"): ("", "a host name DNS takes, or a local path under CALYPSO_SOURCE_ROOTS"),
+    ("POST /v1/sources", "path"): ("", "a folder that exists on the server, under CALYPSO_SOURCE_ROOTS"),
     ("POST /v1/vector_stores/{vector_store_id}/files", "file_id"): (
         "File ",
         "the file is in the store, chunked otherwise",

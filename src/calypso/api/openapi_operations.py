@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from calypso.api.routes.conversation_items import AddItems
 from calypso.api.routes.conversations import CreateConversation, PostMessage, UpdateConversation
 from calypso.api.schemas.chat import ChatCompletionRequest
+from calypso.api.schemas.sources import create_source_schema
 from calypso.bots import _ID as BOT_ID
 from calypso.bots import CONFIG_FIELDS, DEFAULT_BOT_ID, Bot
 from calypso.generation import registry
@@ -86,6 +87,7 @@ HAND_READ: dict[tuple[str, str], tuple[str, type[BaseModel] | dict[str, Any]]] =
     ("post", "/v1/conversations/{conversation_id}/items"): ("AddItems", AddItems),
     ("post", "/v1/bots"): ("CreateBot", _bot_fields(["id"])),
     ("patch", "/v1/bots/{bot_id}"): ("UpdateBot", _bot_fields([])),
+    ("post", "/v1/sources"): ("CreateSource", create_source_schema()),
 }
 
 _QUESTION = "What is the refund policy?"
@@ -108,6 +110,9 @@ EXAMPLES: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
     ("post", "/v1/search"): {"query": {"query": "refund policy", "max_num_results": 3}},
     ("post", "/v1/bots"): {"bot": {"id": "support", "passage_count": 3, "marker_style": "source"}},
     ("patch", "/v1/bots/{bot_id}"): {"change": {"inline_citations": True}},
+    ("post", "/v1/sources"): {
+        "website": {"type": "website", "namespace": "site", "url": "https://example.org/sitemap.xml"}
+    },
 }
 
 # OpenAPI links: what a created object's id opens (clients and stateful tests follow them).

@@ -138,9 +138,10 @@ class SourceSyncer:
             except SourceLost:
                 log.warning("source %s: the sync stopped (deleted, or its lease taken)", source.id)
                 return run.report(scan, "cancelled")
-            except CalypsoError as exc:  # the listing itself failed (unreachable site, unreadable folder)
+            except (CalypsoError, ItemFailed) as exc:  # the listing itself failed (unreachable site, unreadable folder)
                 scan.complete = False
-                scan.error(source.settings.get("url") or source.settings.get("path") or source.type, exc.message)
+                origin = source.settings.get("url") or source.settings.get("path") or source.settings.get("host")
+                scan.error(str(origin or source.type), str(getattr(exc, "message", exc)))
                 status = "failed"
             except Exception as exc:  # noqa: BLE001 - a connector's bug ends this sync, not the worker
                 log.exception("source %s: the sync failed", source.id)

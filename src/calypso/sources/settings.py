@@ -20,6 +20,7 @@ TYPES = ("website", "folder", "git", "imap")
 BUILT = TYPES  # the types a connector reads; the others answer "not supported yet"
 COMMON = frozenset({"type", "namespace", "schedule"})
 MIN_SCHEDULE_SECONDS = 60
+MAX_SCHEDULE_SECONDS = 10**9
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _GLOBS_AT_MOST = 50
 DEFAULT_GIT_GLOBS = ["*.md", "*.markdown", "*.rst", "*.txt", "*.pdf"]
@@ -44,7 +45,7 @@ def schedule_seconds(value: object) -> int | None:
         seconds = value
     elif isinstance(value, str) and (match := re.fullmatch(r"\s*(\d{1,7})\s*([smhd])\s*", value)):
         seconds = int(match.group(1)) * _UNITS[match.group(2)]
-    if seconds is None or seconds < MIN_SCHEDULE_SECONDS:
+    if seconds is None or not MIN_SCHEDULE_SECONDS <= seconds <= MAX_SCHEDULE_SECONDS:
         raise InvalidRequest(
             f"schedule must be a number of seconds (at least {MIN_SCHEDULE_SECONDS}) or a duration like "
             "'15m', '6h', '1d'; null syncs only when asked.",
@@ -65,28 +66,28 @@ def _text(body: dict[str, Any], name: str, *, required: bool = False, default: s
 
 
 def _int(body: dict[str, Any], name: str, default: int, low: int, high: int) -> int:
-    value = body.get(name, default)
+    value = default if body.get(name) is None else body[name]
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         raise InvalidRequest(f"{name} must be a whole number from {low} to {high}.", param=name)
     return value
 
 
 def _number(body: dict[str, Any], name: str, default: float, low: float, high: float) -> float:
-    value = body.get(name, default)
+    value = default if body.get(name) is None else body[name]
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not low <= value <= high:
         raise InvalidRequest(f"{name} must be a number from {low:g} to {high:g}.", param=name)
     return float(value)
 
 
 def _bool(body: dict[str, Any], name: str, default: bool) -> bool:
-    value = body.get(name, default)
+    value = default if body.get(name) is None else body[name]
     if not isinstance(value, bool):
         raise InvalidRequest(f"{name} must be true or false.", param=name)
     return value
 
 
 def _globs(body: dict[str, Any], name: str, default: list[str]) -> list[str]:
-    value = body.get(name, default)
+    value = default if body.get(name) is None else body[name]
     if (
         not isinstance(value, list)
         or len(value) > _GLOBS_AT_MOST
@@ -174,13 +175,13 @@ def _imap(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     host = _text(body, "host", required=True)
     if host is None or not _HOST.fullmatch(host):
         raise InvalidRequest("host must be the IMAP server's host name or address.", param="host")
-    security = body.get("security", "tls")
+    security = body.get("security") or "tls"
     if security not in ("tls", "starttls"):
         raise InvalidRequest("security must be 'tls' (IMAPS) or 'starttls'.", param="security")
     username = _text(body, "username", required=True)
     password = _text(body, "password", required=True)
     assert username is not None and password is not None
-    folders = body.get("folders", ["INBOX"])
+    folders = body.get("folders") or ["INBOX"]
     if (
         not isinstance(folders, list)
         or not 0 < len(folders) <= 50

@@ -7,15 +7,17 @@ A source answers as ``{"id", "object": "source", "type", "namespace", "status", 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from calypso.api.auth import Workspace
+from calypso.api.schemas.sources import check_create_source
 from calypso.api.serialize import list_object
-from calypso.errors import InvalidRequest
+from calypso.api.validation import json_object
 from calypso.services.sources import SourceService, StoredSource
 
 router = APIRouter(prefix="/v1/sources", tags=["sources"])
@@ -51,19 +53,12 @@ def source_object(source: StoredSource) -> dict[str, Any]:
 
 
 @router.post("", status_code=201)
-def create_source(
-    sources: Sources,
-    workspace: Workspace,
-    body: dict[str, Any] = Body(
-        ...,
-        examples=[{"type": "website", "namespace": "site", "url": "https://example.org/sitemap.xml"}],
-        description="`type` (website, folder, git, imap), `namespace`, optional `schedule`, and the type's fields.",
-    ),
-) -> JSONResponse:
-    """Add a source; its first sync is queued at once."""
-    if not isinstance(body, dict):
-        raise InvalidRequest("The body must be a JSON object with a type.", param="type")
-    return JSONResponse(source_object(sources.create(body, workspace)), status_code=201)
+async def create_source(request: Request, sources: Sources, workspace: Workspace) -> JSONResponse:
+    """Add a source (`type`: website, folder, git or imap, with its fields; `namespace`; optional `schedule`);
+    its first sync is queued at once."""
+    body = await json_object(request, 'a JSON object such as {"type": "website", "url": "https://…/sitemap.xml"}')
+    source = await asyncio.to_thread(sources.create, check_create_source(body), workspace)
+    return JSONResponse(source_object(source), status_code=201)
 
 
 @router.get("")
