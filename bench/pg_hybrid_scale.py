@@ -18,11 +18,15 @@ Measured, each printed as it comes:
   (numpy over the same vectors), for the whole namespace and with a document filter of
   ``--filter-docs`` documents and of 10% of them (then the whole namespace again at each ``--ef-sweep``
   setting); the service's hybrid search p50/p99;
-- over HTTP, ``calypso serve`` on the database, each timed once it has saved its keyword index into its own
-  directory and searches it from there: first with no model (keyword only: the process's keyword index, its
-  RSS), then with the model and ``hnsw``: ``POST /v1/search`` hybrid p50/p99 over
-  one keep-alive connection, the same with ``document_ids`` (``--filter-docs`` documents), and the
-  process's VmRSS/VmHWM after (it holds the keyword index and the model, no vectors).
+- over HTTP, ``calypso serve`` on the database, each timed once the host's keyword snapshot is saved and searched
+  from its files: first with no model (keyword only: the process builds the snapshot, its VmHWM is the build's
+  peak; its RSS after), then with the model and ``hnsw`` (the snapshot removed first, so this one builds it
+  again): ``POST /v1/search`` hybrid p50/p99 over one keep-alive connection, the same with ``document_ids``
+  (``--filter-docs`` documents), and the process's VmRSS/VmHWM after (it holds the keyword index and the model,
+  no vectors);
+- issue 45 goal 2, a second API process on the same host while the first runs: seconds from its spawn to its
+  first hybrid search answered (it loads the first's snapshot), its hybrid p50 over HTTP, and the page cache the
+  two processes' keyword files hold (``fincore`` over the distinct files either has open or mapped: one copy).
 
 The last line: ``summary: ...`` with the figures above.
 """
@@ -33,6 +37,7 @@ import argparse
 import os
 import shutil
 import sqlite3
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -185,8 +190,81 @@ def in_process(
     return out
 
 
+def index_files(pids: list[int], root: Path) -> dict[tuple[int, int], str]:
+    """(device, inode) -> a path that opens it, for every file under ``root`` the processes have open or mapped
+    (deleted ones included, through /proc): each distinct file once, however many processes read it."""
+    found: dict[tuple[int, int], str] = {}
+    for pid in pids:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                if os.readlink(fd).startswith(str(root)):
+                    st = os.stat(fd)
+                    found.setdefault((st.st_dev, st.st_ino), str(fd))
+            except OSError:
+                continue
+        for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+            fields = line.split(maxsplit=5)
+            if len(fields) == 6 and fields[5].startswith(str(root)):
+                path = fields[5].removesuffix(" (deleted)")
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    continue  # deleted and not open: its pages are counted through the process that has it open
+                found.setdefault((st.st_dev, st.st_ino), path)
+    return found
+
+
+def page_cache_mb(paths: list[str]) -> tuple[float, float]:
+    """(size, resident in the page cache) of the files, in MB, by util-linux's ``fincore``."""
+    if not paths:
+        return 0.0, 0.0
+    out = subprocess.run(
+        ["fincore", "--bytes", "--noheadings", "--raw", "--output", "RES,SIZE", *paths],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    resident = size = 0
+    for line in out.splitlines():
+        res, total = line.split()
+        resident, size = resident + int(res), size + int(total)
+    return size / 2**20, resident / 2**20
+
+
+def second_process(settings: Settings, queries: list[str], port: int) -> dict:
+    """Issue 45 goal 2: the first API process builds the host's snapshot (none on disk), a second is spawned once
+    it is saved and loads it; both then search, and the page cache holds one copy of the keyword files."""
+    shutil.rmtree(settings.home / "index", ignore_errors=True)
+    first = Server(settings, port, queries[0], SETTLED)
+    out: dict = {"first_ready_s": first.wait_s, "first_hwm_mb": first.memory()[1]}
+    second = None
+    try:
+        second = Server(settings, port + 1, queries[1])  # ready: its first hybrid search answered
+        out["second_first_search_s"] = second.ready_s
+        times: dict[str, list[float]] = {"first": [], "second": []}
+        with httpx.Client(base_url=first.url, timeout=120) as a, httpx.Client(base_url=second.url, timeout=120) as b:
+            for i, q in enumerate(queries):
+                for name, client in (("first", a), ("second", b)):  # interleaved: the same moment for both
+                    t = time.perf_counter()
+                    client.post("/v1/search", json={"query": q, "max_num_results": K}).raise_for_status()
+                    if i >= 20:
+                        times[name].append((time.perf_counter() - t) * 1000)
+        out["second_http_p50"], out["first_http_p50"] = percentile(times["second"], 50), percentile(times["first"], 50)
+        out["second_rss_mb"] = second.memory()[0]
+        pids = [first.process.pid, second.process.pid]
+        files = index_files(pids, settings.home / "index")
+        out["index_files"] = len(files)
+        out["index_files_mb"], out["page_cache_mb"] = page_cache_mb(list(files.values()))
+        out["snapshot_mb"] = sum(f.stat().st_size for f in (settings.home / "index").rglob("*") if f.is_file()) / 2**20
+    finally:
+        if second is not None:
+            second.stop()
+        first.stop()
+    return out
+
+
 def filtered_http(settings: Settings, queries: list[str], port: int, document_ids: list[str]) -> dict:
-    server = Server(settings, port, queries[0], SETTLED)
+    server = Server(settings, port, queries[0])  # the host's snapshot is on disk: loaded, searched from its files
     try:
         times = []
         with httpx.Client(base_url=server.url, timeout=120) as client:
@@ -267,10 +345,12 @@ def main() -> None:
         database.close()
         keyword_http = over_http(keyword_only, queries, args.port, SETTLED)
         row["keyword_http_p50"], row["keyword_rss_mb"] = keyword_http["http_p50"], keyword_http["server_rss_mb"]
+        row["build_peak_mb"] = keyword_http["server_hwm_mb"]  # no snapshot on disk: this process built and saved it
         print(
-            f"  keyword only over HTTP (no model): ready {keyword_http['ready_s']:.1f} s, p50 {keyword_http['http_p50']:.2f} "
-            f"ms p99 {keyword_http['http_p99']:.2f} ms; server RSS {keyword_http['server_rss_mb']:.0f} MB (peak "
-            f"{keyword_http['server_hwm_mb']:.0f}); load average {loadavg()}",
+            f"  keyword only over HTTP (no model): ready {keyword_http['ready_s']:.1f} s, snapshot built and saved "
+            f"{keyword_http['waited_s']:.1f} s after spawn; p50 {keyword_http['http_p50']:.2f} "
+            f"ms p99 {keyword_http['http_p99']:.2f} ms; server RSS {keyword_http['server_rss_mb']:.0f} MB (peak while "
+            f"building {keyword_http['server_hwm_mb']:.0f}); load average {loadavg()}",
             flush=True,
         )
         hybrid = Settings(home=home, database_url=url, embedding_model=MODEL_NAME, pg_vector_search="hnsw")
@@ -293,6 +373,18 @@ def main() -> None:
             f"{row['http_filtered_p99']:.2f} ms; load average {loadavg()}",
             flush=True,
         )
+        shared = second_process(hybrid, queries, args.port)
+        row.update(shared)
+        print(
+            f"  two API processes on one host (model, hnsw): the first built and saved the snapshot "
+            f"{shared['first_ready_s']:.1f} s after spawn (peak {shared['first_hwm_mb']:.0f} MB); the second answered "
+            f"its first hybrid search {shared['second_first_search_s']:.2f} s after spawn; hybrid p50 over HTTP, "
+            f"interleaved: first {shared['first_http_p50']:.2f} / second {shared['second_http_p50']:.2f} ms; second's "
+            f"RSS {shared['second_rss_mb']:.0f} MB; keyword files either process reads: {shared['index_files']} "
+            f"({shared['index_files_mb']:.0f} MB, the snapshot on disk {shared['snapshot_mb']:.0f} MB), resident in the "
+            f"page cache {shared['page_cache_mb']:.0f} MB (one copy for both); load average {loadavg()}",
+            flush=True,
+        )
     finally:
         pg.close()
         shutil.rmtree(work, ignore_errors=True)
@@ -300,7 +392,8 @@ def main() -> None:
         "size", "load_s", "hnsw_build_s", "http_p50", "http_p99", "http_filtered_p50", "rss_mb", "keyword_rss_mb",
         "keyword_http_p50", "hybrid_p50", "keyword_p50", "vector_namespace_k10_p50", "recall_namespace_k10",
         "vector_namespace_k100_p50", "recall_namespace_k100", "recall10_namespace_k100", "vector_10%_k100_p50",
-        "recall_10%_k100", "vector_50_k100_p50", "keyword_index_mb",
+        "recall_10%_k100", "vector_50_k100_p50", "keyword_index_mb", "build_peak_mb", "second_first_search_s",
+        "second_http_p50", "index_files_mb", "page_cache_mb", "snapshot_mb",
     )  # fmt: skip
     print(
         "summary: "
