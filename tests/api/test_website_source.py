@@ -141,3 +141,14 @@ def test_private_addresses_are_refused_without_the_setting(
 )
 def test_bad_website_input(sources_api: httpx.Client, body: dict, param: str) -> None:
     assert_error(sources_api.post("/v1/sources", json={"type": "website", "namespace": "s", **body}), 400, param)
+
+
+def test_requests_to_one_host_keep_the_rate(site: FakeSite) -> None:
+    from calypso.sources.web_fetch import Http
+
+    site.put("/", page("Home", "The rate page."))
+    http = Http(allow_private=True, timeout=5, requests_per_second=10)
+    started = time.monotonic()
+    statuses = [http.get(f"{site.url}/", 10_000).status for _ in range(4)]
+    http.close()
+    assert statuses == [200] * 4 and time.monotonic() - started >= 0.3  # 4 requests at 10/s: 3 intervals
