@@ -33,6 +33,7 @@ from typing import Any
 from bench.common import beir as be
 from bench.hybrid_quality import loadavg, open_with_model
 from calypso.config import Settings
+from calypso.embeddings.calibration import DEFAULT_QUERY_FLOOR as MIN_COSINE  # their model: MiniLM
 from calypso.ingest.parsers import detect_and_parse
 from calypso.models import RankingOptions
 from calypso.retrieval import exact_match
@@ -42,7 +43,7 @@ from calypso.retrieval.query import keyword_query
 from calypso.services import Services
 from calypso.services.embed_worker import embed_all
 from calypso.services.ingestion import Upload
-from calypso.services.search import HYBRID_DEPTH, MIN_COSINE
+from calypso.services.search import HYBRID_DEPTH
 from calypso.text.tokenize import DEFAULT_ANALYZER
 
 MODES: dict[str, RankingOptions | None] = {

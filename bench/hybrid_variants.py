@@ -38,12 +38,13 @@ import numpy as np
 
 from bench.common import beir as be
 from calypso.config import Settings
+from calypso.embeddings.calibration import DEFAULT_QUERY_FLOOR as MIN_COSINE  # their model: MiniLM
 from calypso.embeddings.local_onnx import LocalOnnxEmbedder
 from calypso.retrieval.hybrid import NEIGHBOUR_POOL, fuse, smooth_neighbours
 from calypso.retrieval.query import keyword_query
 from calypso.services import open_services
 from calypso.services.ingestion import Upload
-from calypso.services.search import HYBRID_DEPTH, MIN_COSINE
+from calypso.services.search import HYBRID_DEPTH
 
 WEIGHTS = (0.3, 0.4, 0.5)
 LAMBDAS = (0.0, 0.25, 0.5, 0.75, 1.0)

@@ -224,9 +224,9 @@ class Settings(BaseSettings):
         2, ge=0, description="Retries on upstream 429/5xx/connect errors before the first token."
     )
     embedding_model: str = Field(
-        "minilm-l6-v2-int8",
-        description="Embedding model: a local one from the 'embed' extra ('minilm-l6-v2-int8', English; "
-        "'multilingual-e5-small-int8', any language, a question in one finding passages in another), the model "
+        "multilingual-e5-small-int8",
+        description="Embedding model: a local one from the 'embed' extra ('multilingual-e5-small-int8', any "
+        "language, a question in one finding passages in another; 'minilm-l6-v2-int8', English), the model "
         "name sent to CALYPSO_EMBEDDING_BASE_URL, or 'none' for keyword-only search.",
     )
     embedding_base_url: str | None = Field(

@@ -38,11 +38,19 @@ def test_healthz_and_readyz_answer_without_a_key(kb, http) -> None:
     assert body["checks"]["ingest_workers"]["running"] == body["checks"]["ingest_workers"]["started"] >= 1
     assert body["checks"]["ocr"]["engine"].startswith("PP-OCRv6 tiny (faster-paddle")  # issue 40
     vectors = body["checks"]["vectors"]  # issue 43: which languages the vectors cover, and whether search crosses them
-    if vectors["model"] is not None:
-        assert vectors["model"] == "minilm-l6-v2-int8" and vectors["languages"] == ["en"]
-        assert vectors["crosses_languages"] is False
+    if vectors["model"] == "minilm-l6-v2-int8":
+        assert vectors["languages"] == ["en"] and vectors["crosses_languages"] is False
+    elif vectors["model"] is not None:
+        assert vectors["model"] == "multilingual-e5-small-int8" and vectors["languages"] is None
+        assert vectors["crosses_languages"] is True and vectors["pending_documents"] >= 0
     else:
-        assert vectors == {"ok": True, "model": None, "languages": [], "crosses_languages": False}
+        assert vectors == {
+            "ok": True,
+            "model": None,
+            "languages": [],
+            "crosses_languages": False,
+            "pending_documents": 0,
+        }
 
 
 def test_readyz_says_which_check_fails_when_the_workers_are_gone(server, http) -> None:

@@ -166,6 +166,31 @@ def test_reindex_drops_and_rebuilds_every_vector(embedded: Services, raw: RawDat
     assert searcher.search(MEANING_ONLY, searcher.scope("hr"))[0].document.id == ids["canteen.txt"]
 
 
+def test_a_changed_model_re_embeds_in_the_background_and_search_goes_on(
+    embedding_settings: Settings, embedded: Services, raw: RawDatabase
+) -> None:
+    """Issue 43: a knowledge base embedded by MiniLM, reopened with the multilingual model as a server opens it,
+    is queued for the new vectors; keyword search serves meanwhile, and the new vectors replace the old."""
+    ids = _ingest_all(embedded.ingestion)
+    embed_all(embedded.vectors)
+    embedded.close()
+    switched = replace_settings(embedding_settings, embedding_model="multilingual-e5-small-int8")
+    reopened = open_services(switched, exclusive=True)
+    try:
+        assert reopened.vectors.pending() == 3  # every document holds MiniLM's vectors: all queued
+        assert reopened.vectors.adopt_model() == 0  # queued once, not again
+        found = reopened.search.search("canteen breakfast", reopened.search.scope("hr"))
+        assert found[0].document.id == ids["canteen.txt"]  # searchable throughout, by keywords
+        assert embed_all(reopened.vectors) == 3
+        models = raw.scalar("SELECT COUNT(DISTINCT model) FROM chunk_embeddings")
+        assert models == 1 and raw.scalar("SELECT MIN(model) FROM chunk_embeddings") == switched.embedding_model
+        reopened.vectors.catch_up()
+        spanish = "¿cuándo puedo comer en la cafetería?"  # another language, no shared word: only vectors find it
+        assert reopened.search.search(spanish, reopened.search.scope("hr"))[0].document.id == ids["canteen.txt"]
+    finally:
+        reopened.close()
+
+
 class EightDimensions:
     """An embedder under the real model's name that makes 8-dimensional vectors: a changed model."""
 

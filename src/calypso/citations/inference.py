@@ -27,7 +27,7 @@ its sentence and streamed and one-shot answers agree however the deltas are spli
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Final, Literal
 
 from calypso.citations.declines import is_decline
@@ -79,10 +79,18 @@ def complete_sentences(text: str, start: int, end: int, release: int, final: boo
 class Attributor:
     """Finds the passage that best supports a sentence, among those retrieved for this answer."""
 
-    def __init__(self, sources: list[Source], find_quote: QuoteFinder, mode: AttributionMode = "fill") -> None:
+    def __init__(
+        self,
+        sources: list[Source],
+        find_quote: QuoteFinder,
+        mode: AttributionMode = "fill",
+        fixed: Collection[str] = (),
+    ) -> None:
+        """``fixed``: sentences the answerer writes itself ("The sources say this in English."), never cited."""
         self.sources = sources
         self.find_quote = find_quote
         self.mode = mode
+        self.fixed = fixed
 
     @property
     def verify(self) -> bool:
@@ -93,7 +101,12 @@ class Attributor:
 
         Ties go to the earlier retrieved passage (the better ranked one).
         """
-        if not self.sources or content_terms(sentence) < MIN_CONTENT_TERMS or is_decline(sentence):
+        if (
+            not self.sources
+            or sentence.strip() in self.fixed
+            or content_terms(sentence) < MIN_CONTENT_TERMS
+            or is_decline(sentence)
+        ):
             return None  # a decline is about the sources: citing one for it would say it is in them
         best: tuple[Source, Quote] | None = None
         for source in self.sources:

@@ -8,8 +8,9 @@ best-window and centroid cosines (bench/fit_support.py --semantic); measured in
 docs/benchmarks/answers.md, "Citation support scorer (issue 3)".
 
 The weights that go with it (in calypso.citations.support) were fitted with vectors of one
-model, ``MODEL``: another model's cosines live on another scale, so with any other embedder
-the scorer stays lexical. A failing embedder (a remote server down) also leaves the score
+model, ``MODEL``: another model's cosines live on another scale, so they are read through its
+fitted map onto MiniLM's (``embeddings/calibration.py``), and with a model that has none the
+scorer stays lexical. A failing embedder (a remote server down) also leaves the score
 lexical: a citation is never lost because an optional feature could not be computed.
 
 Cost: the segment and each sentence are one text to embed. Through ``CachedEmbedder`` (what
@@ -25,12 +26,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from calypso.embeddings import calibration
 from calypso.embeddings.base import EmbeddingError
 
 if TYPE_CHECKING:
     from calypso.embeddings.base import Embedder
 
-MODEL = "minilm-l6-v2-int8"  # the vectors the semantic weights were fitted with
+MODEL = calibration.REFERENCE_MODEL  # the vectors the semantic weights were fitted with
 FEATURE_NAMES: tuple[str, ...] = ("cos_cent",)
 
 log = logging.getLogger("calypso.citations")
@@ -41,7 +43,7 @@ def usable(embedder: Embedder | None) -> bool:
     if embedder is None:
         return False
     try:
-        return embedder.name == MODEL
+        return calibration.calibrated(embedder.name)
     except EmbeddingError:
         return False
 
@@ -69,4 +71,6 @@ def features(embedder: Embedder, claim: str, sentences: Sequence[str]) -> dict[s
     except EmbeddingError as exc:
         log.warning("support scorer: embedding failed, lexical score only (%s)", exc)
         return None
-    return cosines(vectors[0], vectors[1:])
+    found = cosines(vectors[0], vectors[1:])
+    scaled = calibration.reference_scale(embedder.name, list(found.values()))
+    return dict(zip(found, (float(v) for v in scaled), strict=True))

@@ -40,7 +40,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from calypso.citations import semantic
+from calypso.citations import crossing, semantic
 from calypso.text.languages import detect
 from calypso.text.sentences import sentence_spans
 from calypso.text.tokenize import STOPWORDS_EN_EXTENDED, Analyzer
@@ -396,27 +396,53 @@ def features(claim: str, passage: str, embedder: Embedder | None = None) -> dict
     return dict(Analysis(claim or "", passage or "", SCORE_WINDOW, embedder).features)
 
 
-def support_score(claim: str, evidence: str, embedder: Embedder | None = None) -> float:
+def support_score(claim: str, evidence: str, embedder: Embedder | None = None, across: Embedder | None = None) -> float:
     """How well ``evidence`` supports ``claim``: a score in [0, 1]; compare with SUPPORT_THRESHOLD.
 
     With an ``embedder`` of ``semantic.MODEL`` the semantic feature is added (the other weights
     then apply, calibrated to the same SUPPORT_THRESHOLD); with none, or any other model, the
-    score is the lexical one.
+    score is the lexical one. ``across``: the multilingual model that judges a claim and evidence in
+    different languages by meaning (``citations/crossing.py``).
     """
     if not claim or not evidence or not evidence.strip():
         return 0.0
+    judged = _across(claim, evidence, across)
+    if judged is not None:
+        return judged.score
     return Analysis(claim, evidence, SCORE_WINDOW, embedder=embedder).score()
 
 
-def best_evidence(claim: str, passage: str, max_sentences: int = 2, embedder: Embedder | None = None) -> Evidence:
+def _across(claim: str, passage: str, across: Embedder | None) -> Evidence | None:
+    """The evidence read by meaning when the claim and the passage are in different languages, else None."""
+    if across is None or not crossing.applies(across, claim, passage):
+        return None
+    spans = _spans(passage)
+    judged = crossing.judge(across, _clean_claim(claim), [passage[s:e] for s, e in spans], SUPPORT_THRESHOLD)
+    if judged is None:
+        return None
+    start, end = spans[judged.sentence]
+    return Evidence(start, end, passage[start:end], judged.score)
+
+
+def best_evidence(
+    claim: str,
+    passage: str,
+    max_sentences: int = 2,
+    embedder: Embedder | None = None,
+    across: Embedder | None = None,
+) -> Evidence:
     """The passage sentence(s) that best support the claim, with the support score.
 
     The span is the window of at most ``max_sentences`` consecutive sentences covering the
     most content words of the claim (the first sentence when nothing matches); ``text`` is
     exactly ``passage[start:end]``. The score is ``support_score(claim, passage, embedder)``:
-    it does not depend on ``max_sentences``; the span is chosen lexically either way.
+    it does not depend on ``max_sentences``; the span is chosen lexically either way, except across languages
+    (``across``, see ``support_score``): there it is the one sentence closest in meaning.
     """
     passage = passage or ""
+    judged = _across(claim or "", passage, across)
+    if judged is not None:
+        return judged
     analysis = Analysis(claim or "", passage, max(SCORE_WINDOW, max_sentences, 1), embedder=embedder)
     if not analysis.spans:
         return Evidence(0, 0, "", 0.0)

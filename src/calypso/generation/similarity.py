@@ -17,6 +17,8 @@ A question in a language the model does not cover gets no semantic score (None: 
 the bundled MiniLM was trained on English, and its cosines between Chinese sentences are noise
 that cost the Chinese answers of ``bench/multilingual_answers.py`` 3-4 gold answers in 100. An
 embedder declares what it covers (``Embedder.languages``: ISO 639-1 codes; None: any language).
+
+Cosines are read on MiniLM's scale (``embeddings/calibration.py``): the cuts that use them were tuned there.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 
 import numpy as np
 
+from calypso.embeddings import calibration
 from calypso.embeddings.base import Embedder
 from calypso.text import languages as language_detection
 
@@ -77,7 +80,12 @@ class EmbeddingSimilarity:
             self._failed(getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}")
             return None
         vectors = np.asarray(vectors, dtype=np.float32)
-        cosines = np.clip(vectors[1:] @ vectors[0], 0.0, 1.0)  # rows are unit length: a dot product is the cosine
+        # Rows are unit length: a dot product is the cosine; read on the scale the answerer's cuts were tuned on,
+        # by the map for two languages where a sentence is not in the question's.
+        asked_in = language_detection.detect(question, "")
+        across = [bool(asked_in) and language_detection.detect(s, asked_in) != asked_in for s in sentences]
+        raw = vectors[1:] @ vectors[0]
+        cosines = np.clip(calibration.reference_scale(self.embedder.name, raw, across), 0.0, 1.0)
         return [float(c) for c in cosines]
 
     def _failed(self, why: str) -> None:

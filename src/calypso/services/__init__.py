@@ -156,6 +156,7 @@ def open_services(settings: Settings, storage: Storage | None = None, *, exclusi
     reanalysis = TermsReanalysis(storage.terms)
     if exclusive:  # a server or worker: rewrite terms an older analyzer stored (search needs none of it)
         reanalysis.start()
+        vectors.adopt_model()  # vectors of a model configured before: re-embedded by the workers
     return Services(
         settings=settings,
         storage=storage,

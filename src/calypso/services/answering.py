@@ -217,7 +217,8 @@ class Answerer:
         passage = source.passage
         # The semantic feature (calypso.citations.semantic) only on request: it costs 46-380 ms a segment here.
         embedder = self.search.embedder if self.settings.support_semantic else None
-        evidence = best_evidence(segment_text, passage.chunk.text, embedder=embedder)
+        # Across languages (an English answer citing a Chinese passage) the search model reads it by meaning.
+        evidence = best_evidence(segment_text, passage.chunk.text, embedder=embedder, across=self.search.embedder)
         threshold = self.settings.support_threshold
         threshold = SUPPORT_THRESHOLD if threshold is None else threshold
         document_start = passage.chunk.start + evidence.start
@@ -308,7 +309,7 @@ class Answerer:
         )
         mode = self.attribution_mode(request)
         find_quote = NameCheck(query or "", self.find_quote, sources)
-        attributor = Attributor(sources, find_quote, mode) if mode != "off" and sources else None
+        attributor = Attributor(sources, find_quote, mode, OWN_SENTENCES) if mode != "off" and sources else None
         composer = AnswerComposer(
             sources, find_quote, self.settings.unsupported_citations == "drop", attributor=attributor
         )

@@ -21,6 +21,7 @@ from functools import partial
 from typing import Any
 
 from calypso.config import Settings
+from calypso.embeddings import calibration
 from calypso.embeddings.base import Embedder, covers, query_embedder
 from calypso.errors import InvalidRequest
 from calypso.models import Passage, RankingOptions
@@ -45,10 +46,6 @@ from calypso.store.vectors import VectorSearch
 from calypso.text.languages import detect
 
 HYBRID_DEPTH = 100  # each run's depth before fusion: fuse's 0 is the 100th (as tuned on SciFact)
-# Below this cosine a passage is not a match by meaning: the vector run always returns its 100 nearest,
-# and "What do ducks eat?" on the demo (nothing about ducks) came back at 0.03-0.05 while the passages that
-# answer its questions score 0.39-0.63 (minilm-l6-v2-int8). Without the floor fusion would rank noise.
-MIN_COSINE = 0.15
 QUERY_VECTORS_CACHED = 512  # recent queries' vectors kept, so a repeated question embeds nothing
 DATABASE_VECTOR_SEARCHES = 8  # vector searches waiting on the database at once, beside their keyword runs
 
@@ -68,6 +65,7 @@ class SearchService:
         self.store = store
         self.embedder = embedder
         self._query_embedder = query_embedder(embedder) if embedder is not None else None  # recent ones cached below
+        self._cosine_floor = calibration.query_floor(embedder.name) if embedder is not None else 0.0
         self.file_links = file_links
         self._indexes = indexes
         self._query_vectors: OrderedDict[str, Any] = OrderedDict()
@@ -186,7 +184,9 @@ class SearchService:
             depth = max(k, HYBRID_DEPTH)
             keyword_run = partial(index.search, keywords, k=depth, doc_keys=doc_keys) if text_weight > 0 else list
             text_run, dense_run = self._runs(keyword_run, vectors, self.query_vector(query), depth, doc_keys)
-            dense_run = [(key, cosine) for key, cosine in dense_run if cosine >= MIN_COSINE]
+            # The vector run always returns its nearest; below the model's floor they are noise fusion would rank.
+            floor = self._cosine_floor
+            dense_run = [(key, cosine) for key, cosine in dense_run if cosine >= floor]
             raw_keyword, raw_cosine = dict(text_run), dict(dense_run)
             matches, exact_weight = exact_signal(index, query, keywords, depth, doc_keys) if exact else ({}, 0.0)
             pool = fuse(
@@ -199,8 +199,9 @@ class SearchService:
             )
             pool = pool[: max(k, NEIGHBOUR_POOL)]
             # Where the pool's passages sit (no text: 50 passages fetched whole cost 0.8 ms), for the smoothing.
-            positions = self.store.chunk_positions([key for key, _ in pool])
-            ranked = smooth_neighbours(pool, positions, NEIGHBOUR_WEIGHT)[:k]
+            pooled = [key for key, _ in pool]
+            positions = self.store.chunk_positions(pooled)
+            ranked = smooth_neighbours(pool, positions, NEIGHBOUR_WEIGHT, self.store.lone_chunks(pooled))[:k]
         hits = [(key, score) for key, score in ranked if score >= threshold]
         stored = self.store.get_passages(workspace, [key for key, _ in hits], namespace)
         documents = {document.id: document for _, document in stored.values()}

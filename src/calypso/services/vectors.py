@@ -7,6 +7,7 @@ are and drops every vector to start again after the model changed.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from calypso.config import Settings
@@ -16,6 +17,8 @@ from calypso.models import Document
 from calypso.services.index_sync import NamespaceIndexes
 from calypso.store.base import DocumentStore
 from calypso.store.vectors import EmbeddingStore
+
+log = logging.getLogger("calypso.embeddings")
 
 
 class VectorService:
@@ -71,6 +74,21 @@ class VectorService:
                 param="embedding_model",
             )
         return self.embeddings.reset(self.embedder.name, workspace)
+
+    def adopt_model(self) -> int:
+        """Queue the documents whose vectors another model made (the configured one changed) for re-embedding
+        in the background; search goes on meanwhile with keywords and the vectors already made. Returns how many."""
+        if self.embedder is None:
+            return 0
+        queued = self.embeddings.queue_other_models(self.embedder.name)
+        if queued:
+            log.warning(
+                "%d documents hold vectors of another embedding model than %s: re-embedding them in the background "
+                "(progress: /readyz checks.vectors.pending_documents); keyword search serves them meanwhile",
+                queued,
+                self.embedder.name,
+            )
+        return queued
 
     def catch_up(self) -> int:
         """Apply the change feed to this process's indexes now, so its searches use vectors just stored."""

@@ -167,6 +167,17 @@ class SQLEmbeddingStore:
         result: int = self.database.write(work)
         return result
 
+    def queue_other_models(self, model: str) -> int:
+        """Queue every completed, unqueued document holding vectors of another model for ``model``: after the
+        configured model changed, the workers replace them in the background (``store_vectors`` overwrites)."""
+        sql = self._sql(
+            "INSERT INTO embedding_jobs (document_key, model, created_at) "
+            "SELECT d.key, ?, ? FROM documents d WHERE d.status = 'completed' "
+            "AND NOT EXISTS (SELECT 1 FROM embedding_jobs j WHERE j.document_key = d.key) "
+            "AND EXISTS (SELECT 1 FROM chunk_embeddings e WHERE e.document_key = d.key AND e.model <> ?)"
+        )
+        return int(self.database.write(lambda db: db.execute(sql, (model, int(time.time()), model)).rowcount))
+
     # -- vectors ---------------------------------------------------------------
     def missing_chunks(self, document_key: int, model: str) -> list[tuple[int, str]]:
         """(chunk key, text) of the document's passages with no vector of ``model``, in document order."""
@@ -184,7 +195,9 @@ class SQLEmbeddingStore:
         insert = (
             "INSERT INTO chunk_embeddings (chunk_key, document_key, model, dimension, vector) "
             f"VALUES ({self.d.mark}, {self.d.mark}, {self.d.mark}, {self.d.mark}, {self.d.vector_param}) "
-            "ON CONFLICT (chunk_key) DO NOTHING"
+            # A vector of another model (the configured one changed) is replaced; one of this model is the same.
+            "ON CONFLICT (chunk_key) DO UPDATE SET model = excluded.model, dimension = excluded.dimension, "
+            "vector = excluded.vector"
         )
         dim = int(vectors.shape[1])
         rows = [(k, job.document_key, job.model, dim, self.d.encode(v)) for k, v in zip(chunk_keys, vectors)]

@@ -55,13 +55,14 @@ def _vectors(services: Services) -> dict[str, Any]:
     finds passages in another language (``crosses_languages``); no model: keyword search only."""
     embedder = services.search.embedder
     if embedder is None:
-        return {"ok": True, "model": None, "languages": [], "crosses_languages": False}
+        return {"ok": True, "model": None, "languages": [], "crosses_languages": False, "pending_documents": 0}
     covered = embedder.languages
     return {
         "ok": True,
         "model": embedder.name,
         "languages": None if covered is None else sorted(covered),
         "crosses_languages": covered is None or len(covered) > 1,
+        "pending_documents": services.vectors.pending(),  # waiting for vectors, e.g. re-embedding after a change
     }
 
 

@@ -188,6 +188,14 @@ class PostgresDocumentStore(DocumentsSQL[Database]):
         )
         return {row[0]: (row[1], row[2]) for row in rows}
 
+    def lone_chunks(self, keys: Sequence[int]) -> set[int]:
+        rows = self.database.rows(
+            "SELECT c.key FROM chunks c WHERE c.key = ANY(%s::bigint[]) AND c.chunk_index = 0 AND NOT EXISTS "
+            "(SELECT 1 FROM chunks n WHERE n.document_key = c.document_key AND n.chunk_index = 1)",
+            (list(keys),),
+        )
+        return {row[0] for row in rows}
+
     def get_documents_by_id(self, workspace: str, ids: Sequence[str]) -> dict[str, Document]:
         rows = self.database.rows(
             f"SELECT {DOC_COLUMNS} FROM documents WHERE workspace = %s AND id = ANY(%s::text[])",

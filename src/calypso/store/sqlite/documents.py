@@ -179,6 +179,18 @@ class SQLiteDocumentStore(DocumentsSQL[Database]):
             positions.update({row[0]: (row[1], row[2]) for row in rows})
         return positions
 
+    def lone_chunks(self, keys: Sequence[int]) -> set[int]:
+        lone: set[int] = set()
+        for batch in batched(keys):
+            marks = ",".join("?" * len(batch))
+            rows = self.database.rows(
+                f"SELECT c.key FROM chunks c WHERE c.key IN ({marks}) AND c.chunk_index = 0 AND NOT EXISTS "
+                "(SELECT 1 FROM chunks n WHERE n.document_key = c.document_key AND n.chunk_index = 1)",
+                batch,
+            )
+            lone.update(row[0] for row in rows)
+        return lone
+
     def get_documents_by_id(self, workspace: str, ids: Sequence[str]) -> dict[str, Document]:
         documents: dict[str, Document] = {}
         for batch in batched(ids):
