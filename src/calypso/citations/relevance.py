@@ -146,8 +146,15 @@ def answers_question(question: str, answer: GroundedAnswer) -> bool | None:
     names = _folded(question_names(question, language))
     others = _folded(focus) - names
     quantity = _WANTS_QUANTITY.search(question) is not None
+    asked_in = detect(question, language)
     for sentence in supported:
         text = answer.text[sentence.start : sentence.end]
+        if detect(text, language) != asked_in:
+            # A sentence quoted in another language than the question's shares none of its words or names ("el
+            # Cervino" is the Matterhorn): the answerer chose it by meaning; a quantity still needs a number.
+            if not quantity or _NUMBER.search(text):
+                return True
+            continue
         cited = [
             (answer.source(c.retrieval_number), c.quote)
             for segment in answer.segments

@@ -45,6 +45,18 @@ TIMEOUT_SECONDS = 3.0
 THREADS = 2  # the local model cannot go faster with more on 2 cores; more queue, then time out to lexical
 
 
+def pairing(asked_in: str, sentence: str) -> calibration.Pairing:
+    """Whether ``sentence`` is in the question's language ``asked_in`` ("": unknown), in another, or in another
+    script family (Chinese, Japanese or Korean against the rest); a sentence too short to tell counts as in it."""
+    if not asked_in:
+        return "same"
+    written_in = language_detection.detect(sentence, asked_in)
+    if written_in == asked_in:
+        return "same"
+    cjk = language_detection.CJK_LANGUAGES
+    return "across_cjk" if (asked_in in cjk) != (written_in in cjk) else "across"
+
+
 class EmbeddingSimilarity:
     """Cosine of each sentence to the question under ``embedder``; None (lexical only) when it fails."""
 
@@ -82,10 +94,10 @@ class EmbeddingSimilarity:
         vectors = np.asarray(vectors, dtype=np.float32)
         # Rows are unit length: a dot product is the cosine; read on the scale the answerer's cuts were tuned on,
         # by the map for two languages where a sentence is not in the question's.
-        asked_in = language_detection.detect(question, "")
-        across = [bool(asked_in) and language_detection.detect(s, asked_in) != asked_in for s in sentences]
         raw = vectors[1:] @ vectors[0]
-        cosines = np.clip(calibration.reference_scale(self.embedder.name, raw, across), 0.0, 1.0)
+        asked_in = language_detection.detect(question, "")
+        pairings = [pairing(asked_in, s) for s in sentences]
+        cosines = np.clip(calibration.reference_scale(self.embedder.name, raw, pairings), 0.0, 1.0)
         return [float(c) for c in cosines]
 
     def _failed(self, why: str) -> None:
