@@ -10,18 +10,16 @@ Codeberg and Gitea-like hosts.
 
 from __future__ import annotations
 
-import ipaddress
 import os
-import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from calypso.errors import InvalidRequest, UpstreamError
-from calypso.ingest.crawl import refusal
+from calypso.errors import UpstreamError
 from calypso.sources.folder import matches
+from calypso.sources.hosts import check_host
 from calypso.sources.model import ConnectorOptions, Fetched, Found, ItemFailed, Known, NotModified, Scan
 
 CLONE_SECONDS = 600.0
@@ -78,19 +76,7 @@ class GitConnector:
 
     def _check_host(self) -> None:
         host = urlsplit(self.url).hostname or ""
-        try:
-            infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-        except (socket.gaierror, UnicodeError) as exc:
-            raise InvalidRequest(f"Cannot resolve host {host!r}: {exc}.", param="url") from exc
-        for info in infos:
-            reason = refusal(ipaddress.ip_address(info[4][0]))
-            if reason is not None and not self.options.allow_private:
-                raise InvalidRequest(
-                    f"Refusing to clone from {host}: it resolves to the {reason} address {info[4][0]}. "
-                    "Set CALYPSO_CRAWL_ALLOW_PRIVATE=true to allow private and loopback addresses.",
-                    param="url",
-                    code="private_address",
-                )
+        check_host(host, None, allow_private=self.options.allow_private, param="url", action="clone from")
 
     def _repository(self) -> Path:
         """The repository to read: the local one, or this source's bare clone brought up to date."""

@@ -13,15 +13,13 @@ from __future__ import annotations
 import contextlib
 import datetime
 import imaplib
-import ipaddress
 import re
-import socket
 import ssl
 from collections.abc import Iterator
 from typing import Any
 
-from calypso.errors import InvalidRequest, UpstreamError
-from calypso.ingest.crawl import refusal
+from calypso.errors import UpstreamError
+from calypso.sources.hosts import check_host
 from calypso.sources.model import ConnectorOptions, Fetched, Found, ItemFailed, Known, NotModified, Scan
 
 _SIZE = re.compile(rb"UID (\d+) RFC822\.SIZE (\d+)|RFC822\.SIZE (\d+) UID (\d+)")
@@ -41,19 +39,8 @@ class ImapConnector:
         return context
 
     def _check_host(self, host: str) -> None:
-        try:
-            infos = socket.getaddrinfo(host.strip("[]"), self.settings["port"], type=socket.SOCK_STREAM)
-        except (socket.gaierror, UnicodeError) as exc:
-            raise InvalidRequest(f"Cannot resolve host {host!r}: {exc}.", param="host") from exc
-        for info in infos:
-            reason = refusal(ipaddress.ip_address(info[4][0]))
-            if reason is not None and not self.options.allow_private:
-                raise InvalidRequest(
-                    f"Refusing to connect to {host}: it resolves to the {reason} address {info[4][0]}. "
-                    "Set CALYPSO_CRAWL_ALLOW_PRIVATE=true to allow private and loopback addresses.",
-                    param="host",
-                    code="private_address",
-                )
+        port = self.settings["port"]
+        check_host(host, port, allow_private=self.options.allow_private, param="host", action="connect to")
 
     def _connect(self) -> imaplib.IMAP4:
         host, port = self.settings["host"], self.settings["port"]
