@@ -52,6 +52,11 @@ file-backed pages the kernel can reclaim).
 
     .venv/bin/python -m bench.scale_search --sizes 200000 --vectors --throughput-size 0 --no-bm25s
 
+Then (``--rounds``, issue 45) one more server with the model, and beside it a ``SearchService`` in this
+process on the same data: ``--rounds`` rounds of ``--round-queries`` claims no round asked before, each asked
+four ways interleaved (keyword and hybrid, in process and ``POST /v1/search``), a line per round with what HTTP
+adds to each (``bench/common/rounds.py``); the summary gives the median over rounds and the spread.
+
 The last lines are one ``summary: passages=… backend=… hybrid_p50_ms=… hybrid_p99_ms=… http_p50_ms=…
 http_keyword_p50_ms=… rss_mb=… rss_anon_mb=… rss_file_mb=… graph_ready_s=… keyword_p50_ms=… bm25s_p50_ms=…
 load=…`` per size and backend measured (issue 30): hybrid in process and over HTTP with the graph, keyword
@@ -78,6 +83,7 @@ import httpx
 import numpy as np
 
 from bench.common import beir as be
+from bench.common import rounds as interleaved_rounds
 from bench.common.keyword_worker import Worker, build_bm25s
 from bench.common.paths import REPO
 from bench.common.postgres import bench_postgres
@@ -398,6 +404,8 @@ def main() -> None:
     )
     ap.add_argument("--no-bm25s", action="store_true", help="skip the bm25s comparison")
     ap.add_argument("--mappings", action="store_true", help="print each server's largest memory mappings")
+    ap.add_argument("--rounds", type=int, default=5, help="with --vectors: interleaved in-process/HTTP rounds")
+    ap.add_argument("--round-queries", type=int, default=200, help="claims per round (each asked once)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     backends = args.backends.split(",")
@@ -469,6 +477,20 @@ def main() -> None:
                             args.random_vectors,
                             args.mappings,
                         )
+                        if args.rounds:
+                            every_claim = list(be.load_queries(be.scifact_dir()).values())
+                            with interleaved_rounds.served(
+                                Settings(home=home, database_url=url), args.port, every_claim[0], None
+                            ) as server:
+                                per_round = interleaved_rounds.interleaved(
+                                    Settings(home=home, database_url=url),
+                                    every_claim,
+                                    server,
+                                    args.rounds,
+                                    args.round_queries,
+                                )
+                            row["rounds"] = per_round
+                            row["rounds_summary"] = interleaved_rounds.summary(per_round)
                     if backend == "postgres" and n == args.throughput_size:
                         row["throughput"] = throughput(
                             settings, queries, args.port, args.clients, args.duration, pg.pgdata if pg else None
@@ -616,6 +638,14 @@ def summary_line(r: dict) -> str:
         "bm25s_p50_ms": r["bm25s_p50"],
         "load": loadavg().replace(" ", "/"),
     }
+    rounds = r.get("rounds_summary")
+    if rounds:  # medians over the interleaved rounds, each with its min-max over them
+        for name in ("keyword_http", "keyword_in_process", "hybrid_http", "hybrid_in_process"):
+            figures[f"rounds_{name}_p50_ms"] = f"{rounds[name + '_p50']:.2f}({rounds[name + '_p50_range']})"
+        for name in ("keyword", "hybrid"):
+            for stat in ("p50", "p99"):
+                key = f"{name}_added_{stat}"
+                figures[f"rounds_{key}_ms"] = f"{rounds[key]:.2f}({rounds[key + '_range']})"
     shown = (f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in figures.items())
     return "summary: " + " ".join(shown)
 
