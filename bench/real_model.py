@@ -55,6 +55,7 @@ from calypso.text.tokenize import STOPWORDS_EN_EXTENDED
 
 MODES = ("responses", "responses-stream", "chat", "chat-stream")
 UNANSWERABLE = Path(__file__).with_name("data") / "alps_unanswerable.jsonl"
+CROSSLINGUAL = Path(__file__).with_name("data") / "crosslingual" / "real_model_questions.jsonl"
 
 # Prose a removed marker can leave behind: a preposition or verb with its object gone, an empty bracket, a
 # page reference with nothing to refer to, a marker left in the text.
@@ -257,6 +258,21 @@ def load_sets(names: list[str], limit: int, multilingual: int) -> list[Question]
                     language=name,
                 )
                 for r in rows
+            ]
+        elif name in ("xling-zh", "xling-es"):  # issue 43: English over the Chinese paragraphs, Spanish over the Alps
+            rows = [json.loads(line) for line in CROSSLINGUAL.open(encoding="utf-8")]
+            out += [
+                Question(
+                    name,
+                    r["qid"],
+                    r["question"],
+                    r["answers"],
+                    gold_pages=r.get("gold_pages", []),
+                    gold_document=r.get("gold_document"),
+                    language=r["language"],
+                )
+                for r in rows
+                if r["set"] == name
             ]
         else:
             raise SystemExit(f"unknown set {name!r}")
@@ -499,7 +515,7 @@ def main() -> None:
         client = openai.OpenAI(base_url=server.base_url, api_key="unused", timeout=900, max_retries=0)
         for i, q in enumerate(questions):
             mode = MODES[i % len(MODES)]
-            bot = "alps" if q.set in ("alps", "unanswerable") else q.set
+            bot = {"unanswerable": "alps", "xling-es": "alps", "xling-zh": "zh"}.get(q.set, q.set)
             if fake is not None:
                 fake.script(Script.from_text(recorded.get(f"{q.set}/{q.qid}", "The sources do not say.")))
             before = len(proxy.exchanges)

@@ -51,11 +51,11 @@ def prepare_home(home: Path, names: list[str]) -> None:
     services = open_services(Settings(home=home))
     try:
         root = data_dir()
-        if {"alps", "unanswerable"} & set(names):
+        if {"alps", "unanswerable", "xling-es"} & set(names):
             pdf = root / "alps-wiki-qa" / "alps_wiki.pdf"
             services.ingestion.ingest(Upload(pdf.read_bytes(), pdf.name, "alps"))
         for name in ("zh", "de"):
-            if name in names:
+            if name in names or f"xling-{name}" in names:
                 folder = root / "multilingual" / ("cmrc2018-zh" if name == "zh" else "xquad-de")
                 for line in (folder / "corpus.jsonl").open(encoding="utf-8"):
                     doc = json.loads(line)
