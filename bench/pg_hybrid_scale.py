@@ -24,6 +24,9 @@ Measured, each printed as it comes:
   again): ``POST /v1/search`` hybrid p50/p99 over one keep-alive connection, the same with ``document_ids``
   (``--filter-docs`` documents), and the process's VmRSS/VmHWM after (it holds the keyword index and the model,
   no vectors);
+- issue 45 goal 1, ``--rounds`` rounds of ``--round-queries`` fresh claims against one more server with the
+  model, each asked keyword and hybrid, in process and over HTTP (``bench/common/rounds.py``): what the request
+  path adds, per round and as medians with their spread;
 - issue 45 goal 2, a second API process on the same host while the first runs: seconds from its spawn to its
   first hybrid search answered (it loads the first's snapshot), its hybrid p50 over HTTP, and the page cache the
   two processes' keyword files hold (``fincore`` over the distinct files either has open or mapped: one copy).
@@ -47,6 +50,7 @@ import numpy as np
 import psycopg
 
 from bench.common import beir as be
+from bench.common import rounds as interleaved_rounds
 from bench.common.postgres import bench_postgres
 from bench.common.proc import loadavg, mem_available_mb
 from bench.common.served import NAMESPACE, Server, load, over_http
@@ -290,6 +294,8 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=200_000)
     ap.add_argument("--queries", type=int, default=300, help="SciFact claims (the first 20 warm up)")
     ap.add_argument("--filter-docs", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved in-process/HTTP rounds (bench/common/rounds.py)")
+    ap.add_argument("--round-queries", type=int, default=200, help="claims per round (each asked once)")
     ap.add_argument("--port", type=int, default=8763)
     ap.add_argument("--load-limit", type=float, default=7200)
     ap.add_argument(
@@ -385,6 +391,15 @@ def main() -> None:
             f"page cache {shared['page_cache_mb']:.0f} MB (one copy for both); load average {loadavg()}",
             flush=True,
         )
+        if args.rounds:  # issue 45 goal 1: what the request path adds, beside the search, one server
+            claims = list(be.load_queries(be.scifact_dir()).values())
+            with interleaved_rounds.served(hybrid, args.port, claims[0], None) as server:
+                per_round = interleaved_rounds.interleaved(hybrid, claims, server, args.rounds, args.round_queries)
+            rounds = interleaved_rounds.summary(per_round)
+            for key in ("keyword_http_p50", "hybrid_http_p50", "keyword_added_p50", "keyword_added_p99"):
+                row[f"rounds_{key}"] = f"{rounds[key]:.2f}({rounds[key + '_range']})"
+            for key in ("hybrid_added_p50", "hybrid_added_p99"):  # median over rounds (min-max)
+                row[f"rounds_{key}"] = f"{rounds[key]:.2f}({rounds[key + '_range']})"
     finally:
         pg.close()
         shutil.rmtree(work, ignore_errors=True)
@@ -393,7 +408,9 @@ def main() -> None:
         "keyword_http_p50", "hybrid_p50", "keyword_p50", "vector_namespace_k10_p50", "recall_namespace_k10",
         "vector_namespace_k100_p50", "recall_namespace_k100", "recall10_namespace_k100", "vector_10%_k100_p50",
         "recall_10%_k100", "vector_50_k100_p50", "keyword_index_mb", "build_peak_mb", "second_first_search_s",
-        "second_http_p50", "index_files_mb", "page_cache_mb", "snapshot_mb",
+        "second_http_p50", "index_files_mb", "page_cache_mb", "snapshot_mb", "rounds_keyword_http_p50",
+        "rounds_hybrid_http_p50", "rounds_keyword_added_p50", "rounds_keyword_added_p99", "rounds_hybrid_added_p50",
+        "rounds_hybrid_added_p99",
     )  # fmt: skip
     print(
         "summary: "
