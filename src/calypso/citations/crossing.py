@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from calypso.embeddings.base import EmbeddingError
+from calypso.text.cjk import CJK_CHARS
 from calypso.text.languages import CJK_LANGUAGES, detect
 
 if TYPE_CHECKING:
@@ -38,11 +39,18 @@ CUTS = {"multilingual-e5-small-int8": (0.8484, 0.7842)}
 NUMBERS_AGREE = 0.04  # the cut lowered by this when the claim's numbers are all in the closest sentence
 STEEPNESS = 40.0  # logits per unit of cosine: 0.05 above the cut reads as a clear yes
 _DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
+_NUMERALS = "一二三四五六七八九十"
+_CJK = re.compile(f"[{CJK_CHARS}]")
 
 
 def _numbers(text: str) -> set[str]:
     # Separators differ by language (1,000.5 in English is 1.000,5 in German): compared without them.
     return {re.sub("[.,]", "", n) for n in _DIGITS.findall(text)}
+
+
+def _written_numbers(text: str) -> set[str]:
+    """The numbers a passage holds, its one-character Chinese numerals too ("巴黎第四区" holds the 4th)."""
+    return _numbers(text) | {str(_NUMERALS.index(ch) + 1) for ch in set(text) if ch in _NUMERALS}
 
 
 @dataclass(frozen=True)
@@ -51,8 +59,9 @@ class CrossEvidence:
     score: float  # in [0, 1]; the support threshold is where the cosine meets the model's cut
 
 
-def applies(embedder: Embedder | None, claim: str, passage: str) -> bool:
-    """Whether ``claim`` and ``passage`` are in different languages and ``embedder`` can judge them."""
+def applies(embedder: Embedder | None, claim: str, passage: str, asked_in: str = "") -> bool:
+    """Whether ``claim`` and ``passage`` are in different languages and ``embedder`` can judge them; a claim too
+    short to tell its language is taken to be in ``asked_in`` (the question's, which a model answers in)."""
     if embedder is None or not claim.strip() or not passage.strip():
         return False
     try:
@@ -60,13 +69,21 @@ def applies(embedder: Embedder | None, claim: str, passage: str) -> bool:
             return False
     except EmbeddingError:
         return False
-    claim_language, passage_language = detect(claim, ""), detect(passage, "")
+    claim_language, passage_language = detect(claim, asked_in), detect(passage, "")
+    if not claim_language and passage_language:
+        # Too short to tell its language ("Amarillo was originally named Oneida."), but not its script.
+        return (_CJK.search(claim) is not None) != (passage_language in CJK_LANGUAGES)
     return bool(claim_language and passage_language) and claim_language != passage_language
+
+
+def scripts_differ(claim: str, passage: str) -> bool:
+    """One of the two is Chinese, Japanese or Korean and the other not: where e5-small reads meaning worst."""
+    return (_CJK.search(claim) is not None) != (_CJK.search(passage) is not None)
 
 
 def _cut(model: str, claim: str, sentences: Sequence[str]) -> float:
     same_family, cjk = CUTS[model]
-    one_cjk = (detect(claim, "") in CJK_LANGUAGES) != (detect(" ".join(sentences), "") in CJK_LANGUAGES)
+    one_cjk = (_CJK.search(claim) is not None) != (detect(" ".join(sentences), "") in CJK_LANGUAGES)
     return cjk if one_cjk else same_family
 
 
@@ -90,6 +107,7 @@ def judge(embedder: Embedder, claim: str, sentences: Sequence[str], threshold: f
         cut -= NUMBERS_AGREE
     z = STEEPNESS * (float(cosines[best]) - cut) + math.log(threshold / (1.0 - threshold))
     score = 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
-    if _numbers(claim) - _numbers(" ".join(sentences)):
-        score *= 0.5  # another number: another claim (support.SUBSTITUTION_FACTOR)
+    passage = " ".join(sentences)
+    if numbers - _written_numbers(passage):
+        score = min(score * 0.5, threshold * 0.9)  # another number: another claim, however close in meaning
     return CrossEvidence(best, score)

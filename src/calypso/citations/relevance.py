@@ -94,14 +94,16 @@ class NameCheck:
 
     def __init__(self, question: str, find_quote: QuoteFinder, sources: list[Source]) -> None:
         self.language = passages_language(sources)
+        # Asked in another language than the passages', an answer names things in the question's ("el Cervino").
+        self.across = detect(question, self.language) != self.language
         self.names = _folded(question_names(question, self.language))
         self.find_quote = find_quote
         self._passages: dict[int, set[str]] = {}  # retrieval number -> its folded stems: asked once per source
 
     def __call__(self, segment_text: str, source: Source) -> Quote:
         quote = self.find_quote(segment_text, source)
-        if not quote.supported or detect(segment_text, self.language) != "en":
-            return quote
+        if not quote.supported or self.across or self.language != "en" or detect(segment_text, self.language) != "en":
+            return quote  # English names in English passages only: a Chinese one writes Texas 德克萨斯州
         passage = self._passages.get(source.retrieval_number)
         if passage is None:
             passage = self._passages[source.retrieval_number] = _folded(content_stems(_passage_text(source)))

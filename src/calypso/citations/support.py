@@ -412,9 +412,9 @@ def support_score(claim: str, evidence: str, embedder: Embedder | None = None, a
     return Analysis(claim, evidence, SCORE_WINDOW, embedder=embedder).score()
 
 
-def _across(claim: str, passage: str, across: Embedder | None) -> Evidence | None:
+def _across(claim: str, passage: str, across: Embedder | None, asked_in: str = "") -> Evidence | None:
     """The evidence read by meaning when the claim and the passage are in different languages, else None."""
-    if across is None or not crossing.applies(across, claim, passage):
+    if across is None or not crossing.applies(across, claim, passage, asked_in):
         return None
     spans = _spans(passage)
     judged = crossing.judge(across, _clean_claim(claim), [passage[s:e] for s, e in spans], SUPPORT_THRESHOLD)
@@ -430,6 +430,7 @@ def best_evidence(
     max_sentences: int = 2,
     embedder: Embedder | None = None,
     across: Embedder | None = None,
+    asked_in: str = "",
 ) -> Evidence:
     """The passage sentence(s) that best support the claim, with the support score.
 
@@ -437,10 +438,11 @@ def best_evidence(
     most content words of the claim (the first sentence when nothing matches); ``text`` is
     exactly ``passage[start:end]``. The score is ``support_score(claim, passage, embedder)``:
     it does not depend on ``max_sentences``; the span is chosen lexically either way, except across languages
-    (``across``, see ``support_score``): there it is the one sentence closest in meaning.
+    (``across``, see ``support_score``): there it is the one sentence closest in meaning. ``asked_in``: the
+    question's language, taken for a claim too short to tell its own.
     """
     passage = passage or ""
-    judged = _across(claim or "", passage, across)
+    judged = _across(claim or "", passage, across, asked_in)
     if judged is not None:
         return judged
     analysis = Analysis(claim or "", passage, max(SCORE_WINDOW, max_sentences, 1), embedder=embedder)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 from calypso.citations.claims import SentenceTracker
@@ -33,6 +33,7 @@ from calypso.retrieval.conversation_query import search_query
 from calypso.scope import DEFAULT_WORKSPACE, RetrievalScope
 from calypso.services.documents import DocumentService
 from calypso.services.search import SearchService
+from calypso.text.languages import detect
 
 _ROLES = {"system", "developer", "user", "assistant", "tool"}
 
@@ -213,12 +214,15 @@ class Answerer:
                 return page.number, page.label
         return chunk.page_start, passage.page_label
 
-    def find_quote(self, segment_text: str, source: Source) -> Quote:
+    def find_quote(self, segment_text: str, source: Source, asked_in: str = "") -> Quote:
+        """``asked_in``: the question's language, taken for a segment too short to tell its own."""
         passage = source.passage
         # The semantic feature (calypso.citations.semantic) only on request: it costs 46-380 ms a segment here.
         embedder = self.search.embedder if self.settings.support_semantic else None
         # Across languages (an English answer citing a Chinese passage) the search model reads it by meaning.
-        evidence = best_evidence(segment_text, passage.chunk.text, embedder=embedder, across=self.search.embedder)
+        evidence = best_evidence(
+            segment_text, passage.chunk.text, embedder=embedder, across=self.search.embedder, asked_in=asked_in
+        )
         threshold = self.settings.support_threshold
         threshold = SUPPORT_THRESHOLD if threshold is None else threshold
         document_start = passage.chunk.start + evidence.start
@@ -308,7 +312,8 @@ class Answerer:
             searched=passages is not None,
         )
         mode = self.attribution_mode(request)
-        find_quote = NameCheck(query or "", self.find_quote, sources)
+        asked_in = detect(query or "", "")  # a model answers in the question's language
+        find_quote = NameCheck(query or "", partial(self.find_quote, asked_in=asked_in), sources)
         attributor = Attributor(sources, find_quote, mode, OWN_SENTENCES) if mode != "off" and sources else None
         composer = AnswerComposer(
             sources, find_quote, self.settings.unsupported_citations == "drop", attributor=attributor
