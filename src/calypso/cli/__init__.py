@@ -11,9 +11,9 @@ from pydantic import ValidationError
 
 from calypso.cli.admin import cmd_keys, cmd_settings
 from calypso.cli.knowledge import cmd_ask, cmd_ingest, cmd_reindex, cmd_search
-from calypso.cli.sources import add_source_commands
 from calypso.cli.portable import add_commands as add_portable_commands
 from calypso.cli.serving import cmd_dev_upstream, cmd_mcp, cmd_serve, cmd_worker
+from calypso.cli.sources import add_source_commands
 from calypso.config import Settings, settings_problems
 from calypso.logs import configure, log_format
 
