@@ -27,10 +27,8 @@ from collections.abc import Collection
 
 from calypso.citations.declines import is_decline
 from calypso.citations.grounded import GroundedAnswer, Quote, Segment, SentenceStatus, SentenceSupport, utf16_len
-from calypso.citations.inference import MIN_CONTENT_TERMS, content_terms
+from calypso.citations.inference import MIN_CONTENT_TERMS, QUESTION_ENDS, content_terms
 from calypso.text.sentences import sentence_spans, settled_end
-
-_QUESTION_ENDS = ("?", "？", "؟")
 
 
 def sentence_support(answer: GroundedAnswer, fixed: Collection[str] = ()) -> list[SentenceSupport]:
@@ -124,6 +122,6 @@ def _support(
 
 def _is_claim(sentence: str, fixed: Collection[str]) -> bool:
     stripped = sentence.strip()
-    if stripped in fixed or stripped.endswith(_QUESTION_ENDS) or is_decline(stripped):
+    if stripped in fixed or stripped.endswith(QUESTION_ENDS) or is_decline(stripped):
         return False
     return content_terms(stripped) >= MIN_CONTENT_TERMS

@@ -51,6 +51,7 @@ _CJK_TERM = re.compile(f"[{CJK_CHARS}]")
 # places an English sentence close to a Chinese one about another person or year (a real model's "The Liu Liu and
 # Liu Qi rebellion broke out in 225 AD." inferred to Zhuge Liang's campaign of 225 at 0.81, against a cut of 0.78).
 INFERRED_ACROSS_SCRIPTS_MIN = 0.92
+QUESTION_ENDS = ("?", "？", "؟")
 
 _ENDS = re.compile(r"[.!?…‼⁇⁈⁉؟。！？｡\n]")  # calypso.text.sentences' candidate ends
 _ANALYZER = Analyzer(stopwords=STOPWORDS_EN_EXTENDED, extra_stopwords=True)
@@ -111,6 +112,8 @@ class Attributor:
         if (
             not self.sources
             or sentence.strip() in self.fixed
+            # A question (the model restating the user's) claims nothing, nor a lead-in to what follows ("… es:").
+            or sentence.rstrip().endswith((*QUESTION_ENDS, ":", "："))
             or content_terms(sentence) < MIN_CONTENT_TERMS
             or is_decline(sentence)
         ):
