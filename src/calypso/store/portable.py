@@ -177,6 +177,10 @@ NOT_CARRIED: Mapping[str, str] = {
     "migrations": "the schema's history: the target keeps its own",
     "document_changes": "the change feed: an import records its own changes, so the target's indexes follow",
     "document_contents": "PostgreSQL's place for a document's bytes: carried with the document",
+    # Not carried yet (issue 46): a source's secret is sealed with this server's signing key, and its items point
+    # at documents by key. The documents a source brought are carried; on the target no source keeps them in sync.
+    "sources": "synced sources: not exported yet; add them again on the target",
+    "source_items": "a source's items and their versions: not exported yet, with their source",
 }
 
 TABLE = {table.name: table for table in TABLES}
