@@ -135,3 +135,10 @@ def test_query_analysis_keeps_words_with_combining_marks_whole() -> None:
 
     # "\\w+" cut "डिफ़ेंस" into letters, and the letters then matched nothing the passages indexed.
     assert keyword_query("पैंथर्स डिफ़ेंस ने कितने अंक दिए?") == "पैंथर्स डिफ़ेंस ने कितने अंक दिए"
+
+
+def test_a_spanish_question_is_told_by_its_opening_mark() -> None:
+    # Its words are Italian, Portuguese and Catalan too; only Spanish opens a question with "¿".
+    question = "¿Con qué frecuencia se debe revisar la fianza del fideicomisario permanente?"
+    assert detect(question, "") == "es"
+    assert detect(question.lstrip("¿"), "") == ""

@@ -270,4 +270,7 @@ def detect(text: str, fallback: str = "en") -> str:
         code = script_language(script_counts(sample), sample)
         if code is not None:
             return code
-    return latin_language(_WORDS.findall(sample)) or fallback
+    found = latin_language(_WORDS.findall(sample))
+    if found is None and ("¿" in sample or "¡" in sample):
+        return "es"  # Spanish alone opens a question with ¿: "¿Con qué frecuencia se debe …?" shares its words
+    return found or fallback
