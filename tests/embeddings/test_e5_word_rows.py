@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from calypso.embeddings import e5_graph
+from calypso.embeddings.base import EmbeddingUnavailable
 from calypso.embeddings.e5_file import Q4_BLOCK, E5File, E5FileError, Q4Rows
 from calypso.embeddings.multilingual_e5 import DIMENSION, MultilingualE5Embedder, available, model_file
 
@@ -66,7 +67,7 @@ def test_rows_read_from_the_file_are_the_tables_rows() -> None:
         rows.take(np.array([[rows.rows]]))
 
 
-def test_a_file_shorter_than_its_directory_is_refused(tmp_path: Path) -> None:
+def test_a_file_shorter_than_its_directory_is_refused(e5: MultilingualE5Embedder, tmp_path: Path) -> None:
     blocks = np.zeros(3 * 2, dtype=Q4_BLOCK)
     blocks["scale"], blocks["nibbles"] = np.arange(6), np.arange(16, dtype=np.uint8)
     path = tmp_path / "rows.bin"
@@ -76,6 +77,12 @@ def test_a_file_shorter_than_its_directory_is_refused(tmp_path: Path) -> None:
     path.write_bytes(b"head" + blocks.tobytes()[:-1])
     with pytest.raises(E5FileError, match="shorter"):
         Q4Rows(path, 4, 3, 2).take(np.array([2]))
+    # A running model whose file was cut under it says how to fix it.
+    cut = MultilingualE5Embedder(session_of=e5)
+    cut.load()
+    cut._words = Q4Rows(path, 4, e5._words.rows if e5._words else 0, DIMENSION // 32)
+    with pytest.raises(EmbeddingUnavailable, match="pip install"):
+        cut.embed(["Wo entspringt der Rhein?"])
 
 
 MODEL_MEMORY = """

