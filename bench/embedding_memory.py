@@ -5,6 +5,10 @@ one at a time (``query_embedder(model).embed([q])``), then read VmRSS, RssAnon a
 /proc/self/status (after ``malloc_trim``, as the server does after a load) and the largest mappings. The vectors
 are written with ``--vectors`` so two versions of the code can be compared bit for bit.
 
+``--served N``: instead, ``calypso serve`` with the model on N synthetic passages with random vectors (as
+bench/scale_search.py writes them, so the server only embeds queries), the SciFact queries as hybrid
+``POST /v1/search`` requests, then the server's VmRSS, RssAnon, RssFile and peak.
+
     .venv/bin/python -m bench.embedding_memory --model multilingual-e5-small-int8
 """
 
@@ -31,7 +35,12 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=200)
     parser.add_argument("--vectors", type=Path, help="write the passages' and queries' vectors here (.npz)")
     parser.add_argument("--mappings", type=int, default=6, help="the largest mappings to print")
+    parser.add_argument("--served", type=int, default=0, help="measure calypso serve on this many passages")
+    parser.add_argument("--port", type=int, default=18751)
     args = parser.parse_args()
+    if args.served:
+        served(args)
+        return
 
     from calypso.config import Settings
     from calypso.embeddings import open_embedder
@@ -75,6 +84,27 @@ def main() -> None:
     )
     for name, rss, anon in largest_mappings(pid, args.mappings):
         print(f"  {name}: Rss {rss:.1f} MB, anonymous {anon:.1f}")
+
+
+def served(args: argparse.Namespace) -> None:
+    import tempfile
+
+    from bench.common.served import load, over_http
+    from bench.common.synthetic import synthetic_passages
+    from bench.scale_search import write_vectors
+    from calypso.config import Settings
+
+    queries = [json.loads(line)["text"] for line in (DATA / "queries.jsonl").open()][: args.queries]
+    with tempfile.TemporaryDirectory(prefix="calypso-embedding-memory-") as home:
+        settings = Settings(home=Path(home), database_url="", embedding_model=args.model)
+        load(settings, synthetic_passages(args.served), 20, 600, "served")
+        write_vectors(settings, args.model, 384, "served")
+        r = over_http(settings, queries, args.port, show_mappings=args.mappings > 0)
+    print(
+        f"{args.model}, calypso serve on {args.served:,} passages: VmRSS {r['server_rss_mb']:.1f} MB (RssAnon "
+        f"{r['server_rss_anon_mb']:.1f}, RssFile {r['server_rss_file_mb']:.1f}, peak {r['server_hwm_mb']:.1f}); "
+        f"hybrid POST /v1/search p50 {r['http_p50']:.2f} ms; load average {loadavg()}"
+    )
 
 
 if __name__ == "__main__":
