@@ -21,7 +21,9 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+import threading
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -164,6 +166,14 @@ class Q4Rows:
         self._file = open(path, "rb", buffering=0)  # noqa: SIM115 - read for the reader's life
         self._offset, self.rows, self.blocks = offset, rows, blocks
         self._row_bytes = blocks * Q4_BLOCK.itemsize
+        self._lock = threading.Lock()
+        pread = getattr(os, "pread", None)
+        self._read = partial(pread, self._file.fileno(), self._row_bytes) if pread else self._seek_and_read
+
+    def _seek_and_read(self, at: int) -> bytes:
+        with self._lock:  # no pread (Windows): one seek and read at a time
+            self._file.seek(at)
+            return self._file.read(self._row_bytes)
 
     def take(self, ids: np.ndarray) -> Q4Matrix:
         """The rows of ``ids`` (any shape): scales float16 ``[*ids.shape, blocks]``, nibbles uint8
@@ -171,9 +181,8 @@ class Q4Rows:
         unique, where = np.unique(ids, return_inverse=True)
         if unique.size and (unique[0] < 0 or unique[-1] >= self.rows):
             raise IndexError(f"row ids outside 0..{self.rows - 1}")
-        fd, size, start = self._file.fileno(), self._row_bytes, self._offset
-        data = b"".join([os.pread(fd, size, start + row * size) for row in unique.tolist()])
-        if len(data) != size * unique.size:
+        data = b"".join(map(self._read, (self._offset + unique * self._row_bytes).tolist()))
+        if len(data) != self._row_bytes * unique.size:
             raise E5FileError(f"{self._file.name} is shorter than its directory says: reinstall it")
         blocks = np.frombuffer(data, dtype=Q4_BLOCK).reshape(unique.size, self.blocks)[where.reshape(ids.shape)]
         return Q4Matrix(np.ascontiguousarray(blocks["scale"]), np.ascontiguousarray(blocks["nibbles"]))
