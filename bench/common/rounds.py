@@ -4,7 +4,8 @@ in-process ``SearchService`` over the same data, the same claims asked of both, 
 Each round takes claims no earlier round asked (so every hybrid search embeds its query, in process and in the
 server alike) and times four things per claim, in blocks of ``BLOCK`` claims asked one way, the ways' order rotated
 block by block: keyword search in process (``embedding_weight=0``), the same over HTTP
-(``ranking_options.hybrid_search``), hybrid in process, hybrid over HTTP. A round reports each one's p50 and p99, the server's own mean from its request-duration histogram, and what
+(``ranking_options.hybrid_search``), hybrid in process, hybrid over HTTP (``served.SearchClient``: one keep-alive
+connection of the standard library's client). A round reports each one's p50 and p99, the server's own mean from its request-duration histogram, and what
 HTTP adds (HTTP minus in process, p50 and p99); the summary is the median over rounds with the spread.
 """
 
@@ -15,10 +16,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-import httpx
-
 from bench.common.proc import loadavg
-from bench.common.served import NAMESPACE, Server
+from bench.common.served import NAMESPACE, SearchClient, Server
 from bench.common.stats import percentile
 from calypso.config import Settings
 from calypso.models import RankingOptions
@@ -64,7 +63,8 @@ def interleaved(
     try:
         search = services.search
         keyword = RankingOptions(embedding_weight=0)
-        with httpx.Client(base_url=server.url, timeout=120) as client:
+        client = SearchClient(server.url)
+        try:
 
             def in_process(q: str, ranking: RankingOptions | None) -> None:
                 search.search(q, search.scope(NAMESPACE, max_results=10, ranking=ranking))
@@ -73,7 +73,7 @@ def interleaved(
                 body: dict = {"query": q, "max_num_results": 10}
                 if ranking is not None:
                     body["ranking_options"] = ranking
-                client.post("/v1/search", json=body).raise_for_status()
+                client.search(body)
 
             calls: dict[str, Callable[[str], None]] = {
                 "keyword_in_process": lambda q: in_process(q, keyword),
@@ -107,6 +107,8 @@ def interleaved(
                         row[f"{name}_added_{stat}"] = row[f"{name}_http_{stat}"] - row[f"{name}_in_process_{stat}"]
                 results.append(row)
                 print(round_line(row), flush=True)
+        finally:
+            client.close()
     finally:
         services.close()
     return results

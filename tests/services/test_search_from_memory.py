@@ -8,6 +8,8 @@ other request of the process; a wrong no only costs the thread hop.
 from __future__ import annotations
 
 import asyncio
+import threading
+from typing import Any
 
 import pytest
 
@@ -78,5 +80,50 @@ def test_postgresql_searches_always_go_to_a_thread(settings: Settings) -> None:
         services.search.search("refund", services.search.scope("general"))
         services.search.settings = settings.model_copy(update={"database_url": "postgresql://elsewhere/db"})
         assert not services.search.runs_from_memory("refund", services.search.scope("general"))
+    finally:
+        services.close()
+
+
+def test_a_model_that_leaves_a_core_runs_beside_the_keyword_run(settings: Settings) -> None:
+    """multilingual-e5 embeds a query on one thread: the search runs its keyword run meanwhile, on the caller's
+    thread (on the event loop for the HTTP route, which then waits for no thread to take the request up), with
+    the same passages as when the model runs first."""
+    services = open_services(settings.model_copy(update={"embedding_model": "multilingual-e5-small-int8"}))
+    try:
+        search = services.search
+        for n, text in enumerate(ENGLISH):
+            services.ingestion.ingest(Upload(text.encode(), f"policy{n}.txt", "general"))
+        embed_all(services.vectors)
+        search.search("warm up", search.scope("general", ranking=KEYWORDS_ONLY))
+        search.catch_up()
+        index = search.index("general")
+        threads: list[tuple[str, str]] = []
+        keyword_search, embed = index.search, search._query_embedder.embed  # type: ignore[union-attr]
+
+        def recorded(what: str, run: Any) -> Any:
+            def call(*args: Any, **kwargs: Any) -> Any:
+                threads.append((what, threading.current_thread().name))
+                return run(*args, **kwargs)
+
+            return call
+
+        index.search = recorded("keywords", keyword_search)  # type: ignore[method-assign]
+        search._query_embedder.embed = recorded("model", embed)  # type: ignore[union-attr,method-assign]
+        question = "Can I get my money back for a gift card?"
+        assert search._waits_only_for_model(search.scope("general"), "default")
+        on_loop = asyncio.run(search.search_async(question, search.scope("general")))
+        ran = dict(threads)  # the two start at once: in either order
+        assert len(threads) == 2 and ran["keywords"] == "MainThread" and ran["model"].startswith("calypso-beside")
+        threads.clear()
+        search._query_vectors.clear()
+        beside = search.search(question, search.scope("general"))
+        ran = dict(threads)
+        assert len(threads) == 2 and ran["keywords"] == "MainThread" and ran["model"].startswith("calypso-beside")
+        threads.clear()
+        search._query_vectors.clear()
+        search._embeds_beside = False  # MiniLM's way: the model first, on the searching thread
+        first = search.search(question, search.scope("general"))
+        assert threads == [("model", "MainThread"), ("keywords", "MainThread")]
+        assert on_loop == beside == first and any(p.vector_score is not None for p in first)
     finally:
         services.close()

@@ -12,10 +12,11 @@ mixed with their neighbours' (``smooth_neighbours``). Passages not embedded yet 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Generator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -48,6 +49,8 @@ from calypso.text.languages import detect
 HYBRID_DEPTH = 100  # each run's depth before fusion: fuse's 0 is the 100th (as tuned on SciFact)
 QUERY_VECTORS_CACHED = 512  # recent queries' vectors kept, so a repeated question embeds nothing
 DATABASE_VECTOR_SEARCHES = 8  # vector searches waiting on the database at once, beside their keyword runs
+EMBED, VECTOR = "embed", "vector"  # what a search's steps ask their driver (``SearchService._steps``)
+Steps = Generator[str, Any, list[Passage]]
 
 
 class SearchService:
@@ -70,7 +73,11 @@ class SearchService:
         self._indexes = indexes
         self._query_vectors: OrderedDict[str, Any] = OrderedDict()
         self._query_lock = threading.Lock()
-        self._beside: ThreadPoolExecutor | None = None  # the database's vector searches (``_runs``)
+        self._beside: ThreadPoolExecutor | None = None  # the model beside a keyword run, PostgreSQL's vector searches
+        # A query's model run leaves a core to the keyword run when it uses fewer threads than there are cores
+        # (a remote model uses none here).
+        model_threads = getattr(self._query_embedder, "threads", 0) if self._query_embedder is not None else 0
+        self._embeds_beside = model_threads < (os.cpu_count() or 1)
 
     def index(self, namespace: str, workspace: str = DEFAULT_WORKSPACE) -> BM25Index:
         """The namespace's index: loaded from its snapshot or built from the store on first use, then following the feed."""
@@ -134,6 +141,12 @@ class SearchService:
         fused score, mixed with the best neighbouring passage's (``smooth_neighbours``), is in [0, 1] and the
         raw cosine is in ``vector_score``.
         """
+        return self._drive(self._steps(query, scope, workspace), query)
+
+    def _steps(self, query: str, scope: RetrievalScope, workspace: str) -> Steps:
+        """``search`` as steps: it yields ``EMBED`` when the query's vector will be wanted (its driver starts the
+        model on another thread) and ``VECTOR`` when it wants it (its driver sends it), so that the keyword run
+        goes on while the model runs, on a thread (``_drive``) or on the event loop (``_drive_on_loop``)."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidRequest("The query is empty; send the question or keywords to search for.", param="query")
         try:
@@ -147,10 +160,43 @@ class SearchService:
             doc_keys = set(self.store.document_keys(workspace, list(scope.document_ids)).values())
         found: list[Passage] = []
         for namespace in scope.namespaces:
-            found += self._search_namespace(
+            found += yield from self._search_namespace(
                 query, namespace, k, weights, threshold, doc_keys, workspace, default_weights(scope.ranking)
             )
         return sorted(found, key=lambda p: -p.score)[:k]
+
+    def _drive(self, steps: Steps, query: str) -> list[Passage]:
+        """A search's steps run on this thread, the query's model (when they ask for it early) on another."""
+        pending: Future[Any] | None = None
+        try:
+            ask = next(steps)
+            while True:
+                if ask == EMBED:
+                    pending = self._beside_pool().submit(self.query_vector, query)
+                    ask = steps.send(None)
+                else:
+                    assert pending is not None
+                    ask = steps.send(pending.result())
+        except StopIteration as done:
+            result: list[Passage] = done.value
+            return result
+
+    async def _drive_on_loop(self, steps: Steps, query: str) -> list[Passage]:
+        """``_drive`` on an event loop: the loop runs the keyword search while the model runs on a thread, then
+        the rest (it reads memory); the request never waits for a thread to take it up."""
+        pending: asyncio.Future[Any] | None = None
+        try:
+            ask = next(steps)
+            while True:
+                if ask == EMBED:
+                    pending = asyncio.wrap_future(self._beside_pool().submit(self.query_vector, query))
+                    ask = steps.send(None)
+                else:
+                    assert pending is not None
+                    ask = steps.send(await pending)
+        except StopIteration as done:
+            result: list[Passage] = done.value
+            return result
 
     def _search_namespace(
         self,
@@ -162,7 +208,7 @@ class SearchService:
         doc_keys: set[int] | None,
         workspace: str,
         exact: bool = False,
-    ) -> list[Passage]:
+    ) -> Steps:
         """One namespace's top ``k`` passages, best first, fused with ``(text, embedding)`` weights, and with
         the query's rare identifiers' exact-match signal when ``exact`` (the server's default weights)."""
         text_weight, embedding_weight = weights
@@ -183,7 +229,18 @@ class SearchService:
         else:
             depth = max(k, HYBRID_DEPTH)
             keyword_run = partial(index.search, keywords, k=depth, doc_keys=doc_keys) if text_weight > 0 else list
-            text_run, dense_run = self._runs(keyword_run, vectors, self.query_vector(query), depth, doc_keys)
+            if self._indexes.vectors_in_database:
+                text_run, dense_run = self._database_runs(
+                    keyword_run, vectors, self.query_vector(query), depth, doc_keys
+                )
+            else:
+                if self._embeds_beside and not self._vector_cached(query):
+                    yield EMBED  # the model runs on another thread while this one searches by keywords
+                    text_run = keyword_run()
+                    vector = yield VECTOR
+                else:  # cached: at once; else the model here (MiniLM's run takes both cores)
+                    vector, text_run = self.query_vector(query), keyword_run()
+                dense_run = vectors.search(vector, k=depth, doc_keys=doc_keys)
             # The vector run always returns its nearest; below the model's floor they are noise fusion would rank.
             floor = self._cosine_floor
             dense_run = [(key, cosine) for key, cosine in dense_run if cosine >= floor]
@@ -225,7 +282,7 @@ class SearchService:
                 )
         return passages
 
-    def _runs(
+    def _database_runs(
         self,
         keyword_run: Callable[[], list[tuple[int, float]]],
         vectors: VectorSearch,
@@ -233,29 +290,45 @@ class SearchService:
         depth: int,
         doc_keys: set[int] | None,
     ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
-        """A hybrid search's keyword run and vector run, once the query is embedded (the model's two threads
-        want both cores: embedding beside the keyword run was slower, 11.64 against 10.74 ms p50 at 200k)."""
-        if not self._indexes.vectors_in_database:
-            return keyword_run(), vectors.search(query_vector, k=depth, doc_keys=doc_keys)
-        # PostgreSQL walks its HNSW graph (a top 100 in 7-12 ms at 1M) while this thread runs the keyword
-        # search (4-6 ms at 1M), instead of one after the other.
+        """PostgreSQL walks its HNSW graph (a top 100 in 7-12 ms at 1M) while this thread runs the keyword
+        search (4-6 ms at 1M), instead of one after the other. The query is embedded first: the vector search,
+        the longer run, waits for it."""
+        pending = self._beside_pool().submit(vectors.search, query_vector, depth, doc_keys)
+        return keyword_run(), pending.result()
+
+    def _beside_pool(self) -> ThreadPoolExecutor:
+        """The threads a search hands work to while it runs its keyword search: the query's model, and the
+        database's vector search."""
         with self._query_lock:
             if self._beside is None:
-                self._beside = ThreadPoolExecutor(DATABASE_VECTOR_SEARCHES, thread_name_prefix="calypso-vectors")
-        pending = self._beside.submit(vectors.search, query_vector, depth, doc_keys)
-        return keyword_run(), pending.result()
+                self._beside = ThreadPoolExecutor(DATABASE_VECTOR_SEARCHES, thread_name_prefix="calypso-beside")
+            return self._beside
+
+    def _vector_cached(self, query: str) -> bool:
+        with self._query_lock:
+            return query in self._query_vectors
 
     async def search_async(
         self, query: str, scope: RetrievalScope, workspace: str = DEFAULT_WORKSPACE
     ) -> list[Passage]:
         """``search`` for a caller on an event loop: run right there when it reads only memory
         (``runs_from_memory``: the worker-thread hop cost 0.5 ms of a 3.8 ms keyword search over HTTP at 200k
-        passages, docs/benchmarks/hybrid.md, issue 30), else on a thread, where the model, a build or
-        PostgreSQL's round trips do not hold up the loop's other requests."""
+        passages, docs/benchmarks/hybrid.md, issue 30); here too when only a model that leaves a core free must
+        run on the query, which then runs on a thread while the loop searches by keywords (``_drive_on_loop``);
+        else on a thread, where a build or PostgreSQL's round trips do not hold up the loop's other requests."""
         run = partial(self.search, query, scope, workspace)
         if self.runs_from_memory(query, scope, workspace):
             return run()
+        if self._waits_only_for_model(scope, workspace):
+            return await self._drive_on_loop(self._steps(query, scope, workspace), query)
         return await asyncio.to_thread(run)
+
+    def _waits_only_for_model(self, scope: RetrievalScope, workspace: str) -> bool:
+        """Whether all ``search`` would wait for, beyond memory and the SQLite file, is a model that leaves a core
+        free: then the loop searches by keywords while the model runs on a thread (``_drive_on_loop``)."""
+        if self.settings.database_url or not self._embeds_beside:
+            return False
+        return all(self._indexes.loaded(workspace, namespace) is not None for namespace in scope.namespaces)
 
     def runs_from_memory(self, query: str, scope: RetrievalScope, workspace: str = DEFAULT_WORKSPACE) -> bool:
         """Whether ``search`` would read only this process's memory and its SQLite file, a millisecond or two
