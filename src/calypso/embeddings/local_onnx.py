@@ -214,17 +214,25 @@ class LocalOnnxEmbedder:
 
             with tempfile.TemporaryDirectory(prefix="calypso-model-") as scratch:
                 graph = self._graph_file(model_path, Path(scratch))
+                cached = graph.is_relative_to(graph_cache_dir())
                 try:
-                    self._session = session(graph)
+                    opened = session(graph)
+                    damaged = cached and not self._expects_inputs({i.name for i in opened.get_inputs()})
                 except Exception:  # onnxruntime's own errors: a damaged cache file is built again
-                    if not graph.is_relative_to(graph_cache_dir()):
+                    if not cached:
                         raise
+                    damaged = True
+                if damaged:  # unreadable, or written by other code under this name (its source changed as it ran)
                     log.warning("the cached model graph %s could not be read: building it again", graph)
                     graph.unlink(missing_ok=True)
-                    self._session = session(self._graph_file(model_path, Path(scratch)))
-            self._inputs = {i.name for i in self._session.get_inputs()}
+                    opened = session(self._graph_file(model_path, Path(scratch)))
+            self._session, self._inputs = opened, {i.name for i in opened.get_inputs()}
             self._tokenizer = tokenizer
             return_freed_memory()  # what building the graph and the session let go
+
+    def _expects_inputs(self, inputs: set[str]) -> bool:
+        """Whether a cached graph with these inputs is the one ``_graph_file`` builds now."""
+        return "input_ids" in inputs
 
     def _model_file(self) -> Path:
         """The shipped file the graph is built from (and the hooks below read)."""

@@ -190,6 +190,9 @@ class MultilingualE5Embedder(local_onnx.LocalOnnxEmbedder):
         self._words = opened.q4_rows("emb.word", DIMENSION)
         return xlmr_tokenizer.XlmrTokenizer(opened.vocabulary, self.max_tokens)
 
+    def _expects_inputs(self, inputs: set[str]) -> bool:
+        return inputs == {"attention_mask", *e5_graph.WORD_ROW_INPUTS}
+
     def _feeds(self, ids: np.ndarray, mask: np.ndarray) -> dict[str, np.ndarray]:
         """The pieces' rows of the word table, read from the file, in place of their ids (``e5_graph``)."""
         if "input_ids" in self._inputs or self._words is None:  # a graph with the table inside
