@@ -7,7 +7,8 @@ pgvector 0.8.6: iterative index scans; ``CALYPSO_BENCH_PG=pgserver`` for Postgre
 gets ``size`` synthetic passages (``bench/search_speed.py``'s, same seed) through the store's own
 ``add_document`` in documents of 20, one namespace, as ``bench/scale_search.py`` loads them. Every
 passage then gets a *structured* vector (``bench/ann_recall.py``'s ``structured``: 0.75 a + 0.25 b +
-noise of real MiniLM embeddings, from ``CALYPSO_BENCH_EMBEDDINGS``, an embedding cache), written by
+noise of real MiniLM embeddings, from ``CALYPSO_BENCH_EMBEDDINGS``, an embedding cache, else of 1,000 SciFact
+abstracts embedded here), written by
 binary COPY into ``chunk_embeddings`` under the default model's name, and the HNSW index is built as the
 first ``hnsw`` start builds it (``ensure_hnsw_index``).
 
@@ -56,7 +57,7 @@ from bench.common.proc import loadavg, mem_available_mb
 from bench.common.served import NAMESPACE, Server, load, over_http
 from bench.common.stats import percentile
 from bench.common.synthetic import synthetic_passages
-from bench.common.vectors import EMBEDDINGS, copy_vectors, structured
+from bench.common.vectors import EMBEDDINGS, copy_vectors, scifact_base_vectors, structured
 from calypso.config import Settings
 from calypso.embeddings.local_onnx import DIMENSION, MODEL_NAME
 from calypso.models import RankingOptions
@@ -68,10 +69,13 @@ K = 10
 # The server's log line once its keyword index is written into its own directory and searched from there:
 # searches are timed, and memory read, after it.
 SETTLED = r"index \S+: saved at change"
+STRUCTURED_BASE = 1000  # SciFact abstracts the structured vectors mix without an embedding cache (as scale_search)
 DEPTH = 100  # what hybrid search asks the vector search for (services/search.py HYBRID_DEPTH)
 
 
 def real_vectors() -> np.ndarray:
+    if not EMBEDDINGS.is_file():  # no embedding cache here: SciFact abstracts embedded by the model (cached)
+        return scifact_base_vectors(STRUCTURED_BASE, MODEL_NAME)
     con = sqlite3.connect(f"file:{EMBEDDINGS}?mode=ro", uri=True)
     rows = [np.frombuffer(v, dtype=np.float32) for (v,) in con.execute("SELECT vector FROM embedding_cache")]
     con.close()
