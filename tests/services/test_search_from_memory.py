@@ -16,7 +16,7 @@ import pytest
 from calypso.config import Settings
 from calypso.errors import InvalidNamespace
 from calypso.models import RankingOptions
-from calypso.services import open_services
+from calypso.services import Services, open_services
 from calypso.services.embed_worker import embed_all
 from calypso.services.ingestion import Upload
 
@@ -25,6 +25,18 @@ ENGLISH = [
     "Gift cards cannot be refunded or exchanged for cash.",
 ]
 KEYWORDS_ONLY = RankingOptions(embedding_weight=0)
+
+
+def embedded_policies(settings: Settings, model: str) -> Services:
+    """Services on ``model`` with ENGLISH uploaded and embedded, the namespace's index loaded with its vectors."""
+    services = open_services(settings.model_copy(update={"embedding_model": model}))
+    for n, text in enumerate(ENGLISH):
+        services.ingestion.ingest(Upload(text.encode(), f"policy{n}.txt", "general"))
+    embed_all(services.vectors)
+    search = services.search
+    search.search("warm up", search.scope("general", ranking=KEYWORDS_ONLY))  # loads the index without embedding
+    search.catch_up()  # the vectors stored by embed_all reach the index through the feed
+    return services
 
 
 def test_keyword_searches_of_a_loaded_namespace_run_from_memory(settings: Settings) -> None:
@@ -49,14 +61,9 @@ def test_keyword_searches_of_a_loaded_namespace_run_from_memory(settings: Settin
 
 
 def test_a_query_the_model_must_embed_goes_to_a_thread(settings: Settings) -> None:
-    services = open_services(settings.model_copy(update={"embedding_model": "minilm-l6-v2-int8"}))
+    services = embedded_policies(settings, "minilm-l6-v2-int8")
     try:
         search = services.search
-        for n, text in enumerate(ENGLISH):
-            services.ingestion.ingest(Upload(text.encode(), f"policy{n}.txt", "general"))
-        embed_all(services.vectors)
-        search.search("warm up", search.scope("general", ranking=KEYWORDS_ONLY))  # loads the index without embedding
-        search.catch_up()  # the vectors stored by embed_all reach the index through the feed
         question = "Can I get my money back for a gift card?"
         assert not search.runs_from_memory(question, search.scope("general"))  # hybrid: the model runs on the question
         assert search.runs_from_memory(question, search.scope("general", ranking=KEYWORDS_ONLY))
@@ -88,14 +95,9 @@ def test_a_model_that_leaves_a_core_runs_beside_the_keyword_run(settings: Settin
     """multilingual-e5 embeds a query on one thread: the search runs its keyword run meanwhile, on the caller's
     thread (on the event loop for the HTTP route, which then waits for no thread to take the request up), with
     the same passages as when the model runs first."""
-    services = open_services(settings.model_copy(update={"embedding_model": "multilingual-e5-small-int8"}))
+    services = embedded_policies(settings, "multilingual-e5-small-int8")
     try:
         search = services.search
-        for n, text in enumerate(ENGLISH):
-            services.ingestion.ingest(Upload(text.encode(), f"policy{n}.txt", "general"))
-        embed_all(services.vectors)
-        search.search("warm up", search.scope("general", ranking=KEYWORDS_ONLY))
-        search.catch_up()
         index = search.index("general")
         threads: list[tuple[str, str]] = []
         keyword_search, embed = index.search, search._query_embedder.embed  # type: ignore[union-attr]

@@ -244,7 +244,7 @@ def test_hybrid_search_through_the_service_reads_vectors_from_the_database(setti
         vectors.search = recorded  # type: ignore[method-assign]
         hits = searcher.search(meaning_only, searcher.scope("hr"))
         # PostgreSQL searched the vectors on another thread while this one ran the keyword search.
-        assert len(threads) == 1 and threads[0].startswith("calypso-vectors")
+        assert len(threads) == 1 and threads[0].startswith("calypso-beside")
         assert threading.current_thread().name not in threads
         assert hits[0].document.id == ids["canteen.txt"] and (hits[0].vector_score or 0) > 0.3
         # The in-memory index over the same database ranks and scores the same.
