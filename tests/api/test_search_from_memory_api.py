@@ -28,7 +28,8 @@ def test_searches_from_memory_find_chinese_word_and_english_slides(http, kb, sea
     queries = {"礼品卡可以退款吗？": "退款政策.docx", "Quarterly Duck Survey": "pptx_chart.pptx"}
     first = {q: http.post("/v1/search", json={"query": q}).json() for q in queries}  # loads the index (a thread)
     for query, filename in queries.items():
-        # Keyword only (the tests' default) and the index loaded: the event loop on SQLite, a thread on PostgreSQL.
+        # Keyword only (the tests' default) and the index loaded: from memory on SQLite; on PostgreSQL driven on the
+        # event loop too, its reads awaited (test_postgres_searches_await_their_reads_on_the_servers_event_loop).
         assert searcher.runs_from_memory(query, searcher.scope()) == (not searcher.settings.database_url)
         again = http.post("/v1/search", json={"query": query}).json()
         assert again == first[query]
@@ -72,3 +73,55 @@ def test_an_answers_second_turn_retrieves_from_memory_through_the_sdk(openai_cli
     message = second.choices[0].message
     assert "运费由客户承担" in message.content
     assert message.annotations
+
+
+def test_postgres_searches_await_their_reads_on_the_servers_event_loop(http, kb, searcher, services) -> None:
+    """On PostgreSQL a search whose index is loaded is driven on the server's event loop, its reads awaited there
+    through the asynchronous pool (no worker thread), with what the threaded search finds: a document filter, an
+    attached file's id, Chinese and English. On SQLite the loop reads the file itself."""
+    kb.ingest(Upload(_word_file(POLICY_ZH), "退款政策.docx"))
+    slides = kb.ingest(
+        Upload(b"Gift cards are never refundable. Shipping is paid by the customer.", "policy.txt")
+    ).document
+    store = http.post("/v1/vector_stores", json={"name": "policies"}).json()
+    http.post(f"/v1/vector_stores/{store['id']}/files", json={"file_id": slides.file_id}).raise_for_status()
+    http.post("/v1/search", json={"query": "礼品卡"}).raise_for_status()  # loads the index (on a thread)
+    awaited: list[str] = []
+    blocking: list[str] = []
+    reads = searcher._reads
+    if reads is not None:
+        for name in ("document_keys", "get_passages", "file_links"):
+            method = getattr(reads, name)
+
+            async def recorded(*args, _method=method, _name=name):
+                awaited.append(_name)
+                return await _method(*args)
+
+            setattr(reads, name, recorded)
+    for owner, name in ((searcher.store, "get_passages"), (searcher.file_links, "file_links")):
+        method = getattr(owner, name)
+
+        def counted(*args, _method=method, _name=name, **kwargs):
+            blocking.append(_name)
+            return _method(*args, **kwargs)
+
+        setattr(owner, name, counted)
+    bodies = [
+        {"query": "礼品卡可以退款吗？"},
+        {"query": "gift cards refundable"},
+        {"query": "gift cards refundable", "document_ids": [slides.id]},
+    ]
+    found = [http.post("/v1/search", json=body).json() for body in bodies]
+    if searcher.settings.database_url:
+        assert not blocking and {"get_passages", "file_links", "document_keys"} <= set(awaited)
+    else:
+        assert blocking and not awaited
+    assert found[0]["data"][0]["filename"] == "退款政策.docx"
+    assert found[1]["data"][0]["file_id"] == slides.file_id == found[2]["data"][0]["file_id"]
+    assert [p["file_id"] for p in found[2]["data"]] == [slides.file_id]
+    for body, answer in zip(bodies, found, strict=True):
+        scope = searcher.scope(document_ids=body.get("document_ids"))
+        threaded = searcher.search(body["query"], scope)  # a thread's way: the stores' blocking reads
+        assert [(p["file_id"], p["score"]) for p in answer["data"]] == [
+            (p.document.file_id, round(p.score, 6)) for p in threaded
+        ]

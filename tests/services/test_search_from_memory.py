@@ -92,9 +92,10 @@ def test_postgresql_searches_always_go_to_a_thread(settings: Settings) -> None:
 
 
 def test_a_model_that_leaves_a_core_runs_beside_the_keyword_run(settings: Settings) -> None:
-    """multilingual-e5 embeds a query on one thread: the search runs its keyword run meanwhile, on the caller's
-    thread (on the event loop for the HTTP route, which then waits for no thread to take the request up), with
-    the same passages as when the model runs first."""
+    """multilingual-e5 embeds a query on one thread: the search runs its keyword run meanwhile on another thread,
+    the model on the searching thread (no handover on the model's path), with the same passages as when the model
+    runs first. On the event loop the model runs on the loop's thread only while no other search is under way and
+    the model is a local one already loaded; else on a thread, while the loop runs the keyword search."""
     services = embedded_policies(settings, "multilingual-e5-small-int8")
     try:
         search = services.search
@@ -109,23 +110,65 @@ def test_a_model_that_leaves_a_core_runs_beside_the_keyword_run(settings: Settin
 
             return call
 
+        def ran_where(run: Any) -> tuple[dict[str, str], Any]:
+            threads.clear()
+            search._query_vectors.clear()
+            found = run()
+            assert len(threads) == 2, threads  # the two start at once: in either order
+            return dict(threads), found
+
         index.search = recorded("keywords", keyword_search)  # type: ignore[method-assign]
         search._query_embedder.embed = recorded("model", embed)  # type: ignore[union-attr,method-assign]
         question = "Can I get my money back for a gift card?"
-        assert search._waits_only_for_model(search.scope("general"), "default")
-        on_loop = asyncio.run(search.search_async(question, search.scope("general")))
-        ran = dict(threads)  # the two start at once: in either order
-        assert len(threads) == 2 and ran["keywords"] == "MainThread" and ran["model"].startswith("calypso-beside")
-        threads.clear()
-        search._query_vectors.clear()
-        beside = search.search(question, search.scope("general"))
-        ran = dict(threads)
-        assert len(threads) == 2 and ran["keywords"] == "MainThread" and ran["model"].startswith("calypso-beside")
+        assert search._runs_on_loop(search.scope("general"), "default")
+        assert search._query_embedder.loaded  # type: ignore[union-attr]  # the passages' session, shared
+
+        def on_loop() -> Any:
+            return asyncio.run(search.search_async(question, search.scope("general")))
+
+        ran, alone = ran_where(on_loop)  # the only search under way: the model on the loop's thread
+        assert ran["model"] == "MainThread" and ran["keywords"].startswith("calypso-beside")
+        search._searches_on_loop = 1  # another search under way: the loop keeps serving it
+        try:
+            ran, among_others = ran_where(on_loop)
+        finally:
+            search._searches_on_loop = 0
+        assert ran["keywords"] == "MainThread" and ran["model"].startswith("calypso-beside")
+        search._model_in_process = False  # a remote model's call: never on the loop
+        try:
+            ran, _ = ran_where(on_loop)
+        finally:
+            search._model_in_process = True
+        assert ran["keywords"] == "MainThread" and ran["model"].startswith("calypso-beside")
+        ran, beside = ran_where(lambda: search.search(question, search.scope("general")))  # on a thread: the same
+        assert ran["model"] == "MainThread" and ran["keywords"].startswith("calypso-beside")
         threads.clear()
         search._query_vectors.clear()
         search._embeds_beside = False  # MiniLM's way: the model first, on the searching thread
         first = search.search(question, search.scope("general"))
         assert threads == [("model", "MainThread"), ("keywords", "MainThread")]
-        assert on_loop == beside == first and any(p.vector_score is not None for p in first)
+        assert alone == among_others == beside == first and any(p.vector_score is not None for p in first)
+    finally:
+        services.close()
+
+
+def test_a_model_that_fails_beside_the_keyword_run_fails_the_search_and_nothing_else(settings: Settings) -> None:
+    """The model's error reaches the caller once the keyword run beside it has ended; the next search runs."""
+    services = embedded_policies(settings, "multilingual-e5-small-int8")
+    try:
+        search = services.search
+        embed = search._query_embedder.embed  # type: ignore[union-attr]
+
+        def down(texts: Any) -> Any:
+            raise RuntimeError("the model is down")
+
+        search._query_embedder.embed = down  # type: ignore[union-attr,method-assign]
+        with pytest.raises(RuntimeError, match="the model is down"):
+            asyncio.run(search.search_async("gift card refund", search.scope("general")))
+        with pytest.raises(RuntimeError, match="the model is down"):
+            search.search("gift card refund", search.scope("general"))
+        assert search._searches_on_loop == 0
+        search._query_embedder.embed = embed  # type: ignore[union-attr,method-assign]
+        assert asyncio.run(search.search_async("gift card refund", search.scope("general")))
     finally:
         services.close()

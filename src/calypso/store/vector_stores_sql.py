@@ -210,18 +210,23 @@ class SQLVectorStoreStore:
         return [self._file(r) for r in rows]
 
     def file_links(self, workspace: str, document_ids: Sequence[str]) -> dict[str, VectorStoreFile]:
-        found: dict[str, VectorStoreFile] = {}
+        rows = [row for sql, params in self.file_links_queries(document_ids) for row in self.database.rows(sql, params)]
+        return self.file_links_from(workspace, rows)
+
+    def file_links_queries(self, document_ids: Sequence[str]) -> list[tuple[str, tuple[str, ...]]]:
+        """The statements ``file_links`` runs, 500 ids each (also awaited by ``postgres/search_reads``)."""
         ids = list(document_ids)
-        for start in range(0, len(ids), 500):
-            batch = ids[start : start + 500]
-            marks = ",".join("?" * len(batch))
-            # By id alone (ids are unique), the workspace checked here: with ``d.workspace = ?`` in the
-            # WHERE, SQLite's planner walked every document of the workspace on each search (245 ms at
-            # 200k passages, docs/benchmarks/hybrid.md "Hybrid search at 200k passages").
-            rows = self.database.rows(self._sql(FILE_LINKS_SQL.format(marks=marks)), tuple(batch))
-            for r in rows:  # a document attached as several files shows as the first attached
-                if r[0] == workspace:
-                    found.setdefault(r[3], self._file(r))
+        batches = [ids[start : start + 500] for start in range(0, len(ids), 500)]
+        # By id alone (ids are unique), the workspace checked here: with ``d.workspace = ?`` in the
+        # WHERE, SQLite's planner walked every document of the workspace on each search (245 ms at
+        # 200k passages, docs/benchmarks/hybrid.md "Hybrid search at 200k passages").
+        return [(self._sql(FILE_LINKS_SQL.format(marks=",".join("?" * len(batch)))), tuple(batch)) for batch in batches]
+
+    def file_links_from(self, workspace: str, rows: Sequence[Any]) -> dict[str, VectorStoreFile]:
+        found: dict[str, VectorStoreFile] = {}
+        for r in rows:  # a document attached as several files shows as the first attached
+            if r[0] == workspace:
+                found.setdefault(r[3], self._file(r))
         return found
 
     # A link with this file id, else a document with no links under its own file id. Each branch has one

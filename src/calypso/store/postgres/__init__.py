@@ -24,6 +24,7 @@ from calypso.store.base import (
     KeyStore,
     PolicyStore,
     ResponseStore,
+    SearchReads,
     StoredTerms,
     VectorStoreStore,
 )
@@ -39,6 +40,7 @@ from calypso.store.postgres.jobs import PostgresJobStore
 from calypso.store.postgres.keys import PostgresKeyStore
 from calypso.store.postgres.policies import PostgresPolicyStore
 from calypso.store.postgres.responses import PostgresResponseStore
+from calypso.store.postgres.search_reads import PostgresSearchReads
 from calypso.store.postgres.vector_search import ITERATIVE_SCANS, PgVectorSearch, ensure_hnsw_index, pgvector_version
 from calypso.store.sources import SourceStore
 from calypso.store.terms_sql import StoredTermsSQL
@@ -74,7 +76,9 @@ class PostgresStorage:
         self.responses: ResponseStore = PostgresResponseStore(self.database)
         self.keys: KeyStore = PostgresKeyStore(self.database)
         self.policies: PolicyStore = PostgresPolicyStore(self.database)
-        self.vector_stores: VectorStoreStore = SQLVectorStoreStore(self.database, "%s")
+        files = SQLVectorStoreStore(self.database, "%s")
+        self.vector_stores: VectorStoreStore = files
+        self.search_reads: SearchReads | None = PostgresSearchReads(self.database, files)
         vectors = postgres_dialect(_record_change)
         self.embeddings: EmbeddingStore = SQLEmbeddingStore(self.database, vectors)
         self.portable: PortableStore = PortableSQL(
@@ -91,6 +95,12 @@ class PostgresStorage:
         return lambda workspace, namespace: PgVectorSearch(
             self.database, workspace, namespace, model, dimension, ef_search=ef_search, iterative=iterative
         )
+
+    async def open_on_loop(self) -> None:
+        await self.database.open_on_loop()
+
+    async def close_on_loop(self) -> None:
+        await self.database.close_on_loop()
 
     def close(self) -> None:
         self.database.close()

@@ -43,10 +43,10 @@ def _optional_text(value: str | None) -> str | None:
 
 
 def document_from_row(row: Row) -> Document:
-    return document_from_columns(row, _as_is)
+    return document_from_columns(row, as_is)
 
 
-def _as_is(value: object) -> object:
+def as_is(value: object) -> object:
     return value  # psycopg returns jsonb and arrays as Python values already
 
 
@@ -101,7 +101,7 @@ class PostgresDocumentStore(DocumentsSQL[Database]):
         self.database = database
 
     def _loads(self, value: object) -> object:
-        return _as_is(value)
+        return as_is(value)
 
     # -- writes ------------------------------------------------------------
     @staticmethod
@@ -165,36 +165,18 @@ class PostgresDocumentStore(DocumentsSQL[Database]):
 
     # -- reads (the rest, the same on both backends, in documents_sql) ------
     def document_keys(self, workspace: str, document_ids: Sequence[str]) -> dict[str, int]:
-        rows = self.database.rows(
-            "SELECT id, key FROM documents WHERE workspace = %s AND id = ANY(%s::text[])",
-            (workspace, list(document_ids)),
-        )
-        return {row[0]: row[1] for row in rows}
+        return document_keys_from(self.database.rows(*document_keys_query(workspace, document_ids)))
 
     def get_passages(
         self, workspace: str, keys: Sequence[int], namespace: str | None = None
     ) -> dict[int, tuple[StoredChunk, Document]]:
-        scope, args = _chunk_scope(workspace, namespace)
-        rows = self.database.rows(
-            f"SELECT {PASSAGE_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.document_key "
-            f"WHERE {scope} AND c.key = ANY(%s::bigint[])",
-            (*args, list(keys)),
-        )
-        return passages_from_rows(rows, self._loads)
+        return passages_from_rows(self.database.rows(*passages_query(workspace, keys, namespace)), as_is)
 
     def chunk_positions(self, keys: Sequence[int]) -> dict[int, tuple[int, int]]:
-        rows = self.database.rows(
-            "SELECT key, document_key, chunk_index FROM chunks WHERE key = ANY(%s::bigint[])", (list(keys),)
-        )
-        return {row[0]: (row[1], row[2]) for row in rows}
+        return positions_from(self.database.rows(*chunk_positions_query(keys)))
 
     def lone_chunks(self, keys: Sequence[int]) -> set[int]:
-        rows = self.database.rows(
-            "SELECT c.key FROM chunks c WHERE c.key = ANY(%s::bigint[]) AND c.chunk_index = 0 AND NOT EXISTS "
-            "(SELECT 1 FROM chunks n WHERE n.document_key = c.document_key AND n.chunk_index = 1)",
-            (list(keys),),
-        )
-        return {row[0] for row in rows}
+        return {row[0] for row in self.database.rows(*lone_chunks_query(keys))}
 
     def get_documents_by_id(self, workspace: str, ids: Sequence[str]) -> dict[str, Document]:
         rows = self.database.rows(
@@ -212,6 +194,47 @@ class PostgresDocumentStore(DocumentsSQL[Database]):
         if row is None:
             raise NotFound(f"No document {document_id!r}.")
         return bytes(row[0])
+
+
+# The reads a search makes, as (statement, parameters): the store's methods above run them on a pooled connection
+# of the calling thread, ``search_reads.PostgresSearchReads`` awaits them on the server's event loop.
+Query = tuple[str, tuple[object, ...]]
+
+
+def document_keys_query(workspace: str, document_ids: Sequence[str]) -> Query:
+    return "SELECT id, key FROM documents WHERE workspace = %s AND id = ANY(%s::text[])", (
+        workspace,
+        list(document_ids),
+    )
+
+
+def document_keys_from(rows: Sequence[Row]) -> dict[str, int]:
+    return {row[0]: row[1] for row in rows}
+
+
+def passages_query(workspace: str, keys: Sequence[int], namespace: str | None) -> Query:
+    scope, args = _chunk_scope(workspace, namespace)
+    sql = (
+        f"SELECT {PASSAGE_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.document_key "
+        f"WHERE {scope} AND c.key = ANY(%s::bigint[])"
+    )
+    return sql, (*args, list(keys))
+
+
+def chunk_positions_query(keys: Sequence[int]) -> Query:
+    return "SELECT key, document_key, chunk_index FROM chunks WHERE key = ANY(%s::bigint[])", (list(keys),)
+
+
+def positions_from(rows: Sequence[Row]) -> dict[int, tuple[int, int]]:
+    return {row[0]: (row[1], row[2]) for row in rows}
+
+
+def lone_chunks_query(keys: Sequence[int]) -> Query:
+    sql = (
+        "SELECT c.key FROM chunks c WHERE c.key = ANY(%s::bigint[]) AND c.chunk_index = 0 AND NOT EXISTS "
+        "(SELECT 1 FROM chunks n WHERE n.document_key = c.document_key AND n.chunk_index = 1)"
+    )
+    return sql, (list(keys),)
 
 
 def _chunk_scope(workspace: str, namespace: str | None) -> tuple[str, list[str]]:

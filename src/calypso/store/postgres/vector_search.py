@@ -38,6 +38,7 @@ PostgreSQL (issue 12)" and "pgvector 0.8 iterative scans …"), with ``bench/pgv
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import re
@@ -48,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from calypso.store.postgres.database import Database
+from calypso.store.postgres.database import AsyncConnection, Database
 from calypso.store.postgres.migrations import MIGRATION_LOCK
 
 log = logging.getLogger("calypso.store.postgres")
@@ -202,25 +203,55 @@ class PgVectorSearch:
         self, query: np.ndarray, k: int = 10, doc_keys: Collection[int] | None = None
     ) -> list[tuple[int, float]]:
         """Up to ``k`` chunks by cosine with ``query`` (a unit vector), optionally within ``doc_keys``."""
+        planned = self._planned(query, k, doc_keys)
+        if planned is None:
+            return []
+        params, ef = planned
+        if ef is not None:
+            rows = self._run(self._sql(self._index_template, doc_keys), params, ef)
+            if len(rows) >= k:
+                return rows
+        return self._run(self._sql(self._exact, doc_keys), params, None)
+
+    async def search_async(
+        self, query: np.ndarray, k: int = 10, doc_keys: Collection[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """``search`` awaited on the server's event loop (``Database.open_on_loop``): the same plan and statements,
+        each scan one round trip. The plan's counts, when stale (every ``COUNT_TTL_SECONDS``), are read on a
+        thread."""
+        if self._counts_stale():
+            planned = await asyncio.to_thread(self._planned, query, k, doc_keys)
+        else:
+            planned = self._planned(query, k, doc_keys)
+        if planned is None:
+            return []
+        params, ef = planned
+        if ef is not None:
+            rows = await self._run_async(self._sql(self._index_template, doc_keys), params, ef)
+            if len(rows) >= k:
+                return rows
+        return await self._run_async(self._sql(self._exact, doc_keys), params, None)
+
+    def _planned(
+        self, query: np.ndarray, k: int, doc_keys: Collection[int] | None
+    ) -> tuple[dict[str, Any], int | None] | None:
+        """A search's parameters and ``plan``; None when it finds nothing whatever the vectors."""
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         if q.shape[0] != self.dimension:
             # The service checked the model's dimension against the stored vectors at start: a bug if reached.
             raise ValueError(f"a {q.shape[0]}-dimensional query for vectors of {self.dimension} ({self.model!r})")
         if k <= 0 or (doc_keys is not None and not doc_keys):
-            return []
+            return None
         ef = self.plan(k, doc_keys)
         if ef == 0:
-            return []
+            return None
         params: dict[str, Any] = {"q": _literal(q), "ws": self.workspace, "ns": self.namespace, "model": self.model}
         params["k"] = k
         if doc_keys is not None:
             params["docs"] = list(doc_keys)
         if ef is not None:
             params["ef"] = ef
-            rows = self._run(self._sql(self._index_template, doc_keys), params, ef)
-            if len(rows) >= k:
-                return rows
-        return self._run(self._sql(self._exact, doc_keys), params, None)
+        return params, ef
 
     def plan(self, k: int, doc_keys: Collection[int] | None = None) -> int | None:
         """The ``hnsw.ef_search`` an HNSW scan would use for a top-``k`` search; None: an exact scan; 0: no vectors.
@@ -263,16 +294,41 @@ class PgVectorSearch:
     def _run(self, sql: str, params: dict[str, Any], ef: int | None) -> list[tuple[int, float]]:
         with self.database.connection() as conn, conn.transaction():
             # For this transaction only: the pooled connection goes back unchanged.
-            if ef is not None and self.iterative:
-                conn.execute(
-                    "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', "
-                    "true), set_config('hnsw.max_scan_tuples', %s, true)",
-                    (str(ef), str(MAX_SCAN_TUPLES)),
-                )
-            elif ef is not None:
-                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+            if ef is not None:
+                conn.execute(*self._settings(ef))
             rows = conn.execute(sql, params, prepare=False).fetchall()
         return [(int(key), 1.0 - float(distance)) for key, distance in rows]
+
+    async def _run_async(self, sql: str, params: dict[str, Any], ef: int | None) -> list[tuple[int, float]]:
+        async def scan(conn: AsyncConnection) -> list[Any]:
+            # Pipelined: BEGIN, the settings, the scan and COMMIT go in one round trip.
+            async with conn.pipeline(), conn.transaction():
+                if ef is not None:
+                    await conn.execute(*self._settings(ef))
+                cursor = await conn.execute(sql, params, prepare=False)
+            return await cursor.fetchall()
+
+        rows = await self.database.read_async(scan)
+        return [(int(key), 1.0 - float(distance)) for key, distance in rows]
+
+    def _settings(self, ef: int) -> tuple[str, tuple[str, ...]]:
+        """The scan's pgvector settings, for its transaction only (``set_config(…, true)``)."""
+        if self.iterative:
+            return (
+                "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', "
+                "true), set_config('hnsw.max_scan_tuples', %s, true)",
+                (str(ef), str(MAX_SCAN_TUPLES)),
+            )
+        return "SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),)
+
+    def counted(self) -> bool:
+        """Whether the plan's counts are fresh: ``len`` and ``search`` then read nothing before the scan."""
+        return not self._counts_stale()
+
+    def _counts_stale(self) -> bool:
+        with self._lock:
+            cached = self._counts
+        return cached is None or time.monotonic() - cached[0] >= COUNT_TTL_SECONDS
 
     def _scope_counts(self) -> tuple[int, int]:
         """(the namespace's passages, all vectors): estimates that steer the plan, cached for COUNT_TTL_SECONDS.

@@ -14,6 +14,7 @@ from calypso.store.base import (
     KeyStore,
     PolicyStore,
     ResponseStore,
+    SearchReads,
     StoredTerms,
     VectorStoreStore,
 )
@@ -65,12 +66,19 @@ class SQLiteStorage:
             database.snapshot, lambda work, needs: database.write(work, needs=needs), sqlite_portable(vectors)
         )
         self.sources: SourceStore[Database] = SourceStore(self.database, "?")
+        self.search_reads: SearchReads | None = None  # the file is read where the search runs, the loop included
         if self._lock is not None and self._lock.previous_owner is not None:
             release_dead_leases(self.database, self._lock.previous_owner)
 
     def vector_search(self, model: str, dimension: int, ef_search: int) -> Callable[[str, str], VectorSearch] | None:
         """None: SQLite has no vector search of its own; the services search vectors in memory."""
         return None
+
+    async def open_on_loop(self) -> None:
+        """Nothing: SQLite's reads need no pool of their own on the event loop."""
+
+    async def close_on_loop(self) -> None:
+        """Nothing to close."""
 
     def close(self) -> None:
         self.database.close()
