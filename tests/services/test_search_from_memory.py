@@ -92,10 +92,10 @@ def test_postgresql_searches_always_go_to_a_thread(settings: Settings) -> None:
 
 
 def test_a_model_that_leaves_a_core_runs_beside_the_keyword_run(settings: Settings) -> None:
-    """multilingual-e5 embeds a query on one thread: the search runs its keyword run meanwhile on another thread,
-    the model on the searching thread (no handover on the model's path), with the same passages as when the model
-    runs first. On the event loop the model runs on the loop's thread only while no other search is under way and
-    the model is a local one already loaded; else on a thread, while the loop runs the keyword search."""
+    """multilingual-e5 embeds a query on one thread: the search runs its keyword run meanwhile. On a thread, the
+    model runs there and the keyword run beside it (no handover on the model's path); on the event loop (the HTTP
+    route) the loop runs the keyword search while the model runs on a thread. Either way the passages are the
+    same as when the model runs first."""
     services = embedded_policies(settings, "multilingual-e5-small-int8")
     try:
         search = services.search
@@ -121,24 +121,7 @@ def test_a_model_that_leaves_a_core_runs_beside_the_keyword_run(settings: Settin
         search._query_embedder.embed = recorded("model", embed)  # type: ignore[union-attr,method-assign]
         question = "Can I get my money back for a gift card?"
         assert search._runs_on_loop(search.scope("general"), "default")
-        assert search._query_embedder.loaded  # type: ignore[union-attr]  # the passages' session, shared
-
-        def on_loop() -> Any:
-            return asyncio.run(search.search_async(question, search.scope("general")))
-
-        ran, alone = ran_where(on_loop)  # the only search under way: the model on the loop's thread
-        assert ran["model"] == "MainThread" and ran["keywords"].startswith("calypso-beside")
-        search._searches_on_loop = 1  # another search under way: the loop keeps serving it
-        try:
-            ran, among_others = ran_where(on_loop)
-        finally:
-            search._searches_on_loop = 0
-        assert ran["keywords"] == "MainThread" and ran["model"].startswith("calypso-beside")
-        search._model_in_process = False  # a remote model's call: never on the loop
-        try:
-            ran, _ = ran_where(on_loop)
-        finally:
-            search._model_in_process = True
+        ran, on_loop = ran_where(lambda: asyncio.run(search.search_async(question, search.scope("general"))))
         assert ran["keywords"] == "MainThread" and ran["model"].startswith("calypso-beside")
         ran, beside = ran_where(lambda: search.search(question, search.scope("general")))  # on a thread: the same
         assert ran["model"] == "MainThread" and ran["keywords"].startswith("calypso-beside")
@@ -147,7 +130,7 @@ def test_a_model_that_leaves_a_core_runs_beside_the_keyword_run(settings: Settin
         search._embeds_beside = False  # MiniLM's way: the model first, on the searching thread
         first = search.search(question, search.scope("general"))
         assert threads == [("model", "MainThread"), ("keywords", "MainThread")]
-        assert alone == among_others == beside == first and any(p.vector_score is not None for p in first)
+        assert on_loop == beside == first and any(p.vector_score is not None for p in first)
     finally:
         services.close()
 
@@ -167,7 +150,6 @@ def test_a_model_that_fails_beside_the_keyword_run_fails_the_search_and_nothing_
             asyncio.run(search.search_async("gift card refund", search.scope("general")))
         with pytest.raises(RuntimeError, match="the model is down"):
             search.search("gift card refund", search.scope("general"))
-        assert search._searches_on_loop == 0
         search._query_embedder.embed = embed  # type: ignore[union-attr,method-assign]
         assert asyncio.run(search.search_async("gift card refund", search.scope("general")))
     finally:

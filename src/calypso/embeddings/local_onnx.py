@@ -268,11 +268,6 @@ class LocalOnnxEmbedder:
                 )
             return self._queries
 
-    @property
-    def loaded(self) -> bool:
-        """Whether the model's session is open: a first ``embed`` loads it (seconds), later ones only run it."""
-        return self._session is not None
-
     def session_options(self) -> Any:
         """The onnxruntime options the model runs with (threads, spinning); loads it first."""
         self.load()

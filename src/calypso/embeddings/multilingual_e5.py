@@ -122,11 +122,6 @@ class MultilingualE5Embedder(local_onnx.LocalOnnxEmbedder):
         self._session, self._tokenizer = self._session_of._session, self._session_of._tokenizer
         self._inputs, self._words = self._session_of._inputs, self._session_of._words
 
-    @property
-    def loaded(self) -> bool:
-        """The queries' embedder is loaded once the passages' is: it only borrows their session."""
-        return self._session is not None or (self._session_of is not None and self._session_of.loaded)
-
     def for_queries(self) -> MultilingualE5Embedder:
         """The same model, session and name with e5's ``"query: "`` in front of each text: what search queries
         are embedded by. Its vectors are never stored."""
