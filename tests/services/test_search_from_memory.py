@@ -101,7 +101,8 @@ def test_a_model_that_leaves_a_core_runs_beside_the_keyword_run(settings: Settin
         search = services.search
         index = search.index("general")
         threads: list[tuple[str, str]] = []
-        keyword_search, embed = index.search, search._query_embedder.embed  # type: ignore[union-attr]
+        # The model's run (``finish``: the session; its tokenizing half runs before the keyword run starts).
+        keyword_search, run = index.search, search._query_embedder.finish  # type: ignore[union-attr]
 
         def recorded(what: str, run: Any) -> Any:
             def call(*args: Any, **kwargs: Any) -> Any:
@@ -118,7 +119,7 @@ def test_a_model_that_leaves_a_core_runs_beside_the_keyword_run(settings: Settin
             return dict(threads), found
 
         index.search = recorded("keywords", keyword_search)  # type: ignore[method-assign]
-        search._query_embedder.embed = recorded("model", embed)  # type: ignore[union-attr,method-assign]
+        search._query_embedder.finish = recorded("model", run)  # type: ignore[union-attr,method-assign]
         question = "Can I get my money back for a gift card?"
         assert search._runs_on_loop(search.scope("general"), "default")
         ran, on_loop = ran_where(lambda: asyncio.run(search.search_async(question, search.scope("general"))))
@@ -140,17 +141,17 @@ def test_a_model_that_fails_beside_the_keyword_run_fails_the_search_and_nothing_
     services = embedded_policies(settings, "multilingual-e5-small-int8")
     try:
         search = services.search
-        embed = search._query_embedder.embed  # type: ignore[union-attr]
+        run = search._query_embedder.finish  # type: ignore[union-attr]
 
-        def down(texts: Any) -> Any:
+        def down(prepared: Any) -> Any:
             raise RuntimeError("the model is down")
 
-        search._query_embedder.embed = down  # type: ignore[union-attr,method-assign]
+        search._query_embedder.finish = down  # type: ignore[union-attr,method-assign]
         with pytest.raises(RuntimeError, match="the model is down"):
             asyncio.run(search.search_async("gift card refund", search.scope("general")))
         with pytest.raises(RuntimeError, match="the model is down"):
             search.search("gift card refund", search.scope("general"))
-        search._query_embedder.embed = embed  # type: ignore[union-attr,method-assign]
+        search._query_embedder.finish = run  # type: ignore[union-attr,method-assign]
         assert asyncio.run(search.search_async("gift card refund", search.scope("general")))
     finally:
         services.close()

@@ -140,6 +140,9 @@ def _tokenizer(path: str, max_tokens: int, tokenizer_class: Any) -> Any:
     return tokenizer
 
 
+Prepared = tuple[dict[str, np.ndarray], np.ndarray]  # a batch's session inputs and its attention mask
+
+
 class LocalOnnxEmbedder:
     """all-MiniLM-L6-v2 (int8 weights) in process; loaded on first use, thread-safe."""
 
@@ -287,16 +290,36 @@ class LocalOnnxEmbedder:
         return out
 
     def _run(self, batch: list[list[int]]) -> np.ndarray:
+        return self._finish(self._inputs_of(batch))
+
+    def _inputs_of(self, batch: list[list[int]]) -> Prepared:
         width = max(len(ids) for ids in batch)
         ids = np.zeros((len(batch), width), dtype=np.int64)
         mask = np.zeros((len(batch), width), dtype=np.int64)
         for r, row in enumerate(batch):
             ids[r, : len(row)] = row
             mask[r, : len(row)] = 1
-        hidden = self._session.run(None, self._feeds(ids, mask))[0]
+        return self._feeds(ids, mask), mask
+
+    def _finish(self, prepared: Prepared) -> np.ndarray:
+        feeds, mask = prepared
+        hidden = self._session.run(None, feeds)[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         return normalise(pooled)
+
+    def prepare(self, text: str) -> Prepared:
+        """``embed([text])`` in two halves: this one tokenizes (and gathers what the session reads), holding the GIL;
+        ``finish`` runs the session, which lets go of it. A search prepares its query before starting its keyword
+        run beside the model's, so the two do not take turns at the GIL while the model should be running."""
+        if self._session is None:
+            self.load()
+        return self._inputs_of(self._piece_ids([text]))
+
+    def finish(self, prepared: Prepared) -> np.ndarray:
+        """The text's vector from ``prepare``'s inputs."""
+        row: np.ndarray = self._finish(prepared)[0]
+        return row
 
     def _feeds(self, ids: np.ndarray, mask: np.ndarray) -> dict[str, np.ndarray]:
         """The session's inputs for a batch of padded piece ids and their mask."""

@@ -214,7 +214,7 @@ class SearchService:
 
     def _embed_first(self, steps: Steps, query: str) -> Ask:
         """The query's model, then the steps' keyword run, on this thread."""
-        vector = self.query_vector(query)
+        vector = self._vector_call(query)()
         asked = steps.send(None)
         assert asked == VECTOR
         return steps.send(vector)
@@ -225,9 +225,10 @@ class SearchService:
         the model's 5 ms at 200k) ends first, and its thread waking up (0.2 ms) happens beside the model. Model on
         the beside thread instead, the search waited for that thread to wake and then for this one: 0.4 ms over
         HTTP at 200k passages (docs/benchmarks/search-speed.md)."""
+        vector_of = self._vector_call(query)
         keyword_run = self._beside_pool().submit(steps.send, None)
         try:
-            vector = self.query_vector(query)
+            vector = vector_of()
         finally:
             wait([keyword_run])  # the steps are never left running on the other thread
         asked = keyword_run.result()
@@ -266,7 +267,18 @@ class SearchService:
             return result
 
     def _model_beside(self, query: str) -> asyncio.Future[Any]:
-        return asyncio.wrap_future(self._beside_pool().submit(self.query_vector, query))
+        return asyncio.wrap_future(self._beside_pool().submit(self._vector_call(query)))
+
+    def _vector_call(self, query: str) -> Callable[[], Any]:
+        """The query's vector as a call to make, on this thread or another. A local model's half that holds the GIL
+        (tokenizing: ``prepare``) runs here and now, before this thread goes on to the keyword run: run beside
+        the model instead, the two took turns at the GIL while the model should have been running."""
+        prepare = getattr(self._query_embedder, "prepare", None)
+        if prepare is None or self._vector_cached(query):
+            return partial(self.query_vector, query)
+        finish = self._query_embedder.finish  # type: ignore[union-attr]
+        prepared = prepare(query)
+        return lambda: self._remember(query, finish(prepared))
 
     def _search_namespace(
         self,
@@ -477,7 +489,9 @@ class SearchService:
                 self._query_vectors.move_to_end(query)
                 return found
         assert self._query_embedder is not None
-        vector = self._query_embedder.embed([query])[0]
+        return self._remember(query, self._query_embedder.embed([query])[0])
+
+    def _remember(self, query: str, vector: Any) -> Any:
         with self._query_lock:
             self._query_vectors[query] = vector
             while len(self._query_vectors) > QUERY_VECTORS_CACHED:
