@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -14,7 +15,14 @@ import pytest
 
 from calypso.embeddings import Embedder, check_dimension
 from calypso.embeddings.base import DimensionMismatch
-from calypso.embeddings.local_onnx import DIMENSION, MODEL_NAME, LocalOnnxEmbedder
+from calypso.embeddings.local_onnx import (
+    DIMENSION,
+    GRAPHS_KEPT,
+    MODEL_NAME,
+    LocalOnnxEmbedder,
+    cached_graph,
+    graph_cache_dir,
+)
 
 TEXTS = [
     "Mitosis is the process by which a eukaryotic cell divides its nucleus into two.",
@@ -183,3 +191,30 @@ def test_a_cache_that_cannot_be_written_means_building_at_every_start(tmp_path: 
     run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout.strip() == "(1, 384)"
+
+
+def test_a_new_graph_replaces_all_but_the_one_before_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each change to the graph's code or model names a new file: the cache keeps the newest two of a model."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    models = graph_cache_dir()
+    models.mkdir(parents=True)
+    for age, name in enumerate(
+        ["minilm-int8-00000000000000a1", "minilm-int8-00000000000000a2", "minilm-int8-00000000000000a3"]
+    ):
+        (models / f"{name}.onnx").write_bytes(b"old graph")
+        os.utime(models / f"{name}.onnx", (1_000_000 + age, 1_000_000 + age))
+    (models / "minilm-fp32-00000000000000b1.onnx").write_bytes(b"another model's graph")
+    (models / "minilm-int8-notes.txt").write_text("not a graph")
+    written = cached_graph("minilm-int8", hashlib.sha256(b"new"), lambda: b"new graph", tmp_path / "scratch")
+    assert written.read_bytes() == b"new graph" and GRAPHS_KEPT == 2
+    assert sorted(p.name for p in models.iterdir()) == sorted(
+        [
+            written.name,
+            "minilm-int8-00000000000000a3.onnx",
+            "minilm-fp32-00000000000000b1.onnx",
+            "minilm-int8-notes.txt",
+        ]
+    )
+    # Found in the cache: nothing is built or removed.
+    again = cached_graph("minilm-int8", hashlib.sha256(b"new"), lambda: b"built again", tmp_path / "scratch")
+    assert again == written and written.read_bytes() == b"new graph" and len(list(models.iterdir())) == 4

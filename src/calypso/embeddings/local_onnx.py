@@ -34,12 +34,14 @@ dense-only loses 0.024. Larger batches gain nothing and grow the peak RSS.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.metadata
 import importlib.util
 import logging
 import os
+import re
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
@@ -61,6 +63,7 @@ DIMENSION = 384
 LANGUAGES: frozenset[str] | None = frozenset({"en"})
 MAX_TOKENS = 128
 INSTALL_HINT = "pip install 'calypso[embed]'"
+GRAPHS_KEPT = 2  # built graphs of one model kept in the user's cache: the newest and the one before
 
 
 def _package_file(package: str, *parts: str) -> Path:
@@ -112,7 +115,7 @@ def graph_file(model_path: Path, precision: minilm_graph.Precision, scratch: Pat
 
 def cached_graph(stem: str, key: Any, build: Callable[[], bytes], scratch: Path) -> Path:
     """``graph_file``'s cache for any built graph: ``key`` (a hashlib hash of what the graph is made from)
-    names it, with the ``onnx`` version."""
+    names it, with the ``onnx`` version. Writing one removes all but the ``GRAPHS_KEPT`` newest of its stem."""
     key.update(importlib.metadata.version("onnx").encode())
     path = graph_cache_dir() / f"{stem}-{key.hexdigest()[:16]}.onnx"
     if path.is_file():
@@ -123,12 +126,28 @@ def cached_graph(stem: str, key: Any, build: Callable[[], bytes], scratch: Path)
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=path.name, suffix=".part", delete=False) as part:
             part.write(graph)
         os.replace(part.name, path)
+        _forget_older_graphs(path, stem)
         return path
     except OSError as exc:
         log.info("the model's graph is not cached (%s): built at every start", exc)
     path = scratch / "model.onnx"
     path.write_bytes(graph)
     return path
+
+
+def _forget_older_graphs(written: Path, stem: str) -> None:
+    """Every change to the graph's code or the model's file names a new graph: the older ones of ``stem`` (22-140 MB
+    each; 1.6 GB of them after a day of development here) are removed, all but the ``GRAPHS_KEPT`` newest (this one
+    and, say, the version rolled back from). A process that loaded one has it in memory already."""
+    named = re.compile(re.escape(stem) + r"-[0-9a-f]{16}\.onnx")
+    older: list[tuple[float, Path]] = []
+    for path in written.parent.iterdir():
+        if path != written and named.fullmatch(path.name):
+            with contextlib.suppress(OSError):  # gone meanwhile: another process removed it
+                older.append((path.stat().st_mtime, path))
+    for _, stale in sorted(older, reverse=True)[GRAPHS_KEPT - 1 :]:
+        with contextlib.suppress(OSError):
+            stale.unlink()
 
 
 @functools.cache

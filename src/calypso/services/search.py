@@ -251,9 +251,9 @@ class SearchService:
                     ask = steps.send(await ask.awaited() if ask.awaited is not None else ask.blocking())
                 elif isinstance(ask, Alongside):
                     # The work on a thread, so that the loop sees the database's answer; it is the shorter.
-                    assert ask.read.awaited is not None
                     work = asyncio.wrap_future(self._beside_pool().submit(ask.work))
-                    read = await ask.read.awaited()
+                    awaited = ask.read.awaited
+                    read = await (awaited() if awaited is not None else asyncio.to_thread(ask.read.blocking))
                     ask = steps.send((await work, read))
                 elif ask == EMBED:
                     pending = self._model_beside(query)
@@ -411,8 +411,8 @@ class SearchService:
         """``search`` for a caller on an event loop: run right there when it reads only memory
         (``runs_from_memory``: the worker-thread hop cost 0.5 ms of a 3.8 ms keyword search over HTTP at 200k
         passages, docs/benchmarks/hybrid.md, issue 30); driven on the loop too when all else it waits for is the
-        query's model or reads the loop can await (``_runs_on_loop``); else on a thread, where an index build or
-        PostgreSQL's vector search does not hold up the loop's other requests."""
+        query's model or reads the loop can await (``_runs_on_loop``); else on a thread, where an index build or a
+        blocking read does not hold up the loop's other requests."""
         run = partial(self.search, query, scope, workspace)
         if self.runs_from_memory(query, scope, workspace):
             return run()
