@@ -103,6 +103,24 @@ def one_line(exc: BaseException, url: str = "") -> str:
     return text.replace(password, "***") if password else text
 
 
+class _Wait:
+    """One wait for a pooled connection, taken out of the request's budget (``wait_budget``): at most what is left
+    of the pool timeout, and once spent only a last quick try for an idle connection."""
+
+    def __init__(self, pool_timeout: float) -> None:
+        self.budget = wait_budget.current()
+        spent = self.budget.spent if self.budget is not None else 0.0
+        self.timeout = pool_timeout if self.budget is None else max(LAST_TRY_SECONDS, pool_timeout - spent)
+        self.started = time.monotonic()
+        self.counted = False
+
+    def over(self) -> None:
+        """The wait ended (a connection came, or an error): counted once."""
+        if self.budget is not None and not self.counted:
+            self.budget.spent += time.monotonic() - self.started
+            self.counted = True
+
+
 async def _fetch_all(conn: AsyncConnection, sql: str, params: Params) -> list[Row]:
     cursor = await conn.execute(sql, params)
     return await cursor.fetchall()
@@ -192,19 +210,13 @@ class Database:
         Inside a request (``wait_budget.one_request``) all its waits together last at most the pool
         timeout: once spent, a wait is only a last quick try for an idle connection.
         """
-        budget = wait_budget.current()
-        timeout = self.pool.timeout if budget is None else max(LAST_TRY_SECONDS, self.pool.timeout - budget.spent)
-        started = time.monotonic()
-        counted = False
+        wait = _Wait(self.pool.timeout)
         try:
-            with self.pool.connection(timeout=timeout) as conn:
-                if budget is not None:
-                    budget.spent += time.monotonic() - started
-                    counted = True
+            with self.pool.connection(timeout=wait.timeout) as conn:
+                wait.over()
                 yield conn
         except psycopg.Error as exc:
-            if budget is not None and not counted:
-                budget.spent += time.monotonic() - started
+            wait.over()
             raise self._translate(exc) from exc
 
     def rows(self, sql: str, params: Params = ()) -> list[Row]:
@@ -218,7 +230,7 @@ class Database:
         HTTP (docs/benchmarks/search-speed.md). Its connections open in the background; on any other loop
         ``on_this_loop`` says no and searches take a thread as before."""
         # Unchecked: a check is a round trip per read (0.16 ms of a keyword search's 0.9 over HTTP at 200k passages);
-        # a read on a connection the server dropped is tried once more on another (``rows_async``).
+        # a read on a connection the server dropped is tried once more on another (``read_async``).
         pool: AsyncConnectionPool[AsyncConnection] = AsyncConnectionPool(
             self.url,
             min_size=1,
@@ -251,19 +263,13 @@ class Database:
     async def connection_async(self) -> AsyncIterator[AsyncConnection]:
         """``connection`` on the event loop's pool: the same wait budget, the same errors."""
         assert self._loop_pool is not None, "open_on_loop first"
-        budget = wait_budget.current()
-        timeout = self.pool.timeout if budget is None else max(LAST_TRY_SECONDS, self.pool.timeout - budget.spent)
-        started = time.monotonic()
-        counted = False
+        wait = _Wait(self.pool.timeout)
         try:
-            async with self._loop_pool.connection(timeout=timeout) as conn:
-                if budget is not None:
-                    budget.spent += time.monotonic() - started
-                    counted = True
+            async with self._loop_pool.connection(timeout=wait.timeout) as conn:
+                wait.over()
                 yield conn
         except psycopg.Error as exc:
-            if budget is not None and not counted:
-                budget.spent += time.monotonic() - started
+            wait.over()
             raise self._translate(exc) from exc
 
     async def rows_async(self, sql: str, params: Params = ()) -> list[Row]:
