@@ -106,9 +106,10 @@ def test_an_unreachable_database_is_store_unavailable_on_the_loop(stocked: Servi
         real_url = database.url
         try:
             await reads.get_passages("default", [1], "default")  # a connection in the pool
-            database._loop_pool.kwargs["host"] = "/nonexistent"  # new connections cannot be made
-            database._loop_pool.kwargs["connect_timeout"] = 1
-            database._loop_pool.timeout = 1.0
+            pool = database._loop_pool()
+            pool.kwargs["host"] = "/nonexistent"  # new connections cannot be made
+            pool.kwargs["connect_timeout"] = 1
+            pool.timeout = 1.0
             _drop_loop_connections(real_url)
             await asyncio.sleep(0.1)
             await reads.get_passages("default", [1], "default")
@@ -117,3 +118,37 @@ def test_an_unreachable_database_is_store_unavailable_on_the_loop(stocked: Servi
 
     with pytest.raises(StoreUnavailable):
         asyncio.run(read_after_dropping())
+
+
+def test_two_loops_keep_their_own_pools(stocked: Services) -> None:
+    """Two apps serving over one store (tests do this) each await on their own loop's pool; closing one leaves the
+    other's."""
+    import threading
+
+    storage, search = stocked.storage, stocked.search
+    reads = storage.search_reads
+    assert reads is not None
+    started, release, results = threading.Event(), threading.Event(), []
+
+    async def other_loop() -> None:
+        await storage.open_on_loop()
+        started.set()
+        await asyncio.to_thread(release.wait, 30)
+        results.append(reads.ready())
+        results.append(bool(await search.search_async("gift cards refundable", search.scope())))
+        await storage.close_on_loop()
+
+    thread = threading.Thread(target=asyncio.run, args=(other_loop(),))
+    thread.start()
+    assert started.wait(30)
+
+    async def this_loop() -> bool:
+        await storage.open_on_loop()
+        found = bool(await search.search_async("礼品卡", search.scope()))
+        await storage.close_on_loop()
+        return found and not reads.ready()
+
+    assert asyncio.run(this_loop())
+    release.set()
+    thread.join(30)
+    assert results == [True, True]

@@ -147,8 +147,8 @@ class Database:
         self.url = url
         self.display_url = redact_url(url)
         self._listener: Connection | None = None  # wait_for_notify's LISTEN connection
-        self._loop_pool: AsyncConnectionPool[AsyncConnection] | None = None  # ``open_on_loop``'s
-        self._loop: asyncio.AbstractEventLoop | None = None
+        # ``open_on_loop``'s pools, by the loop each belongs to (one per serving app: tests run several at once)
+        self._loop_pools: dict[asyncio.AbstractEventLoop, AsyncConnectionPool[AsyncConnection]] = {}
         self._listen_lock = threading.Lock()
         try:
             given = conninfo_to_dict(url)
@@ -243,29 +243,34 @@ class Database:
             name="calypso-loop",
         )
         await pool.open(wait=False)
-        self._loop_pool, self._loop = pool, asyncio.get_running_loop()
+        previous = self._loop_pools.pop(asyncio.get_running_loop(), None)
+        self._loop_pools[asyncio.get_running_loop()] = pool
+        if previous is not None:
+            await previous.close()
 
     async def close_on_loop(self) -> None:
-        pool, self._loop_pool, self._loop = self._loop_pool, None, None
+        pool = self._loop_pools.pop(asyncio.get_running_loop(), None)
         if pool is not None:
             await pool.close()
 
     def on_this_loop(self) -> bool:
-        """Whether ``rows_async`` can run here: the pool was opened on the running loop."""
-        if self._loop is None:
-            return False
+        """Whether ``read_async`` can run here: a pool was opened on the running loop."""
+        return self._loop_pool() is not None
+
+    def _loop_pool(self) -> AsyncConnectionPool[AsyncConnection] | None:
         try:
-            return asyncio.get_running_loop() is self._loop
+            return self._loop_pools.get(asyncio.get_running_loop())
         except RuntimeError:  # no loop running: a thread
-            return False
+            return None
 
     @asynccontextmanager
     async def connection_async(self) -> AsyncIterator[AsyncConnection]:
         """``connection`` on the event loop's pool: the same wait budget, the same errors."""
-        assert self._loop_pool is not None, "open_on_loop first"
+        pool = self._loop_pool()
+        assert pool is not None, "open_on_loop first"
         wait = _Wait(self.pool.timeout)
         try:
-            async with self._loop_pool.connection(timeout=wait.timeout) as conn:
+            async with pool.connection(timeout=wait.timeout) as conn:
                 wait.over()
                 yield conn
         except psycopg.Error as exc:
