@@ -491,3 +491,19 @@ def test_client_disconnect_stops_the_upstream(demo_kb, server, fake) -> None:
             if '"response.output_text.delta"' in line:
                 break
     assert fake.wait_for_disconnects(1, timeout=10)
+
+
+def test_an_answer_citing_none_of_the_passages_found_says_so(demo_kb, openai_client, fake) -> None:
+    """Passages were found but the model answered from elsewhere: the hint names that, instead of saying nothing
+    usable was found beside the sources it lists; a search that finds nothing keeps that hint."""
+    fake.script(Script.from_text("Gift cards may be exchanged for cash at any branch office."))
+    response = openai_client.responses.create(model="calypso-rag-agent", input="Can I get cash for a gift card?")
+    meta = response.metadata["_aicore"]
+    assert meta["grounded_sources_state"] == "missing" and meta["retrieval_status"] == "ungrounded"
+    assert meta["grounded_sources"] and not any(s["cited"] for s in meta["grounded_sources"])
+    assert meta["grounded_sources_hint"].startswith("Passages were found, but the answer cites none of them")
+    assert meta["claims"]["unsupported"] >= 1
+    fake.script(Script.from_text("I could not find that."))
+    nothing = openai_client.responses.create(model="calypso-rag-agent", input="zxqv wplk trnn")
+    hint = nothing.metadata["_aicore"]["grounded_sources_hint"]
+    assert not nothing.metadata["_aicore"]["grounded_sources"] and "nothing usable was found" in hint

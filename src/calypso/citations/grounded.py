@@ -207,6 +207,9 @@ GROUNDING_HINTS = {
 # ``missing`` for an answer whose text the documents do not back: the text is kept, its sentences marked.
 UNSUPPORTED_HINT = "The documents do not support this answer: none of its claims is in the cited passages."
 NOT_ANSWERED_HINT = "The documents were searched, but what they say does not answer this question."
+# ``missing`` for an answer that cites none of the passages found (a model that answered from its own knowledge):
+# "nothing usable was found" would hide the passages listed beside it.
+UNCITED_HINT = "Passages were found, but the answer cites none of them: its claims are not backed by the documents."
 
 
 def grounded_sources_state(answer: GroundedAnswer, hidden: bool = False) -> str:
@@ -235,6 +238,8 @@ def grounding_status(answer: GroundedAnswer, hidden: bool = False) -> dict[str, 
     hint = GROUNDING_HINTS[state]
     if state == "missing" and answer.cited_sources:  # passages were cited, yet they do not answer
         hint = NOT_ANSWERED_HINT if answer.answers_question is False else UNSUPPORTED_HINT
+    elif state == "missing" and answer.sources:  # passages were found, and the answer used none
+        hint = UNCITED_HINT
     return {
         "retrieval_status": answer.retrieval_status,
         "grounded_sources_state": state,
