@@ -48,7 +48,7 @@ from calypso.text.languages import detect
 
 HYBRID_DEPTH = 100  # each run's depth before fusion: fuse's 0 is the 100th (as tuned on SciFact)
 QUERY_VECTORS_CACHED = 512  # recent queries' vectors kept, so a repeated question embeds nothing
-DATABASE_VECTOR_SEARCHES = 8  # vector searches waiting on the database at once, beside their keyword runs
+BESIDE_THREADS = 8  # threads a search hands work to beside its own: models, keyword runs, database vector searches
 EMBED, VECTOR = "embed", "vector"  # what a search's steps ask their driver (``SearchService._steps``), or a Read
 
 
@@ -394,11 +394,12 @@ class SearchService:
         return Read(partial(getattr(store, name), *args), awaited)
 
     def _beside_pool(self) -> ThreadPoolExecutor:
-        """The threads a search hands work to while it runs its keyword search: the query's model, and the
-        database's vector search."""
+        """The threads a search hands work to beside its own: the keyword side beside a model on a thread
+        (``_embed_here``) or beside the database's vector scan on the loop (``Alongside``), the query's model on the
+        loop, the database's vector scan on a thread."""
         with self._query_lock:
             if self._beside is None:
-                self._beside = ThreadPoolExecutor(DATABASE_VECTOR_SEARCHES, thread_name_prefix="calypso-beside")
+                self._beside = ThreadPoolExecutor(BESIDE_THREADS, thread_name_prefix="calypso-beside")
             return self._beside
 
     def _vector_cached(self, query: str) -> bool:
